@@ -1,0 +1,79 @@
+/* taxi_asks.h -- the ten asks of the taxi benchmark (seed 000), each as
+ * PostgreSQL SQL over the raw tables and as a Straum ask over the views in
+ * taxi_views.sql with every value a parameter. Where the SQL has no range the
+ * ask's is 2000 to 2030, which holds every trip. Shared by the tests (which
+ * compile and, later, answer them) and the benchmark (which times them). */
+#ifndef STRAUM_BENCH_TAXI_ASKS_H
+#define STRAUM_BENCH_TAXI_ASKS_H
+
+struct taxi_ask {
+    const char *name;
+    const char *postgres_sql;
+    const char *ask;
+    const char *params[4]; /* NULL-terminated */
+};
+
+#define TAXI_ALL_FROM "2000-01-01"
+#define TAXI_ALL_TO "2030-01-01"
+
+static const struct taxi_ask TAXI_ASKS[] = {
+    {"Trips",
+     "SELECT count(*) FROM yellow_trips",
+     "SELECT trips FROM trips WHERE bucket >= $1 AND bucket < $2",
+     {TAXI_ALL_FROM, TAXI_ALL_TO, 0}},
+    {"Card trips",
+     "SELECT count(*) FROM yellow_trips WHERE payment_type = 1",
+     "SELECT trips FROM trips WHERE bucket >= $1 AND bucket < $2 AND payment_type = $3",
+     {TAXI_ALL_FROM, TAXI_ALL_TO, "1", 0}},
+    {"Trips by pickup borough",
+     "SELECT z.borough, count(*) FROM yellow_trips t "
+     "LEFT JOIN taxi_zones z ON z.location_id = t.pu_location_id GROUP BY z.borough",
+     "SELECT borough, trips FROM trips WHERE bucket >= $1 AND bucket < $2 GROUP BY borough",
+     {TAXI_ALL_FROM, TAXI_ALL_TO, 0}},
+    {"Fares by payment type",
+     "SELECT payment_type, count(*), sum(fare_amount), avg(fare_amount) "
+     "FROM yellow_trips GROUP BY payment_type",
+     "SELECT payment_type, trips, fare, avg_fare FROM trips "
+     "WHERE bucket >= $1 AND bucket < $2 GROUP BY payment_type",
+     {TAXI_ALL_FROM, TAXI_ALL_TO, 0}},
+    {"Median fare",
+     "SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY fare_amount) FROM yellow_trips",
+     "SELECT median_fare FROM trips WHERE bucket >= $1 AND bucket < $2",
+     {TAXI_ALL_FROM, TAXI_ALL_TO, 0}},
+    {"p99 fare by payment type",
+     "SELECT payment_type, percentile_disc(0.99) WITHIN GROUP (ORDER BY fare_amount) "
+     "FROM yellow_trips GROUP BY payment_type",
+     "SELECT payment_type, p99_fare FROM trips "
+     "WHERE bucket >= $1 AND bucket < $2 GROUP BY payment_type",
+     {TAXI_ALL_FROM, TAXI_ALL_TO, 0}},
+    {"Median fare per hour, one day",
+     "SELECT date_trunc('hour', pickup_at), "
+     "percentile_disc(0.5) WITHIN GROUP (ORDER BY fare_amount) FROM yellow_trips "
+     "WHERE pickup_at >= '2024-01-17' AND pickup_at < '2024-01-18' GROUP BY 1",
+     "SELECT bucket, median_fare FROM trips "
+     "WHERE bucket >= $1 AND bucket < $2 GROUP BY bucket",
+     {"2024-01-17", "2024-01-18", 0}},
+    {"Manhattan pickups, one week",
+     "SELECT count(*) FROM yellow_trips t "
+     "JOIN taxi_zones z ON z.location_id = t.pu_location_id "
+     "WHERE z.borough = 'Manhattan' "
+     "AND t.pickup_at >= '2024-01-08' AND t.pickup_at < '2024-01-15'",
+     "SELECT trips FROM trips WHERE bucket >= $1 AND bucket < $2 AND borough = $3",
+     {"2024-01-08", "2024-01-15", "Manhattan", 0}},
+    {"Trips per hour, one day",
+     "SELECT date_trunc('hour', pickup_at), count(*) FROM yellow_trips "
+     "WHERE pickup_at >= '2024-01-17' AND pickup_at < '2024-01-18' GROUP BY 1",
+     "SELECT bucket, trips FROM trips WHERE bucket >= $1 AND bucket < $2 GROUP BY bucket",
+     {"2024-01-17", "2024-01-18", 0}},
+    {"Tips by dropoff borough",
+     "SELECT z.borough, count(*), sum(t.tip_amount), avg(t.trip_distance), "
+     "sum(t.fare_amount) FROM yellow_trips t "
+     "LEFT JOIN taxi_zones z ON z.location_id = t.do_location_id GROUP BY z.borough",
+     "SELECT borough, trips, tips, avg_distance, fare FROM dropoffs "
+     "WHERE bucket >= $1 AND bucket < $2 GROUP BY borough",
+     {TAXI_ALL_FROM, TAXI_ALL_TO, 0}},
+};
+
+#define TAXI_NASKS ((int)(sizeof TAXI_ASKS / sizeof TAXI_ASKS[0]))
+
+#endif

@@ -1,0 +1,88 @@
+/* arena.c -- the bump allocator behind every compiled view and ask. */
+#include "sql/arena.h"
+
+#include <stdalign.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct arena_block {
+    struct arena_block *next;
+    size_t used, size;
+    alignas(max_align_t) unsigned char data[];
+};
+
+struct sql_arena {
+    struct arena_block *head;
+};
+
+enum { ARENA_BLOCK = 4096 };
+
+struct sql_arena *sql_arena_new(void) { return calloc(1, sizeof(struct sql_arena)); }
+
+void sql_arena_free(struct sql_arena *a)
+{
+    if (!a)
+        return;
+    struct arena_block *b = a->head;
+    while (b) {
+        struct arena_block *next = b->next;
+        free(b);
+        b = next;
+    }
+    free(a);
+}
+
+void *sql_arena_alloc(struct sql_arena *a, size_t size)
+{
+    const size_t align = alignof(max_align_t);
+    size = (size + align - 1) & ~(align - 1);
+    if (size == 0)
+        size = align;
+    struct arena_block *b = a->head;
+    if (!b || b->size - b->used < size) {
+        size_t cap = size > ARENA_BLOCK ? size : ARENA_BLOCK;
+        b = malloc(sizeof(*b) + cap);
+        if (!b)
+            return NULL;
+        b->used = 0;
+        b->size = cap;
+        b->next = a->head;
+        a->head = b;
+    }
+    void *p = b->data + b->used;
+    b->used += size;
+    memset(p, 0, size);
+    return p;
+}
+
+char *sql_arena_strndup(struct sql_arena *a, const char *s, size_t n)
+{
+    char *p = sql_arena_alloc(a, n + 1);
+    if (p) {
+        memcpy(p, s, n);
+        p[n] = '\0';
+    }
+    return p;
+}
+
+char *sql_arena_strdup(struct sql_arena *a, const char *s)
+{
+    return sql_arena_strndup(a, s, strlen(s));
+}
+
+void *sql_arena_grow(struct sql_arena *a, void *array, size_t elem, int *cap, int want)
+{
+    if (want <= *cap)
+        return array;
+    int ncap = *cap ? *cap * 2 : 4;
+    while (ncap < want)
+        ncap *= 2;
+    void *p = sql_arena_alloc(a, elem * (size_t)ncap);
+    if (!p)
+        return NULL;
+    if (array)
+        memcpy(p, array, elem * (size_t)*cap);
+    *cap = ncap;
+    return p;
+}

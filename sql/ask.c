@@ -1,0 +1,703 @@
+/* ask.c -- asks (SELECT over one view) compiled to struct sql_ask.
+ *
+ *   ask   := SELECT item, ... FROM view [[AS] alias]
+ *            WHERE cond AND cond ...
+ *            [GROUP BY group, ...] [ORDER BY order, ...]
+ *            [LIMIT n|$n|ALL] [OFFSET n|$n]
+ *   item  := column | date_bin('<width>', bucket [, <origin>])  [[AS] name]
+ *   cond  := bucket >= v | bucket < v | col = v | col <> v
+ *          | col [NOT] IN (v, ...) | col IS [NOT] NULL
+ *
+ * An ask means the view's query over the rows whose bucket is in the range,
+ * grouped by the ask's keys instead of the view's (SPEC.md, "What an ask
+ * means"). The compiled ask says which view columns it reads, how it groups
+ * and what each parameter must be; binding values and checking them against
+ * the store's types is serve's job. */
+#include "sql/filter.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* What a name or expression in an ask stands for. */
+struct target {
+    bool is_bucket;
+    int64_t width;     /* bucket: the width it is grouped at */
+    int view_column;   /* the view column (the bucket's, for buckets) */
+};
+
+struct raw_ask_item {
+    const struct sql_token *tok;
+    const char *name;
+    bool is_date_bin;
+    struct colref col;           /* the column, or date_bin's second argument */
+    const struct sql_token *width_tok;
+    int64_t width;
+    const struct sql_token *origin_tok;
+    int64_t origin;
+    bool has_origin;
+    struct target target;
+};
+
+struct ask_builder {
+    struct parser *p;
+    struct sql_ask *ask;
+    const struct sql_view_list *views;
+    const struct sql_view *v;
+    const char *alias;
+
+    struct raw_ask_item *items;
+    int nitems, items_cap;
+    struct sql_ask_cond *conds;
+    int nconds, conds_cap;
+    bool has_from, has_to;
+    int *group_keys;
+    int ngroup_keys, group_cap;
+    bool group_bucket;
+    int64_t group_width;
+    struct sql_ask_order *order;
+    int norder, order_cap;
+    struct sql_param *params;
+    int nparams_cap, max_param;
+    bool *param_seen;
+};
+
+#define AGROW(b, arr, n, cap)                                                      \
+    ((arr) = sql_arena_grow((b)->p->arena, (arr), sizeof *(arr), &(cap), (n) + 1), \
+     (arr) ? true : fail_at((b)->p, peek((b)->p), SQL_ERR_LIMIT, "out of memory"))
+
+/* ---- Parameters --------------------------------------------------------- */
+
+static const char *param_kind_text(enum sql_param_kind k)
+{
+    return k == SQL_PARAM_TIMESTAMP ? "a bucket edge" : k == SQL_PARAM_KEY ? "a key value"
+                                                                          : "a row count";
+}
+
+/* Records how an operand is used; a parameter used two ways is refused, since
+ * it could not have one type. */
+static bool note_operand(struct ask_builder *b, const struct sql_operand *o,
+                         enum sql_param_kind kind, int view_column)
+{
+    if (!o->is_param)
+        return true;
+    struct sql_param *prm = &b->params[o->param - 1];
+    if (b->param_seen[o->param - 1]) {
+        if (prm->kind != kind || prm->view_column != view_column)
+            return fail_at(b->p, &(struct sql_token){.line = o->line, .column = o->column},
+                           SQL_ERR_INVALID,
+                           "parameter $%d is used as %s and as %s; use two parameters",
+                           o->param, param_kind_text(prm->kind), param_kind_text(kind));
+        return true;
+    }
+    b->param_seen[o->param - 1] = true;
+    prm->kind = kind;
+    prm->view_column = view_column;
+    prm->line = o->line;
+    prm->column = o->column;
+    if (o->param > b->max_param)
+        b->max_param = o->param;
+    return true;
+}
+
+static bool check_params(struct ask_builder *b)
+{
+    /* Reported where the highest parameter is, the one that made the gap. */
+    const struct sql_param *last = b->max_param ? &b->params[b->max_param - 1] : NULL;
+    for (int i = 0; i < b->max_param; i++)
+        if (!b->param_seen[i])
+            return fail_at(b->p, &(struct sql_token){.line = last->line, .column = last->column},
+                           SQL_ERR_INVALID,
+                           "parameter $%d is not used; number parameters from $1 without gaps",
+                           i + 1);
+    b->ask->params = b->params;
+    b->ask->nparams = b->max_param;
+    return true;
+}
+
+/* ---- Names --------------------------------------------------------------- */
+
+/* Resolves [view.]name to a view column, or -1 after an error. */
+static int resolve_name(struct ask_builder *b, const struct colref *c)
+{
+    if (c->qual && strcmp(c->qual, b->alias) != 0) {
+        fail_at(b->p, c->tok, SQL_ERR_UNKNOWN_COLUMN,
+                "missing FROM-clause entry for table \"%s\"", c->qual);
+        return -1;
+    }
+    int i = sql_view_column_find(b->v, c->name);
+    if (i < 0)
+        fail_at(b->p, c->tok, SQL_ERR_UNKNOWN_COLUMN, "column \"%s\" does not exist in view \"%s\"",
+                c->name, b->v->name);
+    return i;
+}
+
+static bool check_width(struct ask_builder *b, const struct sql_token *t, int64_t width)
+{
+    for (int i = 0; i < b->v->nwidths; i++)
+        if (b->v->widths[i] == width)
+            return true;
+    return fail_at(b->p, t, SQL_ERR_INVALID,
+                   "view \"%s\" does not keep width '%s'; re-bucket to one of its widths",
+                   b->v->name, t->text);
+}
+
+/* ---- SELECT items --------------------------------------------------------- */
+
+static bool parse_date_bin(struct ask_builder *b, struct raw_ask_item *it)
+{
+    struct parser *p = b->p;
+    struct sql_const c;
+    char why[160];
+    it->is_date_bin = true;
+    it->name = "date_bin";
+    it->width_tok = peek(p);
+    if (!parse_const(p, &c))
+        return false;
+    if (c.kind != SQL_CONST_STRING || (c.cast && strcmp(c.cast, "interval")))
+        return fail_at(p, it->width_tok, SQL_ERR_INVALID,
+                       "date_bin's first argument must be an interval such as '1 day'");
+    if (!sql_parse_interval(c.text, &it->width, why, sizeof why))
+        return fail_at(p, it->width_tok, SQL_ERR_INVALID, "%s", why);
+    if (!expect_op(p, ",") || !parse_colref(p, &it->col))
+        return false;
+    if (accept_op(p, ",")) {
+        it->origin_tok = peek(p);
+        bool has_offset;
+        if (!parse_const(p, &c))
+            return false;
+        if (c.kind != SQL_CONST_STRING ||
+            !sql_parse_timestamp(c.text, &it->origin, &has_offset, why, sizeof why))
+            return fail_at(p, it->origin_tok, SQL_ERR_INVALID,
+                           "date_bin's origin must be a timestamp such as timestamptz 'epoch'");
+        it->has_origin = true;
+    }
+    return expect_op(p, ")");
+}
+
+static bool parse_item(struct ask_builder *b, struct raw_ask_item *it)
+{
+    struct parser *p = b->p;
+    const struct sql_token *t = peek(p);
+    memset(it, 0, sizeof *it);
+    it->tok = t;
+    if (is_op(t, "*"))
+        return fail_at(p, t, SQL_ERR_UNSUPPORTED,
+                       "an ask cannot SELECT *: name the keys and measures it wants");
+    if (t->kind == TOK_IDENT && is_op(peek_at(p, 1), "(")) {
+        if (strcmp(t->text, "date_bin") != 0)
+            return fail_at(p, t, SQL_ERR_UNSUPPORTED,
+                           "%s(...) is not allowed in an ask: a view's measures are "
+                           "already aggregated; select them by name", t->text);
+        p->pos += 2;
+        if (!parse_date_bin(b, it))
+            return false;
+    } else {
+        if (t->kind != TOK_IDENT || is_reserved(t))
+            return fail_expected(p, t, "a column of the view");
+        if (!parse_colref(p, &it->col))
+            return false;
+        it->name = it->col.name;
+    }
+    if (is_op(peek(p), "+") || is_op(peek(p), "-") || is_op(peek(p), "*") ||
+        is_op(peek(p), "/"))
+        return fail_at(p, peek(p), SQL_ERR_UNSUPPORTED,
+                       "an ask selects columns of the view, not expressions");
+    if (accept_kw(p, "as")) {
+        const struct sql_token *a = expect_ident(p, "a column name after AS");
+        if (!a)
+            return false;
+        it->name = a->text;
+    } else if (peek(p)->kind == TOK_IDENT && !is_reserved(peek(p))) {
+        it->name = next(p)->text;
+    }
+    return true;
+}
+
+static bool resolve_item(struct ask_builder *b, struct raw_ask_item *it)
+{
+    int col = resolve_name(b, &it->col);
+    if (col < 0)
+        return false;
+    const struct sql_view_column *vc = &b->v->columns[col];
+    it->target.view_column = col;
+    it->target.is_bucket = vc->kind == SQL_COLUMN_BUCKET;
+    it->target.width = b->v->widths[0];
+    if (!it->is_date_bin)
+        return true;
+    if (!it->target.is_bucket)
+        return fail_at(b->p, it->col.tok, SQL_ERR_INVALID,
+                       "date_bin re-buckets the bucket column, not \"%s\"", it->col.name);
+    if (!check_width(b, it->width_tok, it->width))
+        return false;
+    if (it->has_origin && it->origin != b->v->origin_usec)
+        return fail_at(b->p, it->origin_tok, SQL_ERR_INVALID,
+                       "date_bin's origin must be the view's own origin");
+    it->target.width = it->width;
+    return true;
+}
+
+/* ---- WHERE ---------------------------------------------------------------- */
+
+static bool check_range_literal(struct ask_builder *b, const struct sql_operand *o)
+{
+    if (o->is_param)
+        return true;
+    int64_t usec;
+    bool has_offset;
+    char why[160];
+    const struct sql_token at = {.line = o->line, .column = o->column};
+    if (o->lit.kind != SQL_CONST_STRING)
+        return fail_at(b->p, &at, SQL_ERR_INVALID,
+                       "a bucket edge is a timestamp such as '2024-01-17' or a parameter");
+    if (!sql_parse_timestamp(o->lit.text, &usec, &has_offset, why, sizeof why))
+        return fail_at(b->p, &at, SQL_ERR_INVALID, "%s", why);
+    return true;
+}
+
+static bool parse_bucket_cond(struct ask_builder *b, const struct colref *c)
+{
+    struct parser *p = b->p;
+    const struct sql_token *op = peek(p);
+    bool from = is_op(op, ">="), to = is_op(op, "<");
+    if (!from && !to)
+        return fail_at(p, op, SQL_ERR_UNSUPPORTED,
+                       "the bucket range is written bucket >= $1 AND bucket < $2");
+    next(p);
+    if ((from && b->has_from) || (to && b->has_to))
+        return fail_at(p, c->tok, SQL_ERR_INVALID, "the bucket range is given twice");
+    struct sql_operand *o = from ? &b->ask->range_from : &b->ask->range_to;
+    if (!parse_operand(p, o) || !check_range_literal(b, o) ||
+        !note_operand(b, o, SQL_PARAM_TIMESTAMP, -1))
+        return false;
+    *(from ? &b->has_from : &b->has_to) = true;
+    return true;
+}
+
+static bool parse_in_values(struct ask_builder *b, struct sql_ask_cond *cond)
+{
+    struct parser *p = b->p;
+    if (!expect_op(p, "("))
+        return false;
+    struct sql_operand *vals = NULL;
+    int cap = 0;
+    do {
+        if (!AGROW(b, vals, cond->nvalues, cap) || !parse_operand(p, &vals[cond->nvalues]) ||
+            !note_operand(b, &vals[cond->nvalues], SQL_PARAM_KEY, cond->view_column))
+            return false;
+        if (!vals[cond->nvalues].is_param && vals[cond->nvalues].lit.kind == SQL_CONST_NULL)
+            return fail_at(p, &(struct sql_token){.line = vals[cond->nvalues].line,
+                                                  .column = vals[cond->nvalues].column},
+                           SQL_ERR_INVALID, "NULL in an IN list matches nothing; use IS NULL");
+        cond->nvalues++;
+    } while (accept_op(p, ","));
+    cond->values = vals;
+    return expect_op(p, ")");
+}
+
+static bool parse_key_cond(struct ask_builder *b, struct sql_ask_cond *cond)
+{
+    struct parser *p = b->p;
+    const struct sql_token *op = peek(p);
+    if (accept_kw(p, "is")) {
+        cond->kind = accept_kw(p, "not") ? SQL_COND_IS_NOT_NULL : SQL_COND_IS_NULL;
+        return expect_kw(p, "null");
+    }
+    if (is_kw(op, "not") && is_kw(peek_at(p, 1), "in")) {
+        p->pos += 2;
+        cond->kind = SQL_COND_NOT_IN;
+        return parse_in_values(b, cond);
+    }
+    if (accept_kw(p, "in")) {
+        cond->kind = SQL_COND_IN;
+        return parse_in_values(b, cond);
+    }
+    if (is_op(op, "=") || is_op(op, "<>") || is_op(op, "!=")) {
+        next(p);
+        cond->kind = is_op(op, "=") ? SQL_COND_EQ : SQL_COND_NE;
+        struct sql_operand *o = sql_arena_alloc(p->arena, sizeof *o);
+        if (!o)
+            return fail_at(p, op, SQL_ERR_LIMIT, "out of memory");
+        if (!parse_operand(p, o) || !note_operand(b, o, SQL_PARAM_KEY, cond->view_column))
+            return false;
+        if (!o->is_param && o->lit.kind == SQL_CONST_NULL)
+            return fail_at(p, &(struct sql_token){.line = o->line, .column = o->column},
+                           SQL_ERR_INVALID,
+                           "a comparison with NULL is never true; use IS NULL or IS NOT NULL");
+        cond->values = o;
+        cond->nvalues = 1;
+        return true;
+    }
+    if (is_op(op, "<") || is_op(op, "<=") || is_op(op, ">") || is_op(op, ">="))
+        return fail_at(p, op, SQL_ERR_UNSUPPORTED,
+                       "keys are compared with =, <>, IN or IS NULL; ranges are for bucket");
+    return fail_expected(p, op, "=, <>, IN or IS");
+}
+
+static bool parse_cond(struct ask_builder *b)
+{
+    struct parser *p = b->p;
+    struct colref c;
+    const struct sql_token *t = peek(p);
+    if (is_op(t, "(") || is_kw(t, "not"))
+        return fail_at(p, t, SQL_ERR_UNSUPPORTED,
+                       "an ask's WHERE is conditions joined by AND, without parentheses or NOT");
+    if (!parse_colref(p, &c))
+        return false;
+    int col = resolve_name(b, &c);
+    if (col < 0)
+        return false;
+    const struct sql_view_column *vc = &b->v->columns[col];
+    if (vc->kind == SQL_COLUMN_BUCKET)
+        return parse_bucket_cond(b, &c);
+    if (vc->kind == SQL_COLUMN_MEASURE)
+        return fail_at(p, c.tok, SQL_ERR_UNSUPPORTED,
+                       "cannot filter on measure \"%s\"; asks filter keys and dim columns",
+                       c.name);
+    if (!AGROW(b, b->conds, b->nconds, b->conds_cap))
+        return false;
+    struct sql_ask_cond *cond = &b->conds[b->nconds++];
+    memset(cond, 0, sizeof *cond);
+    cond->view_column = col;
+    cond->line = c.tok->line;
+    cond->column = c.tok->column;
+    return parse_key_cond(b, cond);
+}
+
+static bool parse_where(struct ask_builder *b)
+{
+    struct parser *p = b->p;
+    const struct sql_token *t = peek(p);
+    if (!accept_kw(p, "where"))
+        return fail_at(p, t, SQL_ERR_INVALID,
+                       "an ask needs a bucket range: WHERE bucket >= $1 AND bucket < $2");
+    do {
+        if (!parse_cond(b))
+            return false;
+    } while (accept_kw(p, "and"));
+    if (is_kw(peek(p), "or"))
+        return fail_at(p, peek(p), SQL_ERR_UNSUPPORTED,
+                       "OR is not supported in asks; use IN (...) for alternatives");
+    if (!b->has_from || !b->has_to)
+        return fail_at(p, t, SQL_ERR_INVALID, "an ask needs a bucket range: bucket >= %s "
+                                              "AND bucket < %s",
+                       b->has_from ? "..." : "$1", b->has_to ? "..." : "$2");
+    b->ask->conds = b->conds;
+    b->ask->nconds = b->nconds;
+    return true;
+}
+
+/* ---- GROUP BY ------------------------------------------------------------- */
+
+/* A GROUP BY or ORDER BY entry: an ordinal, an output name, a view column or
+ * date_bin(...). Returns the select item it names (or -1 if none) and fills
+ * target. */
+static bool parse_group_ref(struct ask_builder *b, struct target *target, int *item)
+{
+    struct parser *p = b->p;
+    const struct sql_token *t = peek(p);
+    *item = -1;
+    if (t->kind == TOK_NUMBER) {
+        next(p);
+        char *end;
+        errno = 0;
+        long n = strtol(t->text, &end, 10);
+        if (*end || errno || n < 1 || n > b->nitems)
+            return fail_at(p, t, SQL_ERR_INVALID, "position %s is not in select list", t->text);
+        *item = (int)n - 1;
+        *target = b->items[*item].target;
+        return true;
+    }
+    if (t->kind == TOK_IDENT && strcmp(t->text, "date_bin") == 0 && is_op(peek_at(p, 1), "(")) {
+        struct raw_ask_item tmp = {.tok = t};
+        p->pos += 2;
+        if (!parse_date_bin(b, &tmp) || !resolve_item(b, &tmp))
+            return false;
+        *target = tmp.target;
+        return true;
+    }
+    struct colref c;
+    if (!parse_colref(p, &c))
+        return false;
+    if (!c.qual)
+        for (int i = 0; i < b->nitems; i++)
+            if (strcmp(b->items[i].name, c.name) == 0) {
+                *item = i;
+                *target = b->items[i].target;
+                return true;
+            }
+    int col = resolve_name(b, &c);
+    if (col < 0)
+        return false;
+    target->view_column = col;
+    target->is_bucket = b->v->columns[col].kind == SQL_COLUMN_BUCKET;
+    target->width = b->v->widths[0];
+    return true;
+}
+
+static bool add_group(struct ask_builder *b, const struct sql_token *t, const struct target *g)
+{
+    struct parser *p = b->p;
+    if (g->is_bucket) {
+        if (b->group_bucket && b->group_width != g->width)
+            return fail_at(p, t, SQL_ERR_INVALID, "an ask groups by one bucket width");
+        b->group_bucket = true;
+        b->group_width = g->width;
+        return true;
+    }
+    if (b->v->columns[g->view_column].kind == SQL_COLUMN_MEASURE)
+        return fail_at(p, t, SQL_ERR_INVALID, "cannot group by measure \"%s\"",
+                       b->v->columns[g->view_column].name);
+    for (int i = 0; i < b->ngroup_keys; i++)
+        if (b->group_keys[i] == g->view_column)
+            return true;
+    if (!AGROW(b, b->group_keys, b->ngroup_keys, b->group_cap))
+        return false;
+    b->group_keys[b->ngroup_keys++] = g->view_column;
+    return true;
+}
+
+static bool parse_group_by(struct ask_builder *b)
+{
+    struct parser *p = b->p;
+    if (!accept_kw(p, "group"))
+        return true;
+    if (!expect_kw(p, "by"))
+        return false;
+    do {
+        const struct sql_token *t = peek(p);
+        struct target g;
+        int item;
+        if (!parse_group_ref(b, &g, &item) || !add_group(b, t, &g))
+            return false;
+    } while (accept_op(p, ","));
+    return true;
+}
+
+/* Every selected key and bucket must be grouped, as in SQL. */
+static bool check_grouping(struct ask_builder *b)
+{
+    for (int i = 0; i < b->nitems; i++) {
+        const struct target *t = &b->items[i].target;
+        const struct sql_view_column *vc = &b->v->columns[t->view_column];
+        bool ok = vc->kind == SQL_COLUMN_MEASURE;
+        if (t->is_bucket)
+            ok = b->group_bucket && b->group_width == t->width;
+        for (int k = 0; k < b->ngroup_keys && !ok; k++)
+            ok = b->group_keys[k] == t->view_column;
+        if (!ok)
+            return fail_at(b->p, b->items[i].tok, SQL_ERR_INVALID,
+                           "column \"%s\" must appear in the GROUP BY clause",
+                           b->items[i].name);
+    }
+    return true;
+}
+
+/* ---- ORDER BY, LIMIT, OFFSET ---------------------------------------------- */
+
+static int output_of(struct ask_builder *b, const struct target *t)
+{
+    for (int i = 0; i < b->nitems; i++) {
+        const struct target *o = &b->items[i].target;
+        if (o->view_column == t->view_column && o->is_bucket == t->is_bucket &&
+            (!o->is_bucket || o->width == t->width))
+            return i;
+    }
+    return -1;
+}
+
+static bool parse_order_by(struct ask_builder *b)
+{
+    struct parser *p = b->p;
+    if (!accept_kw(p, "order"))
+        return true;
+    if (!expect_kw(p, "by"))
+        return false;
+    do {
+        const struct sql_token *t = peek(p);
+        struct target g;
+        int item;
+        if (!parse_group_ref(b, &g, &item))
+            return false;
+        if (item < 0 && (item = output_of(b, &g)) < 0)
+            return fail_at(p, t, SQL_ERR_INVALID,
+                           "ORDER BY must name a selected column; select it first");
+        if (!AGROW(b, b->order, b->norder, b->order_cap))
+            return false;
+        struct sql_ask_order *o = &b->order[b->norder++];
+        o->output_column = item;
+        o->descending = accept_kw(p, "desc");
+        if (!o->descending)
+            accept_kw(p, "asc");
+        o->nulls_first = o->descending;
+        if (accept_kw(p, "nulls")) {
+            if (accept_kw(p, "first"))
+                o->nulls_first = true;
+            else if (expect_kw(p, "last"))
+                o->nulls_first = false;
+            else
+                return false;
+        }
+    } while (accept_op(p, ","));
+    b->ask->order = b->order;
+    b->ask->norder = b->norder;
+    return true;
+}
+
+static bool parse_count(struct ask_builder *b, struct sql_operand *o, const char *what)
+{
+    struct parser *p = b->p;
+    const struct sql_token *t = peek(p);
+    if (t->kind != TOK_NUMBER && t->kind != TOK_PARAM)
+        return fail_expected(p, t, what);
+    if (!parse_operand(p, o))
+        return false;
+    if (!o->is_param) {
+        char *end;
+        errno = 0;
+        long long n = strtoll(o->lit.text, &end, 10);
+        if (*end || errno || n < 0)
+            return fail_at(p, t, SQL_ERR_INVALID, "%s must be a non-negative integer",
+                           what);
+    }
+    return note_operand(b, o, SQL_PARAM_COUNT, -1);
+}
+
+static bool parse_limit_offset(struct ask_builder *b)
+{
+    struct parser *p = b->p;
+    struct sql_ask *a = b->ask;
+    if (accept_kw(p, "limit") && !accept_kw(p, "all")) {
+        if (!parse_count(b, &a->limit, "a row count after LIMIT"))
+            return false;
+        a->has_limit = true;
+    }
+    if (accept_kw(p, "offset")) {
+        if (!parse_count(b, &a->offset, "a row count after OFFSET"))
+            return false;
+        a->has_offset = true;
+    }
+    accept_op(p, ";");
+    const struct sql_token *t = peek(p);
+    if (is_kw(t, "having"))
+        return fail_at(p, t, SQL_ERR_UNSUPPORTED, "HAVING is not supported in asks");
+    if (t->kind != TOK_EOF)
+        return fail_expected(p, t, "the end of the ask");
+    return true;
+}
+
+/* ---- The ask --------------------------------------------------------------- */
+
+static bool parse_from(struct ask_builder *b)
+{
+    struct parser *p = b->p;
+    if (!expect_kw(p, "from"))
+        return false;
+    const struct sql_token *t = expect_ident(p, "a view name");
+    if (!t)
+        return false;
+    if (is_op(peek(p), "."))
+        return fail_at(p, peek(p), SQL_ERR_UNSUPPORTED, "views are named without a schema");
+    b->v = sql_view_find(b->views, t->text);
+    if (!b->v)
+        return fail_at(p, t, SQL_ERR_UNKNOWN_VIEW, "unknown view \"%s\"", t->text);
+    b->alias = b->v->name;
+    if (accept_kw(p, "as")) {
+        const struct sql_token *a = expect_ident(p, "an alias after AS");
+        if (!a)
+            return false;
+        b->alias = a->text;
+    } else if (peek(p)->kind == TOK_IDENT && !is_reserved(peek(p))) {
+        b->alias = next(p)->text;
+    }
+    if (is_op(peek(p), ",") || is_kw(peek(p), "join") || is_kw(peek(p), "left") ||
+        is_kw(peek(p), "inner"))
+        return fail_at(p, peek(p), SQL_ERR_UNSUPPORTED, "an ask reads one view");
+    return true;
+}
+
+static bool finish_columns(struct ask_builder *b)
+{
+    struct sql_ask_column *cols = sql_arena_alloc(b->p->arena, sizeof *cols * (size_t)b->nitems);
+    if (!cols)
+        return fail_at(b->p, peek(b->p), SQL_ERR_LIMIT, "out of memory");
+    for (int i = 0; i < b->nitems; i++) {
+        const struct target *t = &b->items[i].target;
+        enum sql_column_kind k = b->v->columns[t->view_column].kind;
+        cols[i].name = b->items[i].name;
+        cols[i].view_column = t->view_column;
+        cols[i].kind = t->is_bucket ? SQL_ASK_BUCKET
+                       : k == SQL_COLUMN_MEASURE ? SQL_ASK_MEASURE
+                                                 : SQL_ASK_KEY;
+    }
+    struct sql_ask *a = b->ask;
+    a->view = b->v;
+    a->columns = cols;
+    a->ncolumns = b->nitems;
+    a->group_by_bucket = b->group_bucket;
+    a->bucket_width = b->group_bucket ? b->group_width : b->v->widths[0];
+    a->group_keys = b->group_keys;
+    a->ngroup_keys = b->ngroup_keys;
+    return true;
+}
+
+static bool compile_ask(struct ask_builder *b)
+{
+    struct parser *p = b->p;
+    if (!expect_kw(p, "select"))
+        return false;
+    do {
+        if (!AGROW(b, b->items, b->nitems, b->items_cap) ||
+            !parse_item(b, &b->items[b->nitems++]))
+            return false;
+    } while (accept_op(p, ","));
+    if (!parse_from(b))
+        return false;
+    for (int i = 0; i < b->nitems; i++)
+        if (!resolve_item(b, &b->items[i]))
+            return false;
+    return parse_where(b) && parse_group_by(b) && check_grouping(b) &&
+           parse_order_by(b) && parse_limit_offset(b) && check_params(b) &&
+           finish_columns(b);
+}
+
+struct sql_ask *sql_parse_ask(const char *text, const struct sql_view_list *views,
+                              struct sql_error *err)
+{
+    struct sql_error local;
+    if (!err)
+        err = &local;
+    memset(err, 0, sizeof *err);
+    struct sql_arena *arena = sql_arena_new();
+    struct sql_ask *ask = arena ? sql_arena_alloc(arena, sizeof *ask) : NULL;
+    struct parser p;
+    struct ask_builder b = {.p = &p, .ask = ask, .views = views};
+    if (!ask) {
+        sql_set_error(err, SQL_ERR_LIMIT, 0, 0, "out of memory");
+        goto fail;
+    }
+    ask->arena = arena;
+    b.params = sql_arena_alloc(arena, sizeof *b.params * SQL_MAX_PARAMS);
+    b.param_seen = sql_arena_alloc(arena, SQL_MAX_PARAMS);
+    if (!b.params || !b.param_seen) {
+        sql_set_error(err, SQL_ERR_LIMIT, 0, 0, "out of memory");
+        goto fail;
+    }
+    if (!parser_init(&p, text, arena, err) || !compile_ask(&b))
+        goto fail;
+    ask->text = sql_arena_strdup(arena, text);
+    if (!ask->text) {
+        sql_set_error(err, SQL_ERR_LIMIT, 0, 0, "out of memory");
+        goto fail;
+    }
+    return ask;
+fail:
+    sql_arena_free(arena);
+    return NULL;
+}
+
+void sql_ask_free(struct sql_ask *ask)
+{
+    if (ask)
+        sql_arena_free(ask->arena);
+}

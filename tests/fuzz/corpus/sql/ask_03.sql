@@ -1,0 +1,1 @@
+SELECT borough, trips FROM trips WHERE bucket >= $1 AND bucket < $2 GROUP BY borough

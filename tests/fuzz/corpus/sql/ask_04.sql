@@ -1,0 +1,1 @@
+SELECT payment_type, trips, fare, avg_fare FROM trips WHERE bucket >= $1 AND bucket < $2 GROUP BY payment_type

@@ -1,0 +1,1 @@
+SELECT median_fare FROM trips WHERE bucket >= $1 AND bucket < $2

@@ -1,0 +1,1 @@
+SELECT payment_type, p99_fare FROM trips WHERE bucket >= $1 AND bucket < $2 GROUP BY payment_type

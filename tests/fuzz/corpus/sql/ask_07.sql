@@ -1,0 +1,1 @@
+SELECT bucket, median_fare FROM trips WHERE bucket >= $1 AND bucket < $2 GROUP BY bucket

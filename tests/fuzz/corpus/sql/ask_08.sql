@@ -1,0 +1,1 @@
+SELECT trips FROM trips WHERE bucket >= $1 AND bucket < $2 AND borough = $3

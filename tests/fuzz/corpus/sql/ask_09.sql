@@ -1,0 +1,1 @@
+SELECT bucket, trips FROM trips WHERE bucket >= $1 AND bucket < $2 GROUP BY bucket

@@ -1,0 +1,1 @@
+SELECT borough, trips, tips, avg_distance, fare FROM dropoffs WHERE bucket >= $1 AND bucket < $2 GROUP BY borough

@@ -1,0 +1,1 @@
+SELECT date_bin('1 day', bucket, timestamptz 'epoch') AS day, borough, trips FROM trips WHERE bucket >= '2024-01-01' AND bucket < $1 AND payment_type IN (1, 2) AND borough IS NOT NULL GROUP BY 1, borough ORDER BY day DESC NULLS LAST, 2 LIMIT $2 OFFSET 3

@@ -1,0 +1,1 @@
+CREATE VIEW w AS SELECT date_bin($$1 hour$$, t.ts, 'epoch'::timestamptz) AS b, sum(t.v) FILTER (WHERE t.s <> 'it''s' AND 10 <= t.v) FROM t GROUP BY b;

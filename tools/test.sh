@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# The one test command: installs what Straum needs (Debian 12), builds two
+# trees and runs every test in both, each against a throwaway PostgreSQL:
+#   build/       gcc, -O2 -g             (what users run)
+#   build-asan/  clang, ASan+UBSan, fuzz (what catches memory bugs)
+#
+# usage: ./tools/test.sh [ctest args...]     e.g. ./tools/test.sh -R sql
+# env:   STRAUM_TEST_SKIP_APT=1  skip apt-get (quick local iteration)
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+JOBS=$(nproc)
+
+PACKAGES=(
+  build-essential cmake pkg-config
+  clang libclang-rt-14-dev llvm   # llvm: llvm-symbolizer for readable ASan traces
+  libpq-dev postgresql-15
+  liblmdb-dev liblz4-dev libxxhash-dev libcjson-dev libmicrohttpd-dev
+  libcriterion-dev
+  util-linux                      # runuser: the test server runs as postgres
+)
+
+log() { printf '\n==> %s\n' "$*"; }
+
+missing_packages() {
+  local p
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+      echo "$p"
+  done
+}
+
+install_packages() {
+  if [[ ${STRAUM_TEST_SKIP_APT:-0} == 1 ]]; then
+    log "skipping apt (STRAUM_TEST_SKIP_APT=1)"
+    return
+  fi
+  local sudo=()
+  if [[ $(id -u) != 0 ]]; then
+    if [[ -z $(missing_packages) ]]; then
+      log "not root; all packages present, skipping apt"
+      return
+    fi
+    if ! command -v sudo >/dev/null; then
+      echo "test.sh: missing packages: $(missing_packages | tr '\n' ' ')" >&2
+      echo "test.sh: run as root (or install sudo) so they can be installed" >&2
+      exit 1
+    fi
+    sudo=(sudo)
+  fi
+  log "installing packages"
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo[@]}" apt-get update
+  "${sudo[@]}" apt-get install -y --no-install-recommends "${PACKAGES[@]}"
+}
+
+# Functions run inside `if`, where set -e is off: chain steps with &&.
+
+# configure_and_build <dir> <cmake args...>
+configure_and_build() {
+  local dir=$1
+  shift
+  log "configuring $dir" &&
+    cmake -S "$ROOT" -B "$ROOT/$dir" -DBUILD_TESTING=ON "$@" &&
+    log "building $dir" &&
+    cmake --build "$ROOT/$dir" -j"$JOBS"
+}
+
+# run_tests <dir>: every test shares one throwaway cluster.
+run_tests() {
+  local dir=$1
+  log "testing $dir" &&
+    (cd "$ROOT/$dir" &&
+      ./bin/straum-pgtmp run -- ctest --output-on-failure -j"$JOBS" "${CTEST_ARGS[@]}")
+}
+
+# build_and_test <dir> <cmake args...>; records PASS/FAIL and carries on, so
+# one run reports on both trees.
+declare -A RESULT
+build_and_test() {
+  local dir=$1
+  shift
+  if configure_and_build "$dir" "$@" && run_tests "$dir"; then
+    RESULT[$dir]=PASS
+  else
+    RESULT[$dir]=FAIL
+  fi
+}
+
+CTEST_ARGS=("$@")
+install_packages
+
+build_and_test build \
+  -DCMAKE_C_COMPILER=gcc \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g"
+
+# LeakSanitizer stops the process's threads with ptrace-like calls; some
+# sandboxes forbid that and every sanitized process would then die. Probe once.
+lsan_works() {
+  local dir rc=0
+  dir=$(mktemp -d)
+  printf 'int main(void) { return 0; }\n' >"$dir/probe.c"
+  clang -fsanitize=address "$dir/probe.c" -o "$dir/probe" &&
+    ASAN_OPTIONS=detect_leaks=1 "$dir/probe" >/dev/null 2>&1 || rc=1
+  rm -rf "$dir"
+  return $rc
+}
+LEAKS=1
+if ! lsan_works; then
+  echo "test.sh: WARNING: LeakSanitizer does not work here (ptrace restricted?);" \
+    "leak checks are OFF for build-asan" >&2
+  LEAKS=0
+fi
+
+# Leak checks run in every test process; abort so Criterion reports a crash
+# with the report instead of a silent non-zero exit.
+export ASAN_OPTIONS=detect_leaks=$LEAKS:abort_on_error=1:disable_coredump=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+build_and_test build-asan \
+  -DCMAKE_C_COMPILER=clang \
+  -DCMAKE_BUILD_TYPE=Debug \
+  -DCMAKE_C_FLAGS_DEBUG="-O1 -g" \
+  -DSTRAUM_SANITIZE=ON \
+  -DSTRAUM_FUZZ=ON
+unset ASAN_OPTIONS UBSAN_OPTIONS
+
+status=0
+summary=""
+for dir in build build-asan; do
+  summary+=" $dir=${RESULT[$dir]}"
+  [[ ${RESULT[$dir]} == PASS ]] || status=1
+done
+if [[ $status == 0 ]]; then
+  echo "test.sh: ALL PASSED:$summary"
+else
+  echo "test.sh: FAILED:$summary" >&2
+fi
+exit $status
