@@ -12,48 +12,9 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 JOBS=$(nproc)
 
-PACKAGES=(
-  build-essential cmake pkg-config
-  clang libclang-rt-14-dev llvm   # llvm: llvm-symbolizer for readable ASan traces
-  libpq-dev postgresql-15
-  liblmdb-dev liblz4-dev libxxhash-dev libcjson-dev libmicrohttpd-dev
-  libcriterion-dev
-  util-linux                      # runuser: the test server runs as postgres
-)
+source tools/packages.sh   # PACKAGES and install_packages
 
 log() { printf '\n==> %s\n' "$*"; }
-
-missing_packages() {
-  local p
-  for p in "${PACKAGES[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
-      echo "$p"
-  done
-}
-
-install_packages() {
-  if [[ ${STRAUM_TEST_SKIP_APT:-0} == 1 ]]; then
-    log "skipping apt (STRAUM_TEST_SKIP_APT=1)"
-    return
-  fi
-  local sudo=()
-  if [[ $(id -u) != 0 ]]; then
-    if [[ -z $(missing_packages) ]]; then
-      log "not root; all packages present, skipping apt"
-      return
-    fi
-    if ! command -v sudo >/dev/null; then
-      echo "test.sh: missing packages: $(missing_packages | tr '\n' ' ')" >&2
-      echo "test.sh: run as root (or install sudo) so they can be installed" >&2
-      exit 1
-    fi
-    sudo=(sudo)
-  fi
-  log "installing packages"
-  export DEBIAN_FRONTEND=noninteractive
-  "${sudo[@]}" apt-get update
-  "${sudo[@]}" apt-get install -y --no-install-recommends "${PACKAGES[@]}"
-}
 
 # Functions run inside `if`, where set -e is off: chain steps with &&.
 

@@ -1,0 +1,165 @@
+/* format.h -- the front door of the format layer: segment blocks as bytes.
+ *
+ * A block is what the store keeps under one segment key: every cell of one
+ * view and width whose bucket falls in one time span, stored column by column.
+ * This layer knows columns, codecs and checksums, not cells: a column is a
+ * typed array with two caller-defined tags (role and index) that the store
+ * uses to say "key 2" or "count 0". Pure functions over buffers: no I/O, no
+ * LMDB, no global state.
+ *
+ * Byte layout (all integers little-endian; SPEC.md "Segment blocks" is the
+ * reference):
+ *
+ *   header     32 bytes   magic "STRB", version, ncolumns, ncells,
+ *                         span_start, width
+ *   directory  40 bytes per column: role, index, type, codec, bits,
+ *                         n, offset, length, base, checksum
+ *   data       each column's bytes at its offset, 8-byte aligned
+ *   trailer    8 bytes    XXH64 (seed 0) of every byte before it
+ *
+ * Decoders never trust their input: every offset, length, count and bit
+ * width is checked before use, so a truncated, corrupted or hostile block
+ * yields an error, never a crash or an out-of-bounds read.
+ */
+#ifndef STRAUM_FORMAT_H
+#define STRAUM_FORMAT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define FORMAT_MAGIC 0x42525453u /* "STRB" read as a little-endian u32 */
+#define FORMAT_VERSION 1
+#define FORMAT_HEADER_BYTES 32
+#define FORMAT_DIR_ENTRY_BYTES 40
+#define FORMAT_TRAILER_BYTES 8
+#define FORMAT_MAX_COLUMNS 4096
+#define FORMAT_MAX_VALUES (1u << 28) /* per column; bounds decoder allocations */
+
+/* Element types of a column. */
+enum format_type {
+    FORMAT_I64 = 1,  /* int64_t */
+    FORMAT_I128 = 2, /* __int128 (exact scaled sums) */
+    FORMAT_F64 = 3,  /* double (float sums) */
+};
+
+/* How a column's values are stored. */
+enum format_codec {
+    FORMAT_RAW = 0,     /* fixed width, readable in place (zero-copy) */
+    FORMAT_BITPACK = 1, /* frame of reference: value - base in `bits` bits */
+    FORMAT_DELTA = 2,   /* I64 only: deltas from the previous value, frame
+                           of reference (the smallest delta) + bit-packed;
+                           exact definition in format/column.c */
+    FORMAT_LZ4 = 3,     /* LZ4 block compression of the raw bytes */
+};
+
+/* Which codecs the encoder may pick for a column. */
+enum format_policy {
+    FORMAT_POLICY_SMALLEST = 0, /* the smallest encoding wins; ties go to RAW */
+    FORMAT_POLICY_RAW = 1,      /* always RAW: the fastest to read */
+};
+
+struct format_error {
+    char message[200];
+};
+
+/* A column to encode, or a decoded column. */
+struct format_column {
+    uint16_t role;        /* caller-defined tag */
+    uint16_t index;       /* caller-defined tag */
+    enum format_type type;
+    uint32_t n;           /* number of elements */
+    const void *values;   /* n elements of `type` */
+};
+
+struct format_block_info {
+    int64_t span_start;   /* usec since the Unix epoch */
+    int64_t width;        /* usec */
+    uint32_t ncells;
+};
+
+/* ---- Encoding ----------------------------------------------------------- */
+
+/* An upper bound on the encoded size of a block with these columns. */
+size_t format_block_bound(const struct format_column *cols, int ncols);
+
+/* Encodes a block into out (cap bytes, at least format_block_bound()).
+ * Columns keep their order. Returns 0 and sets *len, or -1 with err. */
+int format_block_encode(const struct format_block_info *info,
+                        const struct format_column *cols, int ncols,
+                        enum format_policy policy, void *out, size_t cap, size_t *len,
+                        struct format_error *err);
+
+/* ---- Decoding ----------------------------------------------------------- */
+
+/* What the directory says about one column. */
+struct format_column_info {
+    uint16_t role, index;
+    enum format_type type;
+    enum format_codec codec;
+    uint8_t bits;
+    uint32_t n;
+    uint32_t offset, length; /* encoded bytes within the block */
+    uint64_t checksum;       /* XXH64 of the encoded bytes */
+};
+
+/* A block opened in place: points into the caller's buffer, owns nothing. */
+struct format_block {
+    struct format_block_info info;
+    int ncolumns;
+    const uint8_t *base;
+    size_t len;
+};
+
+/* Checks magic, version, sizes, every directory entry's bounds and, when
+ * verify is true, the block trailer checksum. Does not read column data. */
+int format_block_open(struct format_block *b, const void *buf, size_t len, bool verify,
+                      struct format_error *err);
+
+/* Reads directory entry i (0 <= i < ncolumns). */
+void format_block_column(const struct format_block *b, int i, struct format_column_info *out);
+
+/* The column with this role and index, or -1. */
+int format_block_find(const struct format_block *b, uint16_t role, uint16_t index);
+
+/* Decodes column i into out (room for n elements of its type), after
+ * checking its checksum. Returns 0, or -1 with err naming the column. */
+int format_block_decode(const struct format_block *b, int i, void *out,
+                        struct format_error *err);
+
+/* For a RAW column, a pointer to its n elements inside the block, after
+ * checking its checksum when verify is true; NULL (with err) otherwise. The
+ * pointer may be unaligned: read elements with memcpy (format_load_*). */
+const void *format_block_raw(const struct format_block *b, int i, bool verify,
+                             struct format_error *err);
+
+/* Checks the trailer and every column: checksum, and that it decodes. */
+int format_block_verify(const struct format_block *b, struct format_error *err);
+
+/* Unaligned loads for RAW columns read in place. */
+static inline int64_t format_load_i64(const void *p, size_t i)
+{
+    int64_t v;
+    __builtin_memcpy(&v, (const char *)p + i * 8, 8);
+    return v;
+}
+
+static inline __int128 format_load_i128(const void *p, size_t i)
+{
+    __int128 v;
+    __builtin_memcpy(&v, (const char *)p + i * 16, 16);
+    return v;
+}
+
+static inline double format_load_f64(const void *p, size_t i)
+{
+    double v;
+    __builtin_memcpy(&v, (const char *)p + i * 8, 8);
+    return v;
+}
+
+/* Size in bytes of one element of a type (0 for an unknown type). */
+size_t format_type_size(enum format_type type);
+const char *format_codec_name(enum format_codec codec);
+
+#endif

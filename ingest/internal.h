@@ -1,0 +1,151 @@
+/* internal.h -- what straum-ingest's files share: the source tables and how
+ * their rows become store deltas, logging, and the follower's state.
+ * Private to ingest/. */
+#ifndef STRAUM_INGEST_INTERNAL_H
+#define STRAUM_INGEST_INTERNAL_H
+
+#include "ingest/ingest.h"
+#include "ingest/pgvalue.h"
+#include "store/store.h"
+
+#include <libpq-fe.h>
+
+/* ---- Logging (logfmt on stderr) -------------------------------------------- */
+
+void ingest_log(const char *level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define log_info(...) ingest_log("info", __VA_ARGS__)
+#define log_warn(...) ingest_log("warn", __VA_ARGS__)
+#define log_error(...) ingest_log("error", __VA_ARGS__)
+
+/* "16/B374D848" */
+const char *lsn_text(uint64_t lsn, char buf[32]);
+bool lsn_parse(const char *text, uint64_t *lsn);
+int64_t now_usec(void);
+/* PostgreSQL counts time from 2000-01-01; Straum from 1970-01-01. */
+#define PG_EPOCH_OFFSET_US 946684800000000LL
+
+/* ---- Source tables ----------------------------------------------------------- */
+
+/* A column Straum reads from a table. */
+struct source_column {
+    char *name;
+    int attnum;
+    uint32_t type_oid;
+    int32_t typmod;
+    struct store_column_type type;
+};
+
+/* A compiled FILTER predicate: the sql tree with constants as codes. */
+struct row_filter {
+    enum sql_filter_kind kind;
+    struct row_filter *left, *right;
+    int col;                    /* table column index */
+    enum sql_cmp cmp;
+    struct pgvalue *values;
+    int nvalues;
+};
+
+/* A view that reads the table as its fact table. */
+struct fact_use {
+    int view;
+    int *col;                   /* view fact column -> table column index */
+    struct row_filter **filters; /* per view filter */
+};
+
+/* A view that joins the table as a dim. */
+struct dim_use {
+    int view, join;
+    int key_col;                /* table column of the dim key */
+    int *cols;                  /* join dim_columns[1..] -> table column index */
+    struct store_column_type key_type; /* the fact join column's type: keys are
+                                          coded as the fact codes them */
+    int fact_column;            /* the fact join column (its dictionary) */
+};
+
+struct source_table {
+    char *schema, *name;        /* as resolved in the catalog */
+    char *qualified;            /* "schema"."name", quoted for SQL */
+    uint32_t relid;
+    char replident;
+    bool has_unique_key;        /* for dims: a unique index on the key exists */
+    double reltuples;
+    struct source_column *cols;
+    int ncols;
+    struct fact_use *facts;
+    int nfacts;
+    struct dim_use *dims;
+    int ndims;
+    /* From the latest pgoutput Relation message: relation column -> column
+     * index here, or -1 for columns Straum does not read. */
+    int *relmap;
+    int nrelmap;
+    bool relation_seen;
+};
+
+struct source {
+    const struct sql_view_list *views;
+    struct source_table *tables;
+    int ntables;
+    struct store_view_types *view_types; /* for store_create */
+    int server_version;
+    char wal_level[32];
+    int max_replication_slots, max_wal_senders;
+};
+
+/* Reads the catalog: resolves every table and column the views name, their
+ * types, replica identity, dim keys' uniqueness. Fails with a message that
+ * names the missing table or column or the unsupported type. */
+int source_load(PGconn *conn, const struct sql_view_list *views, struct source *out,
+                char *err, size_t errlen);
+/* Compiles view filters against the column types (after source_load). */
+int source_compile_filters(struct source *src, char *err, size_t errlen);
+void source_free(struct source *src);
+struct source_table *source_by_relid(struct source *src, uint32_t relid);
+struct source_table *source_by_name(struct source *src, const char *schema, const char *name);
+
+/* ---- Rows into deltas ----------------------------------------------------------- */
+
+/* A row of a source table, one value per table column. */
+struct row_value {
+    bool is_null;
+    bool missing;    /* not sent (unchanged TOAST): take it from the old row */
+    bool binary;
+    const uint8_t *data;
+    uint32_t len;
+};
+
+/* Adds (sign +1) or takes away (-1) a fact row's contribution to every view
+ * reading the table, and for dims puts or deletes the projection row. */
+int rows_apply_fact(struct store *st, struct source_table *t, const struct row_value *row,
+                    int sign, char *err, size_t errlen);
+int rows_put_dim(struct store *st, struct source_table *t, const struct row_value *row,
+                 char *err, size_t errlen);
+int rows_delete_dim(struct store *st, struct source_table *t, const struct row_value *row,
+                    char *err, size_t errlen);
+/* True when the dim key of old and new differ (then the old key goes). */
+bool rows_dim_key_changed(const struct source_table *t, const struct row_value *old_row,
+                          const struct row_value *new_row);
+
+/* Reads and parses the views file (errors carry the file name). */
+struct sql_view_list *ingest_read_views(const char *path, char **text, char *err, size_t errlen);
+
+/* ---- Connections --------------------------------------------------------------- */
+
+/* Connects with the user's conninfo, plus replication=database when asked. */
+PGconn *source_connect(const char *conninfo, bool replication, char *err, size_t errlen);
+
+/* ---- The follower ---------------------------------------------------------------- */
+
+/* Creates the slot with an exported snapshot and loads every table into a
+ * new store; the store's position becomes the slot's consistent point. */
+int snapshot_load(const struct ingest_options *opt, struct source *src, struct store *st,
+                  char *err, size_t errlen);
+
+/* Streams from the store's position until stopped. Returns 0 on a clean
+ * stop, 1 when the connection was lost (retry), -1 on a fatal error. */
+int stream_follow(const struct ingest_options *opt, struct source *src, struct store *st,
+                  char *err, size_t errlen);
+
+extern volatile int ingest_stop_requested;
+
+#endif

@@ -1,0 +1,55 @@
+/* log.c -- logfmt lines on stderr, LSN text, the clock.
+ *
+ * One line per event, "ts=... level=info msg=...", so that journald, a
+ * terminal and a log shipper all read it. */
+#include "ingest/internal.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <time.h>
+
+int64_t now_usec(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+void ingest_log(const char *level, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct tm tm;
+    gmtime_r(&ts.tv_sec, &tm);
+    char when[32];
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+    fprintf(stderr, "ts=%s.%03ldZ level=%s msg=\"", when, ts.tv_nsec / 1000000, level);
+    for (const char *c = msg; *c; c++) {
+        if (*c == '"' || *c == '\\')
+            fputc('\\', stderr);
+        fputc(*c == '\n' ? ' ' : *c, stderr);
+    }
+    fputs("\"\n", stderr);
+}
+
+const char *lsn_text(uint64_t lsn, char buf[32])
+{
+    snprintf(buf, 32, "%" PRIX32 "/%08" PRIX32, (uint32_t)(lsn >> 32), (uint32_t)lsn);
+    return buf;
+}
+
+bool lsn_parse(const char *text, uint64_t *lsn)
+{
+    unsigned hi, lo;
+    char tail;
+    if (sscanf(text, "%X/%X%c", &hi, &lo, &tail) != 2)
+        return false;
+    *lsn = (uint64_t)hi << 32 | lo;
+    return true;
+}

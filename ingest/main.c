@@ -1,0 +1,122 @@
+/* main.c -- the straum-ingest command line. */
+#include "ingest/ingest.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage[] =
+    "usage: straum-ingest plan --source CONNINFO --views FILE [--publication NAME]\n"
+    "       straum-ingest run --source CONNINFO --views FILE --store DIR [options]\n"
+    "\n"
+    "plan   prints the SQL to run once on PostgreSQL (publication, replica identity)\n"
+    "       and checks the server's settings; exits 1 when something needs fixing.\n"
+    "run    loads a consistent snapshot into a new store, then follows the\n"
+    "       database by logical decoding until SIGTERM or SIGINT.\n"
+    "\n"
+    "  --source CONNINFO      libpq connection string or URI; PG* variables apply\n"
+    "  --views FILE           the CREATE VIEW statements\n"
+    "  --store DIR            the store directory\n"
+    "  --slot NAME            replication slot (default straum)\n"
+    "  --publication NAME     publication (default straum)\n"
+    "  --commit-interval DUR  group commit interval (default 5ms)\n"
+    "  --max-lag DUR          lag considered healthy (default 10s; for /readyz)\n"
+    "  --rebuild              drop the store and load again (views changed)\n"
+    "  --exit-when-caught-up  stop once the server's current WAL is applied\n"
+    "  --snapshot-batch ROWS  rows per store commit while loading (default 1000000)\n"
+    "  --help, --version\n";
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    ingest_request_stop();
+}
+
+/* "5ms", "2s", "200us", "1m"; a bare number is milliseconds. */
+static int parse_duration(const char *s, int64_t *us)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || v < 0)
+        return -1;
+    double mul = strcmp(end, "us") == 0  ? 1
+                 : strcmp(end, "ms") == 0 || *end == '\0' ? 1e3
+                 : strcmp(end, "s") == 0 ? 1e6
+                 : strcmp(end, "m") == 0 ? 6e7
+                                         : -1;
+    if (mul < 0)
+        return -1;
+    *us = (int64_t)(v * mul);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        fputs(usage, stdout);
+        return 0;
+    }
+    if (argc >= 2 && !strcmp(argv[1], "--version")) {
+        puts("straum-ingest 0.1");
+        return 0;
+    }
+    if (argc < 2 || (strcmp(argv[1], "plan") && strcmp(argv[1], "run"))) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    bool run = !strcmp(argv[1], "run");
+    struct ingest_options opt = {.source = "", .slot = "straum", .publication = "straum",
+                                 .commit_interval_us = 5000, .max_lag_us = 10000000};
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        bool takes = strcmp(a, "--rebuild") && strcmp(a, "--exit-when-caught-up") &&
+                     strcmp(a, "--help");
+        if (takes && !v) {
+            fprintf(stderr, "straum-ingest: %s needs a value\n", a);
+            return 2;
+        }
+        if (!strcmp(a, "--help")) {
+            fputs(usage, stdout);
+            return 0;
+        } else if (!strcmp(a, "--source"))
+            opt.source = v;
+        else if (!strcmp(a, "--views"))
+            opt.views_path = v;
+        else if (!strcmp(a, "--store"))
+            opt.store_dir = v;
+        else if (!strcmp(a, "--slot"))
+            opt.slot = v;
+        else if (!strcmp(a, "--publication"))
+            opt.publication = v;
+        else if (!strcmp(a, "--rebuild"))
+            opt.rebuild = true;
+        else if (!strcmp(a, "--exit-when-caught-up"))
+            opt.exit_when_caught_up = true;
+        else if (!strcmp(a, "--snapshot-batch"))
+            opt.snapshot_batch_rows = atoll(v);
+        else if ((!strcmp(a, "--commit-interval") && parse_duration(v, &opt.commit_interval_us) == 0) ||
+                 (!strcmp(a, "--max-lag") && parse_duration(v, &opt.max_lag_us) == 0))
+            ;
+        else {
+            fprintf(stderr, "straum-ingest: unknown or bad option %s%s%s\n", a, takes ? " " : "",
+                    takes ? v : "");
+            return 2;
+        }
+        if (takes)
+            i++;
+    }
+    if (!opt.views_path || (run && !opt.store_dir)) {
+        fprintf(stderr, "straum-ingest: %s needs --views%s\n", argv[1], run ? " and --store" : "");
+        return 2;
+    }
+    if (!run) {
+        int rc = ingest_plan(&opt, stdout);
+        return rc < 0 ? 2 : rc;
+    }
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    return ingest_run(&opt) == 0 ? 0 : 1;
+}

@@ -1,0 +1,119 @@
+/* plan.c -- straum-ingest plan: what the PostgreSQL side needs, printed as
+ * SQL to run once and a check list of what is wrong now. Nothing is changed
+ * on the server: an administrator reads and runs it. */
+#include "ingest/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct checks {
+    FILE *out;
+    int fixes;
+};
+
+static void check(struct checks *c, bool ok, const char *what, const char *fix)
+{
+    fprintf(c->out, "--   %-4s %s%s%s\n", ok ? "ok" : "FIX", what, ok ? "" : ": ", ok ? "" : fix);
+    c->fixes += !ok;
+}
+
+static bool publication_has(PGconn *conn, const char *pub, const struct source_table *t,
+                            bool *exists)
+{
+    const char *params[] = {pub, t->schema, t->name};
+    PGresult *r = PQexecParams(conn, "SELECT 1 FROM pg_publication WHERE pubname = $1", 1, NULL,
+                               params, NULL, NULL, 0);
+    *exists = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
+    PQclear(r);
+    r = PQexecParams(conn,
+                     "SELECT 1 FROM pg_publication_tables"
+                     " WHERE pubname = $1 AND schemaname = $2 AND tablename = $3",
+                     3, NULL, params, NULL, NULL, 0);
+    bool has = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
+    PQclear(r);
+    return has;
+}
+
+static int slots_in_use(PGconn *conn)
+{
+    PGresult *r = PQexec(conn, "SELECT count(*) FROM pg_replication_slots");
+    int n = PQresultStatus(r) == PGRES_TUPLES_OK ? atoi(PQgetvalue(r, 0, 0)) : 0;
+    PQclear(r);
+    return n;
+}
+
+static void print_sql(FILE *out, const struct source *src, const char *pub)
+{
+    fprintf(out, "-- Run once, as a superuser or the tables' owner:\n");
+    fprintf(out, "CREATE PUBLICATION \"%s\" FOR TABLE ", pub);
+    for (int i = 0; i < src->ntables; i++)
+        fprintf(out, "%s%s", i ? ", " : "", src->tables[i].qualified);
+    fprintf(out, ";\n");
+    for (int i = 0; i < src->ntables; i++)
+        fprintf(out, "ALTER TABLE %s REPLICA IDENTITY FULL;\n", src->tables[i].qualified);
+}
+
+static void print_checks(struct checks *c, PGconn *conn, const struct source *src,
+                         const struct ingest_options *opt)
+{
+    char what[512];
+    fprintf(c->out, "\n-- Checks:\n");
+    snprintf(what, sizeof what, "wal_level = %s", src->wal_level);
+    check(c, strcmp(src->wal_level, "logical") == 0, what,
+          "set wal_level = logical in postgresql.conf and restart PostgreSQL");
+    int used = slots_in_use(conn);
+    snprintf(what, sizeof what, "max_replication_slots = %d (%d in use)",
+             src->max_replication_slots, used);
+    check(c, src->max_replication_slots > used, what, "raise max_replication_slots and restart");
+    snprintf(what, sizeof what, "max_wal_senders = %d", src->max_wal_senders);
+    check(c, src->max_wal_senders > 0, what, "raise max_wal_senders and restart");
+    snprintf(what, sizeof what, "PostgreSQL %d.%d", src->server_version / 10000,
+             src->server_version % 10000);
+    check(c, src->server_version >= 100000, what, "Straum needs PostgreSQL 10 or later");
+    for (int i = 0; i < src->ntables; i++) {
+        const struct source_table *t = &src->tables[i];
+        bool exists;
+        bool has = publication_has(conn, opt->publication, t, &exists);
+        snprintf(what, sizeof what, "publication \"%s\" holds %s", opt->publication, t->qualified);
+        check(c, has, what, exists ? "ALTER PUBLICATION ... ADD TABLE (see above)"
+                                   : "CREATE PUBLICATION (see above)");
+        snprintf(what, sizeof what, "%s has REPLICA IDENTITY FULL", t->qualified);
+        check(c, t->replident == 'f', what, "ALTER TABLE ... REPLICA IDENTITY FULL (see above)");
+        if (t->ndims) {
+            snprintf(what, sizeof what, "%s has a unique index on its join key \"%s\"",
+                     t->qualified, t->cols[t->dims[0].key_col].name);
+            check(c, t->has_unique_key, what,
+                  "a dim's key must be unique: add a primary key or unique index on it");
+        }
+    }
+}
+
+int ingest_plan(const struct ingest_options *opt, FILE *out)
+{
+    char err[1024], *text = NULL;
+    struct sql_view_list *views = ingest_read_views(opt->views_path, &text, err, sizeof err);
+    if (!views) {
+        fprintf(stderr, "straum-ingest: %s\n", err);
+        return -1;
+    }
+    struct source src = {0};
+    int rc = -1;
+    PGconn *conn = source_connect(opt->source, false, err, sizeof err);
+    if (!conn || source_load(conn, views, &src, err, sizeof err) ||
+        source_compile_filters(&src, err, sizeof err)) {
+        fprintf(stderr, "straum-ingest: %s\n", err);
+    } else {
+        struct checks c = {out, 0};
+        print_sql(out, &src, opt->publication);
+        print_checks(&c, conn, &src, opt);
+        fprintf(out, c.fixes ? "\n-- %d thing%s to fix before straum-ingest run.\n"
+                             : "\n-- Ready: straum-ingest run can start.\n",
+                c.fixes, c.fixes == 1 ? "" : "s");
+        rc = c.fixes ? 1 : 0;
+    }
+    PQfinish(conn);
+    source_free(&src);
+    sql_view_list_free(views);
+    free(text);
+    return rc;
+}

@@ -1,0 +1,334 @@
+/* rows.c -- a source row's contribution to the cells, and dim rows into
+ * projections.
+ *
+ * A fact row adds to (or, taken away, subtracts from) exactly one cell per
+ * view and width: its row count, every count and sum whose column is not NULL
+ * and whose FILTER holds, and its value in every value count. FILTER follows
+ * SQL's three-valued logic: a comparison with NULL is unknown, and only true
+ * counts. A row whose bucket column is NULL lands in no bucket any ask can
+ * name, so it is not kept. */
+#include "ingest/internal.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MAX_ACCUMULATORS = 256 };
+
+struct decoded {
+    bool is_null;
+    struct pgvalue v;
+};
+
+static int fail(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, len, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* Decodes one column of a row, binary or text as it came. */
+static int decode_value(const struct source_table *t, int c, const struct row_value *rv,
+                        struct decoded *out, char *err, size_t errlen)
+{
+    const struct source_column *col = &t->cols[c];
+    out->is_null = rv->is_null;
+    if (rv->is_null)
+        return 0;
+    if (rv->missing)
+        return fail(err, errlen, "table %s: column \"%s\" was not sent (unchanged TOAST "
+                                 "value) and no old row holds it; set REPLICA IDENTITY FULL",
+                    t->qualified, col->name);
+    char why[200];
+    int rc = rv->binary ? pgvalue_decode_binary(col->type_oid, &col->type, rv->data, rv->len,
+                                                &out->v, why, sizeof why)
+                        : pgvalue_decode_text(col->type_oid, &col->type, (const char *)rv->data,
+                                              rv->len, &out->v, why, sizeof why);
+    if (rc)
+        return fail(err, errlen, "table %s, column \"%s\": %s", t->qualified, col->name, why);
+    return 0;
+}
+
+static int decode_row(const struct source_table *t, const struct row_value *row,
+                      struct decoded *out, char *err, size_t errlen)
+{
+    for (int c = 0; c < t->ncols; c++)
+        if (decode_value(t, c, &row[c], &out[c], err, errlen))
+            return -1;
+    return 0;
+}
+
+static struct decoded *scratch_for(const struct source_table *t, char *err, size_t errlen)
+{
+    struct decoded *d = calloc((size_t)t->ncols + 1, sizeof *d);
+    if (!d)
+        fail(err, errlen, "out of memory");
+    return d;
+}
+
+/* ---- FILTER ------------------------------------------------------------------ */
+
+static bool value_equal(const struct source_column *col, const struct pgvalue *a,
+                        const struct pgvalue *b)
+{
+    if (col->type.type == STORE_TYPE_TEXT)
+        return a->len == b->len && memcmp(a->text, b->text, a->len) == 0;
+    if (col->type.type == STORE_TYPE_FLOAT)
+        return a->code == b->code;
+    return a->exact == b->exact;
+}
+
+static int value_cmp(const struct source_column *col, const struct pgvalue *a,
+                     const struct pgvalue *b)
+{
+    if (col->type.type == STORE_TYPE_FLOAT)
+        return a->code < b->code ? -1 : a->code > b->code;
+    return a->exact < b->exact ? -1 : a->exact > b->exact;
+}
+
+/* 1 true, 0 false, -1 unknown. */
+static int eval(const struct row_filter *f, const struct source_table *t, const struct decoded *row)
+{
+    switch (f->kind) {
+    case SQL_FILTER_AND: {
+        int l = eval(f->left, t, row);
+        if (l == 0)
+            return 0;
+        int r = eval(f->right, t, row);
+        return r == 0 ? 0 : (l == 1 && r == 1) ? 1 : -1;
+    }
+    case SQL_FILTER_OR: {
+        int l = eval(f->left, t, row);
+        if (l == 1)
+            return 1;
+        int r = eval(f->right, t, row);
+        return r == 1 ? 1 : (l == -1 || r == -1) ? -1 : 0;
+    }
+    case SQL_FILTER_NOT: {
+        int x = eval(f->left, t, row);
+        return x < 0 ? -1 : !x;
+    }
+    case SQL_FILTER_IS_NULL:
+        return row[f->col].is_null;
+    case SQL_FILTER_IS_NOT_NULL:
+        return !row[f->col].is_null;
+    default:
+        break;
+    }
+    if (row[f->col].is_null)
+        return -1;
+    const struct source_column *col = &t->cols[f->col];
+    const struct pgvalue *v = &row[f->col].v;
+    if (f->kind == SQL_FILTER_IN || f->kind == SQL_FILTER_NOT_IN) {
+        bool hit = false;
+        for (int i = 0; i < f->nvalues && !hit; i++)
+            hit = value_equal(col, v, &f->values[i]);
+        return f->kind == SQL_FILTER_IN ? hit : !hit;
+    }
+    if (f->cmp == SQL_CMP_EQ || f->cmp == SQL_CMP_NE)
+        return value_equal(col, v, &f->values[0]) == (f->cmp == SQL_CMP_EQ);
+    int c = value_cmp(col, v, &f->values[0]);
+    switch (f->cmp) {
+    case SQL_CMP_LT: return c < 0;
+    case SQL_CMP_LE: return c <= 0;
+    case SQL_CMP_GT: return c > 0;
+    default: return c >= 0;
+    }
+}
+
+/* ---- Facts --------------------------------------------------------------------- */
+
+/* The code of a decoded value of a view's fact column: text is interned in
+ * the view's dictionary of that column. */
+static int code_of(struct store *st, int view, int fact_col, const struct source_column *col,
+                   const struct decoded *d, int64_t *code, char *err, size_t errlen)
+{
+    if (d->is_null) {
+        *code = STORE_NULL;
+        return 0;
+    }
+    if (col->type.type != STORE_TYPE_TEXT) {
+        *code = d->v.code;
+        return 0;
+    }
+    struct store_error serr;
+    if (store_dict_intern(st, view, fact_col, d->v.text, d->v.len, code, &serr))
+        return fail(err, errlen, "%s", serr.message);
+    return 0;
+}
+
+static int apply_view(struct store *st, const struct source_table *t, const struct fact_use *u,
+                      const struct decoded *row, int sign, const struct sql_view *v, char *err,
+                      size_t errlen)
+{
+    const struct decoded *time = &row[u->col[v->bucket_fact_column]];
+    if (time->is_null)
+        return 0;
+    int64_t keys[MAX_ACCUMULATORS], counts[MAX_ACCUMULATORS];
+    struct store_sum sums[MAX_ACCUMULATORS];
+    struct store_vc_delta vcs[MAX_ACCUMULATORS];
+    bool pass[MAX_ACCUMULATORS + 1];
+    pass[0] = true; /* filter -1, none, is pass[0] */
+    for (int f = 0; f < v->nfilters; f++)
+        pass[f + 1] = eval(u->filters[f], t, row) == 1;
+    for (int k = 0; k < v->ncell_keys; k++) {
+        int fc = v->cell_keys[k];
+        if (code_of(st, u->view, fc, &t->cols[u->col[fc]], &row[u->col[fc]], &keys[k], err, errlen))
+            return -1;
+    }
+    for (int c = 0; c < v->ncounts; c++) {
+        const struct sql_count_spec *cs = &v->counts[c];
+        bool counted = pass[cs->filter + 1] &&
+                       (cs->fact_column < 0 || !row[u->col[cs->fact_column]].is_null);
+        counts[c] = counted ? sign : 0;
+    }
+    for (int s = 0; s < v->nsums; s++) {
+        const struct sql_sum_spec *ss = &v->sums[s];
+        const struct decoded *d = &row[u->col[ss->fact_column]];
+        bool summed = pass[ss->filter + 1] && !d->is_null;
+        sums[s].exact = summed ? d->v.exact * sign : 0;
+        sums[s].real = summed ? d->v.real * sign : 0;
+    }
+    int nvcs = 0;
+    for (int c = 0; c < v->nvalue_counts; c++) {
+        const struct sql_value_count_spec *vs = &v->value_counts[c];
+        int tc = u->col[vs->fact_column];
+        if (!pass[vs->filter + 1] || row[tc].is_null)
+            continue;
+        int64_t code;
+        if (code_of(st, u->view, vs->fact_column, &t->cols[tc], &row[tc], &code, err, errlen))
+            return -1;
+        vcs[nvcs++] = (struct store_vc_delta){c, code, sign};
+    }
+    struct store_delta d = {u->view, time->v.code, keys, counts, sums, vcs, nvcs};
+    struct store_error serr;
+    if (store_apply(st, &d, &serr))
+        return fail(err, errlen, "%s", serr.message);
+    return 0;
+}
+
+int rows_apply_fact(struct store *st, struct source_table *t, const struct row_value *row,
+                    int sign, char *err, size_t errlen)
+{
+    if (!t->nfacts)
+        return 0;
+    struct decoded *d = scratch_for(t, err, errlen);
+    if (!d)
+        return -1;
+    int rc = decode_row(t, row, d, err, errlen);
+    const struct sql_view_list *views = store_views(st);
+    for (int f = 0; rc == 0 && f < t->nfacts; f++) {
+        const struct sql_view *v = &views->views[t->facts[f].view];
+        if (v->ncell_keys > MAX_ACCUMULATORS || v->ncounts > MAX_ACCUMULATORS ||
+            v->nsums > MAX_ACCUMULATORS || v->nvalue_counts > MAX_ACCUMULATORS ||
+            v->nfilters > MAX_ACCUMULATORS)
+            rc = fail(err, errlen, "view \"%s\" has more than %d keys or accumulators", v->name,
+                      MAX_ACCUMULATORS);
+        else
+            rc = apply_view(st, t, &t->facts[f], d, sign, v, err, errlen);
+    }
+    free(d);
+    return rc;
+}
+
+/* ---- Dims ---------------------------------------------------------------------------- */
+
+/* The projection key of a dim row for one use; false when the key is NULL
+ * (a NULL key joins nothing). */
+static int dim_key(struct store *st, const struct source_table *t, const struct dim_use *u,
+                   const struct decoded *row, bool *present, int64_t *key, char *err,
+                   size_t errlen)
+{
+    *present = !row[u->key_col].is_null;
+    if (!*present)
+        return 0;
+    const struct source_column *kc = &t->cols[u->key_col];
+    return code_of(st, u->view, u->fact_column, kc, &row[u->key_col], key, err, errlen);
+}
+
+int rows_put_dim(struct store *st, struct source_table *t, const struct row_value *row,
+                 char *err, size_t errlen)
+{
+    if (!t->ndims)
+        return 0;
+    struct decoded *d = scratch_for(t, err, errlen);
+    if (!d)
+        return -1;
+    int rc = decode_row(t, row, d, err, errlen);
+    for (int i = 0; rc == 0 && i < t->ndims; i++) {
+        const struct dim_use *u = &t->dims[i];
+        const struct sql_join *j = &store_views(st)->views[u->view].joins[u->join];
+        int n = j->ndim_columns - 1;
+        struct store_dim_value *vals = calloc((size_t)n + 1, sizeof *vals);
+        char (*bufs)[64] = calloc((size_t)n + 1, sizeof *bufs);
+        bool present;
+        int64_t key;
+        if (!vals || !bufs)
+            rc = fail(err, errlen, "out of memory");
+        else if (!(rc = dim_key(st, t, u, d, &present, &key, err, errlen)) && present) {
+            for (int c = 0; c < n; c++) {
+                const struct decoded *x = &d[u->cols[c]];
+                const struct source_column *col = &t->cols[u->cols[c]];
+                vals[c].is_null = x->is_null;
+                if (x->is_null)
+                    continue;
+                if (col->type.type == STORE_TYPE_TEXT) {
+                    vals[c].text = x->v.text;
+                    vals[c].len = x->v.len;
+                } else {
+                    vals[c].len = store_code_format(&col->type, x->v.code, bufs[c], sizeof bufs[c]);
+                    vals[c].text = bufs[c];
+                }
+            }
+            struct store_error serr;
+            if (store_projection_put(st, u->view, u->join, key, vals, &serr))
+                rc = fail(err, errlen, "%s", serr.message);
+        }
+        free(vals);
+        free(bufs);
+    }
+    free(d);
+    return rc;
+}
+
+int rows_delete_dim(struct store *st, struct source_table *t, const struct row_value *row,
+                    char *err, size_t errlen)
+{
+    if (!t->ndims)
+        return 0;
+    struct decoded *d = scratch_for(t, err, errlen);
+    if (!d)
+        return -1;
+    /* Only the key matters: decode just it, other columns may be absent
+     * under a key-only replica identity. */
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < t->ndims; i++) {
+        const struct dim_use *u = &t->dims[i];
+        if ((rc = decode_value(t, u->key_col, &row[u->key_col], &d[u->key_col], err, errlen)))
+            break;
+        bool present;
+        int64_t key;
+        struct store_error serr;
+        if ((rc = dim_key(st, t, u, d, &present, &key, err, errlen)) || !present)
+            continue;
+        if (store_projection_delete(st, u->view, u->join, key, &serr))
+            rc = fail(err, errlen, "%s", serr.message);
+    }
+    free(d);
+    return rc;
+}
+
+bool rows_dim_key_changed(const struct source_table *t, const struct row_value *old_row,
+                          const struct row_value *new_row)
+{
+    for (int i = 0; i < t->ndims; i++) {
+        const struct row_value *a = &old_row[t->dims[i].key_col], *b = &new_row[t->dims[i].key_col];
+        if (a->is_null != b->is_null || a->len != b->len || a->binary != b->binary ||
+            (!a->is_null && memcmp(a->data, b->data, a->len) != 0))
+            return true;
+    }
+    return false;
+}

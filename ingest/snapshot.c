@@ -1,0 +1,220 @@
+/* snapshot.c -- the first start: a consistent copy of every table.
+ *
+ * The slot is created with an exported snapshot; in that snapshot each table
+ * is read with binary COPY of only the columns views need. Rows become
+ * deltas; the store commits every snapshot_batch_rows rows (which bounds
+ * memory: committed segments leave the cache) with position 0, which marks
+ * the store as not yet loaded. The last commit writes the slot's consistent
+ * point: streaming resumes exactly there, so no transaction is missed or
+ * applied twice. */
+#include "ingest/copy_binary.h"
+#include "ingest/internal.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int fail(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, len, fmt, ap);
+    va_end(ap);
+    size_t n = strlen(err);
+    while (n && err[n - 1] == '\n')
+        err[--n] = '\0';
+    return -1;
+}
+
+static int exec_ok(PGconn *c, const char *sql, char *err, size_t errlen)
+{
+    PGresult *r = PQexec(c, sql);
+    ExecStatusType s = PQresultStatus(r);
+    PQclear(r);
+    if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK)
+        return fail(err, errlen, "%s: %s", sql, PQerrorMessage(c));
+    return 0;
+}
+
+/* Quotes an identifier for SQL. */
+static void quote_ident(char *out, size_t cap, const char *name)
+{
+    size_t k = 0;
+    out[k++] = '"';
+    for (const char *c = name; *c && k + 3 < cap; c++) {
+        if (*c == '"')
+            out[k++] = '"';
+        out[k++] = *c;
+    }
+    out[k++] = '"';
+    out[k] = '\0';
+}
+
+struct progress {
+    const char *table;
+    double expected;
+    int64_t rows, started, last_print;
+    bool tty;
+};
+
+static void progress_print(struct progress *p, bool done)
+{
+    int64_t now = now_usec();
+    if (!p->tty || (!done && now - p->last_print < 200000))
+        return;
+    p->last_print = now;
+    double secs = (double)(now - p->started) / 1e6;
+    double rate = secs > 0 ? (double)p->rows / secs : 0;
+    double left = p->expected > (double)p->rows && rate > 0 ? (p->expected - (double)p->rows) / rate : 0;
+    fprintf(stderr, "\rloading %s: %lld rows, %.0f rows/s, ETA %.0f s   %s", p->table,
+            (long long)p->rows, rate, left, done ? "\n" : "");
+}
+
+/* One table's COPY, each tuple applied as it completes. */
+static int copy_table(PGconn *c, struct source_table *t, struct store *st,
+                      const struct ingest_options *opt, char *err, size_t errlen)
+{
+    size_t cap = 64 + strlen(t->qualified);
+    for (int i = 0; i < t->ncols; i++)
+        cap += 2 * strlen(t->cols[i].name) + 4;
+    char *sql = malloc(cap + 64);
+    if (!sql)
+        return fail(err, errlen, "out of memory");
+    size_t k = (size_t)sprintf(sql, "COPY (SELECT ");
+    for (int i = 0; i < t->ncols; i++) {
+        char q[300];
+        quote_ident(q, sizeof q, t->cols[i].name);
+        k += (size_t)sprintf(sql + k, "%s%s", i ? ", " : "", q);
+    }
+    sprintf(sql + k, " FROM %s) TO STDOUT (FORMAT binary)", t->qualified);
+    PGresult *r = PQexec(c, sql);
+    free(sql);
+    if (PQresultStatus(r) != PGRES_COPY_OUT) {
+        PQclear(r);
+        return fail(err, errlen, "COPY of %s failed: %s", t->qualified, PQerrorMessage(c));
+    }
+    PQclear(r);
+
+    struct copy_parser parser;
+    copy_parser_init(&parser);
+    struct copy_tuple *tuple = malloc(sizeof *tuple);
+    struct row_value *row = calloc((size_t)t->ncols + 1, sizeof *row);
+    struct progress prog = {t->name, t->reltuples, 0, now_usec(), 0, isatty(2)};
+    int rc = tuple && row ? 0 : fail(err, errlen, "out of memory");
+    int64_t batch = opt->snapshot_batch_rows > 0 ? opt->snapshot_batch_rows : 1000000;
+    char *buf;
+    int n;
+    while (rc == 0 && (n = PQgetCopyData(c, &buf, 0)) > 0) {
+        rc = copy_parser_feed(&parser, buf, (size_t)n) ? fail(err, errlen, "out of memory") : 0;
+        PQfreemem(buf);
+        int got;
+        while (rc == 0 && (got = copy_parser_next(&parser, tuple)) == 1) {
+            if (tuple->nfields != t->ncols) {
+                rc = fail(err, errlen, "COPY of %s sent %d fields, expected %d", t->qualified,
+                          tuple->nfields, t->ncols);
+                break;
+            }
+            for (int i = 0; i < t->ncols; i++)
+                row[i] = (struct row_value){tuple->fields[i].is_null, false, true,
+                                            tuple->fields[i].data, tuple->fields[i].len};
+            if (t->nfacts)
+                rc = rows_apply_fact(st, t, row, +1, err, errlen);
+            if (rc == 0 && t->ndims)
+                rc = rows_put_dim(st, t, row, err, errlen);
+            if (rc == 0 && ++prog.rows % batch == 0) {
+                struct store_error serr;
+                if (store_commit(st, &(struct store_position){0}, &serr))
+                    rc = fail(err, errlen, "%s", serr.message);
+            }
+            progress_print(&prog, false);
+        }
+        if (rc == 0 && got < 0)
+            rc = fail(err, errlen, "COPY of %s: %s", t->qualified, parser.error);
+    }
+    if (rc == 0 && n == -2)
+        rc = fail(err, errlen, "COPY of %s failed: %s", t->qualified, PQerrorMessage(c));
+    if (rc == 0 && copy_parser_finish(&parser))
+        rc = fail(err, errlen, "COPY of %s: %s", t->qualified, parser.error);
+    while ((r = PQgetResult(c)) != NULL) {
+        if (rc == 0 && PQresultStatus(r) != PGRES_COMMAND_OK)
+            rc = fail(err, errlen, "COPY of %s failed: %s", t->qualified, PQerrorMessage(c));
+        PQclear(r);
+    }
+    progress_print(&prog, true);
+    if (rc == 0)
+        log_info("loaded %s: %lld rows in %.1f s", t->qualified, (long long)prog.rows,
+                 (double)(now_usec() - prog.started) / 1e6);
+    copy_parser_free(&parser);
+    free(tuple);
+    free(row);
+    return rc;
+}
+
+/* Drops a slot left by an earlier attempt that never finished its store. */
+static void drop_stale_slot(PGconn *repl, const char *slot)
+{
+    char sql[300], q[200];
+    quote_ident(q, sizeof q, slot);
+    snprintf(sql, sizeof sql, "DROP_REPLICATION_SLOT %s", q);
+    PGresult *r = PQexec(repl, sql);
+    if (PQresultStatus(r) == PGRES_COMMAND_OK)
+        log_info("dropped the slot %s left by an unfinished load", slot);
+    PQclear(r);
+}
+
+int snapshot_load(const struct ingest_options *opt, struct source *src, struct store *st,
+                  char *err, size_t errlen)
+{
+    PGconn *repl = source_connect(opt->source, true, err, errlen);
+    if (!repl)
+        return -1;
+    PGconn *c = NULL;
+    int rc = -1;
+    drop_stale_slot(repl, opt->slot);
+    char sql[300], q[200], snapshot[128];
+    quote_ident(q, sizeof q, opt->slot);
+    /* The legacy EXPORT_SNAPSHOT form works from PostgreSQL 10 on. */
+    snprintf(sql, sizeof sql, "CREATE_REPLICATION_SLOT %s LOGICAL pgoutput EXPORT_SNAPSHOT", q);
+    PGresult *r = PQexec(repl, sql);
+    uint64_t consistent;
+    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1 ||
+        !lsn_parse(PQgetvalue(r, 0, 1), &consistent)) {
+        fail(err, errlen, "creating the replication slot %s failed: %s", opt->slot,
+             PQerrorMessage(repl));
+        PQclear(r);
+        goto done;
+    }
+    snprintf(snapshot, sizeof snapshot, "%s", PQgetvalue(r, 0, 2));
+    PQclear(r);
+    char lsn[32];
+    log_info("created slot %s at %s; loading in snapshot %s", opt->slot,
+             lsn_text(consistent, lsn), snapshot);
+
+    if (!(c = source_connect(opt->source, false, err, errlen)))
+        goto done;
+    snprintf(sql, sizeof sql, "SET TRANSACTION SNAPSHOT '%s'", snapshot);
+    if (exec_ok(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", err, errlen) ||
+        exec_ok(c, sql, err, errlen))
+        goto done;
+    int64_t started = now_usec();
+    for (int i = 0; i < src->ntables; i++)
+        if (copy_table(c, &src->tables[i], st, opt, err, errlen))
+            goto done;
+    if (exec_ok(c, "COMMIT", err, errlen))
+        goto done;
+    struct store_error serr;
+    struct store_position pos = {consistent, now_usec(), now_usec(), 0};
+    if (store_commit(st, &pos, &serr)) {
+        fail(err, errlen, "%s", serr.message);
+        goto done;
+    }
+    log_info("snapshot loaded in %.1f s; position %s", (double)(now_usec() - started) / 1e6,
+             lsn_text(consistent, lsn));
+    rc = 0;
+done:
+    PQfinish(c);
+    PQfinish(repl);
+    return rc;
+}

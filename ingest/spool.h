@@ -1,0 +1,40 @@
+/* spool.h -- where a streamed transaction's changes wait for its commit.
+ *
+ * PostgreSQL streams a large transaction in pieces before it commits (and it
+ * may still abort), so its messages are kept, in order, until Stream Commit
+ * or Stream Abort. The first SPOOL_MEMORY_BYTES stay in memory; the rest go
+ * to an unlinked temporary file, so ingest's memory stays bounded whatever
+ * the transaction's size. Private to ingest/. */
+#ifndef STRAUM_INGEST_SPOOL_H
+#define STRAUM_INGEST_SPOOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define SPOOL_MEMORY_BYTES (4u << 20)
+
+struct spool {
+    uint8_t *mem;
+    size_t len, cap;
+    FILE *file;          /* NULL until the memory part is full */
+    uint64_t file_bytes;
+    uint64_t count;
+};
+
+/* Appends one message. Returns 0, or -1 with err. */
+int spool_append(struct spool *s, const uint8_t *msg, size_t len, char *err, size_t errlen);
+
+/* Calls fn on every message in order; stops at the first non-zero return,
+ * which it returns. -1 with err on an I/O error. */
+typedef int (*spool_fn)(void *ctx, const uint8_t *msg, size_t len);
+int spool_replay(struct spool *s, spool_fn fn, void *ctx, char *err, size_t errlen);
+
+/* Empties the spool, keeping its memory for the next transaction. */
+void spool_reset(struct spool *s);
+void spool_free(struct spool *s);
+/* Bytes held, memory and file. */
+uint64_t spool_bytes(const struct spool *s);
+
+#endif

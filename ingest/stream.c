@@ -1,0 +1,565 @@
+/* stream.c -- following the slot: pgoutput messages into the store.
+ *
+ * Invariants:
+ * - The store's pending changes hold whole source transactions only, so a
+ *   store commit (group commit, every commit_interval) always lands on a
+ *   transaction boundary, with the end LSN of the last one as position.
+ * - A transaction that is not streamed arrives whole after its commit, so it
+ *   is applied as it arrives. A streamed one (large, protocol 2) arrives in
+ *   pieces before its commit and may abort: its messages wait in a spool and
+ *   are applied at Stream Commit.
+ * - The server is told a flush position only once the store holds it.
+ * - When idle, the server's sent position (from a keepalive we ask for) is
+ *   safe to store: every transaction committed before it has been sent and
+ *   applied. This keeps the slot from holding WAL back and lets a caller
+ *   wait for "caught up". */
+#include "ingest/internal.h"
+#include "ingest/pgoutput.h"
+#include "ingest/spool.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MAX_STREAMS = 64 };
+
+/* A streamed transaction waiting for its commit. */
+struct streamed_txn {
+    uint32_t xid;
+    struct spool spool;
+    uint32_t *aborted;   /* subtransactions rolled back */
+    int naborted;
+};
+
+struct follower {
+    const struct ingest_options *opt;
+    struct source *src;
+    struct store *st;
+    PGconn *repl;
+    int proto;
+    bool binary;
+
+    uint64_t applied_lsn;      /* end of the last transaction applied (maybe not stored) */
+    int64_t applied_time;      /* its commit time, Unix µs */
+    uint64_t stored_lsn;       /* what the store holds */
+    uint64_t received_lsn;
+    uint64_t server_lsn;       /* the server's sent / WAL end position */
+    bool dirty;                /* whole transactions applied, not yet stored */
+    bool in_txn;               /* between Begin and Commit */
+    int64_t pending_rows;
+    int64_t last_store, last_feedback, last_contact, last_data, last_ask;
+
+    struct streamed_txn streams[MAX_STREAMS];
+    int nstreams;
+    bool in_stream;
+    uint32_t stream_xid;
+
+    uint64_t target_lsn;       /* exit_when_caught_up: stop once stored >= this */
+    char *err;
+    size_t errlen;
+};
+
+static int fail(struct follower *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(struct follower *f, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(f->err, f->errlen, fmt, ap);
+    va_end(ap);
+    size_t n = strlen(f->err);
+    while (n && f->err[n - 1] == '\n')
+        f->err[--n] = '\0';
+    return -1;
+}
+
+/* ---- Store commits and feedback ----------------------------------------------- */
+
+static int store_position_now(struct follower *f, uint64_t lsn, int64_t commit_time)
+{
+    struct store_error serr;
+    struct store_position pos = {lsn, commit_time, f->last_contact,
+                                 f->server_lsn > lsn ? f->server_lsn - lsn : 0};
+    if (store_commit(f->st, &pos, &serr))
+        return fail(f, "%s", serr.message);
+    f->stored_lsn = lsn;
+    f->dirty = false;
+    f->pending_rows = 0;
+    f->last_store = now_usec();
+    return 0;
+}
+
+static int send_feedback(struct follower *f, bool ask_reply)
+{
+    uint8_t msg[WAL_STATUS_BYTES];
+    wal_status_encode(msg, f->received_lsn > f->stored_lsn ? f->received_lsn : f->stored_lsn,
+                      f->stored_lsn, f->stored_lsn, now_usec() - PG_EPOCH_OFFSET_US, ask_reply);
+    if (PQputCopyData(f->repl, (const char *)msg, sizeof msg) != 1 || PQflush(f->repl))
+        return fail(f, "sending feedback: %s", PQerrorMessage(f->repl));
+    f->last_feedback = now_usec();
+    if (ask_reply)
+        f->last_ask = f->last_feedback;
+    return 0;
+}
+
+/* Group commit: whole transactions only, every commit_interval or sooner
+ * when many rows wait. */
+static int maybe_store(struct follower *f, bool force)
+{
+    if (!f->dirty || f->in_txn)
+        return 0;
+    int64_t due = f->last_store + f->opt->commit_interval_us;
+    if (!force && now_usec() < due && f->pending_rows < 200000)
+        return 0;
+    if (store_position_now(f, f->applied_lsn, f->applied_time))
+        return -1;
+    return send_feedback(f, false);
+}
+
+/* ---- Relations ------------------------------------------------------------------- */
+
+static int on_relation(struct follower *f, const struct pgo_message *m)
+{
+    struct source_table *t = source_by_relid(f->src, m->relid);
+    const char *nsp = m->nspname[0] ? m->nspname : "pg_catalog";
+    if (!t) {
+        if (source_by_name(f->src, nsp, m->relname))
+            return fail(f, "table %s.%s was dropped and created again (its OID changed); the "
+                           "store cannot follow it: rerun with --rebuild", nsp, m->relname);
+        return 0; /* not a table the views read */
+    }
+    int *map = realloc(t->relmap, sizeof *map * (size_t)(m->ncols + 1));
+    if (!map)
+        return fail(f, "out of memory");
+    t->relmap = map;
+    t->nrelmap = m->ncols;
+    for (int i = 0; i < m->ncols; i++)
+        map[i] = -1;
+    for (int c = 0; c < t->ncols; c++) {
+        int found = -1;
+        for (int i = 0; i < m->ncols && found < 0; i++)
+            if (strcmp(m->columns[i].name, t->cols[c].name) == 0)
+                found = i;
+        if (found < 0)
+            return fail(f, "column \"%s\" of table %s is gone upstream; the views need it: "
+                           "change the views and rerun with --rebuild", t->cols[c].name,
+                        t->qualified);
+        if (m->columns[found].type_oid != t->cols[c].type_oid)
+            return fail(f, "column \"%s\" of table %s changed type (OID %u to %u); rerun with "
+                           "--rebuild to reload it", t->cols[c].name, t->qualified,
+                        t->cols[c].type_oid, m->columns[found].type_oid);
+        map[found] = c;
+    }
+    t->replident = m->replident;
+    t->relation_seen = true;
+    return 0;
+}
+
+/* ---- Changes ---------------------------------------------------------------------- */
+
+/* Maps a tuple onto the table's columns. Columns not sent ('u') are taken
+ * from base when given. */
+static int tuple_row(struct follower *f, const struct source_table *t, const struct pgo_tuple *tup,
+                     const struct row_value *base, struct row_value *row)
+{
+    if (!t->relation_seen || tup->ncols != t->nrelmap)
+        return fail(f, "a change to %s arrived without a matching Relation message",
+                    t->qualified);
+    for (int c = 0; c < t->ncols; c++)
+        row[c] = (struct row_value){.missing = true};
+    for (int i = 0; i < tup->ncols; i++) {
+        int c = t->relmap[i];
+        if (c < 0)
+            continue;
+        const struct pgo_value *v = &tup->values[i];
+        if (v->kind == 'u')
+            row[c] = base ? base[c] : (struct row_value){.missing = true};
+        else
+            row[c] = (struct row_value){v->kind == 'n', false, v->kind == 'b', v->data, v->len};
+    }
+    return 0;
+}
+
+static int need_full(struct follower *f, const struct source_table *t, char old_kind)
+{
+    if (old_kind == 'O')
+        return 0;
+    return fail(f, "table %s has REPLICA IDENTITY %s; Straum needs the old row of every update "
+                   "and delete: ALTER TABLE %s REPLICA IDENTITY FULL",
+                t->qualified, t->replident == 'd' ? "DEFAULT" : t->replident == 'n' ? "NOTHING"
+                                                   : t->replident == 'i' ? "USING INDEX" : "?",
+                t->qualified);
+}
+
+static int on_change(struct follower *f, const struct pgo_message *m)
+{
+    struct source_table *t = source_by_relid(f->src, m->relid);
+    if (!t)
+        return 0;
+    struct row_value *old_row = calloc((size_t)t->ncols + 1, sizeof *old_row);
+    struct row_value *new_row = calloc((size_t)t->ncols + 1, sizeof *new_row);
+    int rc = old_row && new_row ? 0 : fail(f, "out of memory");
+    bool has_old = m->old_kind == 'O' || m->old_kind == 'K';
+    if (rc == 0 && has_old)
+        rc = tuple_row(f, t, &m->old_tuple, NULL, old_row);
+    if (rc == 0 && m->kind != PGO_DELETE)
+        rc = tuple_row(f, t, &m->new_tuple, has_old ? old_row : NULL, new_row);
+    if (rc == 0 && t->nfacts && m->kind != PGO_INSERT && !(rc = need_full(f, t, m->old_kind)))
+        rc = rows_apply_fact(f->st, t, old_row, -1, f->err, f->errlen);
+    if (rc == 0 && t->nfacts && m->kind != PGO_DELETE)
+        rc = rows_apply_fact(f->st, t, new_row, +1, f->err, f->errlen);
+    if (rc == 0 && t->ndims) {
+        bool drop_old = m->kind == PGO_DELETE ||
+                        (m->kind == PGO_UPDATE && has_old && rows_dim_key_changed(t, old_row, new_row));
+        if (drop_old && !has_old)
+            rc = fail(f, "a delete from dim %s arrived without its key; set REPLICA IDENTITY FULL",
+                      t->qualified);
+        if (rc == 0 && drop_old)
+            rc = rows_delete_dim(f->st, t, old_row, f->err, f->errlen);
+        if (rc == 0 && m->kind != PGO_DELETE)
+            rc = rows_put_dim(f->st, t, new_row, f->err, f->errlen);
+    }
+    free(old_row);
+    free(new_row);
+    f->pending_rows++;
+    return rc;
+}
+
+static int on_truncate(struct follower *f, const struct pgo_message *m)
+{
+    struct store_error serr;
+    for (int i = 0; i < m->nrelids; i++) {
+        struct source_table *t = source_by_relid(f->src, m->relids[i]);
+        for (int k = 0; t && k < t->nfacts; k++)
+            if (store_truncate_view(f->st, t->facts[k].view, &serr))
+                return fail(f, "%s", serr.message);
+        for (int k = 0; t && k < t->ndims; k++)
+            if (store_projection_truncate(f->st, t->dims[k].view, t->dims[k].join, &serr))
+                return fail(f, "%s", serr.message);
+        if (t)
+            log_info("TRUNCATE of %s applied", t->qualified);
+    }
+    return 0;
+}
+
+/* Applies one data message (from the wire or a spool). */
+static int apply_message(struct follower *f, const struct pgo_message *m)
+{
+    switch (m->kind) {
+    case PGO_INSERT:
+    case PGO_UPDATE:
+    case PGO_DELETE:
+        return on_change(f, m);
+    case PGO_TRUNCATE:
+        return on_truncate(f, m);
+    default:
+        return 0;
+    }
+}
+
+/* ---- Streamed transactions ---------------------------------------------------------- */
+
+static struct streamed_txn *stream_for(struct follower *f, uint32_t xid, bool create)
+{
+    for (int i = 0; i < f->nstreams; i++)
+        if (f->streams[i].xid == xid)
+            return &f->streams[i];
+    if (!create || f->nstreams == MAX_STREAMS)
+        return NULL;
+    struct streamed_txn *s = &f->streams[f->nstreams++];
+    memset(s, 0, sizeof *s);
+    s->xid = xid;
+    return s;
+}
+
+static void stream_drop(struct follower *f, struct streamed_txn *s)
+{
+    spool_free(&s->spool);
+    free(s->aborted);
+    *s = f->streams[--f->nstreams];
+}
+
+struct replay {
+    struct follower *f;
+    struct streamed_txn *s;
+};
+
+static int replay_one(void *ctx, const uint8_t *msg, size_t len)
+{
+    struct replay *r = ctx;
+    struct pgo_message m;
+    char why[256];
+    if (pgo_decode(msg, len, r->f->proto, true, &m, why, sizeof why))
+        return fail(r->f, "replaying a streamed transaction: %s", why);
+    bool skip = false;
+    for (int i = 0; i < r->s->naborted && !skip; i++)
+        skip = m.xid == r->s->aborted[i];
+    int rc = skip ? 0 : apply_message(r->f, &m);
+    pgo_message_free(&m);
+    return rc;
+}
+
+/* A change inside a stream waits, raw, in its transaction's spool. */
+static int on_stream_message(struct follower *f, const uint8_t *raw, size_t len)
+{
+    struct streamed_txn *s = stream_for(f, f->stream_xid, true);
+    if (!s)
+        return fail(f, "more than %d streamed transactions at once", MAX_STREAMS);
+    return spool_append(&s->spool, raw, len, f->err, f->errlen);
+}
+
+static int on_stream_commit(struct follower *f, const struct pgo_message *m)
+{
+    struct streamed_txn *s = stream_for(f, m->xid, false);
+    if (s) {
+        struct replay r = {f, s};
+        uint64_t bytes = spool_bytes(&s->spool);
+        if (spool_replay(&s->spool, replay_one, &r, f->err, f->errlen))
+            return -1;
+        if (bytes > SPOOL_MEMORY_BYTES)
+            log_info("applied a streamed transaction of %llu spooled bytes",
+                     (unsigned long long)bytes);
+        stream_drop(f, s);
+    }
+    f->applied_lsn = m->end_lsn;
+    f->applied_time = m->timestamp + PG_EPOCH_OFFSET_US;
+    f->dirty = true;
+    return 0;
+}
+
+static int on_stream_abort(struct follower *f, const struct pgo_message *m)
+{
+    struct streamed_txn *s = stream_for(f, m->xid, false);
+    if (!s)
+        return 0;
+    if (m->subxid == m->xid || m->subxid == 0) {
+        stream_drop(f, s);
+        return 0;
+    }
+    uint32_t *a = realloc(s->aborted, sizeof *a * (size_t)(s->naborted + 1));
+    if (!a)
+        return fail(f, "out of memory");
+    s->aborted = a;
+    a[s->naborted++] = m->subxid;
+    return 0;
+}
+
+/* ---- Messages ------------------------------------------------------------------------ */
+
+static int on_message(struct follower *f, const uint8_t *raw, size_t len)
+{
+    struct pgo_message m;
+    char why[256];
+    if (pgo_decode(raw, len, f->proto, f->in_stream, &m, why, sizeof why))
+        return fail(f, "decoding a pgoutput message: %s", why);
+    int rc = 0;
+    switch (m.kind) {
+    case PGO_BEGIN:
+        f->in_txn = true;
+        break;
+    case PGO_COMMIT:
+        f->in_txn = false;
+        f->applied_lsn = m.end_lsn;
+        f->applied_time = m.timestamp + PG_EPOCH_OFFSET_US;
+        f->dirty = true;
+        break;
+    case PGO_RELATION:
+        rc = on_relation(f, &m);
+        break;
+    case PGO_STREAM_START:
+        f->in_stream = true;
+        f->stream_xid = m.xid;
+        break;
+    case PGO_STREAM_STOP:
+        f->in_stream = false;
+        break;
+    case PGO_STREAM_COMMIT:
+        rc = on_stream_commit(f, &m);
+        break;
+    case PGO_STREAM_ABORT:
+        rc = on_stream_abort(f, &m);
+        break;
+    case PGO_INSERT:
+    case PGO_UPDATE:
+    case PGO_DELETE:
+    case PGO_TRUNCATE:
+        rc = f->in_stream ? on_stream_message(f, raw, len) : apply_message(f, &m);
+        break;
+    default: /* Origin, Type, Message, two-phase: nothing to keep */
+        break;
+    }
+    pgo_message_free(&m);
+    return rc;
+}
+
+static int on_frame(struct follower *f, const uint8_t *buf, size_t len)
+{
+    struct wal_frame fr;
+    char why[256];
+    if (wal_frame_decode(buf, len, &fr, why, sizeof why))
+        return fail(f, "decoding the replication stream: %s", why);
+    f->last_contact = now_usec();
+    if (fr.wal_end > f->server_lsn)
+        f->server_lsn = fr.wal_end;
+    if (fr.kind == 'k') {
+        /* Idle and nothing in flight: the sent position is safe to store. */
+        if (!f->in_txn && !f->dirty && f->nstreams == 0 && fr.wal_end > f->stored_lsn &&
+            store_position_now(f, fr.wal_end, f->applied_time))
+            return -1;
+        return fr.reply_requested ? send_feedback(f, false) : 0;
+    }
+    f->last_data = f->last_contact;
+    if (fr.wal_start > f->received_lsn)
+        f->received_lsn = fr.wal_start;
+    return on_message(f, fr.payload, fr.payload_len);
+}
+
+/* ---- The connection ------------------------------------------------------------------- */
+
+static bool fatal_server_error(const char *msg)
+{
+    return strstr(msg, "does not exist") || strstr(msg, "publication") ||
+           strstr(msg, "permission denied") || strstr(msg, "can only be used");
+}
+
+static int start(struct follower *f)
+{
+    if (!(f->repl = source_connect(f->opt->source, true, f->err, f->errlen)))
+        return 1;
+    int version = PQserverVersion(f->repl);
+    f->proto = version >= 140000 ? 2 : 1;
+    f->binary = version >= 140000;
+    char sql[1024], lsn[32], slot[200], pub[200];
+    snprintf(slot, sizeof slot, "\"%s\"", f->opt->slot);
+    snprintf(pub, sizeof pub, "%s", f->opt->publication);
+    snprintf(sql, sizeof sql,
+             "START_REPLICATION SLOT %s LOGICAL %s (proto_version '%d', publication_names "
+             "'\"%s\"'%s)",
+             slot, lsn_text(f->stored_lsn, lsn), f->proto, pub,
+             f->binary ? ", binary 'true', streaming 'on'" : "");
+    PGresult *r = PQexec(f->repl, sql);
+    if (PQresultStatus(r) != PGRES_COPY_BOTH) {
+        fail(f, "START_REPLICATION failed: %s", PQerrorMessage(f->repl));
+        PQclear(r);
+        if (strstr(f->err, "replication slot") && strstr(f->err, "does not exist"))
+            fail(f, "the replication slot \"%s\" does not exist any more, so the changes since "
+                    "%s are lost to Straum; rerun with --rebuild to load the tables again",
+                 f->opt->slot, lsn_text(f->stored_lsn, lsn));
+        return fatal_server_error(f->err) ? -1 : 1;
+    }
+    PQclear(r);
+    log_info("streaming from %s (pgoutput protocol %d%s)", lsn, f->proto,
+             f->binary ? ", binary, streaming" : "");
+    return 0;
+}
+
+static int wait_socket(struct follower *f, int timeout_ms)
+{
+    struct pollfd p = {PQsocket(f->repl), POLLIN, 0};
+    int rc = poll(&p, 1, timeout_ms);
+    if (rc < 0 && errno != EINTR)
+        return fail(f, "waiting for the server: %s", strerror(errno));
+    if (rc > 0 && !PQconsumeInput(f->repl))
+        return fail(f, "reading from the server: %s", PQerrorMessage(f->repl));
+    return 0;
+}
+
+static bool caught_up(const struct follower *f)
+{
+    return f->opt->exit_when_caught_up && !f->dirty && !f->in_txn &&
+           f->stored_lsn >= f->target_lsn;
+}
+
+/* Housekeeping between messages: commits, feedback, asking for the
+ * server's position when idle. */
+static int tick(struct follower *f)
+{
+    if (maybe_store(f, false))
+        return -1;
+    int64_t now = now_usec();
+    /* How often an idle follower asks where the server is: often enough that
+     * the stored position (and the lag serve reports) follows the server
+     * within a few group commits, never more than once a second. */
+    int64_t ask_every = 20 * f->opt->commit_interval_us;
+    ask_every = ask_every < 50000 ? 50000 : ask_every > 1000000 ? 1000000 : ask_every;
+    bool idle = !f->in_txn && now - f->last_data > 20000;
+    if (idle && now - f->last_ask > ask_every)
+        return send_feedback(f, true);
+    if (now - f->last_feedback > 1000000)
+        return send_feedback(f, false);
+    return 0;
+}
+
+static int loop(struct follower *f)
+{
+    for (;;) {
+        if (ingest_stop_requested || caught_up(f))
+            return 0;
+        char *buf;
+        int n = PQgetCopyData(f->repl, &buf, 1);
+        if (n > 0) {
+            int rc = on_frame(f, (const uint8_t *)buf, (size_t)n);
+            PQfreemem(buf);
+            if (rc)
+                return -1;
+        } else if (n == 0) {
+            if (wait_socket(f, 5))
+                return 1;
+        } else {
+            fail(f, "the replication stream ended: %s", PQerrorMessage(f->repl));
+            return 1;
+        }
+        if (tick(f))
+            return strstr(f->err, "sending feedback") ? 1 : -1;
+    }
+}
+
+static uint64_t current_wal_lsn(const struct ingest_options *opt, char *err, size_t errlen)
+{
+    PGconn *c = source_connect(opt->source, false, err, errlen);
+    uint64_t lsn = 0;
+    if (!c)
+        return 0;
+    PGresult *r = PQexec(c, "SELECT pg_current_wal_lsn()");
+    if (PQresultStatus(r) == PGRES_TUPLES_OK)
+        lsn_parse(PQgetvalue(r, 0, 0), &lsn);
+    PQclear(r);
+    PQfinish(c);
+    return lsn;
+}
+
+int stream_follow(const struct ingest_options *opt, struct source *src, struct store *st,
+                  char *err, size_t errlen)
+{
+    struct follower f = {.opt = opt, .src = src, .st = st, .err = err, .errlen = errlen};
+    struct store_read *r;
+    struct store_catalog cat;
+    struct store_error serr;
+    if (store_read_begin(st, &r, &serr) || store_read_catalog(r, &cat, &serr)) {
+        snprintf(err, errlen, "%s", serr.message);
+        return -1;
+    }
+    store_read_end(r);
+    f.stored_lsn = f.applied_lsn = cat.position.lsn;
+    f.applied_time = cat.position.commit_time;
+    if (opt->exit_when_caught_up && !(f.target_lsn = current_wal_lsn(opt, err, errlen)))
+        return 1;
+    for (int i = 0; i < src->ntables; i++)
+        src->tables[i].relation_seen = false; /* a new stream sends Relations again */
+    f.last_store = f.last_feedback = f.last_data = now_usec();
+    int rc = start(&f);
+    if (rc == 0)
+        rc = loop(&f);
+    /* Keep what is whole; drop a transaction cut off mid-way. */
+    if (f.in_txn || rc < 0)
+        store_rollback(st);
+    else if (maybe_store(&f, true))
+        rc = -1;
+    else if (f.repl && PQstatus(f.repl) == CONNECTION_OK)
+        send_feedback(&f, false);
+    for (int i = f.nstreams - 1; i >= 0; i--)
+        stream_drop(&f, &f.streams[i]);
+    PQfinish(f.repl);
+    return rc;
+}

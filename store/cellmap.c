@@ -1,0 +1,611 @@
+/* cellmap.c -- one segment's cells decoded in memory, for the writer.
+ *
+ * The writer applies deltas here and encodes the segment back to a block at
+ * commit. Cells live in an open-addressing hash table keyed by (bucket index,
+ * cell keys). Each cell is one allocation: the struct, then its keys, counts,
+ * sums and value-count run headers. Invariant: a cell's runs are sorted by
+ * code and hold no zero-row run; a cell with zero rows holds nothing else
+ * (checked at encode, where it is dropped). */
+#include "store/internal.h"
+
+#include <stdalign.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+/* ---- Cells ---------------------------------------------------------------- */
+
+static size_t align_up(size_t n, size_t a) { return (n + a - 1) & ~(a - 1); }
+
+struct cell_layout {
+    size_t keys, counts, sums, vcs, total;
+};
+
+static struct cell_layout layout_of(const struct sql_view *v)
+{
+    struct cell_layout l;
+    l.keys = align_up(sizeof(struct cell), 8);
+    l.counts = l.keys + 8 * (size_t)v->ncell_keys;
+    l.sums = align_up(l.counts + 8 * (size_t)v->ncounts, alignof(struct store_sum));
+    l.vcs = align_up(l.sums + sizeof(struct store_sum) * (size_t)v->nsums, 8);
+    l.total = l.vcs + sizeof(struct vc_runs) * (size_t)v->nvalue_counts;
+    return l;
+}
+
+static struct cell *cell_new(const struct cellmap *m, uint32_t bucket, const int64_t *keys)
+{
+    struct cell_layout l = layout_of(m->view);
+    char *p = aligned_alloc(alignof(struct store_sum), align_up(l.total, alignof(struct store_sum)));
+    if (!p)
+        return NULL;
+    memset(p, 0, l.total);
+    struct cell *c = (struct cell *)p;
+    c->bucket = bucket;
+    c->keys = (int64_t *)(p + l.keys);
+    c->counts = (int64_t *)(p + l.counts);
+    c->sums = (struct store_sum *)(p + l.sums);
+    c->vcs = (struct vc_runs *)(p + l.vcs);
+    if (m->view->ncell_keys)
+        memcpy(c->keys, keys, 8 * (size_t)m->view->ncell_keys);
+    return c;
+}
+
+static void cell_free(const struct cellmap *m, struct cell *c)
+{
+    for (int i = 0; i < m->view->nvalue_counts; i++) {
+        free(c->vcs[i].codes);
+        free(c->vcs[i].rows);
+    }
+    free(c);
+}
+
+/* ---- The hash table --------------------------------------------------------- */
+
+static uint64_t cell_hash(uint32_t bucket, const int64_t *keys, int nkeys)
+{
+    XXH64_hash_t h = XXH3_64bits(keys, 8 * (size_t)nkeys);
+    return h ^ (bucket * 0x9E3779B97F4A7C15ULL);
+}
+
+static bool cell_matches(const struct cell *c, uint32_t bucket, const int64_t *keys, int nkeys)
+{
+    return c->bucket == bucket && memcmp(c->keys, keys, 8 * (size_t)nkeys) == 0;
+}
+
+struct cellmap *cellmap_new(const struct sql_view *view, const struct store_column_type *types,
+                            int view_index, int width, int64_t span_start)
+{
+    struct cellmap *m = calloc(1, sizeof *m);
+    if (!m)
+        return NULL;
+    m->view = view;
+    m->types = types;
+    m->view_index = view_index;
+    m->width = width;
+    m->span_start = span_start;
+    m->nslots = 64;
+    m->slots = calloc(m->nslots, sizeof *m->slots);
+    if (!m->slots) {
+        free(m);
+        return NULL;
+    }
+    m->bytes = sizeof *m + m->nslots * sizeof *m->slots;
+    return m;
+}
+
+void cellmap_free(struct cellmap *m)
+{
+    if (!m)
+        return;
+    for (uint32_t i = 0; i < m->nslots; i++)
+        if (m->slots[i])
+            cell_free(m, m->slots[i]);
+    free(m->slots);
+    free(m);
+}
+
+static void insert_slot(struct cell **slots, uint32_t nslots, struct cell *c, int nkeys)
+{
+    uint32_t i = (uint32_t)cell_hash(c->bucket, c->keys, nkeys) & (nslots - 1);
+    while (slots[i])
+        i = (i + 1) & (nslots - 1);
+    slots[i] = c;
+}
+
+static int rehash(struct cellmap *m, uint32_t nslots)
+{
+    struct cell **slots = calloc(nslots, sizeof *slots);
+    if (!slots)
+        return -1;
+    for (uint32_t i = 0; i < m->nslots; i++)
+        if (m->slots[i])
+            insert_slot(slots, nslots, m->slots[i], m->view->ncell_keys);
+    m->bytes += (nslots - m->nslots) * sizeof *slots;
+    free(m->slots);
+    m->slots = slots;
+    m->nslots = nslots;
+    return 0;
+}
+
+static struct cell *find_or_add(struct cellmap *m, uint32_t bucket, const int64_t *keys)
+{
+    int nkeys = m->view->ncell_keys;
+    uint32_t i = (uint32_t)cell_hash(bucket, keys, nkeys) & (m->nslots - 1);
+    for (; m->slots[i]; i = (i + 1) & (m->nslots - 1))
+        if (cell_matches(m->slots[i], bucket, keys, nkeys))
+            return m->slots[i];
+    if ((m->ncells + 1) * 10 > m->nslots * 7) { /* keep the load under 70% */
+        if (rehash(m, m->nslots * 2))
+            return NULL;
+        return find_or_add(m, bucket, keys);
+    }
+    struct cell *c = cell_new(m, bucket, keys);
+    if (!c)
+        return NULL;
+    m->slots[i] = c;
+    m->ncells++;
+    m->bytes += layout_of(m->view).total;
+    return c;
+}
+
+/* ---- Applying deltas -------------------------------------------------------- */
+
+static int runs_reserve(struct vc_runs *r, uint32_t want)
+{
+    if (want <= r->cap)
+        return 0;
+    uint32_t cap = r->cap ? r->cap * 2 : 4;
+    while (cap < want)
+        cap *= 2;
+    int64_t *codes = realloc(r->codes, cap * sizeof *codes);
+    if (!codes)
+        return -1;
+    r->codes = codes;
+    int64_t *rows = realloc(r->rows, cap * sizeof *rows);
+    if (!rows)
+        return -1;
+    r->rows = rows;
+    r->cap = cap;
+    return 0;
+}
+
+/* Adds delta rows of code to sorted runs, removing a run that reaches zero. */
+static int runs_add(struct cellmap *m, struct vc_runs *r, int64_t code, int64_t delta,
+                    struct store_error *err)
+{
+    uint32_t lo = 0, hi = r->n;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (r->codes[mid] < code)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < r->n && r->codes[lo] == code) {
+        if (__builtin_add_overflow(r->rows[lo], delta, &r->rows[lo]))
+            return store_fail(err, "a value count overflowed");
+        if (r->rows[lo] == 0) {
+            memmove(r->codes + lo, r->codes + lo + 1, (r->n - lo - 1) * sizeof *r->codes);
+            memmove(r->rows + lo, r->rows + lo + 1, (r->n - lo - 1) * sizeof *r->rows);
+            r->n--;
+        }
+        return 0;
+    }
+    if (delta == 0)
+        return 0;
+    uint32_t old_cap = r->cap;
+    if (runs_reserve(r, r->n + 1))
+        return store_fail(err, "out of memory");
+    m->bytes += (r->cap - old_cap) * 16;
+    memmove(r->codes + lo + 1, r->codes + lo, (r->n - lo) * sizeof *r->codes);
+    memmove(r->rows + lo + 1, r->rows + lo, (r->n - lo) * sizeof *r->rows);
+    r->codes[lo] = code;
+    r->rows[lo] = delta;
+    r->n++;
+    return 0;
+}
+
+int cellmap_apply(struct cellmap *m, uint32_t bucket, const struct store_delta *d,
+                  struct store_error *err)
+{
+    const struct sql_view *v = m->view;
+    struct cell *c = find_or_add(m, bucket, d->keys);
+    if (!c)
+        return store_fail(err, "out of memory");
+    for (int i = 0; i < v->ncounts; i++)
+        if (__builtin_add_overflow(c->counts[i], d->counts[i], &c->counts[i]))
+            return store_fail(err, "a count of view \"%s\" overflowed", v->name);
+    for (int i = 0; i < v->nsums; i++) {
+        if (m->types[v->sums[i].fact_column].type == STORE_TYPE_FLOAT)
+            c->sums[i].real += d->sums[i].real;
+        else if (__builtin_add_overflow(c->sums[i].exact, d->sums[i].exact, &c->sums[i].exact))
+            return store_fail(err, "a sum of view \"%s\" overflowed 128 bits", v->name);
+    }
+    for (int i = 0; i < d->nvcs; i++) {
+        const struct store_vc_delta *vd = &d->vcs[i];
+        if (vd->vc < 0 || vd->vc >= v->nvalue_counts)
+            return store_fail(err, "value count %d is not one of view \"%s\"", vd->vc, v->name);
+        if (runs_add(m, &c->vcs[vd->vc], vd->code, vd->delta, err))
+            return -1;
+    }
+    m->dirty = true;
+    return 0;
+}
+
+/* ---- Encoding ----------------------------------------------------------------- */
+
+static int cell_cmp(const void *a, const void *b, void *nkeys)
+{
+    const struct cell *x = *(struct cell *const *)a, *y = *(struct cell *const *)b;
+    if (x->bucket != y->bucket)
+        return x->bucket < y->bucket ? -1 : 1;
+    for (int i = 0; i < *(int *)nkeys; i++)
+        if (x->keys[i] != y->keys[i])
+            return x->keys[i] < y->keys[i] ? -1 : 1;
+    return 0;
+}
+
+static int check_cell(const struct cellmap *m, const struct cell *c, struct store_error *err)
+{
+    const struct sql_view *v = m->view;
+    bool empty = c->counts[0] == 0;
+    for (int i = 0; i < v->ncounts; i++)
+        if (c->counts[i] < 0 || (empty && c->counts[i] != 0))
+            return store_fail(err, "view \"%s\": a cell's count %d went %s; a delta took away "
+                                   "rows that were never added",
+                              v->name, i, c->counts[i] < 0 ? "negative" : "out of step");
+    for (int i = 0; i < v->nvalue_counts; i++)
+        for (uint32_t k = 0; k < c->vcs[i].n; k++)
+            if (c->vcs[i].rows[k] < 0 || empty)
+                return store_fail(err, "view \"%s\": a value count went negative; a delta "
+                                       "took away a value that was never added", v->name);
+    return 0;
+}
+
+/* Gathers live cells, sorted. Dead cells are freed and the table rebuilt. */
+static struct cell **live_cells(struct cellmap *m, uint32_t *n, struct store_error *err)
+{
+    struct cell **cells = malloc((m->ncells ? m->ncells : 1) * sizeof *cells);
+    if (!cells) {
+        store_fail(err, "out of memory");
+        return NULL;
+    }
+    uint32_t live = 0, dead = 0;
+    for (uint32_t i = 0; i < m->nslots; i++) {
+        struct cell *c = m->slots[i];
+        if (!c)
+            continue;
+        if (check_cell(m, c, err)) {
+            free(cells);
+            return NULL;
+        }
+        if (c->counts[0] == 0)
+            dead++;
+        else
+            cells[live++] = c;
+    }
+    if (dead) {
+        for (uint32_t i = 0; i < m->nslots; i++)
+            if (m->slots[i] && m->slots[i]->counts[0] == 0) {
+                cell_free(m, m->slots[i]);
+                m->bytes -= layout_of(m->view).total;
+            }
+        memset(m->slots, 0, m->nslots * sizeof *m->slots);
+        for (uint32_t i = 0; i < live; i++)
+            insert_slot(m->slots, m->nslots, cells[i], m->view->ncell_keys);
+        m->ncells = live;
+    }
+    int nkeys = m->view->ncell_keys;
+    qsort_r(cells, live, sizeof *cells, cell_cmp, &nkeys);
+    *n = live;
+    return cells;
+}
+
+/* The columns of a block, built from sorted cells; arrays owned here. */
+struct block_columns {
+    struct format_column *cols;
+    int ncols;
+    void **arrays;
+    int narrays;
+};
+
+static void *column_array(struct block_columns *bc, uint16_t role, uint16_t index,
+                          enum format_type type, uint32_t n)
+{
+    void *a = malloc((n ? n : 1) * format_type_size(type));
+    if (!a)
+        return NULL;
+    bc->arrays[bc->narrays++] = a;
+    bc->cols[bc->ncols++] = (struct format_column){role, index, type, n, a};
+    return a;
+}
+
+static int build_columns(const struct cellmap *m, struct cell **cells, uint32_t n,
+                         struct block_columns *bc)
+{
+    const struct sql_view *v = m->view;
+    int max = 1 + v->ncell_keys + v->ncounts + v->nsums + 3 * v->nvalue_counts;
+    bc->cols = calloc((size_t)max, sizeof *bc->cols);
+    bc->arrays = calloc((size_t)max, sizeof *bc->arrays);
+    if (!bc->cols || !bc->arrays)
+        return -1;
+    int64_t *bucket = column_array(bc, STORE_ROLE_BUCKET, 0, FORMAT_I64, n);
+    if (!bucket)
+        return -1;
+    for (uint32_t i = 0; i < n; i++)
+        bucket[i] = cells[i]->bucket;
+    for (int k = 0; k < v->ncell_keys; k++) {
+        int64_t *a = column_array(bc, STORE_ROLE_KEY, (uint16_t)k, FORMAT_I64, n);
+        if (!a)
+            return -1;
+        for (uint32_t i = 0; i < n; i++)
+            a[i] = cells[i]->keys[k];
+    }
+    for (int k = 0; k < v->ncounts; k++) {
+        int64_t *a = column_array(bc, STORE_ROLE_COUNT, (uint16_t)k, FORMAT_I64, n);
+        if (!a)
+            return -1;
+        for (uint32_t i = 0; i < n; i++)
+            a[i] = cells[i]->counts[k];
+    }
+    for (int k = 0; k < v->nsums; k++) {
+        bool real = m->types[v->sums[k].fact_column].type == STORE_TYPE_FLOAT;
+        void *a = column_array(bc, STORE_ROLE_SUM, (uint16_t)k, real ? FORMAT_F64 : FORMAT_I128, n);
+        if (!a)
+            return -1;
+        for (uint32_t i = 0; i < n; i++) {
+            if (real)
+                ((double *)a)[i] = cells[i]->sums[k].real;
+            else
+                ((__int128 *)a)[i] = cells[i]->sums[k].exact;
+        }
+    }
+    for (int k = 0; k < v->nvalue_counts; k++) {
+        int64_t *off = column_array(bc, STORE_ROLE_VC_OFFSETS, (uint16_t)k, FORMAT_I64, n + 1);
+        if (!off)
+            return -1;
+        off[0] = 0;
+        for (uint32_t i = 0; i < n; i++)
+            off[i + 1] = off[i] + cells[i]->vcs[k].n;
+        uint32_t runs = (uint32_t)off[n];
+        int64_t *codes = column_array(bc, STORE_ROLE_VC_VALUES, (uint16_t)k, FORMAT_I64, runs);
+        int64_t *rows = codes ? column_array(bc, STORE_ROLE_VC_COUNTS, (uint16_t)k, FORMAT_I64, runs)
+                              : NULL;
+        if (!rows)
+            return -1;
+        for (uint32_t i = 0; i < n; i++) {
+            if (!cells[i]->vcs[k].n)
+                continue; /* codes/rows may be NULL: memcpy from NULL is UB even for 0 bytes */
+            memcpy(codes + off[i], cells[i]->vcs[k].codes, 8 * (size_t)cells[i]->vcs[k].n);
+            memcpy(rows + off[i], cells[i]->vcs[k].rows, 8 * (size_t)cells[i]->vcs[k].n);
+        }
+    }
+    return 0;
+}
+
+static void free_columns(struct block_columns *bc)
+{
+    for (int i = 0; i < bc->narrays; i++)
+        free(bc->arrays[i]);
+    free(bc->arrays);
+    free(bc->cols);
+}
+
+int cellmap_encode(struct cellmap *m, void **out, size_t *len, struct store_error *err)
+{
+    uint32_t n;
+    *out = NULL;
+    *len = 0;
+    struct cell **cells = live_cells(m, &n, err);
+    if (!cells)
+        return -1;
+    if (n == 0) {
+        free(cells);
+        return 0;
+    }
+    struct block_columns bc = {0};
+    int rc = -1;
+    if (build_columns(m, cells, n, &bc)) {
+        store_fail(err, "out of memory");
+        goto done;
+    }
+    size_t cap = format_block_bound(bc.cols, bc.ncols);
+    void *buf = malloc(cap);
+    if (!buf) {
+        store_fail(err, "out of memory");
+        goto done;
+    }
+    struct format_block_info info = {m->span_start, m->view->widths[m->width], n};
+    struct format_error ferr;
+    if (format_block_encode(&info, bc.cols, bc.ncols, FORMAT_POLICY_SMALLEST, buf, cap, len,
+                            &ferr)) {
+        free(buf);
+        store_fail(err, "encoding a segment: %s", ferr.message);
+        goto done;
+    }
+    *out = buf;
+    rc = 0;
+done:
+    free_columns(&bc);
+    free(cells);
+    return rc;
+}
+
+/* ---- Loading ------------------------------------------------------------------- */
+
+/* Decodes column (role, index) of a block into a fresh array (to free). */
+void *store_decode_column(const struct format_block *b, uint16_t role, uint16_t index,
+                           enum format_type type, uint32_t n, struct store_error *err)
+{
+    int i = format_block_find(b, role, index);
+    struct format_column_info ci;
+    if (i < 0) {
+        store_fail(err, "segment block lacks column (role %u, index %u)", role, index);
+        return NULL;
+    }
+    format_block_column(b, i, &ci);
+    if (ci.type != type || ci.n != n) {
+        store_fail(err, "segment block column (role %u, index %u) has the wrong shape", role,
+                   index);
+        return NULL;
+    }
+    void *a = malloc((n ? n : 1) * format_type_size(type));
+    struct format_error ferr;
+    if (!a) {
+        store_fail(err, "out of memory");
+        return NULL;
+    }
+    if (format_block_decode(b, i, a, &ferr)) {
+        store_fail(err, "%s", ferr.message);
+        free(a);
+        return NULL;
+    }
+    return a;
+}
+
+static int load_vcs(struct cellmap *m, const struct format_block *b, struct cell **cells,
+                    uint32_t n, struct store_error *err)
+{
+    for (int k = 0; k < m->view->nvalue_counts; k++) {
+        int64_t *off = store_decode_column(b, STORE_ROLE_VC_OFFSETS, (uint16_t)k, FORMAT_I64, n + 1, err);
+        if (!off)
+            return -1;
+        int64_t runs = off[n];
+        bool sane = off[0] == 0 && runs >= 0 && runs <= FORMAT_MAX_VALUES;
+        for (uint32_t i = 0; i < n && sane; i++)
+            sane = off[i] <= off[i + 1];
+        int64_t *codes = NULL, *rows = NULL;
+        if (sane) {
+            codes = store_decode_column(b, STORE_ROLE_VC_VALUES, (uint16_t)k, FORMAT_I64, (uint32_t)runs, err);
+            rows = codes ? store_decode_column(b, STORE_ROLE_VC_COUNTS, (uint16_t)k, FORMAT_I64,
+                                         (uint32_t)runs, err)
+                         : NULL;
+        } else {
+            store_fail(err, "segment block value-count offsets are not ascending");
+        }
+        int rc = rows ? 0 : -1;
+        for (uint32_t i = 0; i < n && rc == 0; i++) {
+            struct vc_runs *r = &cells[i]->vcs[k];
+            uint32_t cnt = (uint32_t)(off[i + 1] - off[i]);
+            if (cnt == 0)
+                continue; /* no runs: codes may be NULL, and memcpy(NULL) is UB */
+            if (runs_reserve(r, cnt)) {
+                rc = store_fail(err, "out of memory");
+                break;
+            }
+            memcpy(r->codes, codes + off[i], 8 * (size_t)cnt);
+            memcpy(r->rows, rows + off[i], 8 * (size_t)cnt);
+            r->n = cnt;
+            m->bytes += 16 * (size_t)cnt;
+        }
+        free(off);
+        free(codes);
+        free(rows);
+        if (rc)
+            return -1;
+    }
+    return 0;
+}
+
+/* The decoded columns of a block, before they become cells. */
+struct loaded_columns {
+    int64_t *bucket;
+    int64_t **keys, **counts;
+    void **sums;
+    int64_t *rowkeys;
+};
+
+static void loaded_free(const struct sql_view *v, struct loaded_columns *lc)
+{
+    free(lc->bucket);
+    for (int k = 0; lc->keys && k < v->ncell_keys; k++)
+        free(lc->keys[k]);
+    for (int k = 0; lc->counts && k < v->ncounts; k++)
+        free(lc->counts[k]);
+    for (int k = 0; lc->sums && k < v->nsums; k++)
+        free(lc->sums[k]);
+    free(lc->keys);
+    free(lc->counts);
+    free(lc->sums);
+    free(lc->rowkeys);
+}
+
+static int load_columns(const struct cellmap *m, const struct format_block *b,
+                        struct loaded_columns *lc, struct store_error *err)
+{
+    const struct sql_view *v = m->view;
+    uint32_t n = b->info.ncells;
+    lc->keys = calloc((size_t)v->ncell_keys + 1, sizeof *lc->keys);
+    lc->counts = calloc((size_t)v->ncounts + 1, sizeof *lc->counts);
+    lc->sums = calloc((size_t)v->nsums + 1, sizeof *lc->sums);
+    lc->rowkeys = calloc((size_t)v->ncell_keys + 1, sizeof *lc->rowkeys);
+    if (!lc->keys || !lc->counts || !lc->sums || !lc->rowkeys)
+        return store_fail(err, "out of memory");
+    if (!(lc->bucket = store_decode_column(b, STORE_ROLE_BUCKET, 0, FORMAT_I64, n, err)))
+        return -1;
+    for (int k = 0; k < v->ncell_keys; k++)
+        if (!(lc->keys[k] = store_decode_column(b, STORE_ROLE_KEY, (uint16_t)k, FORMAT_I64, n, err)))
+            return -1;
+    for (int k = 0; k < v->ncounts; k++)
+        if (!(lc->counts[k] = store_decode_column(b, STORE_ROLE_COUNT, (uint16_t)k, FORMAT_I64, n, err)))
+            return -1;
+    for (int k = 0; k < v->nsums; k++) {
+        bool real = m->types[v->sums[k].fact_column].type == STORE_TYPE_FLOAT;
+        if (!(lc->sums[k] = store_decode_column(b, STORE_ROLE_SUM, (uint16_t)k,
+                                          real ? FORMAT_F64 : FORMAT_I128, n, err)))
+            return -1;
+    }
+    return 0;
+}
+
+static struct cell *load_cell(struct cellmap *m, const struct loaded_columns *lc, uint32_t i,
+                              struct store_error *err)
+{
+    const struct sql_view *v = m->view;
+    if (lc->bucket[i] < 0 || lc->bucket[i] >= STORE_SPAN_BUCKETS) {
+        store_fail(err, "segment block has a bucket index %lld outside its span",
+                   (long long)lc->bucket[i]);
+        return NULL;
+    }
+    for (int k = 0; k < v->ncell_keys; k++)
+        lc->rowkeys[k] = lc->keys[k][i];
+    uint32_t before = m->ncells;
+    struct cell *c = find_or_add(m, (uint32_t)lc->bucket[i], lc->rowkeys);
+    if (!c) {
+        store_fail(err, "out of memory");
+        return NULL;
+    }
+    if (m->ncells == before) {
+        store_fail(err, "segment block holds the same cell twice");
+        return NULL;
+    }
+    for (int k = 0; k < v->ncounts; k++)
+        c->counts[k] = lc->counts[k][i];
+    for (int k = 0; k < v->nsums; k++) {
+        if (m->types[v->sums[k].fact_column].type == STORE_TYPE_FLOAT)
+            c->sums[k].real = ((double *)lc->sums[k])[i];
+        else
+            memcpy(&c->sums[k].exact, (char *)lc->sums[k] + 16 * (size_t)i, 16);
+    }
+    return c;
+}
+
+int cellmap_load(struct cellmap *m, const void *block, size_t len, struct store_error *err)
+{
+    struct format_block b;
+    struct format_error ferr;
+    if (format_block_open(&b, block, len, true, &ferr))
+        return store_fail(err, "%s", ferr.message);
+    uint32_t n = b.info.ncells;
+    struct loaded_columns lc = {0};
+    struct cell **cells = calloc(n ? n : 1, sizeof *cells);
+    int rc = cells ? load_columns(m, &b, &lc, err) : store_fail(err, "out of memory");
+    for (uint32_t i = 0; rc == 0 && i < n; i++)
+        if (!(cells[i] = load_cell(m, &lc, i, err)))
+            rc = -1;
+    if (rc == 0)
+        rc = load_vcs(m, &b, cells, n, err);
+    loaded_free(m->view, &lc);
+    free(cells);
+    return rc;
+}

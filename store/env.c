@@ -1,0 +1,364 @@
+/* env.c -- opening, creating and closing the LMDB environment; the catalog;
+ * read transactions.
+ *
+ * Readers use MDB_NOTLS so that a read transaction belongs to the store_read
+ * handle, not to a thread: handles are pooled, reset on end and renewed on
+ * begin, which costs no allocation and no lock-table slot per ask. When
+ * ingest grows the map, a reader's next begin sees MDB_MAP_RESIZED and adopts
+ * the new size. */
+#include "store/internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+enum { INITIAL_MAP_BYTES = 64 << 20 };
+#define DEFAULT_MAX_MAP_BYTES ((size_t)1 << 40)
+
+static int64_t now_usec(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static size_t max_map_from_env(void)
+{
+    /* STRAUM_STORE_MAX_MAP_MB caps growth: tests use it to simulate a full
+     * disk without filling one. */
+    const char *s = getenv("STRAUM_STORE_MAX_MAP_MB");
+    if (s && *s) {
+        char *end;
+        unsigned long long mb = strtoull(s, &end, 10);
+        if (*end == '\0' && mb > 0)
+            return (size_t)mb << 20;
+    }
+    return DEFAULT_MAX_MAP_BYTES;
+}
+
+static int open_env(struct store *s, const char *dir, bool create, struct store_error *err)
+{
+    int rc = mdb_env_create(&s->env);
+    if (rc)
+        return store_lmdb_error(err, rc, "creating the LMDB environment");
+    mdb_env_set_maxdbs(s->env, 8);
+    mdb_env_set_maxreaders(s->env, 1024);
+    s->max_map_size = max_map_from_env();
+    s->map_size = INITIAL_MAP_BYTES < s->max_map_size ? INITIAL_MAP_BYTES : s->max_map_size;
+    if (create && (rc = mdb_env_set_mapsize(s->env, s->map_size)))
+        return store_lmdb_error(err, rc, "setting the map size");
+    unsigned flags = MDB_NOTLS | (s->mode == STORE_READ_ONLY ? MDB_RDONLY : 0);
+    rc = mdb_env_open(s->env, dir, flags, 0644);
+    if (rc == ENOENT)
+        return store_fail(err, "no store at %s (run straum-ingest to create one)", dir);
+    if (rc)
+        return store_lmdb_error(err, rc, dir);
+    MDB_envinfo info;
+    mdb_env_info(s->env, &info);
+    s->map_size = info.me_mapsize;
+    return 0;
+}
+
+int store_txn_begin(struct store *s, unsigned flags, MDB_txn **txn, struct store_error *err)
+{
+    for (int attempt = 0;; attempt++) {
+        int rc = mdb_txn_begin(s->env, NULL, flags, txn);
+        if (rc == MDB_MAP_RESIZED && attempt < 3) {
+            mdb_env_set_mapsize(s->env, 0); /* adopt the size the writer set */
+            continue;
+        }
+        return rc ? store_lmdb_error(err, rc, "beginning a transaction") : 0;
+    }
+}
+
+static int open_dbis(struct store *s, MDB_txn *txn, bool create, struct store_error *err)
+{
+    static const char *const names[] = {"catalog", "dict", "dictrev", "proj", "seg", "values"};
+    MDB_dbi *dbis[] = {&s->catalog, &s->dict, &s->dictrev, &s->proj, &s->seg, &s->values};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        int rc = mdb_dbi_open(txn, names[i], create ? MDB_CREATE : 0, dbis[i]);
+        if (rc == MDB_NOTFOUND)
+            return store_fail(err, "%s is not a Straum store (no %s database)", s->dir,
+                              names[i]);
+        if (rc)
+            return store_lmdb_error(err, rc, "opening a named database");
+    }
+    return 0;
+}
+
+static int catalog_get(MDB_txn *txn, struct store *s, const char *key, MDB_val *val)
+{
+    MDB_val k = {strlen(key), (void *)key};
+    return mdb_get(txn, s->catalog, &k, val);
+}
+
+static int catalog_put(MDB_txn *txn, struct store *s, const char *key, const void *data,
+                       size_t len)
+{
+    MDB_val k = {strlen(key), (void *)key}, v = {len, (void *)data};
+    return mdb_put(txn, s->catalog, &k, &v, 0);
+}
+
+/* Reads the version and the views; refuses what this build cannot read. */
+static int load_catalog(struct store *s, MDB_txn *txn, struct store_error *err)
+{
+    MDB_val v;
+    int rc = catalog_get(txn, s, CATALOG_VERSION, &v);
+    if (rc == MDB_NOTFOUND || (rc == 0 && v.mv_size != 4))
+        return store_fail(err, "%s is not a Straum store (no format version)", s->dir);
+    if (rc)
+        return store_lmdb_error(err, rc, "reading the catalog");
+    uint32_t version;
+    memcpy(&version, v.mv_data, 4);
+    if (version != STORE_FORMAT_VERSION)
+        return store_fail(err, "the store at %s has format version %u; this build reads "
+                               "version %d (rebuild the store with straum-ingest)",
+                          s->dir, version, STORE_FORMAT_VERSION);
+    if ((rc = catalog_get(txn, s, CATALOG_VIEWS, &v)))
+        return store_lmdb_error(err, rc, "reading the views from the catalog");
+    char *text = malloc(v.mv_size + 1);
+    if (!text)
+        return store_fail(err, "out of memory");
+    memcpy(text, v.mv_data, v.mv_size);
+    text[v.mv_size] = '\0';
+    struct sql_error serr;
+    s->views = sql_parse_views(text, &serr);
+    free(text);
+    if (!s->views) {
+        char buf[300];
+        return store_fail(err, "the catalog's views do not parse: %s",
+                          sql_error_format(&serr, buf, sizeof buf));
+    }
+    if ((rc = catalog_get(txn, s, CATALOG_TYPES, &v)))
+        return store_lmdb_error(err, rc, "reading the column types from the catalog");
+    return types_decode(s->views, v.mv_data, v.mv_size, &s->types, err);
+}
+
+static struct store *store_alloc(const char *dir, enum store_mode mode)
+{
+    struct store *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->dir = strdup(dir);
+    s->mode = mode;
+    s->cache_bytes = 64u << 20;
+    pthread_mutex_init(&s->read_lock, NULL);
+    if (!s->dir) {
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+static int write_new_catalog(struct store *s, MDB_txn *txn, const char *views_text,
+                             struct store_error *err)
+{
+    uint32_t version = STORE_FORMAT_VERSION;
+    int64_t created = now_usec();
+    uint8_t pos[32];
+    position_encode(&(struct store_position){0}, pos);
+    size_t need = types_encode(s->views, s->types, NULL, 0);
+    uint8_t *types = malloc(need ? need : 1);
+    if (!types)
+        return store_fail(err, "out of memory");
+    types_encode(s->views, s->types, types, need);
+    int rc = catalog_put(txn, s, CATALOG_VERSION, &version, 4);
+    if (!rc)
+        rc = catalog_put(txn, s, CATALOG_VIEWS, views_text, strlen(views_text));
+    if (!rc)
+        rc = catalog_put(txn, s, CATALOG_CREATED, &created, 8);
+    if (!rc)
+        rc = catalog_put(txn, s, CATALOG_POSITION, pos, sizeof pos);
+    if (!rc)
+        rc = catalog_put(txn, s, CATALOG_TYPES, types, need);
+    free(types);
+    return rc ? store_lmdb_error(err, rc, "writing the catalog") : 0;
+}
+
+static int copy_types(struct store *s, const struct store_view_types *types,
+                      struct store_error *err)
+{
+    s->types = calloc((size_t)s->views->nviews, sizeof *s->types);
+    if (!s->types)
+        return store_fail(err, "out of memory");
+    for (int v = 0; v < s->views->nviews; v++) {
+        int n = s->views->views[v].nfact_columns;
+        s->types[v] = calloc((size_t)n + 1, sizeof **s->types);
+        if (!s->types[v])
+            return store_fail(err, "out of memory");
+        memcpy(s->types[v], types[v].fact, sizeof **s->types * (size_t)n);
+    }
+    return 0;
+}
+
+int store_create(const char *dir, const char *views_text, const struct store_view_types *types,
+                 struct store **out, struct store_error *err)
+{
+    struct sql_error serr;
+    struct store *s = store_alloc(dir, STORE_READ_WRITE);
+    if (!s)
+        return store_fail(err, "out of memory");
+    if (mkdir(dir, 0755) && errno != EEXIST) {
+        store_fail(err, "cannot create %s: %s", dir, strerror(errno));
+        goto fail;
+    }
+    struct stat st;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/data.mdb", dir);
+    if (stat(path, &st) == 0) {
+        store_fail(err, "%s already holds a store", dir);
+        goto fail;
+    }
+    if (!(s->views = sql_parse_views(views_text, &serr))) {
+        char buf[300];
+        store_fail(err, "%s", sql_error_format(&serr, buf, sizeof buf));
+        goto fail;
+    }
+    if (copy_types(s, types, err) || open_env(s, dir, true, err))
+        goto fail;
+    MDB_txn *txn;
+    if (store_txn_begin(s, 0, &txn, err))
+        goto fail;
+    if (open_dbis(s, txn, true, err) || write_new_catalog(s, txn, views_text, err)) {
+        mdb_txn_abort(txn);
+        goto fail;
+    }
+    int rc = mdb_txn_commit(txn);
+    if (rc) {
+        store_lmdb_error(err, rc, "committing the new store");
+        goto fail;
+    }
+    if (pending_new(s, err))
+        goto fail;
+    *out = s;
+    return 0;
+fail:
+    store_close(s);
+    return -1;
+}
+
+int store_open(const char *dir, enum store_mode mode, struct store **out,
+               struct store_error *err)
+{
+    struct store *s = store_alloc(dir, mode);
+    if (!s)
+        return store_fail(err, "out of memory");
+    MDB_txn *txn;
+    if (open_env(s, dir, false, err) || store_txn_begin(s, MDB_RDONLY, &txn, err))
+        goto fail;
+    int rc = open_dbis(s, txn, false, err) || load_catalog(s, txn, err);
+    /* DBI handles opened in a read transaction stay valid after commit. */
+    if (rc) {
+        mdb_txn_abort(txn);
+        goto fail;
+    }
+    mdb_txn_commit(txn);
+    if (mode == STORE_READ_WRITE && pending_new(s, err))
+        goto fail;
+    *out = s;
+    return 0;
+fail:
+    store_close(s);
+    return -1;
+}
+
+void store_close(struct store *s)
+{
+    if (!s)
+        return;
+    pending_free(s);
+    while (s->free_reads) {
+        struct store_read *r = s->free_reads;
+        s->free_reads = r->next_free;
+        mdb_txn_abort(r->txn);
+        free(r);
+    }
+    if (s->env)
+        mdb_env_close(s->env);
+    if (s->views) {
+        types_free(s->views, s->types);
+        sql_view_list_free(s->views);
+    }
+    pthread_mutex_destroy(&s->read_lock);
+    free(s->dir);
+    free(s);
+}
+
+const struct sql_view_list *store_views(const struct store *s) { return s->views; }
+const struct store_column_type *store_fact_types(const struct store *s, int view)
+{
+    return s->types[view];
+}
+const char *store_dir(const struct store *s) { return s->dir; }
+
+int store_read_begin(struct store *s, struct store_read **out, struct store_error *err)
+{
+    pthread_mutex_lock(&s->read_lock);
+    struct store_read *r = s->free_reads;
+    if (r)
+        s->free_reads = r->next_free;
+    pthread_mutex_unlock(&s->read_lock);
+    if (r) {
+        int rc = mdb_txn_renew(r->txn);
+        if (rc == 0) {
+            *out = r;
+            return 0;
+        }
+        mdb_txn_abort(r->txn); /* e.g. MDB_MAP_RESIZED: start afresh */
+        free(r);
+    }
+    r = calloc(1, sizeof *r);
+    if (!r)
+        return store_fail(err, "out of memory");
+    r->s = s;
+    if (store_txn_begin(s, MDB_RDONLY, &r->txn, err)) {
+        free(r);
+        return -1;
+    }
+    *out = r;
+    return 0;
+}
+
+void store_read_end(struct store_read *r)
+{
+    if (!r)
+        return;
+    struct store *s = r->s;
+    mdb_txn_reset(r->txn);
+    pthread_mutex_lock(&s->read_lock);
+    r->next_free = s->free_reads;
+    s->free_reads = r;
+    pthread_mutex_unlock(&s->read_lock);
+}
+
+int store_read_catalog(struct store_read *r, struct store_catalog *out, struct store_error *err)
+{
+    struct store *s = r->s;
+    MDB_val v;
+    memset(out, 0, sizeof *out);
+    int rc = catalog_get(r->txn, s, CATALOG_VERSION, &v);
+    if (rc || v.mv_size != 4)
+        return store_fail(err, "the catalog has no format version");
+    memcpy(&out->format_version, v.mv_data, 4);
+    if (catalog_get(r->txn, s, CATALOG_CREATED, &v) == 0 && v.mv_size == 8)
+        memcpy(&out->created_at, v.mv_data, 8);
+    if ((rc = catalog_get(r->txn, s, CATALOG_POSITION, &v)) || v.mv_size != 32)
+        return store_fail(err, "the catalog has no position");
+    position_decode(v.mv_data, &out->position);
+    if ((rc = catalog_get(r->txn, s, CATALOG_VIEWS, &v)))
+        return store_lmdb_error(err, rc, "reading the views");
+    out->views_text = v.mv_data; /* not NUL-terminated in the map */
+    out->views_len = v.mv_size;
+    return 0;
+}
+
+/* Writes the position inside the writer's transaction. */
+int store_put_position(struct store *s, MDB_txn *txn, const struct store_position *pos)
+{
+    uint8_t buf[32];
+    position_encode(pos, buf);
+    return catalog_put(txn, s, CATALOG_POSITION, buf, sizeof buf);
+}

@@ -1,0 +1,146 @@
+/* internal.h -- what the store's files share: the environment handle, key
+ * encodings and the in-memory segment ("cellmap"). Private to store/. */
+#ifndef STRAUM_STORE_INTERNAL_H
+#define STRAUM_STORE_INTERNAL_H
+
+#include "store/store.h"
+
+#include <lmdb.h>
+#include <pthread.h>
+
+/* ---- Keys (SPEC.md "Key layout") ------------------------------------------
+ * Integers in keys are big-endian, signed ones with the sign bit flipped,
+ * so LMDB's bytewise order is numeric order. */
+
+enum { SEG_KEY_BYTES = 11, PROJ_KEY_BYTES = 12, VALUE_KEY_BYTES = 12, DICT_REV_KEY_BYTES = 12 };
+
+void put_u16be(uint8_t *p, uint16_t v);
+void put_u64be(uint8_t *p, uint64_t v);
+uint16_t get_u16be(const uint8_t *p);
+uint64_t get_u64be(const uint8_t *p);
+void put_i64key(uint8_t *p, int64_t v); /* sign-flipped big-endian */
+int64_t get_i64key(const uint8_t *p);
+
+void seg_key(uint8_t out[SEG_KEY_BYTES], int view, int width, int64_t span_start);
+
+/* Long texts cannot be LMDB keys (511 bytes at most): their dictionary key is
+ * a prefix and a hash, and lookups confirm the text through the reverse map. */
+enum { DICT_INLINE_BYTES = 400, DICT_PREFIX_BYTES = 384,
+       DICT_KEY_MAX_BYTES = 4 + DICT_INLINE_BYTES + 16 };
+/* The dict key of (view, fact column, text); returns its length. */
+size_t dict_key(uint8_t *out, int view, int col, const char *text, size_t len);
+/* (view, a, code) keys: projections (a = join), values (a = vc), dict reverse
+ * (a = fact column). */
+void triple_key(uint8_t out[12], int view, int a, int64_t code);
+
+/* ---- The environment ------------------------------------------------------ */
+
+struct cellmap;
+struct pending;
+
+struct store_read {
+    struct store *s;
+    MDB_txn *txn;
+    struct store_read *next_free;
+};
+
+struct store {
+    char *dir;
+    enum store_mode mode;
+    MDB_env *env;
+    MDB_dbi catalog, dict, dictrev, proj, seg, values;
+    size_t map_size, max_map_size;
+
+    struct sql_view_list *views;
+    struct store_column_type **types; /* [view][fact column] */
+
+    pthread_mutex_t read_lock;        /* guards free_reads */
+    struct store_read *free_reads;
+
+    struct pending *pending;          /* writer only */
+    size_t cache_bytes;
+};
+
+/* Sets err from an LMDB return code with what was being done. */
+int store_lmdb_error(struct store_error *err, int rc, const char *doing);
+int store_fail(struct store_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Catalog keys. */
+#define CATALOG_VERSION "format_version"
+#define CATALOG_VIEWS "views"
+#define CATALOG_CREATED "created_at"
+#define CATALOG_POSITION "position"
+#define CATALOG_TYPES "types"
+
+/* Encodes / decodes the column types of every view (SPEC.md). */
+size_t types_encode(const struct sql_view_list *views, struct store_column_type *const *types,
+                    uint8_t *out, size_t cap);
+int types_decode(const struct sql_view_list *views, const uint8_t *p, size_t len,
+                 struct store_column_type ***out, struct store_error *err);
+void types_free(const struct sql_view_list *views, struct store_column_type **types);
+
+void position_encode(const struct store_position *pos, uint8_t out[32]);
+void position_decode(const uint8_t in[32], struct store_position *pos);
+
+/* Writes the position inside the writer's transaction (an LMDB code). */
+int store_put_position(struct store *s, MDB_txn *txn, const struct store_position *pos);
+
+/* Opens a read transaction, renewing it if the map was grown by another
+ * process. */
+int store_txn_begin(struct store *s, unsigned flags, MDB_txn **txn, struct store_error *err);
+
+/* ---- Cellmap: one segment's cells, decoded --------------------------------
+ * A hash table of cells keyed by (bucket index, cell keys). Each cell holds
+ * its accumulators and its value counts as runs sorted by code. */
+
+struct vc_runs {
+    int64_t *codes;
+    int64_t *rows;
+    uint32_t n, cap;
+};
+
+struct cell {
+    uint32_t bucket;           /* index within the span */
+    int64_t *keys;             /* nkeys */
+    int64_t *counts;           /* ncounts */
+    struct store_sum *sums;    /* nsums */
+    struct vc_runs *vcs;       /* nvcs */
+};
+
+struct cellmap {
+    const struct sql_view *view;
+    const struct store_column_type *types;
+    int view_index, width;
+    int64_t span_start;
+    struct cell **slots;       /* open addressing; NULL empty */
+    uint32_t nslots, ncells;
+    size_t bytes;              /* approximate heap held */
+    bool dirty;
+    uint64_t last_used;
+    struct cellmap *next;      /* in the cache's chain */
+};
+
+struct cellmap *cellmap_new(const struct sql_view *view, const struct store_column_type *types,
+                            int view_index, int width, int64_t span_start);
+void cellmap_free(struct cellmap *m);
+/* Fills an empty cellmap from a stored block. */
+int cellmap_load(struct cellmap *m, const void *block, size_t len, struct store_error *err);
+/* Decodes the column (role, index) of a block, checking its type and length,
+ * into a malloc'd array; NULL with err when missing, misshapen or corrupt. */
+void *store_decode_column(const struct format_block *b, uint16_t role, uint16_t index,
+                          enum format_type type, uint32_t n, struct store_error *err);
+/* Adds a delta to the cell at bucket index b, creating it. */
+int cellmap_apply(struct cellmap *m, uint32_t bucket, const struct store_delta *d,
+                  struct store_error *err);
+/* Encodes the live cells (row count non-zero) to a block, cells sorted by
+ * (bucket, keys). *out is malloc'd; *len 0 when no cell is left. Fails when
+ * a cell's counts went negative or a cell without rows kept other values. */
+int cellmap_encode(struct cellmap *m, void **out, size_t *len, struct store_error *err);
+
+/* ---- Pending writer state ------------------------------------------------ */
+
+int pending_new(struct store *s, struct store_error *err);
+void pending_free(struct store *s);
+
+#endif

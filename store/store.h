@@ -1,0 +1,284 @@
+/* store.h -- the front door of the store: Straum's LMDB environment.
+ *
+ * The store is the only contract between ingest (one writer process) and
+ * serve (any number of reader processes). It holds, in one LMDB environment
+ * directory:
+ *
+ *   catalog   format version, the views' source text, column types, the
+ *             applied source position and lag figures, creation time
+ *   dict      text dictionaries: (view, fact column, text) -> id, and back
+ *   proj      dim projections: (view, join, dim key code) -> dim row
+ *   seg       segment blocks (format/): (view, width, span start) -> block,
+ *             ordered so a range over one width is one cursor walk in time
+ *   values    per-view sorted value dictionaries of value-counted columns
+ *
+ * SPEC.md "The store" documents every key and value byte for byte.
+ *
+ * Values are *codes*: every key, value-count entry and dictionary lookup is
+ * an int64 whose order is the value's order (integers and dates as
+ * themselves, numerics scaled to their column's scale, floats through an
+ * order-preserving bit map, booleans 0/1); text is a dictionary id, whose
+ * order is arrival order. NULL is STORE_NULL.
+ *
+ * Writer: apply deltas (a row's contribution added or taken away) to cells
+ * of every width at once, projection changes and the new source position,
+ * all committed in one LMDB write transaction, so a crash can neither lose
+ * nor double-apply a source transaction. Hot segments stay decoded in
+ * memory between commits.
+ *
+ * Reader: cheap read transactions (a snapshot; reset and renewed, never
+ * blocking the writer) that hand out segment blocks straight from the map.
+ */
+#ifndef STRAUM_STORE_H
+#define STRAUM_STORE_H
+
+#include "format/format.h"
+#include "sql/sql.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define STORE_FORMAT_VERSION 1
+#define STORE_NULL INT64_MIN
+
+struct store;
+struct store_read;
+
+struct store_error {
+    char message[320];
+};
+
+/* ---- Column types ------------------------------------------------------ */
+
+/* How a fact or dim column's values become codes and come back. */
+enum store_type {
+    STORE_TYPE_INT = 1,       /* int2, int4, int8: the value */
+    STORE_TYPE_NUMERIC = 2,   /* numeric(p,s): value * 10^scale, exact */
+    STORE_TYPE_FLOAT = 3,     /* float4, float8: order-preserving bits */
+    STORE_TYPE_TEXT = 4,      /* text, varchar: dictionary id */
+    STORE_TYPE_BOOL = 5,      /* 0 or 1 */
+    STORE_TYPE_DATE = 6,      /* days since 1970-01-01 */
+    STORE_TYPE_TIMESTAMP = 7, /* usec since the Unix epoch */
+};
+
+struct store_column_type {
+    enum store_type type;
+    int16_t scale;            /* NUMERIC only */
+    uint32_t pg_oid;          /* the source type, for messages; 0 if unknown */
+};
+
+/* The types of one view's fact columns, in view->fact_columns order. */
+struct store_view_types {
+    const struct store_column_type *fact; /* nfact_columns entries */
+};
+
+/* ---- Opening ----------------------------------------------------------- */
+
+enum store_mode {
+    STORE_READ_ONLY,  /* serve and tools: many processes at once */
+    STORE_READ_WRITE, /* ingest: one process (LMDB serializes writers) */
+};
+
+/* Creates a new store in dir (created if missing, must hold no store) for
+ * these views, with the types of their fact columns. */
+int store_create(const char *dir, const char *views_text,
+                 const struct store_view_types *types, struct store **out,
+                 struct store_error *err);
+
+/* Opens an existing store. A store of another format version, or a
+ * directory without a store, is refused with a message saying so. */
+int store_open(const char *dir, enum store_mode mode, struct store **out,
+               struct store_error *err);
+void store_close(struct store *s);
+
+/* The compiled views of the store (parsed from the catalog at open). */
+const struct sql_view_list *store_views(const struct store *s);
+const struct store_column_type *store_fact_types(const struct store *s, int view);
+const char *store_dir(const struct store *s);
+
+/* ---- Cells -------------------------------------------------------------- */
+
+/* Roles of the columns in a segment block (format_column.role). */
+enum store_role {
+    STORE_ROLE_BUCKET = 1,    /* bucket index within the span */
+    STORE_ROLE_KEY = 2,       /* index: cell key number */
+    STORE_ROLE_COUNT = 3,     /* index: view->counts number */
+    STORE_ROLE_SUM = 4,       /* index: view->sums number; I128 or F64 */
+    STORE_ROLE_VC_OFFSETS = 5,/* index: value-count number; ncells+1 run offsets */
+    STORE_ROLE_VC_VALUES = 6, /* value codes of the runs, ascending per cell */
+    STORE_ROLE_VC_COUNTS = 7, /* rows of each run */
+};
+
+/* A sum accumulator's value: exact (numeric and integer columns, scaled by
+ * the column's scale) or a double (float columns). */
+struct store_sum {
+    __int128 exact;
+    double real;
+};
+
+/* One value-count change: `delta` rows of value `code` in value count `vc`. */
+struct store_vc_delta {
+    int vc;
+    int64_t code;
+    int64_t delta;
+};
+
+/* A row's contribution to the cells of one view, at every width: added when
+ * the counts are positive, taken away when negative. */
+struct store_delta {
+    int view;
+    int64_t time;              /* the row's bucket column, usec */
+    const int64_t *keys;       /* view->ncell_keys codes */
+    const int64_t *counts;     /* view->ncounts deltas */
+    const struct store_sum *sums; /* view->nsums deltas */
+    const struct store_vc_delta *vcs;
+    int nvcs;
+};
+
+/* ---- Writer ------------------------------------------------------------- */
+
+/* Cell and projection changes collect in memory until store_commit writes
+ * them, with the position, in one LMDB transaction. */
+int store_apply(struct store *s, const struct store_delta *d, struct store_error *err);
+
+/* Empties every cell of a view (TRUNCATE of its fact table). */
+int store_truncate_view(struct store *s, int view, struct store_error *err);
+
+/* Dictionary id of a text value of a view's fact column, created if new. */
+int store_dict_intern(struct store *s, int view, int fact_column, const char *text,
+                      size_t len, int64_t *id, struct store_error *err);
+
+/* A dim row: one value per join->dim_columns entry after the key (so
+ * ndim_columns - 1), each NULL or a text rendering. Dim columns are shown,
+ * filtered and grouped by; their text is what asks compare with. */
+struct store_dim_value {
+    bool is_null;
+    const char *text;
+    size_t len;
+};
+
+int store_projection_put(struct store *s, int view, int join, int64_t key,
+                         const struct store_dim_value *values, struct store_error *err);
+int store_projection_delete(struct store *s, int view, int join, int64_t key,
+                            struct store_error *err);
+int store_projection_truncate(struct store *s, int view, int join, struct store_error *err);
+
+/* Where the source stands, written with every commit. */
+struct store_position {
+    uint64_t lsn;            /* LSN of the last applied source commit */
+    int64_t commit_time;     /* its commit time, usec; 0 unknown */
+    int64_t contact_time;    /* last contact with the source, usec */
+    uint64_t bytes_behind;   /* server WAL end minus lsn at last contact */
+};
+
+/* Writes every pending change and the position in one LMDB transaction,
+ * growing the map when it is full. On failure nothing is written and the
+ * pending changes are dropped (the caller replays from the last position). */
+int store_commit(struct store *s, const struct store_position *pos, struct store_error *err);
+
+/* Drops pending changes without writing them. */
+void store_rollback(struct store *s);
+
+/* Bounds the decoded segments kept between commits (default 64 MiB). */
+void store_set_cache_bytes(struct store *s, size_t bytes);
+
+/* ---- Reader ------------------------------------------------------------- */
+
+/* A read snapshot. Cheap: the LMDB read transaction is reset on end and
+ * renewed on the next begin, one per thread. */
+int store_read_begin(struct store *s, struct store_read **out, struct store_error *err);
+void store_read_end(struct store_read *r);
+
+struct store_catalog {
+    uint32_t format_version;
+    int64_t created_at;       /* usec */
+    struct store_position position;
+    const char *views_text;   /* points into the snapshot; not NUL-terminated */
+    size_t views_len;
+};
+
+int store_read_catalog(struct store_read *r, struct store_catalog *out,
+                       struct store_error *err);
+
+/* Iterates the segments of one view and width whose span overlaps
+ * [from, to) in time order. Blocks point into the map (zero-copy) and stay
+ * valid until store_read_end. */
+struct store_segment_iter {
+    struct store_read *r;
+    int view, width;
+    int64_t from, to;
+    void *cursor;
+    bool started, done;
+};
+
+struct store_segment {
+    int view, width;
+    int64_t span_start;
+    struct format_block block;   /* opened without the trailer check */
+    const void *bytes;           /* the block as stored */
+    size_t len;
+};
+
+int store_segments_begin(struct store_read *r, int view, int width, int64_t from, int64_t to,
+                         struct store_segment_iter *it, struct store_error *err);
+/* 1 with a segment, 0 at the end, -1 on error. A block that fails to open
+ * is an error naming it, with seg's span_start, bytes and len filled; the
+ * walk can go on past it with the next call. An LMDB failure leaves
+ * seg->bytes NULL and ends the walk. */
+int store_segments_next(struct store_segment_iter *it, struct store_segment *seg,
+                        struct store_error *err);
+void store_segments_end(struct store_segment_iter *it);
+
+/* The span of a segment holding buckets of a width: STORE_SPAN_BUCKETS
+ * buckets, aligned to the view's origin. */
+#define STORE_SPAN_BUCKETS 64
+int64_t store_span_start(const struct sql_view *v, int width, int64_t bucket);
+
+/* Text of a dictionary id; points into the snapshot. 0, or -1 when unknown. */
+int store_dict_lookup(struct store_read *r, int view, int fact_column, int64_t id,
+                      const char **text, size_t *len);
+
+/* The dictionary id of a text; 0 found, 1 not in the dictionary. */
+int store_dict_find(struct store_read *r, int view, int fact_column, const char *text, size_t len,
+                    int64_t *id);
+
+/* A dim row by key; values point into the snapshot. 1 found, 0 not, -1 error. */
+int store_projection_get(struct store_read *r, int view, int join, int64_t key,
+                         struct store_dim_value *values, int nvalues,
+                         struct store_error *err);
+
+/* Walks a view's value dictionary in ascending order: callback per distinct
+ * value code with its total row count at the finest width. */
+typedef int (*store_value_fn)(void *ctx, int64_t code, int64_t rows);
+int store_values_walk(struct store_read *r, int view, int vc, store_value_fn fn, void *ctx,
+                      struct store_error *err);
+
+/* Checks one segment: the block's checksums, that every column decodes, and
+ * the store's invariants (cells sorted and unique, bucket indexes inside the
+ * span, row counts positive, value-count runs ascending with positive rows).
+ * The error names the segment. */
+int store_verify_segment(struct store_read *r, const struct store_segment *seg,
+                         struct store_error *err);
+
+/* Writes a compacted, consistent copy of the store to dest (an empty or new
+ * directory). Safe while a writer commits: the copy is one read snapshot. */
+int store_copy(struct store *s, const char *dest, struct store_error *err);
+
+/* Bytes the store's data file holds, and the map size. */
+int store_size(struct store *s, uint64_t *file_bytes, uint64_t *map_bytes,
+               struct store_error *err);
+
+/* ---- Codes -------------------------------------------------------------- */
+
+/* Order-preserving code of a double, and back. */
+int64_t store_float_code(double v);
+double store_code_float(int64_t code);
+
+/* Renders a code of a column type as text ("12.50", "2024-01-17", "true"),
+ * for dumps and answers. Text codes need the dictionary: use
+ * store_dict_lookup. Returns the bytes it needed, like snprintf. */
+size_t store_code_format(const struct store_column_type *t, int64_t code, char *buf,
+                         size_t len);
+
+#endif

@@ -1,0 +1,137 @@
+/* verify.c -- checking what the store holds: segment invariants, and the
+ * compacted copy that straum-dump ships.
+ *
+ * The writer keeps these invariants; verify exists because disks and bugs
+ * do not. Every failure names the segment (view, width, span) so that an
+ * operator can find it with straum-dump segments. */
+#include "store/internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static int64_t *column_i64(const struct format_block *b, uint16_t role, uint16_t index,
+                           uint32_t n, struct store_error *err)
+{
+    return store_decode_column(b, role, index, FORMAT_I64, n, err);
+}
+
+static int check_cells(const struct sql_view *v, const struct format_block *b,
+                       struct store_error *err)
+{
+    uint32_t n = b->info.ncells;
+    int64_t *bucket = column_i64(b, STORE_ROLE_BUCKET, 0, n, err);
+    int64_t *rows = bucket ? column_i64(b, STORE_ROLE_COUNT, 0, n, err) : NULL;
+    int64_t **keys = calloc((size_t)v->ncell_keys + 1, sizeof *keys);
+    int rc = rows && keys ? 0 : -1;
+    if (!keys)
+        store_fail(err, "out of memory");
+    for (int k = 0; rc == 0 && k < v->ncell_keys; k++)
+        if (!(keys[k] = column_i64(b, STORE_ROLE_KEY, (uint16_t)k, n, err)))
+            rc = -1;
+    for (uint32_t i = 0; rc == 0 && i < n; i++) {
+        if (bucket[i] < 0 || bucket[i] >= STORE_SPAN_BUCKETS)
+            rc = store_fail(err, "cell %u has bucket index %lld outside the span", i,
+                            (long long)bucket[i]);
+        else if (rows[i] <= 0)
+            rc = store_fail(err, "cell %u has %lld rows", i, (long long)rows[i]);
+        else if (i > 0) {
+            int cmp = bucket[i] < bucket[i - 1] ? -1 : bucket[i] > bucket[i - 1];
+            for (int k = 0; cmp == 0 && k < v->ncell_keys; k++)
+                cmp = keys[k][i] < keys[k][i - 1] ? -1 : keys[k][i] > keys[k][i - 1];
+            if (cmp <= 0)
+                rc = store_fail(err, "cell %u is not after cell %u in (bucket, keys) order",
+                                i, i - 1);
+        }
+    }
+    for (int k = 0; keys && k < v->ncell_keys; k++)
+        free(keys[k]);
+    free(keys);
+    free(bucket);
+    free(rows);
+    return rc;
+}
+
+static int check_value_counts(const struct sql_view *v, const struct format_block *b,
+                              struct store_error *err)
+{
+    uint32_t n = b->info.ncells;
+    for (int k = 0; k < v->nvalue_counts; k++) {
+        int64_t *off = column_i64(b, STORE_ROLE_VC_OFFSETS, (uint16_t)k, n + 1, err);
+        if (!off)
+            return -1;
+        int rc = off[0] == 0 ? 0 : store_fail(err, "value count %d offsets start at %lld", k,
+                                                 (long long)off[0]);
+        for (uint32_t i = 0; rc == 0 && i < n; i++)
+            if (off[i + 1] < off[i])
+                rc = store_fail(err, "value count %d offsets fall at cell %u", k, i);
+        int64_t runs = off[n];
+        int64_t *codes = NULL, *rows = NULL;
+        if (rc == 0 && (runs < 0 || runs > FORMAT_MAX_VALUES))
+            rc = store_fail(err, "value count %d holds %lld runs", k, (long long)runs);
+        if (rc == 0 && !(codes = column_i64(b, STORE_ROLE_VC_VALUES, (uint16_t)k, (uint32_t)runs, err)))
+            rc = -1;
+        if (rc == 0 && !(rows = column_i64(b, STORE_ROLE_VC_COUNTS, (uint16_t)k, (uint32_t)runs, err)))
+            rc = -1;
+        for (uint32_t i = 0; rc == 0 && i < n; i++)
+            for (int64_t r = off[i]; rc == 0 && r < off[i + 1]; r++) {
+                if (rows[r] <= 0)
+                    rc = store_fail(err, "value count %d of cell %u has a run of %lld rows", k,
+                                    i, (long long)rows[r]);
+                else if (r > off[i] && codes[r] <= codes[r - 1])
+                    rc = store_fail(err, "value count %d of cell %u is not in value order",
+                                    k, i);
+            }
+        free(off);
+        free(codes);
+        free(rows);
+        if (rc)
+            return -1;
+    }
+    return 0;
+}
+
+int store_verify_segment(struct store_read *r, const struct store_segment *seg,
+                         struct store_error *err)
+{
+    const struct sql_view *v = &r->s->views->views[seg->view];
+    struct store_error inner;
+    struct format_error ferr;
+    int rc = 0;
+    if (format_block_verify(&seg->block, &ferr))
+        rc = store_fail(&inner, "%s", ferr.message);
+    else if (seg->block.info.span_start != seg->span_start ||
+             seg->block.info.width != v->widths[seg->width])
+        rc = store_fail(&inner, "the block says span %lld, width %lld; its key says otherwise",
+                        (long long)seg->block.info.span_start, (long long)seg->block.info.width);
+    else
+        rc = check_cells(v, &seg->block, &inner) || check_value_counts(v, &seg->block, &inner);
+    if (rc)
+        return store_fail(err, "segment of view \"%s\", width %d, span %lld: %s", v->name,
+                          seg->width, (long long)seg->span_start, inner.message);
+    return 0;
+}
+
+int store_copy(struct store *s, const char *dest, struct store_error *err)
+{
+    if (mkdir(dest, 0755) && errno != EEXIST)
+        return store_fail(err, "cannot create %s: %s", dest, strerror(errno));
+    int rc = mdb_env_copy2(s->env, dest, MDB_CP_COMPACT);
+    return rc ? store_lmdb_error(err, rc, "copying the store") : 0;
+}
+
+int store_size(struct store *s, uint64_t *file_bytes, uint64_t *map_bytes,
+               struct store_error *err)
+{
+    MDB_envinfo info;
+    MDB_stat st;
+    int rc = mdb_env_info(s->env, &info);
+    if (!rc)
+        rc = mdb_env_stat(s->env, &st);
+    if (rc)
+        return store_lmdb_error(err, rc, "reading the store's size");
+    *file_bytes = (uint64_t)(info.me_last_pgno + 1) * st.ms_psize;
+    *map_bytes = info.me_mapsize;
+    return 0;
+}

@@ -1,0 +1,594 @@
+/* writer.c -- the store's writer: deltas, dictionaries, projections and the
+ * position, committed together.
+ *
+ * Everything a batch changes is held in memory until store_commit: decoded
+ * segments (cellmaps) in a cache, value-dictionary deltas, new dictionary
+ * entries and projection operations in order. The LMDB write transaction
+ * exists only inside store_commit, which writes it all with the position and
+ * commits once: a source transaction is either wholly in the store or not
+ * at all, and so is the position that says so. When the map is full the
+ * transaction is aborted, the map doubled and the commit retried from the
+ * same pending state. */
+#include "store/bytemap.h"
+#include "store/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+enum proj_op_kind { PROJ_PUT, PROJ_DELETE, PROJ_TRUNCATE };
+
+struct proj_op {
+    enum proj_op_kind kind;
+    int view, join;
+    int64_t key;
+    void *row;
+    size_t row_len;
+};
+
+struct pending {
+    struct bytemap segments;  /* seg key -> struct cellmap * */
+    struct bytemap values;    /* value key -> num: row delta */
+    struct bytemap dict;      /* dict key -> num: id; ptr: the text (malloc'd) */
+    struct bytemap dict_next; /* (view, column) -> num: next id */
+    struct proj_op *proj;
+    size_t nproj, proj_cap;
+    bool *truncated;          /* per view: emptied in this batch */
+    uint64_t clock;
+};
+
+int pending_new(struct store *s, struct store_error *err)
+{
+    s->pending = calloc(1, sizeof *s->pending);
+    if (!s->pending || !(s->pending->truncated = calloc((size_t)s->views->nviews, 1)))
+        return store_fail(err, "out of memory");
+    return 0;
+}
+
+static void drop_segments(struct pending *p, bool all)
+{
+    BYTEMAP_EACH(&p->segments, e)
+    {
+        struct cellmap *m = e->ptr;
+        if (all || m->dirty) {
+            cellmap_free(m);
+            bytemap_remove(&p->segments, e);
+        }
+    }
+}
+
+/* Forgets the batch: everything not yet committed. */
+static void pending_reset(struct pending *p, const struct sql_view_list *views)
+{
+    drop_segments(p, true);
+    bytemap_clear(&p->values);
+    BYTEMAP_EACH(&p->dict, e) free(e->ptr);
+    bytemap_clear(&p->dict);
+    bytemap_clear(&p->dict_next); /* re-read from the store: ids of a dropped batch are reused */
+    for (size_t i = 0; i < p->nproj; i++)
+        free(p->proj[i].row);
+    p->nproj = 0;
+    memset(p->truncated, 0, (size_t)views->nviews);
+}
+
+void pending_free(struct store *s)
+{
+    if (!s->pending)
+        return;
+    pending_reset(s->pending, s->views);
+    bytemap_clear(&s->pending->segments);
+    free(s->pending->proj);
+    free(s->pending->truncated);
+    free(s->pending);
+    s->pending = NULL;
+}
+
+void store_set_cache_bytes(struct store *s, size_t bytes) { s->cache_bytes = bytes; }
+
+static int need_writer(struct store *s, struct store_error *err)
+{
+    if (!s->pending)
+        return store_fail(err, "the store at %s is open read-only", s->dir);
+    return 0;
+}
+
+/* ---- Buckets and spans ---------------------------------------------------------- */
+
+static int64_t floor_div(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+
+static int64_t bucket_of(const struct sql_view *v, int width, int64_t t)
+{
+    int64_t w = v->widths[width];
+    return v->origin_usec + floor_div(t - v->origin_usec, w) * w;
+}
+
+int64_t store_span_start(const struct sql_view *v, int width, int64_t bucket)
+{
+    int64_t span = v->widths[width] * STORE_SPAN_BUCKETS;
+    return v->origin_usec + floor_div(bucket - v->origin_usec, span) * span;
+}
+
+/* ---- Segments ---------------------------------------------------------------------- */
+
+static int load_segment(struct store *s, struct cellmap *m, const uint8_t key[SEG_KEY_BYTES],
+                        struct store_error *err)
+{
+    MDB_txn *txn;
+    if (store_txn_begin(s, MDB_RDONLY, &txn, err))
+        return -1;
+    MDB_val k = {SEG_KEY_BYTES, (void *)key}, v;
+    int rc = mdb_get(txn, s->seg, &k, &v);
+    int ret = 0;
+    if (rc == 0)
+        ret = cellmap_load(m, v.mv_data, v.mv_size, err);
+    else if (rc != MDB_NOTFOUND)
+        ret = store_lmdb_error(err, rc, "reading a segment");
+    mdb_txn_abort(txn);
+    return ret;
+}
+
+static struct cellmap *get_segment(struct store *s, int view, int width, int64_t span,
+                                   struct store_error *err)
+{
+    struct pending *p = s->pending;
+    uint8_t key[SEG_KEY_BYTES];
+    seg_key(key, view, width, span);
+    struct bytemap_entry *e = bytemap_upsert(&p->segments, key, sizeof key);
+    if (!e) {
+        store_fail(err, "out of memory");
+        return NULL;
+    }
+    if (!e->ptr) {
+        struct cellmap *m = cellmap_new(&s->views->views[view], s->types[view], view, width, span);
+        if (!m || (!p->truncated[view] && load_segment(s, m, key, err))) {
+            if (!m)
+                store_fail(err, "out of memory");
+            cellmap_free(m);
+            bytemap_remove(&p->segments, e);
+            return NULL;
+        }
+        e->ptr = m;
+    }
+    struct cellmap *m = e->ptr;
+    m->last_used = ++p->clock;
+    return m;
+}
+
+static int add_value_deltas(struct pending *p, const struct store_delta *d,
+                            struct store_error *err)
+{
+    for (int i = 0; i < d->nvcs; i++) {
+        uint8_t key[VALUE_KEY_BYTES];
+        triple_key(key, d->view, d->vcs[i].vc, d->vcs[i].code);
+        struct bytemap_entry *e = bytemap_upsert(&p->values, key, sizeof key);
+        if (!e)
+            return store_fail(err, "out of memory");
+        e->num += d->vcs[i].delta;
+    }
+    return 0;
+}
+
+int store_apply(struct store *s, const struct store_delta *d, struct store_error *err)
+{
+    if (need_writer(s, err))
+        return -1;
+    if (d->view < 0 || d->view >= s->views->nviews)
+        return store_fail(err, "view %d does not exist", d->view);
+    const struct sql_view *v = &s->views->views[d->view];
+    for (int w = 0; w < v->nwidths; w++) {
+        int64_t bucket = bucket_of(v, w, d->time);
+        int64_t span = store_span_start(v, w, bucket);
+        struct cellmap *m = get_segment(s, d->view, w, span, err);
+        if (!m || cellmap_apply(m, (uint32_t)((bucket - span) / v->widths[w]), d, err))
+            return -1;
+    }
+    return add_value_deltas(s->pending, d, err);
+}
+
+int store_truncate_view(struct store *s, int view, struct store_error *err)
+{
+    if (need_writer(s, err))
+        return -1;
+    if (view < 0 || view >= s->views->nviews)
+        return store_fail(err, "view %d does not exist", view);
+    struct pending *p = s->pending;
+    BYTEMAP_EACH(&p->segments, e)
+    {
+        struct cellmap *m = e->ptr;
+        if (m->view_index == view) {
+            cellmap_free(m);
+            bytemap_remove(&p->segments, e);
+        }
+    }
+    BYTEMAP_EACH(&p->values, e)
+    {
+        if (get_u16be(e->key) == view)
+            bytemap_remove(&p->values, e);
+    }
+    p->truncated[view] = true;
+    return 0;
+}
+
+/* ---- Dictionaries -------------------------------------------------------------------- */
+
+/* The next id of a dictionary: one past the largest stored id. */
+static int dict_next_id(struct store *s, MDB_txn *txn, int view, int col, int64_t *next,
+                        struct store_error *err)
+{
+    uint8_t key[4];
+    put_u16be(key, (uint16_t)view);
+    put_u16be(key + 2, (uint16_t)col);
+    struct bytemap_entry *e = bytemap_upsert(&s->pending->dict_next, key, sizeof key);
+    if (!e)
+        return store_fail(err, "out of memory");
+    if (!e->ptr) { /* first use: find the last stored id */
+        MDB_cursor *cur;
+        uint8_t probe[DICT_REV_KEY_BYTES];
+        triple_key(probe, view, col, INT64_MAX);
+        int rc = mdb_cursor_open(txn, s->dictrev, &cur);
+        if (rc)
+            return store_lmdb_error(err, rc, "opening a dictionary cursor");
+        MDB_val k = {sizeof probe, probe}, v;
+        rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+        rc = rc == 0 ? mdb_cursor_get(cur, &k, &v, MDB_PREV) : mdb_cursor_get(cur, &k, &v, MDB_LAST);
+        e->num = 0;
+        if (rc == 0 && k.mv_size == DICT_REV_KEY_BYTES && memcmp(k.mv_data, probe, 4) == 0)
+            e->num = get_i64key((uint8_t *)k.mv_data + 4) + 1;
+        mdb_cursor_close(cur);
+        e->ptr = e; /* marks "loaded" */
+    }
+    *next = e->num++;
+    return 0;
+}
+
+int store_dict_intern(struct store *s, int view, int col, const char *text, size_t len,
+                      int64_t *id, struct store_error *err)
+{
+    if (need_writer(s, err))
+        return -1;
+    uint8_t key[DICT_KEY_MAX_BYTES];
+    size_t klen = dict_key(key, view, col, text, len);
+    struct bytemap_entry *e = bytemap_find(&s->pending->dict, key, klen);
+    if (e) {
+        *id = e->num;
+        return 0;
+    }
+    MDB_txn *txn;
+    if (store_txn_begin(s, MDB_RDONLY, &txn, err))
+        return -1;
+    MDB_val k = {klen, key}, v;
+    int rc = mdb_get(txn, s->dict, &k, &v);
+    if (rc == 0 && v.mv_size == 8) {
+        *id = get_i64key(v.mv_data);
+        mdb_txn_abort(txn);
+        return 0;
+    }
+    rc = rc == MDB_NOTFOUND ? dict_next_id(s, txn, view, col, id, err)
+                            : store_lmdb_error(err, rc, "reading a dictionary");
+    mdb_txn_abort(txn);
+    if (rc)
+        return -1;
+    char *copy = malloc(len + 1);
+    e = copy ? bytemap_upsert(&s->pending->dict, key, klen) : NULL;
+    if (!e) {
+        free(copy);
+        return store_fail(err, "out of memory");
+    }
+    memcpy(copy, text, len);
+    copy[len] = '\0';
+    e->ptr = copy;
+    e->num = *id;
+    return 0;
+}
+
+/* ---- Projections ------------------------------------------------------------------------ */
+
+static int push_proj(struct store *s, struct proj_op op, struct store_error *err)
+{
+    struct pending *p = s->pending;
+    if (p->nproj == p->proj_cap) {
+        size_t cap = p->proj_cap ? p->proj_cap * 2 : 16;
+        struct proj_op *a = realloc(p->proj, cap * sizeof *a);
+        if (!a)
+            return store_fail(err, "out of memory");
+        p->proj = a;
+        p->proj_cap = cap;
+    }
+    p->proj[p->nproj++] = op;
+    return 0;
+}
+
+static int check_join(struct store *s, int view, int join, struct store_error *err)
+{
+    if (need_writer(s, err))
+        return -1;
+    if (view < 0 || view >= s->views->nviews || join < 0 ||
+        join >= s->views->views[view].njoins)
+        return store_fail(err, "join %d of view %d does not exist", join, view);
+    return 0;
+}
+
+/* A dim row: u16 count, then per value u8 null, u32 length (LE), bytes. */
+int store_projection_put(struct store *s, int view, int join, int64_t key,
+                         const struct store_dim_value *values, struct store_error *err)
+{
+    if (check_join(s, view, join, err))
+        return -1;
+    int n = s->views->views[view].joins[join].ndim_columns - 1;
+    size_t len = 2;
+    for (int i = 0; i < n; i++)
+        len += 5 + (values[i].is_null ? 0 : values[i].len);
+    uint8_t *row = malloc(len);
+    if (!row)
+        return store_fail(err, "out of memory");
+    uint8_t *p = row;
+    *p++ = (uint8_t)n;
+    *p++ = (uint8_t)(n >> 8);
+    for (int i = 0; i < n; i++) {
+        size_t l = values[i].is_null ? 0 : values[i].len;
+        *p++ = values[i].is_null;
+        for (int b = 0; b < 4; b++)
+            *p++ = (uint8_t)(l >> (8 * b));
+        if (l)
+            memcpy(p, values[i].text, l);
+        p += l;
+    }
+    if (push_proj(s, (struct proj_op){PROJ_PUT, view, join, key, row, len}, err)) {
+        free(row);
+        return -1;
+    }
+    return 0;
+}
+
+int store_projection_delete(struct store *s, int view, int join, int64_t key,
+                            struct store_error *err)
+{
+    if (check_join(s, view, join, err))
+        return -1;
+    return push_proj(s, (struct proj_op){PROJ_DELETE, view, join, key, NULL, 0}, err);
+}
+
+int store_projection_truncate(struct store *s, int view, int join, struct store_error *err)
+{
+    if (check_join(s, view, join, err))
+        return -1;
+    return push_proj(s, (struct proj_op){PROJ_TRUNCATE, view, join, 0, NULL, 0}, err);
+}
+
+/* ---- Commit ------------------------------------------------------------------------------- */
+
+/* Deletes every key of a database that starts with prefix. */
+static int delete_prefix(MDB_txn *txn, MDB_dbi dbi, const uint8_t *prefix, size_t plen)
+{
+    MDB_cursor *cur;
+    int rc = mdb_cursor_open(txn, dbi, &cur);
+    if (rc)
+        return rc;
+    for (;;) {
+        MDB_val k = {plen, (void *)prefix}, v;
+        rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+        if (rc || k.mv_size < plen || memcmp(k.mv_data, prefix, plen) != 0)
+            break;
+        if ((rc = mdb_cursor_del(cur, 0)))
+            break;
+    }
+    mdb_cursor_close(cur);
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+struct encoded {
+    uint8_t key[SEG_KEY_BYTES];
+    void *block; /* NULL: the segment has no cell left */
+    size_t len;
+};
+
+static int encode_dirty(struct store *s, struct encoded **out, size_t *n,
+                        struct store_error *err)
+{
+    struct pending *p = s->pending;
+    struct encoded *enc = calloc(p->segments.count + 1, sizeof *enc);
+    if (!enc)
+        return store_fail(err, "out of memory");
+    size_t k = 0;
+    BYTEMAP_EACH(&p->segments, e)
+    {
+        struct cellmap *m = e->ptr;
+        if (!m->dirty)
+            continue;
+        memcpy(enc[k].key, e->key, SEG_KEY_BYTES);
+        if (cellmap_encode(m, &enc[k].block, &enc[k].len, err)) {
+            for (size_t i = 0; i < k; i++)
+                free(enc[i].block);
+            free(enc);
+            return -1;
+        }
+        k++;
+    }
+    *out = enc;
+    *n = k;
+    return 0;
+}
+
+static int write_values(struct store *s, MDB_txn *txn, struct store_error *err)
+{
+    BYTEMAP_EACH(&s->pending->values, e)
+    {
+        if (e->num == 0)
+            continue;
+        MDB_val k = {VALUE_KEY_BYTES, e->key}, v;
+        int64_t rows = 0;
+        int rc = mdb_get(txn, s->values, &k, &v);
+        if (rc == 0 && v.mv_size == 8)
+            memcpy(&rows, v.mv_data, 8);
+        else if (rc && rc != MDB_NOTFOUND)
+            return rc;
+        rows += e->num;
+        if (rows < 0)
+            return store_fail(err, "view %u: a value's row count went negative; a delta took "
+                                   "away a value that was never added", get_u16be(e->key));
+        v = (MDB_val){8, &rows};
+        rc = rows ? mdb_put(txn, s->values, &k, &v, 0) : mdb_del(txn, s->values, &k, NULL);
+        if (rc && rc != MDB_NOTFOUND)
+            return rc;
+    }
+    return 0;
+}
+
+static int write_dict(struct store *s, MDB_txn *txn)
+{
+    BYTEMAP_EACH(&s->pending->dict, e)
+    {
+        uint8_t id[8], rev[DICT_REV_KEY_BYTES];
+        put_i64key(id, e->num);
+        triple_key(rev, get_u16be(e->key), get_u16be(e->key + 2), e->num);
+        MDB_val k = {e->len, e->key}, v = {8, id};
+        MDB_val rk = {sizeof rev, rev}, rv = {strlen(e->ptr), e->ptr};
+        int rc = mdb_put(txn, s->dict, &k, &v, 0);
+        if (!rc)
+            rc = mdb_put(txn, s->dictrev, &rk, &rv, 0);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static int write_projections(struct store *s, MDB_txn *txn)
+{
+    for (size_t i = 0; i < s->pending->nproj; i++) {
+        const struct proj_op *op = &s->pending->proj[i];
+        uint8_t key[PROJ_KEY_BYTES];
+        triple_key(key, op->view, op->join, op->key);
+        MDB_val k = {sizeof key, key}, v = {op->row_len, op->row};
+        int rc = op->kind == PROJ_PUT      ? mdb_put(txn, s->proj, &k, &v, 0)
+                 : op->kind == PROJ_DELETE ? mdb_del(txn, s->proj, &k, NULL)
+                                           : delete_prefix(txn, s->proj, key, 4);
+        if (rc && rc != MDB_NOTFOUND)
+            return rc;
+    }
+    return 0;
+}
+
+static int write_segments(struct store *s, MDB_txn *txn, const struct encoded *enc, size_t n)
+{
+    for (int v = 0; v < s->views->nviews; v++) {
+        if (!s->pending->truncated[v])
+            continue;
+        uint8_t prefix[2];
+        put_u16be(prefix, (uint16_t)v);
+        int rc = delete_prefix(txn, s->seg, prefix, 2);
+        if (!rc)
+            rc = delete_prefix(txn, s->values, prefix, 2);
+        if (rc)
+            return rc;
+    }
+    for (size_t i = 0; i < n; i++) {
+        MDB_val k = {SEG_KEY_BYTES, (void *)enc[i].key}, v = {enc[i].len, enc[i].block};
+        int rc = enc[i].block ? mdb_put(txn, s->seg, &k, &v, 0) : mdb_del(txn, s->seg, &k, NULL);
+        if (rc && rc != MDB_NOTFOUND)
+            return rc;
+    }
+    return 0;
+}
+
+/* One attempt at the write transaction. Each step returns 0, an LMDB code,
+ * or -1 with err set. Returns 0, MDB_MAP_FULL to retry after growing the map,
+ * or -1 with err. */
+static int write_batch(struct store *s, const struct encoded *enc, size_t n,
+                       const struct store_position *pos, struct store_error *err)
+{
+    MDB_txn *txn;
+    if (store_txn_begin(s, 0, &txn, err))
+        return -1;
+    int rc = write_segments(s, txn, enc, n);
+    if (!rc)
+        rc = write_values(s, txn, err);
+    if (!rc)
+        rc = write_dict(s, txn);
+    if (!rc)
+        rc = write_projections(s, txn);
+    if (!rc)
+        rc = store_put_position(s, txn, pos);
+    if (rc) {
+        mdb_txn_abort(txn);
+    } else {
+        rc = mdb_txn_commit(txn);
+    }
+    if (rc == 0 || rc == MDB_MAP_FULL || rc == -1)
+        return rc;
+    return store_lmdb_error(err, rc, "writing a batch to the store");
+}
+
+static int grow_map(struct store *s, struct store_error *err)
+{
+    if (s->map_size >= s->max_map_size)
+        return store_fail(err, "the store at %s is full: its map reached the limit of %zu "
+                               "MiB (free disk space or raise STRAUM_STORE_MAX_MAP_MB)",
+                          s->dir, s->max_map_size >> 20);
+    size_t size = s->map_size * 2 < s->max_map_size ? s->map_size * 2 : s->max_map_size;
+    int rc = mdb_env_set_mapsize(s->env, size);
+    if (rc)
+        return store_lmdb_error(err, rc, "growing the map");
+    s->map_size = size;
+    return 0;
+}
+
+/* Keeps the decoded segments under the cache budget, oldest first. */
+static void evict(struct store *s)
+{
+    struct pending *p = s->pending;
+    for (;;) {
+        size_t bytes = 0;
+        struct bytemap_entry *oldest = NULL;
+        BYTEMAP_EACH(&p->segments, e)
+        {
+            struct cellmap *m = e->ptr;
+            bytes += m->bytes;
+            if (!oldest || m->last_used < ((struct cellmap *)oldest->ptr)->last_used)
+                oldest = e;
+        }
+        if (bytes <= s->cache_bytes || !oldest)
+            return;
+        cellmap_free(oldest->ptr);
+        bytemap_remove(&p->segments, oldest);
+    }
+}
+
+int store_commit(struct store *s, const struct store_position *pos, struct store_error *err)
+{
+    if (need_writer(s, err))
+        return -1;
+    struct encoded *enc = NULL;
+    size_t n = 0;
+    int rc = encode_dirty(s, &enc, &n, err);
+    while (rc == 0 && (rc = write_batch(s, enc, n, pos, err)) == MDB_MAP_FULL)
+        rc = grow_map(s, err);
+    for (size_t i = 0; i < n; i++)
+        free(enc[i].block);
+    free(enc);
+    struct pending *p = s->pending;
+    if (rc) {
+        pending_reset(p, s->views); /* the cached cells no longer match the store */
+        return -1;
+    }
+    BYTEMAP_EACH(&p->segments, e)
+    ((struct cellmap *)e->ptr)->dirty = false;
+    bytemap_clear(&p->values);
+    BYTEMAP_EACH(&p->dict, e) free(e->ptr);
+    bytemap_clear(&p->dict);
+    for (size_t i = 0; i < p->nproj; i++)
+        free(p->proj[i].row);
+    p->nproj = 0;
+    memset(p->truncated, 0, (size_t)s->views->nviews);
+    evict(s);
+    return 0;
+}
+
+void store_rollback(struct store *s)
+{
+    if (s->pending)
+        pending_reset(s->pending, s->views);
+}

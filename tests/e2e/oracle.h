@@ -1,0 +1,28 @@
+/* oracle.h -- PostgreSQL as the oracle of a store: every cell of every
+ * width, every value count and every dim projection the store holds must
+ * equal what the view's own SQL computes over the raw tables. */
+#ifndef STRAUM_TESTS_ORACLE_H
+#define STRAUM_TESTS_ORACLE_H
+
+#include "store/store.h"
+
+#include <libpq-fe.h>
+#include <stdbool.h>
+
+/* Compares the store at dir (opened read-only here) with PostgreSQL through
+ * pg. Returns 0 when equal; otherwise -1 with the first difference in diff. */
+int oracle_compare(PGconn *pg, const char *store_dir, char *diff, size_t difflen);
+
+/* The store's position (LSN), or 0 if it cannot be read. */
+uint64_t oracle_store_position(const char *store_dir);
+
+/* pg_current_wal_lsn() */
+uint64_t oracle_current_lsn(PGconn *pg);
+
+/* Waits until the store's position reaches lsn; false after timeout_ms. */
+bool oracle_wait_position(const char *store_dir, uint64_t lsn, int timeout_ms);
+
+/* Runs a statement (or several); aborts the test with the error otherwise. */
+void oracle_exec(PGconn *pg, const char *sql);
+
+#endif

@@ -1,0 +1,52 @@
+/* taxi_db.h -- a taxi database for tests and a straum-ingest process to
+ * follow it: a fresh database with the benchmark's tables, the real zone
+ * table, generated trips and the publication; ingest started, stopped and
+ * killed as a child process. */
+#ifndef STRAUM_TESTS_TAXI_DB_H
+#define STRAUM_TESTS_TAXI_DB_H
+
+#include <libpq-fe.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct taxi_db {
+    char conninfo[512];
+    char store[64];       /* a fresh temp dir */
+    char slot[64];
+    PGconn *pg;
+    pid_t ingest;         /* 0 when not running */
+    uint64_t next_id;
+};
+
+/* Creates the database (on the cluster of conninfo, or the shared test
+ * cluster when NULL), loads zones and `trips` generated trips, publishes
+ * both tables with REPLICA IDENTITY FULL. */
+void taxi_db_create(struct taxi_db *db, const char *cluster_conninfo, int trips);
+void taxi_db_destroy(struct taxi_db *db);
+
+/* Inserts n more generated trips. */
+void taxi_db_add_trips(struct taxi_db *db, int n, double seed);
+
+/* Starts straum-ingest run on the database (extra args appended). */
+void taxi_ingest_start(struct taxi_db *db, const char *const *extra);
+/* SIGTERM and wait: asserts a clean exit. */
+void taxi_ingest_stop(struct taxi_db *db);
+/* SIGKILL and wait. */
+void taxi_ingest_kill(struct taxi_db *db);
+/* Runs straum-ingest with --exit-when-caught-up and waits; returns its exit
+ * status, stderr captured into log (if not NULL). */
+int taxi_ingest_once(struct taxi_db *db, char *log, size_t loglen);
+
+/* One random committed change batch (deterministic sequence); returns a
+ * short description of what it did. */
+const char *taxi_random_batch(struct taxi_db *db);
+
+/* Runs printf-formatted SQL; fails the test on an error. */
+void taxi_exec(PGconn *pg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Waits until the store holds everything committed so far, then asserts
+ * every cell, value count and projection equals PostgreSQL's. */
+void taxi_check(struct taxi_db *db, const char *when);
+
+#endif

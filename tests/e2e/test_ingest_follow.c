@@ -1,0 +1,100 @@
+/* test_ingest_follow.c -- straum-ingest against a real PostgreSQL.
+ *
+ * For both benchmark views on generated taxi data: after the snapshot and
+ * after each of many random committed change batches (inserts; updates of
+ * keys, measures and the bucket column; deletes; zone renames, borough moves
+ * and deletes; truncates; NULLs; a 100k-row transaction, streamed), every
+ * cell of every width and every value count in the store equals PostgreSQL's
+ * GROUP BY of the view body at that width. Rolled-back transactions and
+ * subtransactions change nothing. */
+#include "tests/e2e/oracle.h"
+#include "tests/e2e/taxi_db.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+Test(ingest_follow, snapshot_then_random_batches_equal_postgresql, .timeout = 600)
+{
+    struct taxi_db db;
+    taxi_db_create(&db, NULL, 3000);
+    /* Tiny decoding memory: large transactions arrive streamed, before
+     * their commit, and go through the spool. */
+    oracle_exec(db.pg, "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET "
+                       "logical_decoding_work_mem = ''64kB''', current_database()); END $$");
+    char log[8192];
+    int rc = taxi_ingest_once(&db, log, sizeof log);
+    cr_assert_eq(rc, 0, "first run failed:\n%s", log);
+    cr_assert(strstr(log, "snapshot loaded") != NULL, "%s", log);
+    taxi_check(&db, "after the snapshot");
+
+    taxi_ingest_start(&db, NULL);
+    for (int batch = 0; batch < 30; batch++) {
+        char when[128];
+        snprintf(when, sizeof when, "after batch %d (%s)", batch, taxi_random_batch(&db));
+        taxi_check(&db, when);
+    }
+    /* A 100k-row transaction: streamed in pieces, spooled, applied whole. */
+    taxi_db_add_trips(&db, 100000, 0.77);
+    taxi_check(&db, "after a 100k-row transaction");
+    taxi_exec(db.pg, "UPDATE yellow_trips SET fare_amount = fare_amount + 1 WHERE id %% 3 = 0");
+    taxi_check(&db, "after a large update");
+    /* A large transaction streamed and then rolled back changes nothing. */
+    taxi_exec(db.pg, "BEGIN; UPDATE yellow_trips SET fare_amount = 0; ROLLBACK");
+    taxi_check(&db, "after a large rolled-back transaction");
+    taxi_exec(db.pg, "TRUNCATE yellow_trips");
+    taxi_check(&db, "after TRUNCATE of the fact table");
+    taxi_db_add_trips(&db, 500, 0.11);
+    taxi_exec(db.pg, "TRUNCATE taxi_zones");
+    taxi_check(&db, "after TRUNCATE of the dim");
+    taxi_exec(db.pg, "INSERT INTO taxi_zones VALUES (161, 'Manhattan', 'Midtown Center', 'Yellow Zone')");
+    taxi_check(&db, "after a zone comes back");
+    taxi_ingest_stop(&db);
+
+    /* Restarted on the same store: resumes, no snapshot. */
+    taxi_random_batch(&db);
+    rc = taxi_ingest_once(&db, log, sizeof log);
+    cr_assert_eq(rc, 0, "restart failed:\n%s", log);
+    cr_assert_null(strstr(log, "snapshot loaded"), "a restart resumes: %s", log);
+    taxi_check(&db, "after a restart");
+    taxi_db_destroy(&db);
+}
+
+Test(ingest_follow, views_changed_are_refused_and_rebuild_works, .timeout = 120)
+{
+    struct taxi_db db;
+    taxi_db_create(&db, NULL, 500);
+    char log[8192];
+    cr_assert_eq(taxi_ingest_once(&db, log, sizeof log), 0, "%s", log);
+    /* Another views file on the same store. */
+    char views[] = "/tmp/straum-views-XXXXXX";
+    int fd = mkstemp(views);
+    const char *text = "CREATE VIEW trips WITH (buckets = '1 hour') AS SELECT date_bin('1 hour', "
+                       "t.pickup_at, timestamptz 'epoch') AS bucket, count(*) AS trips "
+                       "FROM yellow_trips t GROUP BY 1";
+    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s run --source '%s' --views %s --store %s --slot %s "
+                              "--exit-when-caught-up 2>&1",
+             STRAUM_INGEST_BIN, db.conninfo, views, db.store, db.slot);
+    FILE *p = popen(cmd, "r");
+    size_t n = fread(log, 1, sizeof log - 1, p);
+    log[n] = '\0';
+    int status = pclose(p);
+    cr_assert_neq(status, 0, "a changed views file must be refused");
+    cr_assert(strstr(log, "rerun with --rebuild") != NULL, "%s", log);
+    strcat(cmd, " --rebuild");
+    char *two = strstr(cmd, " 2>&1 --rebuild");
+    memcpy(two, " --rebuild 2>&1", strlen(" --rebuild 2>&1"));
+    p = popen(cmd, "r");
+    n = fread(log, 1, sizeof log - 1, p);
+    log[n] = '\0';
+    cr_assert_eq(pclose(p), 0, "%s", log);
+    cr_assert(strstr(log, "snapshot loaded") != NULL, "%s", log);
+    taxi_check(&db, "after --rebuild with other views");
+    unlink(views);
+    taxi_db_destroy(&db);
+}

@@ -1,0 +1,249 @@
+/* fuzz_format.c -- libFuzzer target for segment blocks.
+ *
+ * Each input is used twice:
+ *  1. As a block: opened with and without the trailer check, verified, and
+ *     every column decoded (and read in place when RAW). Nothing may crash or
+ *     read out of bounds; every failure must carry a message; a block that
+ *     verifies must decode every column, agree with its raw view, and
+ *     survive a re-encode round trip.
+ *     The same bytes are then tried again with every column checksum and
+ *     the trailer recomputed, so that mutated column data gets past the
+ *     checksums and reaches the decoders themselves.
+ *  2. As values: the bytes after the first, shaped by the first (raw, small
+ *     deltas, few bits, extremes), become an i64, an i128 and an f64 column,
+ *     encoded with both policies and every codec that can hold them; each
+ *     must decode to exactly its input, or the target aborts.
+ * Column buffers are capped at 1 << 20 elements to keep the fuzzer's RSS low
+ * (a legal 30-byte directory entry may describe 2^28 equal values). */
+#include "format/checksum.h"
+#include "format/column.h"
+#include "format/format.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_DECODE_VALUES (1u << 20)
+
+static void check_error(const struct format_error *err)
+{
+    if (err->message[0] == '\0')
+        abort();
+}
+
+/* Encodes cols (with forced codecs, or NULL), decodes, compares. */
+static void roundtrip(const struct format_column *cols, int ncols, enum format_policy policy,
+                      const int *codecs)
+{
+    struct format_block_info info = {.span_start = -1, .width = 1000, .ncells = 3};
+    size_t cap = format_block_bound(cols, ncols), len;
+    uint8_t *buf = malloc(cap);
+    struct format_error err = {{0}};
+    if (!buf)
+        return;
+    if (format_block_encode_codecs(&info, cols, ncols, policy, codecs, buf, cap, &len, &err) != 0)
+        abort(); /* callers force only codecs that can hold the values */
+    struct format_block b;
+    if (format_block_open(&b, buf, len, true, &err) != 0 || format_block_verify(&b, &err) != 0)
+        abort();
+    if (b.ncolumns != ncols || b.info.span_start != info.span_start)
+        abort();
+    for (int i = 0; i < ncols; i++) {
+        size_t bytes = (size_t)cols[i].n * format_type_size(cols[i].type);
+        uint8_t *out = malloc(bytes + 1);
+        if (!out)
+            abort();
+        if (format_block_decode(&b, i, out, &err) != 0)
+            abort();
+        if (bytes && memcmp(out, cols[i].values, bytes) != 0)
+            abort();
+        struct format_column_info ci;
+        format_block_column(&b, i, &ci);
+        if (codecs && codecs[i] != COLUMN_CODEC_AUTO && (int)ci.codec != codecs[i])
+            abort();
+        if (policy == FORMAT_POLICY_RAW && !codecs && ci.codec != FORMAT_RAW)
+            abort();
+        free(out);
+    }
+    free(buf);
+}
+
+static void as_block(const uint8_t *data, size_t size)
+{
+    for (int verify = 0; verify < 2; verify++) {
+        struct format_block b;
+        struct format_error err = {{0}};
+        if (format_block_open(&b, data, size, verify, &err) != 0) {
+            check_error(&err);
+            continue;
+        }
+        if (b.ncolumns < 0 || b.ncolumns > FORMAT_MAX_COLUMNS)
+            abort();
+        err.message[0] = '\0';
+        int verified = format_block_verify(&b, &err) == 0;
+        if (!verified)
+            check_error(&err);
+        if (verify && !verified && strstr(err.message, "segment block checksum") != NULL)
+            abort(); /* the trailer was checked by open */
+
+        struct format_column decoded[8];
+        void *mem[8];
+        int ndecoded = 0;
+        for (int i = 0; i < b.ncolumns; i++) {
+            struct format_column_info ci;
+            format_block_column(&b, i, &ci);
+            int found = format_block_find(&b, ci.role, ci.index);
+            if (found < 0 || found > i)
+                abort();
+            if (ci.n > MAX_DECODE_VALUES)
+                continue;
+            size_t bytes = (size_t)ci.n * format_type_size(ci.type);
+            uint8_t *out = malloc(bytes ? bytes : 1);
+            if (!out)
+                abort();
+            err.message[0] = '\0';
+            int ok = format_block_decode(&b, i, out, &err) == 0;
+            if (!ok)
+                check_error(&err);
+            if (verified && !ok)
+                abort(); /* verify promised every column decodes */
+            const void *raw = format_block_raw(&b, i, true, &err);
+            if ((raw != NULL) != (ci.codec == FORMAT_RAW && ok))
+                abort();
+            if (raw && bytes && memcmp(raw, out, bytes) != 0)
+                abort();
+            if (verified && ndecoded < 8) {
+                decoded[ndecoded] = (struct format_column){ci.role, ci.index, ci.type, ci.n, out};
+                mem[ndecoded++] = out;
+            } else {
+                free(out);
+            }
+        }
+        /* What decoded re-encodes to the same values. */
+        if (ndecoded) {
+            roundtrip(decoded, ndecoded, FORMAT_POLICY_SMALLEST, NULL);
+            roundtrip(decoded, ndecoded, FORMAT_POLICY_RAW, NULL);
+        }
+        for (int i = 0; i < ndecoded; i++)
+            free(mem[i]);
+    }
+}
+
+/* Recomputes the checksums of a block whose structure opens, so that the
+ * fuzzer's changes to column data reach the decoders. */
+static void as_fixed_block(const uint8_t *data, size_t size)
+{
+    struct format_block b;
+    struct format_error err;
+    if (format_block_open(&b, data, size, false, &err) != 0)
+        return;
+    uint8_t *buf = malloc(size);
+    if (!buf)
+        abort();
+    memcpy(buf, data, size);
+    for (int i = 0; i < b.ncolumns; i++) {
+        struct format_column_info ci;
+        format_block_column(&b, i, &ci);
+        uint64_t h = format_checksum(buf + ci.offset, ci.length);
+        memcpy(buf + FORMAT_HEADER_BYTES + (size_t)i * FORMAT_DIR_ENTRY_BYTES + 32, &h, 8);
+    }
+    uint64_t h = format_checksum(buf, size - FORMAT_TRAILER_BYTES);
+    memcpy(buf + size - FORMAT_TRAILER_BYTES, &h, 8);
+    if (format_block_open(&b, buf, size, true, &err) != 0)
+        abort(); /* only checksums changed */
+    as_block(buf, size);
+    free(buf);
+}
+
+/* Shapes the input bytes into int64 values that reach every codec path. */
+static void shape_i64(uint8_t mode, const uint8_t *p, size_t n, int64_t *v)
+{
+    static const int64_t ext[] = {INT64_MIN, INT64_MAX, 0, -1, 1, INT64_MIN + 1, INT64_MAX - 1, 42};
+    uint64_t acc = 0;
+    unsigned bits = mode >> 2; /* 0..63 */
+    for (size_t i = 0; i < n; i++) {
+        uint64_t u;
+        memcpy(&u, p + i * 8, 8);
+        switch (mode & 3) {
+        case 0: /* as is */
+            break;
+        case 1: /* a running sum of small signed steps: sorted-ish timestamps */
+            acc += (uint64_t)(int64_t)(int8_t)p[i * 8] * ((uint64_t)p[i * 8 + 1] + 1);
+            u = acc;
+            break;
+        case 2: /* few significant bits above a shared base */
+            u = (u & (((uint64_t)1 << bits) - 1)) + ((uint64_t)p[0] << 56);
+            break;
+        default: /* extremes */
+            u = (uint64_t)ext[p[i * 8] & 7];
+            break;
+        }
+        memcpy(&v[i], &u, 8);
+    }
+}
+
+static void as_values(const uint8_t *data, size_t size)
+{
+    if (size < 9)
+        return;
+    uint8_t mode = data[0];
+    const uint8_t *p = data + 1;
+    size_t n64 = (size - 1) / 8, n128 = n64 / 2;
+
+    int64_t *v = malloc(n64 * 8);
+    __int128 *w = malloc(n128 * 16 + 1);
+    double *d = malloc(n64 * 8);
+    if (!v || !w || !d)
+        abort();
+    shape_i64(mode, p, n64, v);
+    for (size_t i = 0; i < n128; i++) {
+        /* i128: the shaped i64 pair as high and low halves, or (mode bit 7)
+         * the sign-extended low half, which bitpack can hold. */
+        unsigned __int128 u = ((unsigned __int128)(uint64_t)v[2 * i] << 64) | (uint64_t)v[2 * i + 1];
+        w[i] = (mode & 0x80) ? (__int128)v[2 * i + 1] : (__int128)u;
+    }
+    memcpy(d, p, n64 * 8);
+
+    struct format_column cols[3] = {
+        {1, 0, FORMAT_I64, (uint32_t)n64, v},
+        {2, 0, FORMAT_I128, (uint32_t)n128, w},
+        {3, 0, FORMAT_F64, (uint32_t)n64, d},
+    };
+    roundtrip(cols, 3, FORMAT_POLICY_SMALLEST, NULL);
+    roundtrip(cols, 3, FORMAT_POLICY_RAW, NULL);
+    for (int codec = FORMAT_RAW; codec <= FORMAT_LZ4; codec++) {
+        int c64 = codec;
+        roundtrip(&cols[0], 1, FORMAT_POLICY_SMALLEST, &c64);
+        if (codec == FORMAT_RAW || codec == FORMAT_LZ4) {
+            roundtrip(&cols[2], 1, FORMAT_POLICY_SMALLEST, &c64);
+            roundtrip(&cols[1], 1, FORMAT_POLICY_SMALLEST, &c64);
+        }
+    }
+    /* BITPACK on i128 only when the values allow it; otherwise it must refuse. */
+    {
+        int bp = FORMAT_BITPACK;
+        size_t cap = format_block_bound(&cols[1], 1), len;
+        uint8_t *buf = malloc(cap);
+        struct format_error err = {{0}};
+        struct format_block_info info = {0};
+        if (format_block_encode_codecs(&info, &cols[1], 1, FORMAT_POLICY_SMALLEST, &bp, buf, cap,
+                                       &len, &err) == 0)
+            roundtrip(&cols[1], 1, FORMAT_POLICY_SMALLEST, &bp);
+        else
+            check_error(&err);
+        free(buf);
+    }
+    free(v);
+    free(w);
+    free(d);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    as_block(data, size);
+    as_fixed_block(data, size);
+    as_values(data, size);
+    return 0;
+}

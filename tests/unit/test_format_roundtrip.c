@@ -1,0 +1,591 @@
+/* test_format_roundtrip.c -- blocks decode to exactly what was encoded.
+ *
+ * Property tests over seeded random columns of every type and distribution
+ * (constant, small and full ranges, the int64 and int128 extremes, sorted and
+ * evenly spaced timestamps, NaNs), every codec forced and both policies; plus
+ * the SMALLEST policy's choices: it must pick the smallest encoding, break
+ * ties towards RAW, and actually compress the columns the store writes. */
+#include "tests/unit/test_format_util.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+
+/* A generated column and the codec it is forced to (or COLUMN_CODEC_AUTO). */
+struct gcol {
+    struct format_column col;
+    void *mem;
+    int codec;
+};
+
+static uint32_t pick_n(struct rng *r)
+{
+    static const uint32_t sizes[] = {0, 1, 2, 3, 7, 8, 9, 63, 64, 65, 127, 128, 129, 1000, 4096};
+    switch (rng_below(r, 10)) {
+    case 0: case 1: case 2: case 3: case 4: case 5:
+        return sizes[rng_below(r, sizeof sizes / sizeof *sizes)];
+    case 6: case 7: case 8:
+        return (uint32_t)rng_below(r, 3000);
+    default:
+        return rng_below(r, 30) == 0 ? 50000 + (uint32_t)rng_below(r, 50000)
+                                     : (uint32_t)rng_below(r, 300);
+    }
+}
+
+static bool i128_fits_bitpack(const i128 *v, uint32_t n)
+{
+    if (n == 0)
+        return true;
+    i128 min = v[0], max = v[0];
+    for (uint32_t i = 1; i < n; i++) {
+        if (v[i] < min)
+            min = v[i];
+        if (v[i] > max)
+            max = v[i];
+    }
+    return min >= INT64_MIN && min <= INT64_MAX && (u128)max - (u128)min <= UINT64_MAX;
+}
+
+static void gen_column(struct rng *r, enum format_type type, int dist, uint32_t n,
+                       struct gcol *g)
+{
+    size_t size = format_type_size(type);
+    g->mem = malloc(n ? n * size : 1);
+    cr_assert(g->mem);
+    if (type == FORMAT_I64)
+        gen_i64(r, dist, g->mem, n);
+    else if (type == FORMAT_I128)
+        gen_i128(r, dist, g->mem, n);
+    else
+        gen_f64(r, dist, g->mem, n);
+    g->col.type = type;
+    g->col.n = n;
+    g->col.values = g->mem;
+    g->codec = COLUMN_CODEC_AUTO;
+}
+
+static void random_column(struct rng *r, struct gcol *g)
+{
+    enum format_type type = (enum format_type)(1 + rng_below(r, 3));
+    int ndist = type == FORMAT_I64 ? DIST_I64 : type == FORMAT_I128 ? DIST_I128 : DIST_F64;
+    gen_column(r, type, (int)rng_below(r, (uint64_t)ndist), pick_n(r), g);
+    if (rng_below(r, 2)) {
+        /* Force one of the codecs valid for these values. */
+        int ok[4], nok = 0;
+        ok[nok++] = FORMAT_RAW;
+        ok[nok++] = FORMAT_LZ4;
+        if (type == FORMAT_I64) {
+            ok[nok++] = FORMAT_BITPACK;
+            ok[nok++] = FORMAT_DELTA;
+        } else if (type == FORMAT_I128 && i128_fits_bitpack(g->mem, g->col.n)) {
+            ok[nok++] = FORMAT_BITPACK;
+        }
+        g->codec = ok[rng_below(r, (uint64_t)nok)];
+    }
+}
+
+/* Checks that block buf[0..len) holds exactly cols, in order. */
+static void check_block(const uint8_t *buf, size_t len, const struct format_block_info *info,
+                        const struct gcol *g, int ncols, enum format_policy policy)
+{
+    struct format_block b;
+    struct format_error err = {{0}};
+    cr_assert_eq(format_block_open(&b, buf, len, true, &err), 0, "open: %s", err.message);
+    cr_assert_eq(format_block_verify(&b, &err), 0, "verify: %s", err.message);
+    cr_assert_eq(b.ncolumns, ncols);
+    cr_assert_eq(b.info.span_start, info->span_start);
+    cr_assert_eq(b.info.width, info->width);
+    cr_assert_eq(b.info.ncells, info->ncells);
+    cr_assert_eq(len % 8, 0);
+
+    uint32_t prev_end = 32 + 40 * (uint32_t)ncols;
+    for (int i = 0; i < ncols; i++) {
+        const struct format_column *c = &g[i].col;
+        struct format_column_info ci;
+        format_block_column(&b, i, &ci);
+        cr_assert_eq(ci.role, c->role);
+        cr_assert_eq(ci.index, c->index);
+        cr_assert_eq(ci.type, c->type);
+        cr_assert_eq(ci.n, c->n);
+        if (g[i].codec != COLUMN_CODEC_AUTO)
+            cr_assert_eq((int)ci.codec, g[i].codec);
+        else if (policy == FORMAT_POLICY_RAW)
+            cr_assert_eq(ci.codec, FORMAT_RAW);
+        cr_assert_eq(ci.offset % 8, 0);
+        cr_assert_geq(ci.offset, prev_end, "columns are laid out in order");
+        prev_end = ci.offset + ci.length;
+        cr_assert_eq(XXH64(buf + ci.offset, ci.length, 0), ci.checksum);
+        cr_assert_eq(format_block_find(&b, c->role, c->index), i);
+
+        size_t bytes = (size_t)c->n * format_type_size(c->type);
+        /* Decode into a deliberately misaligned buffer half of the time. */
+        int shift = (int)(c->n % 2);
+        uint8_t *out = malloc(bytes + 1);
+        cr_assert(out);
+        cr_assert_eq(format_block_decode(&b, i, out + shift, &err), 0, "decode %d: %s", i,
+                     err.message);
+        cr_assert(bytes == 0 || memcmp(out + shift, c->values, bytes) == 0,
+                  "column %d (%s, n %u) decodes to different values", i,
+                  format_codec_name(ci.codec), c->n);
+        free(out);
+
+        const void *raw = format_block_raw(&b, i, true, &err);
+        if (ci.codec == FORMAT_RAW) {
+            cr_assert(raw, "raw: %s", err.message);
+            cr_assert_eq(format_block_raw(&b, i, false, &err), raw);
+            for (uint32_t k = 0; k < c->n; k++) {
+                if (c->type == FORMAT_I64)
+                    cr_assert_eq(format_load_i64(raw, k), ((const int64_t *)c->values)[k]);
+                else if (c->type == FORMAT_I128)
+                    cr_assert(format_load_i128(raw, k) == ((const i128 *)c->values)[k]);
+                else {
+                    double x = format_load_f64(raw, k);
+                    cr_assert_eq(memcmp(&x, (const double *)c->values + k, 8), 0);
+                }
+            }
+        } else {
+            cr_assert_null(raw);
+            cr_assert(strstr(err.message, "is not raw"), "%s", err.message);
+        }
+    }
+    cr_assert_leq(prev_end + 8, len);
+    cr_assert_geq(prev_end + 8 + 7, len, "no slack before the trailer");
+
+    /* Opening without the trailer check sees the same block. */
+    struct format_block b2;
+    cr_assert_eq(format_block_open(&b2, buf, len, false, &err), 0, "%s", err.message);
+    cr_assert_eq(b2.ncolumns, ncols);
+}
+
+static void free_columns(struct gcol *g, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(g[i].mem);
+}
+
+Test(format_roundtrip, random_blocks, .timeout = 120)
+{
+    enum { BLOCKS = 2000, MAXCOLS = 8 };
+    for (uint64_t seed = 1; seed <= BLOCKS; seed++) {
+        struct rng r = {seed * 7919};
+        int ncols = (int)rng_below(&r, MAXCOLS + 1);
+        struct gcol g[MAXCOLS];
+        struct format_column cols[MAXCOLS];
+        int codecs[MAXCOLS];
+        for (int i = 0; i < ncols; i++) {
+            random_column(&r, &g[i]);
+            g[i].col.role = (uint16_t)rng_below(&r, 4);
+            g[i].col.index = (uint16_t)i; /* (role, index) unique */
+            cols[i] = g[i].col;
+            codecs[i] = g[i].codec;
+        }
+        enum format_policy policy = (enum format_policy)rng_below(&r, 2);
+        struct format_block_info info = {
+            .span_start = i64_of(rng_next(&r)), .width = 3600000000, .ncells = (uint32_t)seed};
+        size_t len;
+        uint8_t *buf = encode_block(&info, cols, ncols, policy, codecs, &len);
+        check_block(buf, len, &info, g, ncols, policy);
+
+        /* The public encoder gives the same bytes when nothing is forced. */
+        bool forced = false;
+        for (int i = 0; i < ncols; i++)
+            forced |= codecs[i] != COLUMN_CODEC_AUTO;
+        if (!forced) {
+            size_t cap = format_block_bound(cols, ncols), len2;
+            uint8_t *buf2 = malloc(cap);
+            struct format_error err;
+            cr_assert_eq(format_block_encode(&info, cols, ncols, policy, buf2, cap, &len2, &err),
+                         0, "%s", err.message);
+            cr_assert_eq(len2, len);
+            cr_assert_eq(memcmp(buf, buf2, len), 0);
+            free(buf2);
+        }
+        free(buf);
+        free_columns(g, ncols);
+    }
+}
+
+/* Every type x distribution x size x codec, one column per block. */
+Test(format_roundtrip, every_codec_every_distribution, .timeout = 120)
+{
+    static const uint32_t sizes[] = {0, 1, 2, 5, 8, 17, 64, 100, 1001};
+    struct rng r = {42};
+    int blocks = 0;
+    for (int type = FORMAT_I64; type <= FORMAT_F64; type++) {
+        int ndist = type == FORMAT_I64 ? DIST_I64 : type == FORMAT_I128 ? DIST_I128 : DIST_F64;
+        for (int dist = 0; dist < ndist; dist++) {
+            for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+                for (int codec = COLUMN_CODEC_AUTO; codec <= FORMAT_LZ4; codec++) {
+                    for (int policy = 0; policy < 2; policy++) {
+                        if (codec != COLUMN_CODEC_AUTO && policy == 1)
+                            continue; /* a forced codec ignores the policy */
+                        struct gcol g;
+                        struct rng rr = r;
+                        gen_column(&rr, (enum format_type)type, dist, sizes[s], &g);
+                        r.s++;
+                        g.col.role = 1;
+                        g.col.index = 2;
+                        g.codec = codec;
+                        bool valid = codec == COLUMN_CODEC_AUTO || codec == FORMAT_RAW ||
+                                     codec == FORMAT_LZ4 ||
+                                     (type == FORMAT_I64) ||
+                                     (type == FORMAT_I128 && codec == FORMAT_BITPACK &&
+                                      i128_fits_bitpack(g.mem, g.col.n));
+                        struct format_block_info info = {.span_start = 0, .width = 60000000};
+                        if (valid) {
+                            size_t len;
+                            uint8_t *buf = encode_block(&info, &g.col, 1,
+                                                        (enum format_policy)policy, &g.codec,
+                                                        &len);
+                            check_block(buf, len, &info, &g, 1, (enum format_policy)policy);
+                            free(buf);
+                            blocks++;
+                        } else {
+                            size_t cap = format_block_bound(&g.col, 1), len;
+                            uint8_t *buf = malloc(cap);
+                            struct format_error err;
+                            cr_assert_eq(format_block_encode_codecs(&info, &g.col, 1,
+                                                                    FORMAT_POLICY_SMALLEST,
+                                                                    &g.codec, buf, cap, &len,
+                                                                    &err),
+                                         -1);
+                            cr_assert(strncmp(err.message, "column 0 (role 1, index 2): ", 28) == 0,
+                                      "%s", err.message);
+                            free(buf);
+                        }
+                        free(g.mem);
+                    }
+                }
+            }
+        }
+    }
+    cr_assert_gt(blocks, 500);
+}
+
+/* The SMALLEST policy picks the shortest encoding, ties to the earliest of
+ * RAW, BITPACK, DELTA, LZ4. */
+Test(format_roundtrip, smallest_is_smallest, .timeout = 120)
+{
+    for (uint64_t seed = 1; seed <= 1000; seed++) {
+        struct rng r = {seed * 104729};
+        struct gcol g;
+        random_column(&r, &g);
+        g.codec = COLUMN_CODEC_AUTO;
+        uint32_t length[4];
+        bool ok[4] = {false};
+        struct format_block_info info = {0};
+        for (int codec = FORMAT_RAW; codec <= FORMAT_LZ4; codec++) {
+            size_t cap = format_block_bound(&g.col, 1), len;
+            uint8_t *buf = malloc(cap);
+            struct format_error err;
+            if (format_block_encode_codecs(&info, &g.col, 1, FORMAT_POLICY_SMALLEST, &codec,
+                                           buf, cap, &len, &err) == 0) {
+                ok[codec] = true;
+                uint32_t l;
+                memcpy(&l, buf + 32 + 16, 4);
+                length[codec] = l;
+            }
+            free(buf);
+        }
+        size_t len;
+        uint8_t *buf = encode_block(&info, &g.col, 1, FORMAT_POLICY_SMALLEST, NULL, &len);
+        struct format_block b;
+        struct format_error err;
+        cr_assert_eq(format_block_open(&b, buf, len, true, &err), 0);
+        struct format_column_info ci;
+        format_block_column(&b, 0, &ci);
+        int want = -1;
+        for (int codec = FORMAT_RAW; codec <= FORMAT_LZ4; codec++)
+            if (ok[codec] && (want < 0 || length[codec] < length[want]))
+                want = codec;
+        cr_assert_eq((int)ci.codec, want, "seed %llu: %s type %d n %u: picked %s (%u bytes)",
+                     (unsigned long long)seed, format_codec_name((enum format_codec)want),
+                     g.col.type, g.col.n, format_codec_name(ci.codec), ci.length);
+        cr_assert_eq(ci.length, length[want]);
+        free(buf);
+        free(g.mem);
+    }
+}
+
+static struct format_column_info encode_one(const struct format_column *col,
+                                            enum format_policy policy)
+{
+    struct format_block_info info = {0};
+    size_t len;
+    uint8_t *buf = encode_block(&info, col, 1, policy, NULL, &len);
+    struct format_block b;
+    struct format_error err;
+    cr_assert_eq(format_block_open(&b, buf, len, true, &err), 0, "%s", err.message);
+    struct format_column_info ci;
+    format_block_column(&b, 0, &ci);
+    int64_t *out = malloc((size_t)col->n * format_type_size(col->type) + 1);
+    cr_assert_eq(format_block_decode(&b, 0, out, &err), 0, "%s", err.message);
+    cr_assert_eq(memcmp(out, col->values, (size_t)col->n * format_type_size(col->type)), 0);
+    free(out);
+    free(buf);
+    return ci;
+}
+
+Test(format_roundtrip, smallest_compresses)
+{
+    enum { N = 10000 };
+    int64_t *v = malloc(N * sizeof *v);
+    struct rng r = {7};
+    struct format_column col = {.role = 0, .index = 0, .type = FORMAT_I64, .n = N, .values = v};
+
+    /* Small values: 4 bits each. */
+    for (int i = 0; i < N; i++)
+        v[i] = (int64_t)rng_below(&r, 16);
+    struct format_column_info ci = encode_one(&col, FORMAT_POLICY_SMALLEST);
+    cr_assert_leq(ci.length, 5100, "%u bytes", ci.length);
+    cr_assert_eq(ci.codec, FORMAT_BITPACK);
+    cr_assert_eq(ci.bits, 4);
+    ci = encode_one(&col, FORMAT_POLICY_RAW);
+    cr_assert_eq(ci.codec, FORMAT_RAW);
+    cr_assert_eq(ci.length, N * 8);
+
+    /* Hourly bucket offsets: one delta, 0 bits. */
+    for (int i = 0; i < N; i++)
+        v[i] = 1700000000000000 + (int64_t)i * 3600000000;
+    ci = encode_one(&col, FORMAT_POLICY_SMALLEST);
+    cr_assert_eq(ci.codec, FORMAT_DELTA);
+    cr_assert_eq(ci.bits, 0);
+    cr_assert_eq(ci.length, 8);
+
+    /* Sorted timestamps with jitter: still DELTA. */
+    for (int i = 0; i < N; i++)
+        v[i] = 1700000000000000 + (int64_t)i * 1000000 + (int64_t)rng_below(&r, 1000);
+    ci = encode_one(&col, FORMAT_POLICY_SMALLEST);
+    cr_assert_eq(ci.codec, FORMAT_DELTA);
+    cr_assert_leq(ci.length, 8 + (N * 11 + 7) / 8);
+
+    /* A constant: 0 bits, nothing stored. */
+    for (int i = 0; i < N; i++)
+        v[i] = -123456789;
+    ci = encode_one(&col, FORMAT_POLICY_SMALLEST);
+    cr_assert_eq(ci.codec, FORMAT_BITPACK);
+    cr_assert_eq(ci.length, 0);
+
+    /* Four wide values in a repeating pattern: LZ4. */
+    for (int i = 0; i < N; i++)
+        v[i] = i64_of(0x0123456789abcdefull * (uint64_t)(i % 4 + 1));
+    ci = encode_one(&col, FORMAT_POLICY_SMALLEST);
+    cr_assert_eq(ci.codec, FORMAT_LZ4);
+    cr_assert_lt(ci.length, 1000);
+
+    /* Incompressible: every codec ties with or loses to RAW. */
+    for (int i = 0; i < N; i++)
+        v[i] = i64_of(rng_next(&r));
+    v[0] = INT64_MIN;
+    v[1] = INT64_MAX;
+    ci = encode_one(&col, FORMAT_POLICY_SMALLEST);
+    cr_assert_eq(ci.codec, FORMAT_RAW);
+
+    /* n = 0: every codec takes 0 bytes, RAW wins the tie. */
+    col.n = 0;
+    ci = encode_one(&col, FORMAT_POLICY_SMALLEST);
+    cr_assert_eq(ci.codec, FORMAT_RAW);
+    cr_assert_eq(ci.length, 0);
+    free(v);
+
+    /* I128 sums close together: bitpacked. */
+    i128 *w = malloc(N * sizeof *w);
+    for (int i = 0; i < N; i++)
+        w[i] = (i128)1000000000000000 + (i128)rng_below(&r, 256);
+    struct format_column c128 = {.type = FORMAT_I128, .n = N, .values = w};
+    ci = encode_one(&c128, FORMAT_POLICY_SMALLEST);
+    cr_assert_eq(ci.codec, FORMAT_BITPACK);
+    cr_assert_eq(ci.bits, 8);
+    cr_assert_eq(ci.length, N);
+    /* Beyond int64 the base does not fit the directory: not bitpacked. */
+    for (int i = 0; i < N; i++)
+        w[i] = (i128)INT64_MAX * 4 + (i128)rng_below(&r, 256);
+    ci = encode_one(&c128, FORMAT_POLICY_SMALLEST);
+    cr_assert_neq(ci.codec, FORMAT_BITPACK);
+    free(w);
+
+    /* Constant doubles: LZ4. */
+    double *d = malloc(N * sizeof *d);
+    for (int i = 0; i < N; i++)
+        d[i] = 0.5;
+    struct format_column cf = {.type = FORMAT_F64, .n = N, .values = d};
+    ci = encode_one(&cf, FORMAT_POLICY_SMALLEST);
+    cr_assert_eq(ci.codec, FORMAT_LZ4);
+    cr_assert_lt(ci.length, 1000);
+    free(d);
+}
+
+Test(format_roundtrip, empty_block)
+{
+    struct format_block_info info = {.span_start = -5, .width = 1, .ncells = 0};
+    size_t len;
+    uint8_t *buf = encode_block(&info, NULL, 0, FORMAT_POLICY_SMALLEST, NULL, &len);
+    cr_assert_eq(len, 40);
+    cr_assert_eq(format_block_bound(NULL, 0), 40);
+    check_block(buf, len, &info, NULL, 0, FORMAT_POLICY_SMALLEST);
+    struct format_block b;
+    struct format_error err;
+    cr_assert_eq(format_block_open(&b, buf, len, true, &err), 0);
+    cr_assert_eq(format_block_find(&b, 0, 0), -1);
+    free(buf);
+}
+
+Test(format_roundtrip, find)
+{
+    int64_t a[] = {1, 2, 3};
+    struct format_column cols[] = {
+        {.role = 1, .index = 0, .type = FORMAT_I64, .n = 3, .values = a},
+        {.role = 2, .index = 0, .type = FORMAT_I64, .n = 2, .values = a},
+        {.role = 1, .index = 1, .type = FORMAT_I64, .n = 1, .values = a},
+        {.role = 2, .index = 0, .type = FORMAT_I64, .n = 0, .values = NULL},
+    };
+    struct format_block_info info = {0};
+    size_t len;
+    uint8_t *buf = encode_block(&info, cols, 4, FORMAT_POLICY_SMALLEST, NULL, &len);
+    struct format_block b;
+    struct format_error err;
+    cr_assert_eq(format_block_open(&b, buf, len, true, &err), 0);
+    cr_assert_eq(format_block_find(&b, 1, 0), 0);
+    cr_assert_eq(format_block_find(&b, 2, 0), 1, "the first of two equal tags");
+    cr_assert_eq(format_block_find(&b, 1, 1), 2);
+    cr_assert_eq(format_block_find(&b, 1, 2), -1);
+    cr_assert_eq(format_block_find(&b, 65535, 65535), -1);
+    free(buf);
+}
+
+/* LMDB hands out values at any address: open and read at every misalignment. */
+Test(format_roundtrip, unaligned_buffer)
+{
+    int64_t v[100];
+    for (int i = 0; i < 100; i++)
+        v[i] = i * 1000 - 50000;
+    i128 w[50];
+    for (int i = 0; i < 50; i++)
+        w[i] = (i128)i << 100;
+    struct format_column cols[] = {
+        {.role = 0, .index = 0, .type = FORMAT_I64, .n = 100, .values = v},
+        {.role = 0, .index = 1, .type = FORMAT_I128, .n = 50, .values = w},
+    };
+    struct format_block_info info = {.span_start = 1, .width = 2, .ncells = 3};
+    size_t len;
+    uint8_t *buf = encode_block(&info, cols, 2, FORMAT_POLICY_RAW, NULL, &len);
+    uint8_t *shifted = malloc(len + 8);
+    for (int s = 1; s < 8; s++) {
+        memcpy(shifted + s, buf, len);
+        struct format_block b;
+        struct format_error err;
+        cr_assert_eq(format_block_open(&b, shifted + s, len, true, &err), 0, "%s", err.message);
+        cr_assert_eq(format_block_verify(&b, &err), 0);
+        const void *p = format_block_raw(&b, 0, true, &err);
+        cr_assert(p);
+        for (int i = 0; i < 100; i++)
+            cr_assert_eq(format_load_i64(p, (size_t)i), v[i]);
+        p = format_block_raw(&b, 1, true, &err);
+        cr_assert(p);
+        for (int i = 0; i < 50; i++)
+            cr_assert(format_load_i128(p, (size_t)i) == w[i]);
+    }
+    free(shifted);
+    free(buf);
+}
+
+/* The encoder never writes past cap, and says so when cap is short. */
+Test(format_roundtrip, output_too_small)
+{
+    struct rng r = {99};
+    for (int k = 0; k < 40; k++) {
+        struct gcol g;
+        random_column(&r, &g);
+        g.col.n = g.col.n % 500;
+        struct format_block_info info = {0};
+        size_t len;
+        uint8_t *buf = encode_block(&info, &g.col, 1, FORMAT_POLICY_SMALLEST, &g.codec, &len);
+        for (size_t cap = 0; cap < len; cap += 1 + cap / 16) {
+            uint8_t *out = malloc(cap ? cap : 1);
+            struct format_error err = {{0}};
+            size_t len2;
+            cr_assert_eq(format_block_encode_codecs(&info, &g.col, 1, FORMAT_POLICY_SMALLEST,
+                                                    &g.codec, out, cap, &len2, &err),
+                         -1, "cap %zu of %zu", cap, len);
+            cr_assert(strstr(err.message, "too small"), "%s", err.message);
+            free(out);
+        }
+        /* Exactly len is enough. */
+        uint8_t *out = malloc(len);
+        size_t len2;
+        struct format_error err;
+        cr_assert_eq(format_block_encode_codecs(&info, &g.col, 1, FORMAT_POLICY_SMALLEST,
+                                                &g.codec, out, len, &len2, &err),
+                     0, "%s", err.message);
+        cr_assert_eq(len2, len);
+        cr_assert_eq(memcmp(out, buf, len), 0);
+        free(out);
+        free(buf);
+        free(g.mem);
+    }
+}
+
+static void expect_encode_error(const struct format_column *cols, int ncols, const int *codecs,
+                                enum format_policy policy, const char *message)
+{
+    struct format_block_info info = {0};
+    uint8_t buf[4096];
+    size_t len;
+    struct format_error err = {{0}};
+    cr_assert_eq(format_block_encode_codecs(&info, cols, ncols, policy, codecs, buf, sizeof buf,
+                                            &len, &err),
+                 -1);
+    cr_assert_str_eq(err.message, message);
+}
+
+Test(format_roundtrip, encode_errors)
+{
+    double d[2] = {1, 2};
+    i128 w[2] = {0, (i128)1 << 80};
+    int64_t v[2] = {1, 2};
+    struct format_column cf = {.role = 3, .index = 4, .type = FORMAT_F64, .n = 2, .values = d};
+    struct format_column cw = {.role = 0, .index = 1, .type = FORMAT_I128, .n = 2, .values = w};
+    int delta = FORMAT_DELTA, bitpack = FORMAT_BITPACK, bogus = 7;
+    expect_encode_error(&cf, 1, &delta, FORMAT_POLICY_SMALLEST,
+                        "column 0 (role 3, index 4): codec delta is not valid for f64 columns");
+    expect_encode_error(&cf, 1, &bitpack, FORMAT_POLICY_SMALLEST,
+                        "column 0 (role 3, index 4): codec bitpack is not valid for f64 columns");
+    expect_encode_error(&cw, 1, &delta, FORMAT_POLICY_SMALLEST,
+                        "column 0 (role 0, index 1): codec delta is not valid for i128 columns");
+    expect_encode_error(&cw, 1, &bitpack, FORMAT_POLICY_SMALLEST,
+                        "column 0 (role 0, index 1): i128 values too far apart (or too far "
+                        "from zero) for bitpack");
+    expect_encode_error(&cf, 1, &bogus, FORMAT_POLICY_SMALLEST,
+                        "column 0 (role 3, index 4): unknown codec 7");
+
+    struct format_column bad[2] = {
+        {.role = 1, .index = 1, .type = FORMAT_I64, .n = 2, .values = v},
+        {.role = 1, .index = 2, .type = (enum format_type)9, .n = 2, .values = v},
+    };
+    expect_encode_error(bad, 2, NULL, FORMAT_POLICY_SMALLEST,
+                        "column 1 (role 1, index 2): unknown type 9");
+    bad[1].type = FORMAT_I64;
+    bad[1].n = FORMAT_MAX_VALUES + 1;
+    expect_encode_error(bad, 2, NULL, FORMAT_POLICY_RAW,
+                        "column 1 (role 1, index 2): 268435457 values exceed the limit of "
+                        "268435456");
+    bad[1].n = 2;
+    bad[1].values = NULL;
+    expect_encode_error(bad, 2, NULL, FORMAT_POLICY_RAW, "column 1 (role 1, index 2): no values");
+    expect_encode_error(bad, 1, NULL, (enum format_policy)5, "unknown encoding policy 5");
+    expect_encode_error(bad, 4097, NULL, FORMAT_POLICY_RAW,
+                        "a block holds 0 to 4096 columns, not 4097");
+    expect_encode_error(bad, -1, NULL, FORMAT_POLICY_RAW, "a block holds 0 to 4096 columns, not -1");
+}
+
+Test(format_roundtrip, names)
+{
+    cr_assert_str_eq(format_codec_name(FORMAT_RAW), "raw");
+    cr_assert_str_eq(format_codec_name(FORMAT_BITPACK), "bitpack");
+    cr_assert_str_eq(format_codec_name(FORMAT_DELTA), "delta");
+    cr_assert_str_eq(format_codec_name(FORMAT_LZ4), "lz4");
+    cr_assert_str_eq(format_codec_name((enum format_codec)9), "unknown");
+    cr_assert_eq(format_type_size(FORMAT_I64), 8);
+    cr_assert_eq(format_type_size(FORMAT_I128), 16);
+    cr_assert_eq(format_type_size(FORMAT_F64), 8);
+    cr_assert_eq(format_type_size((enum format_type)0), 0);
+}

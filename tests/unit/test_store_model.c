@@ -1,0 +1,390 @@
+/* test_store_model.c -- the writer against an in-memory model.
+ *
+ * Random batches of inserts, deletes, updates and truncates go to both the
+ * store and a plain list of the rows present. After every commit, every cell
+ * of every width read back from the store must equal the cells the model
+ * aggregates from scratch: counts, exact and float sums, value counts. */
+#include "tests/unit/store_fixture.h"
+
+#include <inttypes.h>
+
+/* A cell as compared: bucket start, keys, accumulators, value-count runs. */
+struct flat_cell {
+    int64_t bucket;
+    int64_t keys[4];
+    int64_t counts[8];
+    __int128 exact[4];
+    double real[4];
+    int64_t vc_codes[2][64];
+    int64_t vc_rows[2][64];
+    int vc_n[2];
+};
+
+static int flat_cmp(const void *a, const void *b, void *nkeys)
+{
+    const struct flat_cell *x = a, *y = b;
+    if (x->bucket != y->bucket)
+        return x->bucket < y->bucket ? -1 : 1;
+    for (int i = 0; i < *(int *)nkeys; i++)
+        if (x->keys[i] != y->keys[i])
+            return x->keys[i] < y->keys[i] ? -1 : 1;
+    return 0;
+}
+
+static int64_t floor_to(int64_t t, int64_t w) { return t >= 0 ? t / w * w : -((-t + w - 1) / w) * w; }
+
+static void vc_add(struct flat_cell *c, int vc, int64_t code, int64_t rows)
+{
+    int i = 0;
+    while (i < c->vc_n[vc] && c->vc_codes[vc][i] < code)
+        i++;
+    if (i < c->vc_n[vc] && c->vc_codes[vc][i] == code) {
+        c->vc_rows[vc][i] += rows;
+        return;
+    }
+    cr_assert_lt(c->vc_n[vc], 64);
+    memmove(&c->vc_codes[vc][i + 1], &c->vc_codes[vc][i], 8 * (size_t)(c->vc_n[vc] - i));
+    memmove(&c->vc_rows[vc][i + 1], &c->vc_rows[vc][i], 8 * (size_t)(c->vc_n[vc] - i));
+    c->vc_codes[vc][i] = code;
+    c->vc_rows[vc][i] = rows;
+    c->vc_n[vc]++;
+}
+
+/* What the model says the cells of (view, width) are, sorted. */
+static struct flat_cell *model_cells(struct store *s, int view, int width, const struct ride *rides,
+                                     int nrides, int *ncells)
+{
+    const struct sql_view *v = &store_views(s)->views[view];
+    struct flat_cell *cells = calloc((size_t)nrides + 1, sizeof *cells);
+    int n = 0, nkeys = v->ncell_keys;
+    for (int i = 0; i < nrides; i++) {
+        struct fixture_delta fd;
+        fixture_delta(s, view, &rides[i], 1, &fd);
+        struct flat_cell key = {.bucket = floor_to(rides[i].at, v->widths[width])};
+        memcpy(key.keys, fd.keys, sizeof key.keys);
+        struct flat_cell *c = NULL;
+        for (int k = 0; k < n && !c; k++)
+            if (flat_cmp(&cells[k], &key, &nkeys) == 0)
+                c = &cells[k];
+        if (!c) {
+            c = &cells[n++];
+            *c = key;
+        }
+        for (int k = 0; k < v->ncounts; k++)
+            c->counts[k] += fd.counts[k];
+        for (int k = 0; k < v->nsums; k++) {
+            c->exact[k] += fd.sums[k].exact;
+            c->real[k] += fd.sums[k].real;
+        }
+        for (int k = 0; k < fd.d.nvcs; k++)
+            vc_add(c, fd.vcs[k].vc, fd.vcs[k].code, fd.vcs[k].delta);
+    }
+    qsort_r(cells, (size_t)n, sizeof *cells, flat_cmp, &nkeys);
+    *ncells = n;
+    return cells;
+}
+
+static int64_t *decode_i64(const struct format_block *b, int role, int index, uint32_t n)
+{
+    int col = format_block_find(b, (uint16_t)role, (uint16_t)index);
+    cr_assert_geq(col, 0, "role %d index %d missing", role, index);
+    int64_t *a = malloc(8 * ((size_t)n + 1));
+    struct format_error ferr;
+    cr_assert_eq(format_block_decode(b, col, a, &ferr), 0, "%s", ferr.message);
+    return a;
+}
+
+/* What the store holds for (view, width), in segment order. */
+static struct flat_cell *store_cells(struct store *s, struct store_read *r, int view, int width,
+                                     int *ncells)
+{
+    const struct sql_view *v = &store_views(s)->views[view];
+    const struct store_column_type *types = store_fact_types(s, view);
+    struct store_segment_iter it;
+    struct store_segment seg;
+    struct store_error err;
+    int cap = 16, n = 0;
+    struct flat_cell *cells = calloc((size_t)cap, sizeof *cells);
+    cr_assert_eq(store_segments_begin(r, view, width, INT64_MIN, INT64_MAX, &it, &err), 0);
+    int rc;
+    while ((rc = store_segments_next(&it, &seg, &err)) == 1) {
+        cr_assert_eq(store_verify_segment(r, &seg, &err), 0, "%s", err.message);
+        uint32_t m = seg.block.info.ncells;
+        if (n + (int)m > cap) {
+            cap = (n + (int)m) * 2;
+            cells = realloc(cells, sizeof *cells * (size_t)cap);
+        }
+        memset(cells + n, 0, sizeof *cells * m);
+        int64_t *bucket = decode_i64(&seg.block, STORE_ROLE_BUCKET, 0, m);
+        for (uint32_t i = 0; i < m; i++)
+            cells[n + (int)i].bucket = seg.span_start + bucket[i] * v->widths[width];
+        free(bucket);
+        for (int k = 0; k < v->ncell_keys; k++) {
+            int64_t *a = decode_i64(&seg.block, STORE_ROLE_KEY, k, m);
+            for (uint32_t i = 0; i < m; i++)
+                cells[n + (int)i].keys[k] = a[i];
+            free(a);
+        }
+        for (int k = 0; k < v->ncounts; k++) {
+            int64_t *a = decode_i64(&seg.block, STORE_ROLE_COUNT, k, m);
+            for (uint32_t i = 0; i < m; i++)
+                cells[n + (int)i].counts[k] = a[i];
+            free(a);
+        }
+        for (int k = 0; k < v->nsums; k++) {
+            int col = format_block_find(&seg.block, STORE_ROLE_SUM, (uint16_t)k);
+            bool real = types[v->sums[k].fact_column].type == STORE_TYPE_FLOAT;
+            char *a = malloc(16 * (size_t)m + 16);
+            struct format_error ferr;
+            cr_assert_eq(format_block_decode(&seg.block, col, a, &ferr), 0, "%s", ferr.message);
+            for (uint32_t i = 0; i < m; i++) {
+                if (real)
+                    memcpy(&cells[n + (int)i].real[k], a + 8 * i, 8);
+                else
+                    memcpy(&cells[n + (int)i].exact[k], a + 16 * i, 16);
+            }
+            free(a);
+        }
+        for (int k = 0; k < v->nvalue_counts; k++) {
+            int64_t *off = decode_i64(&seg.block, STORE_ROLE_VC_OFFSETS, k, m + 1);
+            int64_t *codes = decode_i64(&seg.block, STORE_ROLE_VC_VALUES, k, (uint32_t)off[m]);
+            int64_t *rows = decode_i64(&seg.block, STORE_ROLE_VC_COUNTS, k, (uint32_t)off[m]);
+            for (uint32_t i = 0; i < m; i++)
+                for (int64_t j = off[i]; j < off[i + 1]; j++)
+                    vc_add(&cells[n + (int)i], k, codes[j], rows[j]);
+            free(off);
+            free(codes);
+            free(rows);
+        }
+        n += (int)m;
+    }
+    cr_assert_eq(rc, 0, "%s", err.message);
+    store_segments_end(&it);
+    *ncells = n;
+    return cells;
+}
+
+static void compare(struct store *s, const struct ride *rides, int nrides, const char *when)
+{
+    struct store_read *r;
+    struct store_error err;
+    cr_assert_eq(store_read_begin(s, &r, &err), 0, "%s", err.message);
+    for (int v = 0; v < store_views(s)->nviews; v++) {
+        const struct sql_view *view = &store_views(s)->views[v];
+        for (int w = 0; w < view->nwidths; w++) {
+            int ne, ng;
+            struct flat_cell *want = model_cells(s, v, w, rides, nrides, &ne);
+            struct flat_cell *got = store_cells(s, r, v, w, &ng);
+            cr_assert_eq(ng, ne, "%s: view %s width %d: %d cells, model %d", when, view->name, w,
+                         ng, ne);
+            for (int i = 0; i < ne; i++) {
+                cr_assert_eq(got[i].bucket, want[i].bucket, "%s: cell %d bucket", when, i);
+                cr_assert_arr_eq(got[i].keys, want[i].keys, sizeof got[i].keys);
+                cr_assert_arr_eq(got[i].counts, want[i].counts, sizeof got[i].counts,
+                                 "%s: view %s width %d cell %d counts", when, view->name, w, i);
+                cr_assert(memcmp(got[i].exact, want[i].exact, sizeof got[i].exact) == 0,
+                          "%s: exact sums differ", when);
+                for (int k = 0; k < 4; k++)
+                    cr_assert_float_eq(got[i].real[k], want[i].real[k], 1e-6,
+                                       "float sums: exact for these binary fractions up to order");
+                for (int k = 0; k < 2; k++) {
+                    cr_assert_eq(got[i].vc_n[k], want[i].vc_n[k], "%s: value count runs", when);
+                    cr_assert_arr_eq(got[i].vc_codes[k], want[i].vc_codes[k], 8 * (size_t)want[i].vc_n[k]);
+                    cr_assert_arr_eq(got[i].vc_rows[k], want[i].vc_rows[k], 8 * (size_t)want[i].vc_n[k]);
+                }
+            }
+            free(want);
+            free(got);
+        }
+    }
+    store_read_end(r);
+}
+
+Test(store_model, random_batches_equal_the_model)
+{
+    char dir[64];
+    struct store *s = fixture_create(dir);
+    struct store_error err;
+    enum { MAX_RIDES = 1500 };
+    struct ride *rides = calloc(MAX_RIDES, sizeof *rides);
+    int n = 0;
+    uint64_t rng = 42;
+    store_set_cache_bytes(s, 64 << 10); /* small: segments are evicted and reloaded */
+    for (int batch = 1; batch <= 40; batch++) {
+        int ops = 1 + (int)(fixture_rand(&rng) % 60);
+        for (int op = 0; op < ops; op++) {
+            int kind = (int)(fixture_rand(&rng) % 10);
+            if (kind < 6 && n < MAX_RIDES) { /* insert */
+                rides[n] = fixture_ride(&rng);
+                fixture_apply(s, &rides[n++], +1);
+            } else if (kind < 8 && n > 0) { /* delete */
+                int i = (int)(fixture_rand(&rng) % n);
+                fixture_apply(s, &rides[i], -1);
+                rides[i] = rides[--n];
+            } else if (n > 0) { /* update: every column may move */
+                int i = (int)(fixture_rand(&rng) % n);
+                fixture_apply(s, &rides[i], -1);
+                struct ride moved = fixture_ride(&rng);
+                if (fixture_rand(&rng) % 2)
+                    moved.at = rides[i].at; /* same bucket, other keys or values */
+                rides[i] = moved;
+                fixture_apply(s, &rides[i], +1);
+            }
+        }
+        if (batch == 25) { /* TRUNCATE of the fact table, then more rows */
+            for (int v = 0; v < store_views(s)->nviews; v++)
+                cr_assert_eq(store_truncate_view(s, v, &err), 0, "%s", err.message);
+            n = 0;
+            for (int k = 0; k < 20; k++) {
+                rides[n] = fixture_ride(&rng);
+                fixture_apply(s, &rides[n++], +1);
+            }
+        }
+        struct store_position pos = {.lsn = (uint64_t)batch * 100, .commit_time = batch};
+        cr_assert_eq(store_commit(s, &pos, &err), 0, "batch %d: %s", batch, err.message);
+        char when[32];
+        snprintf(when, sizeof when, "after batch %d", batch);
+        compare(s, rides, n, when);
+    }
+    store_close(s);
+
+    /* What was committed is what a fresh reader sees. */
+    cr_assert_eq(store_open(dir, STORE_READ_ONLY, &s, &err), 0, "%s", err.message);
+    compare(s, rides, n, "after reopen");
+    struct store_read *r;
+    struct store_catalog cat;
+    cr_assert_eq(store_read_begin(s, &r, &err), 0);
+    cr_assert_eq(store_read_catalog(r, &cat, &err), 0, "%s", err.message);
+    cr_assert_eq(cat.position.lsn, 4000);
+    cr_assert_eq(cat.format_version, STORE_FORMAT_VERSION);
+    cr_assert_eq(cat.views_len, strlen(FIXTURE_VIEWS));
+    store_read_end(r);
+    store_close(s);
+    free(rides);
+    fixture_remove(dir);
+}
+
+struct walk {
+    int64_t codes[4096], rows[4096];
+    int n;
+};
+
+static int collect(void *ctx, int64_t code, int64_t rows)
+{
+    struct walk *w = ctx;
+    w->codes[w->n] = code;
+    w->rows[w->n++] = rows;
+    return 0;
+}
+
+Test(store_model, value_dictionary_is_sorted_and_exact)
+{
+    char dir[64];
+    struct store *s = fixture_create(dir);
+    struct store_error err;
+    struct ride rides[300];
+    uint64_t rng = 7;
+    for (int i = 0; i < 300; i++) {
+        rides[i] = fixture_ride(&rng);
+        rides[i].fare = rides[i].fare % 40; /* few distinct values, some negative */
+        fixture_apply(s, &rides[i], +1);
+    }
+    for (int i = 0; i < 100; i++) /* take a third away again */
+        fixture_apply(s, &rides[i], -1);
+    cr_assert_eq(store_commit(s, &(struct store_position){.lsn = 1}, &err), 0, "%s", err.message);
+
+    struct walk got = {0};
+    struct store_read *r;
+    cr_assert_eq(store_read_begin(s, &r, &err), 0);
+    cr_assert_eq(store_values_walk(r, 0, 0, collect, &got, &err), 0, "%s", err.message);
+    store_read_end(r);
+    struct walk want = {0};
+    for (int64_t code = -40; code < 40; code++) {
+        int64_t rows = 0;
+        for (int i = 100; i < 300; i++)
+            rows += !rides[i].fare_null && rides[i].fare == code;
+        if (rows) {
+            want.codes[want.n] = code;
+            want.rows[want.n++] = rows;
+        }
+    }
+    cr_assert_eq(got.n, want.n);
+    cr_assert_arr_eq(got.codes, want.codes, 8 * (size_t)want.n, "ascending codes");
+    cr_assert_arr_eq(got.rows, want.rows, 8 * (size_t)want.n);
+    store_close(s);
+    fixture_remove(dir);
+}
+
+Test(store_model, dictionaries_and_projections)
+{
+    char dir[64];
+    struct store *s = fixture_create(dir);
+    struct store_error err;
+    int64_t a, b, a2, longid, longid2;
+    char big[1000];
+    memset(big, 'x', sizeof big);
+    cr_assert_eq(store_dict_intern(s, 0, 1, "alpha", 5, &a, &err), 0, "%s", err.message);
+    cr_assert_eq(store_dict_intern(s, 0, 1, "beta", 4, &b, &err), 0);
+    cr_assert_eq(store_dict_intern(s, 0, 1, "alpha", 5, &a2, &err), 0);
+    cr_assert_eq(store_dict_intern(s, 0, 1, big, sizeof big, &longid, &err), 0, "%s", err.message);
+    cr_assert_eq(a, a2, "same text, same id before commit");
+    cr_assert_neq(a, b);
+    struct store_dim_value manhattan[1] = {{false, "Manhattan", 9}}, nul[1] = {{true, NULL, 0}};
+    cr_assert_eq(store_projection_put(s, 1, 0, 4, manhattan, &err), 0, "%s", err.message);
+    cr_assert_eq(store_projection_put(s, 1, 0, 5, nul, &err), 0);
+    cr_assert_eq(store_projection_put(s, 1, 0, 6, manhattan, &err), 0);
+    cr_assert_eq(store_projection_delete(s, 1, 0, 6, &err), 0);
+    cr_assert_neq(store_projection_put(s, 1, 3, 6, manhattan, &err), 0, "join 3 does not exist");
+    cr_assert_eq(store_commit(s, &(struct store_position){.lsn = 9}, &err), 0, "%s", err.message);
+
+    int64_t c;
+    cr_assert_eq(store_dict_intern(s, 0, 1, "gamma", 5, &c, &err), 0);
+    cr_assert_eq(store_dict_intern(s, 0, 1, big, sizeof big, &longid2, &err), 0);
+    cr_assert_eq(longid, longid2, "long texts are found through their hash key");
+    cr_assert(c != a && c != b && c != longid, "ids are never reused");
+    cr_assert_eq(store_commit(s, &(struct store_position){.lsn = 10}, &err), 0);
+    store_close(s);
+
+    cr_assert_eq(store_open(dir, STORE_READ_ONLY, &s, &err), 0, "%s", err.message);
+    struct store_read *r;
+    cr_assert_eq(store_read_begin(s, &r, &err), 0);
+    const char *text;
+    size_t len;
+    cr_assert_eq(store_dict_lookup(r, 0, 1, a, &text, &len), 0);
+    cr_assert(len == 5 && memcmp(text, "alpha", 5) == 0);
+    cr_assert_eq(store_dict_lookup(r, 0, 1, longid, &text, &len), 0);
+    cr_assert_eq(len, sizeof big);
+    cr_assert_eq(store_dict_lookup(r, 0, 1, 12345, &text, &len), -1);
+    struct store_dim_value got[1];
+    cr_assert_eq(store_projection_get(r, 1, 0, 4, got, 1, &err), 1);
+    cr_assert(!got[0].is_null && got[0].len == 9 && memcmp(got[0].text, "Manhattan", 9) == 0);
+    cr_assert_eq(store_projection_get(r, 1, 0, 5, got, 1, &err), 1);
+    cr_assert(got[0].is_null);
+    cr_assert_eq(store_projection_get(r, 1, 0, 6, got, 1, &err), 0, "deleted");
+    store_read_end(r);
+    cr_assert_neq(store_apply(s, &(struct store_delta){0}, &err), 0, "read-only store refuses writes");
+    cr_assert(strstr(err.message, "is open read-only") != NULL, "%s", err.message);
+    store_close(s);
+    fixture_remove(dir);
+}
+
+Test(store_model, bad_deltas_are_refused_at_commit)
+{
+    char dir[64];
+    struct store *s = fixture_create(dir);
+    struct store_error err;
+    uint64_t rng = 3;
+    struct ride r = fixture_ride(&rng);
+    fixture_apply(s, &r, -1); /* taking away a row that was never added */
+    cr_assert_neq(store_commit(s, &(struct store_position){.lsn = 1}, &err), 0);
+    cr_assert(strstr(err.message, "went negative") != NULL, "%s", err.message);
+    /* nothing was written, and the writer carries on */
+    fixture_apply(s, &r, +1);
+    cr_assert_eq(store_commit(s, &(struct store_position){.lsn = 2}, &err), 0, "%s", err.message);
+    struct store_read *rd;
+    cr_assert_eq(store_read_begin(s, &rd, &err), 0);
+    cr_assert_eq(fixture_total_rows(rd, 0, 0), 1);
+    store_read_end(rd);
+    store_close(s);
+    fixture_remove(dir);
+}
