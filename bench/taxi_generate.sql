@@ -4,6 +4,8 @@
 -- 300), card payments most, fares with one or two decimals including zeros
 -- and negatives, tips mostly on card, a daily rhythm. A test-sized
 -- generator; the benchmark has its own at full scale.
+-- Every LATERAL subquery mentions g: an uncorrelated one (SELECT random())
+-- would be evaluated once, giving every trip the same payment type.
 CREATE OR REPLACE FUNCTION straum_generate_trips(trips int, seed float8, first_id bigint)
 RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
@@ -39,8 +41,8 @@ LATERAL (SELECT CASE WHEN random() < 0.02 THEN (ARRAY[264, 265, 300])[1 + (rando
                      ELSE 1 + (random() * 264)::int END AS do_, g AS gg) z,
 LATERAL (SELECT CASE WHEN r < 0.72 THEN 1 WHEN r < 0.90 THEN 2 WHEN r < 0.93 THEN 0
                      WHEN r < 0.96 THEN 3 WHEN r < 0.99 THEN 4 ELSE 5 END::smallint AS payment_type,
-                g AS gg FROM (SELECT random() AS r) x) p,
+                g AS gg FROM (SELECT random() AS r, g AS g2) x) p,
 LATERAL (SELECT CASE WHEN r < 0.01 THEN 0.00 WHEN r < 0.02 THEN -round((random() * 20)::numeric, 1)
                      ELSE round((3 + random() * random() * 70)::numeric, 1) END AS fare,
-                g AS gg FROM (SELECT random() AS r) x) f;
+                g AS gg FROM (SELECT random() AS r, g AS g2) x) f;
 END $$;
