@@ -1,0 +1,49 @@
+/* taxi.h -- the taxi benchmark program's modes and the helpers they share.
+ * taxi.c holds main(), which dispatches on the first argument to one
+ * taxi_<mode>_main; each mode lives in its own file (taxi_demo.c, ...).
+ * A new mode: write taxi_<mode>.c with its main, declare it here, add it
+ * to the table in taxi.c and to bench/CMakeLists.txt. */
+#ifndef STRAUM_BENCH_TAXI_H
+#define STRAUM_BENCH_TAXI_H
+
+#include "bench/http_client.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Modes: argv[0] is the mode's name. Exit status 0 ok, 1 the benchmark
+ * failed (an answer differed, a target missed), 2 a usage or setup error. */
+int taxi_demo_main(int argc, char **argv);
+int taxi_wait_ready_main(int argc, char **argv);
+/* The benchmark modes (taxi_report.c sets up, runs, tears down). */
+int taxi_asks_main(int argc, char **argv);
+int taxi_cold_main(int argc, char **argv);
+int taxi_memory_main(int argc, char **argv);
+int taxi_txn_main(int argc, char **argv);
+int taxi_all_main(int argc, char **argv);
+
+/* Monotonic clock in nanoseconds. */
+int64_t taxi_now_ns(void);
+
+/* "87 µs", "41.3 ms", "1.92 s": a duration for people. Returns buf. */
+const char *taxi_format_ns(int64_t ns, char *buf, size_t len);
+
+/* "12.3x", "475x", "12,480x". Returns buf. */
+const char *taxi_format_ratio(double ratio, char *buf, size_t len);
+
+/* "200,000". Returns buf. */
+const char *taxi_format_count(long long n, char *buf, size_t len);
+
+/* The median of n values (sorts them in place); 0 for n == 0. */
+int64_t taxi_median(int64_t *v, int n);
+
+/* Display width of a UTF-8 string (code points; no wide characters here). */
+int taxi_text_width(const char *s);
+
+/* POSTs {"ask": ask, "params": [...], "time_zone": tz} to /ask. params is
+ * NULL-terminated (strings). Returns 0 with the response in resp, or -1
+ * with a message in err. */
+int taxi_post_ask(struct http_client *c, const char *ask, const char *const *params,
+                  const char *tz, struct http_response *resp, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,118 @@
+/* taxi_bench.h -- what the benchmark modes (asks, cold-start, memory,
+ * transactions, all) share: the options every mode takes, the environment
+ * taxi_setup.c builds (a throwaway PostgreSQL loaded with generated trips,
+ * a store built by straum-ingest, the following ingest and straum-serve as
+ * children), process helpers (taxi_proc.c) and the JSON report and plots
+ * (taxi_report.c). */
+#ifndef STRAUM_BENCH_TAXI_BENCH_H
+#define STRAUM_BENCH_TAXI_BENCH_H
+
+#include "bench/taxi.h"
+#include "tests/pg/pgtmp.h"
+
+#include <cjson/cJSON.h>
+#include <libpq-fe.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define TAXI_FULL_SCALE 20332093LL
+#define TAXI_TZ "America/New_York"
+
+struct taxi_opts {
+    long long trips;
+    unsigned long long seed;
+    const char *json_file; /* --json FILE */
+    const char *plot_dir;  /* --plot DIR */
+    const char *bin_dir;   /* straum-ingest, straum-serve, straum-dump, taxi_gen */
+    const char *src_dir;   /* bench/taxi_views.sql, bench/taxi_schema.sql, zones */
+    const char *work_dir;  /* --keep-data DIR: kept; else a temp dir, removed */
+    bool check_only;       /* asks: compare answers, no timing */
+    int trials;            /* asks: interleaved trials per side (3) */
+    double min_seconds;    /* asks: per trial (1 s, split over trials) */
+    int restarts;          /* cold-start: warm restarts (10) */
+    const char *txn_sizes; /* transactions: "1000,10000,100000,1000000" */
+    int argc;
+    char **argv;
+};
+
+struct taxi_env {
+    struct taxi_opts *o;
+    struct pgtmp pg;
+    bool pg_up;
+    PGconn *conn; /* session time zone America/New_York */
+    char work[1024], store[1100], views[1100], url[64];
+    char ingest_bin[1100], serve_bin[1100], dump_bin[1100], gen_bin[1100];
+    int port;
+    pid_t ingest_pid, serve_pid;
+    /* Figures of the setup. */
+    double load_pg_s, index_s, copy_out_s, ingest_load_s;
+    long ingest_peak_kib; /* VmHWM of the initial load */
+    cJSON *report;        /* the --json document */
+};
+
+/* Parses the options every mode takes (argv[0] is the mode). Returns 0, or
+ * 2 after printing usage. */
+int taxi_opts_parse(struct taxi_opts *o, int argc, char **argv, const char *mode);
+
+/* Starts PostgreSQL, loads it, builds the store, starts the following
+ * ingest and (when with_serve) straum-serve. Installs cleanup for exit and
+ * SIGINT/SIGTERM. Returns 0, or -1 after printing why. */
+int taxi_setup(struct taxi_env *e, struct taxi_opts *o, bool with_serve);
+/* Stops every child, PostgreSQL, removes the work dir unless kept. */
+void taxi_teardown(struct taxi_env *e);
+
+/* Starts straum-serve on e->port; waits for /readyz 200 (timeout_s).
+ * Returns 0 or -1. */
+int taxi_serve_start(struct taxi_env *e, double timeout_s);
+void taxi_serve_stop(struct taxi_env *e);
+/* Starts the following straum-ingest (log in the work dir). */
+int taxi_ingest_follow(struct taxi_env *e);
+void taxi_ingest_stop(struct taxi_env *e);
+
+/* The store's applied source position (catalog), or 0 on error. */
+uint64_t taxi_store_lsn(struct taxi_env *e);
+/* Parses "X/Y". */
+uint64_t taxi_parse_lsn(const char *s);
+
+/* One-row one-column query; returns a malloc'd string or NULL (printed). */
+char *taxi_pg_value(PGconn *c, const char *sql);
+/* A command; returns 0 or -1 (printed). */
+int taxi_pg_exec(PGconn *c, const char *sql);
+
+/* ---- Processes (taxi_proc.c) --------------------------------------------- */
+
+/* fork/exec argv with stdout and stderr to log (appended; NULL: inherit).
+ * Returns the pid, or -1. */
+pid_t taxi_spawn(char *const *argv, const char *log);
+/* The same with stdout to out (stderr to log; NULL: inherit). */
+pid_t taxi_spawn_out(char *const *argv, const char *out, const char *log);
+/* SIGTERM, then SIGKILL after timeout_s; reaps. */
+void taxi_stop_pid(pid_t pid, double timeout_s);
+/* A field of /proc/PID/status in KiB ("VmRSS", "RssAnon", ...), or -1. */
+long taxi_proc_kib(pid_t pid, const char *field);
+/* A field of /proc/PID/smaps_rollup in KiB, or -1. */
+long taxi_smaps_kib(pid_t pid, const char *field);
+/* A free loopback TCP port, or -1. */
+int taxi_free_port(void);
+/* Registers a child to kill if the program is interrupted; 0 unregisters. */
+void taxi_track_child(pid_t pid, bool on);
+void taxi_install_signals(const char *remove_dir);
+
+/* ---- Report (taxi_report.c) ---------------------------------------------- */
+
+/* The root object with machine, versions and command line. */
+cJSON *taxi_report_new(struct taxi_env *e);
+/* Writes the report to o->json_file, if given. */
+int taxi_report_write(struct taxi_env *e);
+/* Runs gnuplot on DIR/name.gp if gnuplot is installed; prints a note if not. */
+void taxi_plot(const char *dir, const char *name, const char *script);
+
+/* ---- Modes --------------------------------------------------------------- */
+
+int taxi_asks_run(struct taxi_env *e);
+int taxi_cold_run(struct taxi_env *e);
+int taxi_memory_run(struct taxi_env *e);
+int taxi_txn_run(struct taxi_env *e);
+
+#endif

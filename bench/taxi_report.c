@@ -1,0 +1,172 @@
+/* taxi_report.c -- the taxi benchmark's --json document (the machine: CPU
+ * model, cores, memory; versions: PostgreSQL, Straum, the compiler; the
+ * exact command line; the modes add their figures), the mode entry points
+ * that set up, run one mode or all of them and tear down, and gnuplot
+ * charts for --plot (a note when gnuplot is not installed). */
+#include "bench/taxi_bench.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static void first_field(const char *path, const char *key, char *out, size_t len)
+{
+    out[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    char line[512];
+    size_t n = strlen(key);
+    while (fgets(line, sizeof line, f)) {
+        if (!strncmp(line, key, n)) {
+            char *v = strchr(line, ':');
+            if (!v)
+                continue;
+            v++;
+            while (*v == ' ' || *v == '\t')
+                v++;
+            v[strcspn(v, "\n")] = '\0';
+            snprintf(out, len, "%s", v);
+            break;
+        }
+    }
+    fclose(f);
+}
+
+cJSON *taxi_report_new(struct taxi_env *e)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON *m = cJSON_AddObjectToObject(root, "machine");
+    char buf[512];
+    first_field("/proc/cpuinfo", "model name", buf, sizeof buf);
+    cJSON_AddStringToObject(m, "cpu", buf);
+    cJSON_AddNumberToObject(m, "cores", (double)sysconf(_SC_NPROCESSORS_ONLN));
+    first_field("/proc/meminfo", "MemTotal", buf, sizeof buf);
+    cJSON_AddStringToObject(m, "mem_total", buf);
+    cJSON *v = cJSON_AddObjectToObject(root, "versions");
+    char *pgv = e->conn ? taxi_pg_value(e->conn, "SHOW server_version") : NULL;
+    cJSON_AddStringToObject(v, "postgresql", pgv ? pgv : "?");
+    free(pgv);
+    cJSON_AddStringToObject(v, "straum", "0.1");
+#ifdef __clang__
+    cJSON_AddStringToObject(v, "compiler", "clang " __clang_version__);
+#elif defined(__GNUC__)
+    cJSON_AddStringToObject(v, "compiler", "gcc " __VERSION__);
+#endif
+    cJSON *cmd = cJSON_AddArrayToObject(root, "command");
+    cJSON_AddItemToArray(cmd, cJSON_CreateString("taxi"));
+    for (int i = 0; i < e->o->argc; i++)
+        cJSON_AddItemToArray(cmd, cJSON_CreateString(e->o->argv[i]));
+    time_t now = time(NULL);
+    strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    cJSON_AddStringToObject(root, "date", buf);
+    return root;
+}
+
+int taxi_report_write(struct taxi_env *e)
+{
+    if (!e->o->json_file || !e->report)
+        return 0;
+    char *s = cJSON_Print(e->report);
+    FILE *f = fopen(e->o->json_file, "w");
+    if (!s || !f) {
+        fprintf(stderr, "taxi: cannot write %s\n", e->o->json_file);
+        free(s);
+        if (f)
+            fclose(f);
+        return -1;
+    }
+    fputs(s, f);
+    fputc('\n', f);
+    fclose(f);
+    free(s);
+    printf("Figures written to %s\n", e->o->json_file);
+    return 0;
+}
+
+void taxi_plot(const char *dir, const char *name, const char *script)
+{
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s.gp", dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "taxi: cannot write %s\n", path);
+        return;
+    }
+    fputs(script, f);
+    fclose(f);
+    if (system("command -v gnuplot >/dev/null 2>&1") != 0) {
+        printf("  note: gnuplot is not installed (Debian: gnuplot-nox); %s and its data are in %s\n",
+               path, dir);
+        return;
+    }
+    char cmd[2600];
+    snprintf(cmd, sizeof cmd, "cd '%s' && gnuplot '%s.gp'", dir, name);
+    if (system(cmd) != 0)
+        printf("  note: gnuplot failed on %s\n", path);
+    else
+        printf("  plot: %s/%s.png\n", dir, name);
+}
+
+/* ---- Mode entry points ---------------------------------------------------- */
+
+static int run_modes(int argc, char **argv, const char *mode, int (*const *runs)(struct taxi_env *),
+                     int nruns)
+{
+    static struct taxi_opts o;
+    int rc = taxi_opts_parse(&o, argc, argv, mode);
+    if (rc)
+        return rc;
+    if (o.plot_dir) {
+        char cmd[1200];
+        snprintf(cmd, sizeof cmd, "mkdir -p '%s'", o.plot_dir);
+        if (system(cmd) != 0)
+            return 2;
+    }
+    static struct taxi_env e;
+    if (taxi_setup(&e, &o, true) != 0) {
+        fprintf(stderr, "taxi: setup failed; logs in %s\n", e.work);
+        o.work_dir = e.work; /* keep the logs */
+        return 2;
+    }
+    rc = 0;
+    for (int i = 0; i < nruns && rc == 0; i++)
+        rc = runs[i](&e);
+    if (taxi_report_write(&e))
+        rc = rc ? rc : 2;
+    taxi_teardown(&e);
+    return rc;
+}
+
+int taxi_asks_main(int argc, char **argv)
+{
+    int (*const runs[])(struct taxi_env *) = {taxi_asks_run};
+    return run_modes(argc, argv, "asks", runs, 1);
+}
+
+int taxi_cold_main(int argc, char **argv)
+{
+    int (*const runs[])(struct taxi_env *) = {taxi_cold_run};
+    return run_modes(argc, argv, "cold-start", runs, 1);
+}
+
+int taxi_memory_main(int argc, char **argv)
+{
+    int (*const runs[])(struct taxi_env *) = {taxi_memory_run};
+    return run_modes(argc, argv, "memory", runs, 1);
+}
+
+int taxi_txn_main(int argc, char **argv)
+{
+    int (*const runs[])(struct taxi_env *) = {taxi_txn_run};
+    return run_modes(argc, argv, "transactions", runs, 1);
+}
+
+int taxi_all_main(int argc, char **argv)
+{
+    int (*const runs[])(struct taxi_env *) = {taxi_asks_run, taxi_memory_run, taxi_cold_run,
+                                              taxi_txn_run};
+    return run_modes(argc, argv, "all", runs, 4);
+}

@@ -1,0 +1,577 @@
+/* taxi_setup.c -- the setup every benchmark mode shares: options; a
+ * throwaway PostgreSQL 15 (pgtmp, shared_buffers 2GB) with the schema, the
+ * real zones and taxi_gen's trips loaded by COPY FROM STDIN, indexed and
+ * analyzed after the load; PostgreSQL's own binary COPY of the columns the
+ * views read (the yardstick of the initial load); straum-ingest plan's SQL
+ * applied; the initial load by straum-ingest (timed, its peak RSS kept);
+ * then the following ingest and straum-serve as children, all stopped at
+ * exit or on SIGINT/SIGTERM. */
+#include "bench/taxi_bench.h"
+
+#include "store/store.h"
+
+#include <errno.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef STRAUM_SOURCE_DIR
+#define STRAUM_SOURCE_DIR "."
+#endif
+
+static int opts_usage(const char *mode)
+{
+    fprintf(stderr,
+            "usage: taxi %s [--trips N] [--seed S] [--json FILE] [--plot DIR] [--keep-data DIR]\n"
+            "       [--bin DIR] [--source-dir DIR] [--check-only] [--trials N] [--seconds S]\n"
+            "       [--restarts N] [--sizes N,N,...]\n"
+            "  --trips N        trips generated (default the full scale, 20,332,093)\n"
+            "  --seed S         the generator's seed (default 42)\n"
+            "  --json FILE      every figure, the machine and versions as JSON\n"
+            "  --plot DIR       PNG charts drawn with gnuplot (if installed)\n"
+            "  --keep-data DIR  work dir (store, logs) kept after the run\n"
+            "  --bin DIR        straum-ingest, straum-serve, straum-dump, taxi_gen (default:\n"
+            "                   beside this program)\n"
+            "  --source-dir DIR the repository (bench/taxi_views.sql, the zones)\n"
+            "  --check-only     asks: compare every answer with PostgreSQL's, no timing\n"
+            "  --trials N       asks: interleaved trials per side (3)\n"
+            "  --seconds S      asks: seconds of back-to-back requests per side (1, over\n"
+            "                   the trials; at least one request per trial)\n"
+            "  --restarts N     cold-start: warm restarts (10)\n"
+            "  --sizes LIST     transactions: rows changed (1000,10000,100000,1000000)\n",
+            mode);
+    return 2;
+}
+
+int taxi_opts_parse(struct taxi_opts *o, int argc, char **argv, const char *mode)
+{
+    memset(o, 0, sizeof *o);
+    o->trips = TAXI_FULL_SCALE;
+    o->seed = 42;
+    o->trials = 3;
+    o->min_seconds = 1.0;
+    o->restarts = 10;
+    o->txn_sizes = "1000,10000,100000,1000000";
+    o->src_dir = STRAUM_SOURCE_DIR;
+    o->argc = argc;
+    o->argv = argv;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--check-only")) {
+            o->check_only = true;
+            continue;
+        }
+        if (!strcmp(a, "--help") || i + 1 >= argc)
+            return opts_usage(mode);
+        const char *v = argv[++i];
+        if (!strcmp(a, "--trips"))
+            o->trips = atoll(v);
+        else if (!strcmp(a, "--seed"))
+            o->seed = strtoull(v, NULL, 10);
+        else if (!strcmp(a, "--json"))
+            o->json_file = v;
+        else if (!strcmp(a, "--plot"))
+            o->plot_dir = v;
+        else if (!strcmp(a, "--keep-data"))
+            o->work_dir = v;
+        else if (!strcmp(a, "--bin"))
+            o->bin_dir = v;
+        else if (!strcmp(a, "--source-dir"))
+            o->src_dir = v;
+        else if (!strcmp(a, "--trials"))
+            o->trials = atoi(v);
+        else if (!strcmp(a, "--seconds"))
+            o->min_seconds = atof(v);
+        else if (!strcmp(a, "--restarts"))
+            o->restarts = atoi(v);
+        else if (!strcmp(a, "--sizes"))
+            o->txn_sizes = v;
+        else
+            return opts_usage(mode);
+    }
+    if (o->trips < 1 || o->trials < 1 || o->restarts < 1 || o->min_seconds < 0)
+        return opts_usage(mode);
+    return 0;
+}
+
+/* ---- PostgreSQL helpers --------------------------------------------------- */
+
+char *taxi_pg_value(PGconn *c, const char *sql)
+{
+    PGresult *r = PQexec(c, sql);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) < 1) {
+        fprintf(stderr, "taxi: %s: %s", sql, PQerrorMessage(c));
+        PQclear(r);
+        return NULL;
+    }
+    char *v = strdup(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return v;
+}
+
+int taxi_pg_exec(PGconn *c, const char *sql)
+{
+    PGresult *r = PQexec(c, sql);
+    ExecStatusType st = PQresultStatus(r);
+    PQclear(r);
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+        fprintf(stderr, "taxi: %.200s: %s", sql, PQerrorMessage(c));
+        return -1;
+    }
+    return 0;
+}
+
+uint64_t taxi_parse_lsn(const char *s)
+{
+    unsigned long hi = 0, lo = 0;
+    if (!s || sscanf(s, "%lx/%lx", &hi, &lo) != 2)
+        return 0;
+    return ((uint64_t)hi << 32) | (uint64_t)lo;
+}
+
+static char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    if (buf) {
+        buf[n] = '\0';
+        if (len)
+            *len = (size_t)n;
+    }
+    return buf;
+}
+
+/* COPY table FROM STDIN, fed from fd until EOF. Returns rows or -1. */
+static long long copy_in_fd(PGconn *c, const char *sql, int fd)
+{
+    PGresult *r = PQexec(c, sql);
+    if (PQresultStatus(r) != PGRES_COPY_IN) {
+        fprintf(stderr, "taxi: %s: %s", sql, PQerrorMessage(c));
+        PQclear(r);
+        return -1;
+    }
+    PQclear(r);
+    static char buf[1 << 18];
+    ssize_t n;
+    int ok = 1;
+    while ((n = read(fd, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
+        if (n > 0 && PQputCopyData(c, buf, (int)n) != 1) {
+            ok = 0;
+            break;
+        }
+    PQputCopyEnd(c, ok ? NULL : "taxi: feeding COPY failed");
+    r = PQgetResult(c);
+    long long rows = -1;
+    if (PQresultStatus(r) == PGRES_COMMAND_OK)
+        rows = atoll(PQcmdTuples(r));
+    else
+        fprintf(stderr, "taxi: %s: %s", sql, PQerrorMessage(c));
+    PQclear(r);
+    while ((r = PQgetResult(c)))
+        PQclear(r);
+    return rows;
+}
+
+/* PostgreSQL's own binary COPY of the columns the views read: seconds, or
+ * a negative value on error. */
+static double copy_out_seconds(PGconn *c)
+{
+    const char *sql = "COPY (SELECT pickup_at, pu_location_id, do_location_id, payment_type, "
+                      "fare_amount, tip_amount, trip_distance FROM yellow_trips) "
+                      "TO STDOUT (FORMAT binary)";
+    int64_t t0 = taxi_now_ns();
+    PGresult *r = PQexec(c, sql);
+    if (PQresultStatus(r) != PGRES_COPY_OUT) {
+        fprintf(stderr, "taxi: %s: %s", sql, PQerrorMessage(c));
+        PQclear(r);
+        return -1;
+    }
+    PQclear(r);
+    char *buf;
+    int n;
+    while ((n = PQgetCopyData(c, &buf, 0)) > 0)
+        PQfreemem(buf);
+    r = PQgetResult(c);
+    bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+    PQclear(r);
+    return ok ? (double)(taxi_now_ns() - t0) / 1e9 : -1;
+}
+
+/* ---- Store position ------------------------------------------------------- */
+
+uint64_t taxi_store_lsn(struct taxi_env *e)
+{
+    struct store *s;
+    struct store_error err;
+    if (store_open(e->store, STORE_READ_ONLY, &s, &err) != 0)
+        return 0;
+    uint64_t lsn = 0;
+    struct store_read *r;
+    if (store_read_begin(s, &r, &err) == 0) {
+        struct store_catalog cat;
+        if (store_read_catalog(r, &cat, &err) == 0)
+            lsn = cat.position.lsn;
+        store_read_end(r);
+    }
+    store_close(s);
+    return lsn;
+}
+
+/* ---- Children ----------------------------------------------------------- */
+
+int taxi_ingest_follow(struct taxi_env *e)
+{
+    char log[1200];
+    snprintf(log, sizeof log, "%s/ingest.log", e->work);
+    char *argv[] = {e->ingest_bin, "run", "--source", (char *)pgtmp_conninfo(&e->pg), "--views",
+                    e->views, "--store", e->store, NULL};
+    e->ingest_pid = taxi_spawn(argv, log);
+    return e->ingest_pid > 0 ? 0 : -1;
+}
+
+void taxi_ingest_stop(struct taxi_env *e)
+{
+    taxi_stop_pid(e->ingest_pid, 30);
+    e->ingest_pid = 0;
+}
+
+int taxi_serve_start(struct taxi_env *e, double timeout_s)
+{
+    char log[1200], listen[64];
+    snprintf(log, sizeof log, "%s/serve.log", e->work);
+    snprintf(listen, sizeof listen, "127.0.0.1:%d", e->port);
+    char *argv[] = {e->serve_bin, "--store", e->store, "--listen", listen, NULL};
+    e->serve_pid = taxi_spawn(argv, log);
+    if (e->serve_pid <= 0)
+        return -1;
+    int64_t deadline = taxi_now_ns() + (int64_t)(timeout_s * 1e9);
+    struct http_response resp = {0};
+    char err[256];
+    while (taxi_now_ns() < deadline) {
+        struct http_client c;
+        if (http_client_open(&c, e->url, err, sizeof err) == 0 &&
+            http_request(&c, "GET", "/readyz", NULL, NULL, 0, &resp, err, sizeof err) == 0 &&
+            resp.status == 200) {
+            http_client_close(&c);
+            http_response_free(&resp);
+            return 0;
+        }
+        http_client_close(&c);
+        if (waitpid(e->serve_pid, NULL, WNOHANG) == e->serve_pid) {
+            fprintf(stderr, "taxi: straum-serve exited (log: %s)\n", log);
+            taxi_track_child(e->serve_pid, false);
+            e->serve_pid = 0;
+            http_response_free(&resp);
+            return -1;
+        }
+        usleep(1000);
+    }
+    http_response_free(&resp);
+    fprintf(stderr, "taxi: straum-serve not ready after %.0f s (log: %s)\n", timeout_s, log);
+    return -1;
+}
+
+void taxi_serve_stop(struct taxi_env *e)
+{
+    taxi_stop_pid(e->serve_pid, 10);
+    e->serve_pid = 0;
+}
+
+/* ---- Setup ---------------------------------------------------------------- */
+
+static struct taxi_env *cleanup_env;
+
+static void at_exit_cleanup(void)
+{
+    if (cleanup_env)
+        taxi_teardown(cleanup_env);
+}
+
+void taxi_teardown(struct taxi_env *e)
+{
+    if (e->serve_pid > 0)
+        taxi_serve_stop(e);
+    if (e->ingest_pid > 0)
+        taxi_ingest_stop(e);
+    if (e->conn) {
+        PQfinish(e->conn);
+        e->conn = NULL;
+    }
+    if (e->pg_up) {
+        pgtmp_stop(&e->pg);
+        e->pg_up = false;
+    }
+    if (e->work[0] && !e->o->work_dir) {
+        char *argv[] = {"/bin/rm", "-rf", e->work, NULL};
+        pid_t p = taxi_spawn(argv, NULL);
+        if (p > 0) {
+            waitpid(p, NULL, 0);
+            taxi_track_child(p, false);
+        }
+        e->work[0] = '\0';
+    }
+    if (e->report) {
+        cJSON_Delete(e->report);
+        e->report = NULL;
+    }
+    cleanup_env = NULL;
+}
+
+static void progress(const char *what, int64_t t0)
+{
+    char t[32];
+    printf("  %-58s %s\n", what, taxi_format_ns(taxi_now_ns() - t0, t, sizeof t));
+    fflush(stdout);
+}
+
+static void paths(struct taxi_env *e, struct taxi_opts *o)
+{
+    char exe[1024] = ".";
+    const char *bin = o->bin_dir;
+    if (!bin) {
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+        if (n > 0) {
+            exe[n] = '\0';
+            bin = dirname(exe);
+        } else
+            bin = ".";
+    }
+    snprintf(e->ingest_bin, sizeof e->ingest_bin, "%s/straum-ingest", bin);
+    snprintf(e->serve_bin, sizeof e->serve_bin, "%s/straum-serve", bin);
+    snprintf(e->dump_bin, sizeof e->dump_bin, "%s/straum-dump", bin);
+    snprintf(e->gen_bin, sizeof e->gen_bin, "%s/taxi_gen", bin);
+    snprintf(e->views, sizeof e->views, "%s/bench/taxi_views.sql", o->src_dir);
+}
+
+static int load_trips(struct taxi_env *e)
+{
+    int fds[2];
+    if (pipe(fds) != 0)
+        return -1;
+    char trips[32], seed[32];
+    snprintf(trips, sizeof trips, "%lld", e->o->trips);
+    snprintf(seed, sizeof seed, "%llu", e->o->seed);
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        close(fds[1]);
+        char *argv[] = {e->gen_bin, "--trips", trips, "--seed", seed, NULL};
+        execv(argv[0], argv);
+        fprintf(stderr, "taxi: exec %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    taxi_track_child(pid, true);
+    close(fds[1]);
+    long long rows = copy_in_fd(e->conn, "COPY yellow_trips FROM STDIN", fds[0]);
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    taxi_track_child(pid, false);
+    if (rows != e->o->trips || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "taxi: loading trips: %lld rows of %lld (taxi_gen status %d)\n", rows,
+                e->o->trips, status);
+        return -1;
+    }
+    return 0;
+}
+
+static int apply_plan(struct taxi_env *e)
+{
+    char out[1200], log[1200];
+    snprintf(out, sizeof out, "%s/plan.sql", e->work);
+    snprintf(log, sizeof log, "%s/setup.log", e->work);
+    char *argv[] = {e->ingest_bin, "plan", "--source", (char *)pgtmp_conninfo(&e->pg), "--views",
+                    e->views, NULL};
+    pid_t pid = taxi_spawn_out(argv, out, log);
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid)
+        return -1;
+    taxi_track_child(pid, false);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) > 1) {
+        fprintf(stderr, "taxi: straum-ingest plan failed (see %s)\n", log);
+        return -1;
+    }
+    char *sql = read_file(out, NULL);
+    if (!sql)
+        return -1;
+    /* Drop the comment lines; run the rest. */
+    char *clean = calloc(strlen(sql) + 1, 1);
+    size_t o = 0;
+    for (char *line = strtok(sql, "\n"); line; line = strtok(NULL, "\n"))
+        if (strncmp(line, "--", 2)) {
+            o += (size_t)sprintf(clean + o, "%s\n", line);
+        }
+    int rc = taxi_pg_exec(e->conn, clean);
+    free(sql);
+    free(clean);
+    return rc;
+}
+
+/* The initial load: straum-ingest run --exit-when-caught-up, timed, with
+ * its peak RSS from wait4's rusage. */
+static int initial_load(struct taxi_env *e)
+{
+    char log[1200];
+    snprintf(log, sizeof log, "%s/ingest.log", e->work);
+    char *argv[] = {e->ingest_bin, "run", "--source", (char *)pgtmp_conninfo(&e->pg), "--views",
+                    e->views, "--store", e->store, "--exit-when-caught-up", NULL};
+    int64_t t0 = taxi_now_ns();
+    pid_t pid = taxi_spawn(argv, log);
+    if (pid < 0)
+        return -1;
+    int status = 0;
+    struct rusage ru;
+    if (wait4(pid, &status, 0, &ru) != pid)
+        return -1;
+    taxi_track_child(pid, false);
+    e->ingest_load_s = (double)(taxi_now_ns() - t0) / 1e9;
+    e->ingest_peak_kib = ru.ru_maxrss;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "taxi: the initial load failed (see %s)\n", log);
+        return -1;
+    }
+    return 0;
+}
+
+int taxi_setup(struct taxi_env *e, struct taxi_opts *o, bool with_serve)
+{
+    memset(e, 0, sizeof *e);
+    e->o = o;
+    paths(e, o);
+    if (o->work_dir) {
+        mkdir(o->work_dir, 0755);
+        snprintf(e->work, sizeof e->work, "%s", o->work_dir);
+    } else {
+        char tmpl[] = "/tmp/straum-taxi.XXXXXX";
+        if (!mkdtemp(tmpl)) {
+            perror("taxi: mkdtemp");
+            return -1;
+        }
+        snprintf(e->work, sizeof e->work, "%s", tmpl);
+    }
+    snprintf(e->store, sizeof e->store, "%s/store", e->work);
+    cleanup_env = e;
+    atexit(at_exit_cleanup);
+    taxi_install_signals(o->work_dir ? NULL : e->work);
+    char n[32];
+    printf("Setup: %s trips (seed %llu), work dir %s\n",
+           taxi_format_count(o->trips, n, sizeof n), o->seed, e->work);
+
+    int64_t t0 = taxi_now_ns();
+    /* Reads run with defaults but shared_buffers; these only speed the load
+     * and the index build. */
+    static const char *const settings[] = {"max_wal_size=16GB", "maintenance_work_mem=1GB",
+                                           "checkpoint_timeout=30min", NULL};
+    struct pgtmp_options po = {.shared_buffers = "2GB", .settings = settings};
+    char err[512];
+    if (pgtmp_start(&e->pg, &po, err, sizeof err) != 0) {
+        fprintf(stderr, "taxi: starting PostgreSQL: %s\n", err);
+        return -1;
+    }
+    e->pg_up = true;
+    e->conn = PQconnectdb(pgtmp_conninfo(&e->pg));
+    if (PQstatus(e->conn) != CONNECTION_OK) {
+        fprintf(stderr, "taxi: %s", PQerrorMessage(e->conn));
+        return -1;
+    }
+    progress("PostgreSQL 15 started (shared_buffers 2GB)", t0);
+
+    char path[1200];
+    snprintf(path, sizeof path, "%s/bench/taxi_schema.sql", o->src_dir);
+    char *schema = read_file(path, NULL);
+    if (!schema) {
+        fprintf(stderr, "taxi: cannot read %s\n", path);
+        return -1;
+    }
+    int rc = taxi_pg_exec(e->conn, schema);
+    free(schema);
+    if (rc)
+        return -1;
+    snprintf(path, sizeof path, "%s/bench/data/taxi_zone_lookup.csv", o->src_dir);
+    FILE *zf = fopen(path, "r");
+    if (!zf) {
+        fprintf(stderr, "taxi: cannot read %s\n", path);
+        return -1;
+    }
+    long long zones =
+        copy_in_fd(e->conn, "COPY taxi_zones FROM STDIN (FORMAT csv, HEADER)", fileno(zf));
+    fclose(zf);
+    if (zones < 0)
+        return -1;
+
+    t0 = taxi_now_ns();
+    if (load_trips(e))
+        return -1;
+    e->load_pg_s = (double)(taxi_now_ns() - t0) / 1e9;
+    progress("trips generated and loaded (COPY FROM STDIN)", t0);
+    t0 = taxi_now_ns();
+    if (taxi_pg_exec(e->conn, "CREATE INDEX ON yellow_trips (pickup_at)") ||
+        taxi_pg_exec(e->conn, "VACUUM ANALYZE yellow_trips") ||
+        taxi_pg_exec(e->conn, "VACUUM ANALYZE taxi_zones"))
+        return -1;
+    e->index_s = (double)(taxi_now_ns() - t0) / 1e9;
+    progress("index on pickup_at, VACUUM ANALYZE", t0);
+
+    if (apply_plan(e))
+        return -1;
+    /* Twice: the first warms the cache, as the ingest's load finds it. */
+    t0 = taxi_now_ns();
+    double c1 = copy_out_seconds(e->conn), c2 = copy_out_seconds(e->conn);
+    if (c1 < 0 || c2 < 0)
+        return -1;
+    e->copy_out_s = c1 < c2 ? c1 : c2;
+    progress("PostgreSQL's binary COPY TO STDOUT, twice", t0);
+
+    t0 = taxi_now_ns();
+    if (initial_load(e))
+        return -1;
+    progress("straum-ingest: initial load (--exit-when-caught-up)", t0);
+    char t1[32], t2[32];
+    printf("  initial load %s, PostgreSQL's own COPY %s: %.2fx; ingest peak RSS %ld MiB\n",
+           taxi_format_ns((int64_t)(e->ingest_load_s * 1e9), t1, sizeof t1),
+           taxi_format_ns((int64_t)(e->copy_out_s * 1e9), t2, sizeof t2),
+           e->ingest_load_s / e->copy_out_s, e->ingest_peak_kib / 1024);
+
+    if (taxi_pg_exec(e->conn, "SET TIME ZONE '" TAXI_TZ "'"))
+        return -1;
+    if (taxi_ingest_follow(e))
+        return -1;
+    e->port = taxi_free_port();
+    snprintf(e->url, sizeof e->url, "http://127.0.0.1:%d", e->port);
+    if (with_serve) {
+        t0 = taxi_now_ns();
+        if (taxi_serve_start(e, 60))
+            return -1;
+        progress("straum-serve ready", t0);
+    }
+    e->report = taxi_report_new(e);
+    cJSON *s = cJSON_AddObjectToObject(e->report, "setup");
+    cJSON_AddNumberToObject(s, "trips", (double)o->trips);
+    cJSON_AddNumberToObject(s, "seed", (double)o->seed);
+    cJSON_AddNumberToObject(s, "zones", (double)zones);
+    cJSON_AddNumberToObject(s, "postgres_load_s", e->load_pg_s);
+    cJSON_AddNumberToObject(s, "postgres_index_analyze_s", e->index_s);
+    cJSON_AddNumberToObject(s, "postgres_copy_out_binary_s", e->copy_out_s);
+    cJSON_AddNumberToObject(s, "ingest_initial_load_s", e->ingest_load_s);
+    cJSON_AddNumberToObject(s, "initial_load_vs_copy", e->ingest_load_s / e->copy_out_s);
+    cJSON_AddNumberToObject(s, "ingest_load_peak_rss_kib", (double)e->ingest_peak_kib);
+    return 0;
+}

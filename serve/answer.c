@@ -1,0 +1,356 @@
+/* answer.c -- groups into the answer: each measure finished from its
+ * accumulators, rows ordered, limited and written as JSON.
+ *
+ * JSON types (SPEC.md "Answers"): counts and integer keys are numbers;
+ * numeric sums, averages and values are exact decimals written as strings
+ * ("12.50"), so that no client reads them through a double; float results
+ * are numbers with the fewest digits that read back exactly; buckets are
+ * ISO 8601 strings with the offset of the ask's time zone; NULL is null.
+ * Without ORDER BY rows come in group-key order (bucket, then keys, NULLs
+ * last). Text orders bytewise (C collation), here and in min/max/percentiles
+ * over text. */
+#include "serve/internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum ov_kind { OV_NULL, OV_INT, OV_DEC, OV_AVG, OV_DOUBLE, OV_TEXT, OV_BOOL, OV_TIME, OV_DATE };
+
+struct outval {
+    enum ov_kind kind;
+    int64_t i;            /* INT, BOOL, TIME (µs), DATE (days) */
+    __int128 dec;         /* DEC */
+    int scale;            /* DEC */
+    bool number;          /* DEC: write as a JSON number (an integer sum) */
+    double d;             /* DOUBLE; AVG's value for ordering */
+    const char *text;     /* TEXT; AVG's digits (owned) */
+    size_t len;
+    char *owned;
+};
+
+struct row {
+    struct outval *keys;  /* bucket, then group keys */
+    struct outval *cols;  /* the ask's output columns */
+};
+
+/* ---- Values from codes ---------------------------------------------------------- */
+
+static struct outval from_code(struct exec *x, int fact_col, int64_t code)
+{
+    const struct store_column_type *t = &x->types[fact_col];
+    struct outval o = {.kind = OV_NULL};
+    if (code == STORE_NULL)
+        return o;
+    switch (t->type) {
+    case STORE_TYPE_INT: o.kind = OV_INT; o.i = code; break;
+    case STORE_TYPE_NUMERIC: o.kind = OV_DEC; o.dec = code; o.scale = t->scale; break;
+    case STORE_TYPE_FLOAT: o.kind = OV_DOUBLE; o.d = store_code_float(code); break;
+    case STORE_TYPE_BOOL: o.kind = OV_BOOL; o.i = code; break;
+    case STORE_TYPE_DATE: o.kind = OV_DATE; o.i = code; break;
+    case STORE_TYPE_TIMESTAMP: o.kind = OV_TIME; o.i = code; break;
+    case STORE_TYPE_TEXT:
+        if (store_dict_lookup(x->r, x->view, fact_col, code, &o.text, &o.len) == 0)
+            o.kind = OV_TEXT;
+        break;
+    }
+    return o;
+}
+
+static double as_double(const struct outval *o)
+{
+    switch (o->kind) {
+    case OV_DEC: return dec_to_double(o->dec, o->scale);
+    case OV_DOUBLE:
+    case OV_AVG: return o->d;
+    default: return (double)o->i;
+    }
+}
+
+static int cmp_outval(const struct outval *a, const struct outval *b)
+{
+    if (a->kind == OV_NULL || b->kind == OV_NULL) /* NULLs last */
+        return a->kind == b->kind ? 0 : a->kind == OV_NULL ? 1 : -1;
+    switch (a->kind) {
+    case OV_DEC: return a->dec < b->dec ? -1 : a->dec > b->dec;
+    case OV_DOUBLE:
+    case OV_AVG: return a->d < b->d ? -1 : a->d > b->d;
+    case OV_TEXT: {
+        size_t n = a->len < b->len ? a->len : b->len;
+        int c = memcmp(a->text, b->text, n);
+        return c ? c : (a->len > b->len) - (a->len < b->len);
+    }
+    default: return a->i < b->i ? -1 : a->i > b->i;
+    }
+}
+
+/* ---- Value counts ------------------------------------------------------------------ */
+
+struct vc_entry {
+    int64_t code, rows;
+    struct outval v;
+};
+
+static int cmp_entry(const void *a, const void *b)
+{
+    return cmp_outval(&((const struct vc_entry *)a)->v, &((const struct vc_entry *)b)->v);
+}
+
+/* The group's value counts as a sorted list; *total is the rows. */
+static struct vc_entry *sorted_values(struct exec *x, const struct vc_acc *a, int fact_col,
+                                      uint32_t *n, int64_t *total)
+{
+    struct vc_entry *e = malloc(sizeof *e * (a->n + 1));
+    *n = 0;
+    *total = 0;
+    if (!e)
+        return NULL;
+    for (uint32_t i = 0; i < a->cap; i++)
+        if (a->codes[i] != STORE_NULL && a->rows[i] > 0) {
+            e[*n] = (struct vc_entry){a->codes[i], a->rows[i], from_code(x, fact_col, a->codes[i])};
+            *total += a->rows[i];
+            (*n)++;
+        }
+    qsort(e, *n, sizeof *e, cmp_entry);
+    return e;
+}
+
+/* The value at 0-based row r of the ordered multiset. */
+static const struct outval *value_at(const struct vc_entry *e, uint32_t n, int64_t r)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        if (r < e[i].rows)
+            return &e[i].v;
+        r -= e[i].rows;
+    }
+    return &e[n - 1].v;
+}
+
+static struct outval ordered_measure(struct exec *x, const struct sql_measure *m, const struct group *g)
+{
+    struct outval o = {.kind = OV_NULL};
+    uint32_t n;
+    int64_t total;
+    struct vc_entry *e = sorted_values(x, &g->vcs[m->value_counts], m->fact_column, &n, &total);
+    if (!e)
+        return o;
+    if (m->agg == SQL_AGG_COUNT_DISTINCT) {
+        o.kind = OV_INT;
+        o.i = n;
+    } else if (n > 0) {
+        switch (m->agg) {
+        case SQL_AGG_MIN: o = e[0].v; break;
+        case SQL_AGG_MAX: o = e[n - 1].v; break;
+        case SQL_AGG_PERCENTILE_DISC: {
+            /* As PostgreSQL: row ceil(p * N) in double arithmetic, 1-based. */
+            int64_t row = (int64_t)ceil(m->fraction * (double)total);
+            o = *value_at(e, n, row > 1 ? row - 1 : 0);
+            break;
+        }
+        default: { /* percentile_cont: interpolate in double, as float8 */
+            double pos = m->fraction * (double)(total - 1);
+            double lo = as_double(value_at(e, n, (int64_t)floor(pos)));
+            double hi = as_double(value_at(e, n, (int64_t)ceil(pos)));
+            o.kind = OV_DOUBLE;
+            o.d = lo + (hi - lo) * (pos - floor(pos));
+            break;
+        }
+        }
+    }
+    free(e);
+    return o;
+}
+
+static struct outval measure(struct exec *x, const struct sql_measure *m, const struct group *g)
+{
+    struct outval o = {.kind = OV_NULL};
+    const struct store_column_type *t = m->fact_column >= 0 ? &x->types[m->fact_column] : NULL;
+    switch (m->agg) {
+    case SQL_AGG_COUNT_STAR:
+    case SQL_AGG_COUNT:
+        o.kind = OV_INT;
+        o.i = g->counts[m->count];
+        return o;
+    case SQL_AGG_SUM:
+        if (g->counts[m->count] == 0)
+            return o;
+        if (t->type == STORE_TYPE_FLOAT) {
+            o.kind = OV_DOUBLE;
+            o.d = g->real[m->sum];
+        } else {
+            o.kind = OV_DEC;
+            o.dec = g->exact[m->sum];
+            o.scale = t->type == STORE_TYPE_NUMERIC ? t->scale : 0;
+            o.number = o.scale == 0 && o.dec >= INT64_MIN && o.dec <= INT64_MAX;
+        }
+        return o;
+    case SQL_AGG_AVG: {
+        int64_t n = g->counts[m->count];
+        if (n == 0)
+            return o;
+        if (t->type == STORE_TYPE_FLOAT) {
+            o.kind = OV_DOUBLE;
+            o.d = g->real[m->sum] / (double)n;
+            return o;
+        }
+        char digits[1100];
+        dec_avg(g->exact[m->sum], t->type == STORE_TYPE_NUMERIC ? t->scale : 0, n, digits,
+                sizeof digits);
+        o.kind = OV_AVG;
+        o.owned = strdup(digits);
+        o.text = o.owned;
+        o.len = o.owned ? strlen(o.owned) : 0;
+        o.d = strtod(digits, NULL);
+        return o;
+    }
+    default:
+        return ordered_measure(x, m, g);
+    }
+}
+
+/* ---- Rows ---------------------------------------------------------------------------- */
+
+static struct outval key_value(struct exec *x, int g, int64_t id)
+{
+    const struct sql_view_column *vc = &x->v->columns[x->ask->group_keys[g]];
+    if (vc->kind == SQL_COLUMN_FACT_KEY)
+        return from_code(x, vc->fact_column, id);
+    struct outval o = {.kind = OV_NULL};
+    if (id >= 0) {
+        o.kind = OV_TEXT;
+        o.text = x->pool.texts[id];
+        o.len = x->pool.lens[id];
+    }
+    return o;
+}
+
+static int build_row(struct exec *x, const struct group *g, struct row *r)
+{
+    const struct sql_ask *a = x->ask;
+    r->keys = calloc((size_t)a->ngroup_keys + 1, sizeof *r->keys);
+    r->cols = calloc((size_t)a->ncolumns + 1, sizeof *r->cols);
+    if (!r->keys || !r->cols)
+        return -1;
+    r->keys[0] = (struct outval){.kind = a->group_by_bucket ? OV_TIME : OV_NULL, .i = g->key[0]};
+    for (int k = 0; k < a->ngroup_keys; k++)
+        r->keys[k + 1] = key_value(x, k, g->key[k + 1]);
+    for (int c = 0; c < a->ncolumns; c++) {
+        const struct sql_ask_column *col = &a->columns[c];
+        if (col->kind == SQL_ASK_BUCKET) {
+            r->cols[c] = r->keys[0];
+        } else if (col->kind == SQL_ASK_MEASURE) {
+            r->cols[c] = measure(x, &x->v->columns[col->view_column].measure, g);
+        } else {
+            for (int k = 0; k < a->ngroup_keys; k++)
+                if (a->group_keys[k] == col->view_column)
+                    r->cols[c] = r->keys[k + 1];
+        }
+    }
+    return 0;
+}
+
+static void free_row(const struct sql_ask *a, struct row *r)
+{
+    for (int c = 0; r->cols && c < a->ncolumns; c++)
+        free(r->cols[c].owned);
+    free(r->keys);
+    free(r->cols);
+}
+
+static int cmp_rows(const void *pa, const void *pb, void *ctx)
+{
+    const struct row *a = pa, *b = pb;
+    const struct sql_ask *ask = ctx;
+    for (int i = 0; i < ask->norder; i++) {
+        const struct sql_ask_order *o = &ask->order[i];
+        const struct outval *x = &a->cols[o->output_column], *y = &b->cols[o->output_column];
+        int c;
+        if (x->kind == OV_NULL || y->kind == OV_NULL)
+            c = (x->kind == OV_NULL) == (y->kind == OV_NULL) ? 0
+                : (x->kind == OV_NULL) == o->nulls_first ? -1 : 1;
+        else
+            c = o->descending ? -cmp_outval(x, y) : cmp_outval(x, y);
+        if (c)
+            return c;
+    }
+    for (int k = 0; k <= ask->ngroup_keys; k++) {
+        int c = cmp_outval(&a->keys[k], &b->keys[k]);
+        if (c)
+            return c;
+    }
+    return 0;
+}
+
+/* ---- JSON ------------------------------------------------------------------------------ */
+
+static void write_value(struct exec *x, struct buf *out, const struct outval *o)
+{
+    char tmp[128];
+    switch (o->kind) {
+    case OV_NULL: buf_puts(out, "null"); break;
+    case OV_INT: buf_printf(out, "%lld", (long long)o->i); break;
+    case OV_BOOL: buf_puts(out, o->i ? "true" : "false"); break;
+    case OV_DEC:
+        dec_format(o->dec, o->scale, tmp, sizeof tmp);
+        if (o->number)
+            buf_puts(out, tmp);
+        else
+            buf_json_string(out, tmp, strlen(tmp));
+        break;
+    case OV_AVG: buf_json_string(out, o->text, o->len); break;
+    case OV_DOUBLE:
+        double_format(o->d, tmp, sizeof tmp);
+        buf_puts(out, tmp);
+        break;
+    case OV_TEXT: buf_json_string(out, o->text, o->len); break;
+    case OV_TIME:
+        tz_format(x->b.tz, o->i, tmp, sizeof tmp);
+        buf_json_string(out, tmp, strlen(tmp));
+        break;
+    case OV_DATE: {
+        const struct store_column_type date = {STORE_TYPE_DATE, 0, 0};
+        size_t n = store_code_format(&date, o->i, tmp, sizeof tmp);
+        buf_json_string(out, tmp, n < sizeof tmp ? n : sizeof tmp - 1);
+        break;
+    }
+    }
+}
+
+int answer_write(struct exec *x, struct buf *out, struct ask_error *err)
+{
+    const struct sql_ask *a = x->ask;
+    uint32_t n = x->groups.n;
+    struct row *rows = calloc((size_t)n + 1, sizeof *rows);
+    int rc = rows ? 0 : ask_fail(err, 500, "internal", "out of memory");
+    for (uint32_t i = 0; rc == 0 && i < n; i++)
+        if (build_row(x, x->groups.all[i], &rows[i]))
+            rc = ask_fail(err, 500, "internal", "out of memory");
+    if (rc == 0) {
+        qsort_r(rows, n, sizeof *rows, cmp_rows, (void *)a);
+        buf_puts(out, "{\"columns\":[");
+        for (int c = 0; c < a->ncolumns; c++) {
+            if (c)
+                buf_puts(out, ",");
+            buf_json_string(out, a->columns[c].name, strlen(a->columns[c].name));
+        }
+        buf_puts(out, "],\"rows\":[");
+        int64_t first = x->b.offset < (int64_t)n ? x->b.offset : (int64_t)n;
+        int64_t last = x->b.limit < 0 || first + x->b.limit > (int64_t)n ? (int64_t)n : first + x->b.limit;
+        for (int64_t i = first; i < last; i++) {
+            buf_puts(out, i > first ? ",[" : "[");
+            for (int c = 0; c < a->ncolumns; c++) {
+                if (c)
+                    buf_puts(out, ",");
+                write_value(x, out, &rows[i].cols[c]);
+            }
+            buf_puts(out, "]");
+        }
+        buf_puts(out, "]}");
+        if (out->failed)
+            rc = ask_fail(err, 500, "internal", "out of memory writing the answer");
+    }
+    for (uint32_t i = 0; rows && i < n; i++)
+        free_row(a, &rows[i]);
+    free(rows);
+    return rc;
+}

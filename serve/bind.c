@@ -1,0 +1,329 @@
+/* bind.c -- an ask's parameters and literals turned into what cells hold.
+ *
+ * A parameter's type comes from where it stands (sql_ask params): bucket
+ * edges are timestamps, read in the ask's time zone when written without an
+ * offset, and must fall on edges of the finest width; key values take the
+ * key's type (a text is looked up in the dictionary: a text never seen
+ * matches nothing); dim columns compare as text, as their projections hold
+ * them; LIMIT and OFFSET take non-negative integers. A value of the wrong
+ * kind is a 422 naming the parameter. */
+#include "serve/internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The value of an operand as text and kind, whether parameter or literal. */
+struct operand_value {
+    enum ask_value_kind kind;
+    bool boolean;
+    const char *text;
+    size_t len;
+};
+
+static int operand(const struct sql_operand *o, const struct ask_request *req,
+                   struct operand_value *out, struct ask_error *err)
+{
+    if (o->is_param) {
+        if (o->param > req->nparams)
+            return ask_fail(err, 422, "missing_parameter",
+                            "the ask uses $%d but %d parameter%s given", o->param, req->nparams,
+                            req->nparams == 1 ? " was" : "s were");
+        const struct ask_value *v = &req->params[o->param - 1];
+        *out = (struct operand_value){v->kind, v->boolean, v->text, v->len};
+        return 0;
+    }
+    const struct sql_const *c = &o->lit;
+    switch (c->kind) {
+    case SQL_CONST_NULL: *out = (struct operand_value){ASK_NULL, false, NULL, 0}; break;
+    case SQL_CONST_BOOL: *out = (struct operand_value){ASK_BOOL, c->boolean, NULL, 0}; break;
+    case SQL_CONST_NUMBER: *out = (struct operand_value){ASK_NUMBER, false, c->text, c->len}; break;
+    case SQL_CONST_STRING: *out = (struct operand_value){ASK_STRING, false, c->text, c->len}; break;
+    }
+    return 0;
+}
+
+/* Names an operand in messages: "$3" or "the literal at line 1, column 40". */
+static const char *what(const struct sql_operand *o, char *buf, size_t len)
+{
+    if (o->is_param)
+        snprintf(buf, len, "parameter $%d", o->param);
+    else
+        snprintf(buf, len, "the value at line %d, column %d", o->line, o->column);
+    return buf;
+}
+
+static int bind_time(const struct sql_operand *o, const struct ask_request *req,
+                     const struct bound *b, int64_t *out, struct ask_error *err)
+{
+    struct operand_value v;
+    char name[64], text[128], why[200];
+    if (operand(o, req, &v, err))
+        return -1;
+    if (v.kind != ASK_STRING || v.len >= sizeof text)
+        return ask_fail(err, 422, "bad_parameter",
+                        "%s is a bucket edge: give a timestamp string such as \"2024-01-17\"",
+                        what(o, name, sizeof name));
+    memcpy(text, v.text, v.len);
+    text[v.len] = '\0';
+    bool has_offset;
+    if (!sql_parse_timestamp(text, out, &has_offset, why, sizeof why))
+        return ask_fail(err, 422, "bad_parameter", "%s: %s", what(o, name, sizeof name), why);
+    if (!has_offset)
+        *out = tz_local_to_utc(b->tz, *out);
+    return 0;
+}
+
+/* Parses an exact decimal into a value scaled by 10^scale. Returns 0, 1 when
+ * it has more decimals than the scale (so it equals no stored value), -1
+ * when it is not a number. */
+static int parse_scaled(const char *s, size_t len, int scale, int64_t *out)
+{
+    char text[64];
+    if (len == 0 || len >= sizeof text)
+        return -1;
+    memcpy(text, s, len);
+    text[len] = '\0';
+    const char *p = text;
+    bool neg = *p == '-';
+    if (*p == '-' || *p == '+')
+        p++;
+    __int128 v = 0;
+    int frac = -1, digits = 0;
+    bool extra = false;
+    for (; *p; p++) {
+        if (*p == '.' && frac < 0) {
+            frac = 0;
+            continue;
+        }
+        if (*p < '0' || *p > '9')
+            return -1;
+        digits++;
+        if (frac >= 0 && frac >= scale) {
+            extra |= *p != '0';
+            continue;
+        }
+        v = v * 10 + (*p - '0');
+        if (v > (__int128)INT64_MAX * 10)
+            return -1;
+        if (frac >= 0)
+            frac++;
+    }
+    if (digits == 0)
+        return -1;
+    for (int i = frac < 0 ? 0 : frac; i < scale; i++)
+        v *= 10;
+    if (neg)
+        v = -v;
+    if (v > INT64_MAX || v <= INT64_MIN)
+        return -1;
+    *out = (int64_t)v;
+    return extra ? 1 : 0;
+}
+
+/* A fact key value as its code. Returns 0 with a code, 1 when the value
+ * cannot be stored (matches nothing), -1 with err. */
+static int key_code(struct store_read *r, int view, int fact_col, const struct store_column_type *t,
+                    const struct sql_operand *o, const struct operand_value *v, int64_t *code,
+                    struct ask_error *err)
+{
+    char name[64];
+    if (v->kind == ASK_NULL)
+        return ask_fail(err, 422, "bad_parameter",
+                        "%s is NULL: compare with IS NULL or IS NOT NULL instead",
+                        what(o, name, sizeof name));
+    switch (t->type) {
+    case STORE_TYPE_TEXT:
+        if (v->kind != ASK_STRING)
+            break;
+        return store_dict_find(r, view, fact_col, v->text, v->len, code);
+    case STORE_TYPE_BOOL:
+        if (v->kind == ASK_BOOL) {
+            *code = v->boolean;
+            return 0;
+        }
+        if (v->kind == ASK_STRING && v->len >= 1) {
+            char c = v->text[0];
+            if (c == 't' || c == 'T' || c == 'f' || c == 'F') {
+                *code = c == 't' || c == 'T';
+                return 0;
+            }
+        }
+        break;
+    case STORE_TYPE_INT:
+    case STORE_TYPE_NUMERIC: {
+        if (v->kind != ASK_NUMBER && v->kind != ASK_STRING)
+            break;
+        int rc = parse_scaled(v->text, v->len, t->type == STORE_TYPE_NUMERIC ? t->scale : 0, code);
+        if (rc >= 0)
+            return rc;
+        break;
+    }
+    case STORE_TYPE_DATE:
+    case STORE_TYPE_TIMESTAMP: {
+        char text[64], why[200];
+        bool off;
+        if (v->kind != ASK_STRING || v->len >= sizeof text)
+            break;
+        memcpy(text, v->text, v->len);
+        text[v->len] = '\0';
+        if (!sql_parse_timestamp(text, code, &off, why, sizeof why))
+            return ask_fail(err, 422, "bad_parameter", "%s: %s", what(o, name, sizeof name), why);
+        if (t->type == STORE_TYPE_DATE)
+            *code = *code / 86400000000LL;
+        return 0;
+    }
+    case STORE_TYPE_FLOAT:
+        if (v->kind == ASK_NUMBER || v->kind == ASK_STRING) {
+            char text[64], *end;
+            if (v->len >= sizeof text)
+                break;
+            memcpy(text, v->text, v->len);
+            text[v->len] = '\0';
+            double d = strtod(text, &end);
+            if (*end == '\0' && end != text) {
+                *code = store_float_code(d == 0 ? 0.0 : d);
+                return 0;
+            }
+        }
+        break;
+    }
+    return ask_fail(err, 422, "bad_parameter", "%s does not fit the key's type",
+                    what(o, name, sizeof name));
+}
+
+/* A dim value compares as the text the projection holds. */
+static int dim_text(const struct sql_operand *o, const struct operand_value *v, char **text,
+                    size_t *len, struct ask_error *err)
+{
+    char name[64];
+    if (v->kind == ASK_NULL)
+        return ask_fail(err, 422, "bad_parameter",
+                        "%s is NULL: compare with IS NULL or IS NOT NULL instead",
+                        what(o, name, sizeof name));
+    const char *s = v->kind == ASK_BOOL ? (v->boolean ? "true" : "false") : v->text;
+    *len = v->kind == ASK_BOOL ? strlen(s) : v->len;
+    *text = malloc(*len + 1);
+    if (!*text)
+        return ask_fail(err, 500, "internal", "out of memory");
+    memcpy(*text, s, *len);
+    (*text)[*len] = '\0';
+    return 0;
+}
+
+static int bind_cond(struct store_read *r, const struct sql_ask *ask, int view,
+                     const struct store_column_type *types, const struct ask_request *req,
+                     const struct sql_ask_cond *c, struct bound_cond *out, struct ask_error *err)
+{
+    const struct sql_view *v = ask->view;
+    const struct sql_view_column *vc = &v->columns[c->view_column];
+    out->kind = c->kind;
+    out->is_dim = vc->kind == SQL_COLUMN_DIM;
+    out->cell_key = vc->cell_key;
+    out->join = vc->join;
+    out->dim_value = vc->dim_column - 1;
+    if (c->nvalues == 0)
+        return 0;
+    out->codes = calloc((size_t)c->nvalues, sizeof *out->codes);
+    out->texts = calloc((size_t)c->nvalues, sizeof *out->texts);
+    out->lens = calloc((size_t)c->nvalues, sizeof *out->lens);
+    if (!out->codes || !out->texts || !out->lens)
+        return ask_fail(err, 500, "internal", "out of memory");
+    for (int i = 0; i < c->nvalues; i++) {
+        struct operand_value val;
+        if (operand(&c->values[i], req, &val, err))
+            return -1;
+        if (out->is_dim) {
+            if (dim_text(&c->values[i], &val, &out->texts[out->ntexts], &out->lens[out->ntexts], err))
+                return -1;
+            out->ntexts++;
+            continue;
+        }
+        int fc = v->cell_keys[vc->cell_key];
+        int rc = key_code(r, view, fc, &types[fc], &c->values[i], &val, &out->codes[out->ncodes], err);
+        if (rc < 0)
+            return -1;
+        if (rc == 0)
+            out->ncodes++; /* a value no cell can hold drops out of the list */
+    }
+    return 0;
+}
+
+static int bind_count(const struct sql_operand *o, const struct ask_request *req, int64_t *out,
+                      struct ask_error *err)
+{
+    struct operand_value v;
+    char name[64];
+    if (operand(o, req, &v, err))
+        return -1;
+    int64_t n;
+    if (v.kind != ASK_NUMBER || parse_scaled(v.text, v.len, 0, &n) != 0 || n < 0)
+        return ask_fail(err, 422, "bad_parameter", "%s must be a non-negative integer",
+                        what(o, name, sizeof name));
+    *out = n;
+    return 0;
+}
+
+static int check_edge(const struct sql_view *v, const struct bound *b, int64_t t,
+                      const struct sql_operand *o, struct ask_error *err)
+{
+    int64_t w = v->widths[0], rel = t - v->origin_usec;
+    if (rel % w == 0)
+        return 0;
+    char when[64], name[64], width[32];
+    tz_format(b->tz, t, when, sizeof when);
+    if (w % 3600000000LL == 0)
+        snprintf(width, sizeof width, "%" PRId64 " hour%s", (int64_t)(w / 3600000000LL), w == 3600000000LL ? "" : "s");
+    else
+        snprintf(width, sizeof width, "%" PRId64 " s", (int64_t)(w / 1000000));
+    return ask_fail(err, 422, "range_not_on_edge",
+                    "%s is %s, not on an edge of the view's finest width (%s): asks read whole "
+                    "buckets", what(o, name, sizeof name), when, width);
+}
+
+int bind_ask(struct store_read *r, const struct sql_ask *ask, int view,
+             const struct store_column_type *types, const struct ask_request *req,
+             struct bound *out, struct ask_error *err)
+{
+    memset(out, 0, sizeof *out);
+    out->limit = -1;
+    char why[200];
+    if (!(out->tz = tz_get(req->time_zone, why, sizeof why)))
+        return ask_fail(err, 422, "bad_time_zone", "%s", why);
+    if (req->nparams > ask->nparams)
+        return ask_fail(err, 422, "extra_parameter", "%d parameters were given but the ask uses %d",
+                        req->nparams, ask->nparams);
+    if (bind_time(&ask->range_from, req, out, &out->from, err) ||
+        bind_time(&ask->range_to, req, out, &out->to, err) ||
+        check_edge(ask->view, out, out->from, &ask->range_from, err) ||
+        check_edge(ask->view, out, out->to, &ask->range_to, err))
+        return -1;
+    out->conds = calloc((size_t)ask->nconds + 1, sizeof *out->conds);
+    if (!out->conds)
+        return ask_fail(err, 500, "internal", "out of memory");
+    for (int i = 0; i < ask->nconds; i++, out->nconds++)
+        if (bind_cond(r, ask, view, types, req, &ask->conds[i], &out->conds[i], err)) {
+            out->nconds++;
+            return -1;
+        }
+    if (ask->has_limit && bind_count(&ask->limit, req, &out->limit, err))
+        return -1;
+    if (ask->has_offset && bind_count(&ask->offset, req, &out->offset, err))
+        return -1;
+    return 0;
+}
+
+void bound_free(struct bound *b)
+{
+    for (int i = 0; i < b->nconds; i++) {
+        for (int k = 0; k < b->conds[i].ntexts; k++)
+            free(b->conds[i].texts[k]);
+        free(b->conds[i].texts);
+        free(b->conds[i].lens);
+        free(b->conds[i].codes);
+    }
+    free(b->conds);
+    memset(b, 0, sizeof *b);
+}

@@ -1,0 +1,82 @@
+/* engine.h -- answering asks from the store, without HTTP: compile (cached
+ * by text), bind parameters, plan the range over the widths, scan segments,
+ * roll measures up exactly and write the answer as JSON.
+ *
+ * The HTTP layer (serve/http.c) owns sockets, limits and status lines; the
+ * engine owns meaning. Thread-safe: many threads may call engine_ask at once
+ * (each call takes its own read snapshot). */
+#ifndef STRAUM_SERVE_ENGINE_H
+#define STRAUM_SERVE_ENGINE_H
+
+#include "store/store.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* A growable byte buffer the answer is written into. */
+struct buf {
+    char *data;
+    size_t len, cap;
+    bool failed; /* an allocation failed: the content is incomplete */
+};
+
+void buf_put(struct buf *b, const void *data, size_t len);
+void buf_puts(struct buf *b, const char *s);
+void buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A JSON string literal, escaped. */
+void buf_json_string(struct buf *b, const char *s, size_t len);
+void buf_free(struct buf *b);
+
+/* A parameter value as it came in JSON. */
+enum ask_value_kind { ASK_NULL, ASK_BOOL, ASK_NUMBER, ASK_STRING };
+
+struct ask_value {
+    enum ask_value_kind kind;
+    bool boolean;
+    const char *text;  /* NUMBER: the number as written; STRING: the string */
+    size_t len;
+};
+
+struct ask_request {
+    const char *ask;
+    const struct ask_value *params;
+    int nparams;
+    const char *time_zone;  /* NULL or "" means UTC */
+};
+
+/* What went wrong, with the HTTP status it maps to. */
+struct ask_error {
+    int status;            /* 400, 404, 422, 500, 503 */
+    char code[32];         /* "syntax_error", "unknown_view", "bad_parameter", ... */
+    char message[400];
+    int line, column;      /* 0 when not about a place in the ask */
+};
+
+struct engine_limits {
+    int max_groups;        /* answer rows before grouping stops: 422; default 100000 */
+    int64_t max_ask_us;    /* time budget per ask: 503 beyond it; 0 = none */
+    size_t max_ask_bytes;  /* longest ask text; default 64 KiB */
+    int max_params;        /* default 256 */
+};
+
+struct engine;
+
+/* Opens the store read-only. */
+struct engine *engine_open(const char *store_dir, const struct engine_limits *limits,
+                           struct store_error *err);
+void engine_close(struct engine *e);
+struct store *engine_store(struct engine *e);
+
+/* Answers one ask: {"columns": [...], "rows": [[...], ...]} into out.
+ * Returns 0, or -1 with err. */
+int engine_ask(struct engine *e, const struct ask_request *req, struct buf *out,
+               struct ask_error *err);
+
+/* {"views": [...]} with widths, keys, dim columns, measures, cell counts. */
+int engine_views(struct engine *e, struct buf *out, struct ask_error *err);
+
+/* The store's position and lag, for /readyz and /metrics. */
+int engine_position(struct engine *e, struct store_position *pos, struct ask_error *err);
+
+#endif

@@ -1,0 +1,626 @@
+/* exec.c -- the scan: which cells an ask reads and how they fold into groups.
+ *
+ * The range [from, to) is covered with the fewest cells: whole buckets of the
+ * widest width that fits, narrower widths at the edges. An ask grouped by
+ * bucket at width W may only use widths that divide W (their cells nest in
+ * W's buckets). Each segment of each (width, sub-range) is decoded column by
+ * column; every cell in range passes the key conditions (dim columns through
+ * the projection, looked up once per distinct join key) and is added to its
+ * group: counts and sums add, value counts merge. */
+#include "serve/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <xxhash.h>
+
+/* ---- Dim rows, once per join key --------------------------------------------- */
+
+struct dim_entry {
+    int64_t key;
+    bool used, found;
+    int64_t *ids;          /* interned text id per dim value; -1 NULL */
+};
+
+struct dim_cache {
+    struct dim_entry *slots;
+    uint32_t nslots, n;
+    int nvalues;
+};
+
+int64_t pool_intern(struct text_pool *p, const char *text, size_t len, bool is_null)
+{
+    if (is_null)
+        return -1;
+    for (int i = 0; i < p->n; i++) /* dims have few distinct values per ask */
+        if (p->lens[i] == len && memcmp(p->texts[i], text, len) == 0)
+            return i;
+    if (p->n == p->cap) {
+        int cap = p->cap ? p->cap * 2 : 16;
+        char **t = realloc(p->texts, sizeof *t * (size_t)cap);
+        if (t)
+            p->texts = t;
+        size_t *l = realloc(p->lens, sizeof *l * (size_t)cap);
+        if (l)
+            p->lens = l;
+        if (!t || !l)
+            return -2;
+        p->cap = cap;
+    }
+    if (!(p->texts[p->n] = malloc(len + 1)))
+        return -2;
+    memcpy(p->texts[p->n], text, len);
+    p->texts[p->n][len] = '\0';
+    p->lens[p->n] = len;
+    return p->n++;
+}
+
+static int dim_lookup(struct exec *x, int join, int64_t key, const struct dim_entry **out,
+                      struct ask_error *err)
+{
+    struct dim_cache *c = &x->dims[join];
+    if (c->n * 2 >= c->nslots) {
+        uint32_t nslots = c->nslots ? c->nslots * 2 : 64;
+        struct dim_entry *s = calloc(nslots, sizeof *s);
+        if (!s)
+            return ask_fail(err, 500, "internal", "out of memory");
+        for (uint32_t i = 0; i < c->nslots; i++)
+            if (c->slots[i].used) {
+                uint32_t h = (uint32_t)XXH3_64bits(&c->slots[i].key, 8) & (nslots - 1);
+                while (s[h].used)
+                    h = (h + 1) & (nslots - 1);
+                s[h] = c->slots[i];
+            }
+        free(c->slots);
+        c->slots = s;
+        c->nslots = nslots;
+    }
+    uint32_t h = (uint32_t)XXH3_64bits(&key, 8) & (c->nslots - 1);
+    while (c->slots[h].used && c->slots[h].key != key)
+        h = (h + 1) & (c->nslots - 1);
+    struct dim_entry *e = &c->slots[h];
+    if (!e->used) {
+        struct store_dim_value vals[64];
+        struct store_error serr;
+        int n = c->nvalues;
+        e->used = true;
+        e->key = key;
+        e->ids = calloc((size_t)n + 1, sizeof *e->ids);
+        c->n++;
+        if (!e->ids)
+            return ask_fail(err, 500, "internal", "out of memory");
+        int got = key == STORE_NULL ? 0 : store_projection_get(x->r, x->view, join, key, vals, n, &serr);
+        if (got < 0)
+            return ask_fail(err, 500, "corrupt_store", "%s", serr.message);
+        e->found = got == 1;
+        for (int i = 0; i < n; i++) {
+            e->ids[i] = e->found ? pool_intern(&x->pool, vals[i].text, vals[i].len, vals[i].is_null) : -1;
+            if (e->ids[i] == -2)
+                return ask_fail(err, 500, "internal", "out of memory");
+        }
+    }
+    *out = e;
+    return 0;
+}
+
+/* ---- Groups ---------------------------------------------------------------------- */
+
+static uint64_t key_hash(const int64_t *key, int n) { return XXH3_64bits(key, 8 * (size_t)n); }
+
+static void group_free(const struct sql_view *v, struct group *g)
+{
+    if (!g)
+        return;
+    for (int i = 0; g->vcs && i < v->nvalue_counts; i++) {
+        free(g->vcs[i].codes);
+        free(g->vcs[i].rows);
+    }
+    free(g->key);
+    free(g->counts);
+    free(g->exact);
+    free(g->real);
+    free(g->vcs);
+    free(g);
+}
+
+static struct group *group_new(struct exec *x, const int64_t *key)
+{
+    const struct sql_view *v = x->v;
+    struct group *g = calloc(1, sizeof *g);
+    if (!g)
+        return NULL;
+    g->key = malloc(8 * (size_t)x->groups.nkey + 8);
+    g->counts = calloc((size_t)v->ncounts + 1, sizeof *g->counts);
+    g->exact = calloc((size_t)v->nsums + 1, sizeof *g->exact);
+    g->real = calloc((size_t)v->nsums + 1, sizeof *g->real);
+    g->vcs = calloc((size_t)v->nvalue_counts + 1, sizeof *g->vcs);
+    if (!g->key || !g->counts || !g->exact || !g->real || !g->vcs) {
+        group_free(v, g);
+        return NULL;
+    }
+    memcpy(g->key, key, 8 * (size_t)x->groups.nkey);
+    return g;
+}
+
+static int map_grow(struct group_map *m)
+{
+    uint32_t nslots = m->nslots ? m->nslots * 2 : 64;
+    struct group **s = calloc(nslots, sizeof *s);
+    if (!s)
+        return -1;
+    for (uint32_t i = 0; i < m->n; i++) {
+        uint32_t h = (uint32_t)key_hash(m->all[i]->key, m->nkey) & (nslots - 1);
+        while (s[h])
+            h = (h + 1) & (nslots - 1);
+        s[h] = m->all[i];
+    }
+    free(m->slots);
+    m->slots = s;
+    m->nslots = nslots;
+    return 0;
+}
+
+static struct group *group_for(struct exec *x, const int64_t *key, struct ask_error *err)
+{
+    struct group_map *m = &x->groups;
+    if ((m->n + 1) * 2 > m->nslots && map_grow(m)) {
+        ask_fail(err, 500, "internal", "out of memory");
+        return NULL;
+    }
+    uint32_t h = (uint32_t)key_hash(key, m->nkey) & (m->nslots - 1);
+    for (; m->slots[h]; h = (h + 1) & (m->nslots - 1))
+        if (memcmp(m->slots[h]->key, key, 8 * (size_t)m->nkey) == 0)
+            return m->slots[h];
+    if ((int64_t)m->n >= x->e->limits.max_groups) {
+        ask_fail(err, 422, "too_many_groups",
+                 "the answer has more than %d groups; narrow the range or group by fewer keys",
+                 x->e->limits.max_groups);
+        return NULL;
+    }
+    struct group *g = group_new(x, key);
+    if (m->n == m->cap) {
+        uint32_t cap = m->cap ? m->cap * 2 : 64;
+        struct group **all = realloc(m->all, sizeof *all * cap);
+        if (!all) {
+            group_free(x->v, g);
+            ask_fail(err, 500, "internal", "out of memory");
+            return NULL;
+        }
+        m->all = all;
+        m->cap = cap;
+    }
+    if (!g) {
+        ask_fail(err, 500, "internal", "out of memory");
+        return NULL;
+    }
+    m->all[m->n++] = g;
+    m->slots[h] = g;
+    return g;
+}
+
+static int vc_add(struct vc_acc *a, int64_t code, int64_t rows)
+{
+    if ((a->n + 1) * 2 > a->cap) {
+        uint32_t cap = a->cap ? a->cap * 2 : 16;
+        int64_t *codes = malloc(8 * (size_t)cap), *rws = calloc(cap, 8);
+        if (!codes || !rws) {
+            free(codes);
+            free(rws);
+            return -1;
+        }
+        for (uint32_t i = 0; i < cap; i++)
+            codes[i] = STORE_NULL; /* NULL never has a value count: the empty slot */
+        for (uint32_t i = 0; i < a->cap; i++)
+            if (a->codes[i] != STORE_NULL) {
+                uint32_t h = (uint32_t)XXH3_64bits(&a->codes[i], 8) & (cap - 1);
+                while (codes[h] != STORE_NULL)
+                    h = (h + 1) & (cap - 1);
+                codes[h] = a->codes[i];
+                rws[h] = a->rows[i];
+            }
+        free(a->codes);
+        free(a->rows);
+        a->codes = codes;
+        a->rows = rws;
+        a->cap = cap;
+    }
+    uint32_t h = (uint32_t)XXH3_64bits(&code, 8) & (a->cap - 1);
+    while (a->codes[h] != STORE_NULL && a->codes[h] != code)
+        h = (h + 1) & (a->cap - 1);
+    if (a->codes[h] == STORE_NULL) {
+        a->codes[h] = code;
+        a->n++;
+    }
+    a->rows[h] += rows;
+    return 0;
+}
+
+/* ---- A segment's columns ----------------------------------------------------------- */
+
+struct seg_columns {
+    uint32_t n;
+    int64_t *bucket;
+    int64_t **keys, **counts;
+    void **sums;
+    int64_t **vc_off, **vc_codes, **vc_rows;
+};
+
+static void seg_free(const struct sql_view *v, struct seg_columns *c)
+{
+    free(c->bucket);
+    for (int i = 0; c->keys && i < v->ncell_keys; i++)
+        free(c->keys[i]);
+    for (int i = 0; c->counts && i < v->ncounts; i++)
+        free(c->counts[i]);
+    for (int i = 0; c->sums && i < v->nsums; i++)
+        free(c->sums[i]);
+    for (int i = 0; c->vc_off && i < v->nvalue_counts; i++) {
+        free(c->vc_off[i]);
+        free(c->vc_codes[i]);
+        free(c->vc_rows[i]);
+    }
+    free(c->keys);
+    free(c->counts);
+    free(c->sums);
+    free(c->vc_off);
+    free(c->vc_codes);
+    free(c->vc_rows);
+    memset(c, 0, sizeof *c);
+}
+
+static void *column(const struct store_segment *s, uint16_t role, uint16_t index,
+                    enum format_type type, uint32_t n, struct ask_error *err)
+{
+    int i = format_block_find(&s->block, role, index);
+    struct format_column_info ci;
+    if (i >= 0)
+        format_block_column(&s->block, i, &ci);
+    if (i < 0 || ci.type != type || ci.n != n) {
+        ask_fail(err, 500, "corrupt_store", "a segment block (span %lld) lacks column %u/%u",
+                 (long long)s->span_start, role, index);
+        return NULL;
+    }
+    void *a = malloc((size_t)(n ? n : 1) * format_type_size(type));
+    struct format_error ferr;
+    if (!a) {
+        ask_fail(err, 500, "internal", "out of memory");
+        return NULL;
+    }
+    if (format_block_decode(&s->block, i, a, &ferr)) {
+        ask_fail(err, 500, "corrupt_store", "segment block of span %lld: %s",
+                 (long long)s->span_start, ferr.message);
+        free(a);
+        return NULL;
+    }
+    return a;
+}
+
+static int seg_load(struct exec *x, const struct store_segment *s, struct seg_columns *c,
+                    struct ask_error *err)
+{
+    const struct sql_view *v = x->v;
+    uint32_t n = c->n = s->block.info.ncells;
+    c->keys = calloc((size_t)v->ncell_keys + 1, sizeof *c->keys);
+    c->counts = calloc((size_t)v->ncounts + 1, sizeof *c->counts);
+    c->sums = calloc((size_t)v->nsums + 1, sizeof *c->sums);
+    c->vc_off = calloc((size_t)v->nvalue_counts + 1, sizeof *c->vc_off);
+    c->vc_codes = calloc((size_t)v->nvalue_counts + 1, sizeof *c->vc_codes);
+    c->vc_rows = calloc((size_t)v->nvalue_counts + 1, sizeof *c->vc_rows);
+    if (!c->keys || !c->counts || !c->sums || !c->vc_off || !c->vc_codes || !c->vc_rows)
+        return ask_fail(err, 500, "internal", "out of memory");
+    if (!(c->bucket = column(s, STORE_ROLE_BUCKET, 0, FORMAT_I64, n, err)))
+        return -1;
+    for (int k = 0; k < v->ncell_keys; k++)
+        if (x->need_key[k] && !(c->keys[k] = column(s, STORE_ROLE_KEY, (uint16_t)k, FORMAT_I64, n, err)))
+            return -1;
+    for (int k = 0; k < v->ncounts; k++)
+        if (x->need_count[k] && !(c->counts[k] = column(s, STORE_ROLE_COUNT, (uint16_t)k, FORMAT_I64, n, err)))
+            return -1;
+    for (int k = 0; k < v->nsums; k++) {
+        bool real = x->types[v->sums[k].fact_column].type == STORE_TYPE_FLOAT;
+        if (x->need_sum[k] &&
+            !(c->sums[k] = column(s, STORE_ROLE_SUM, (uint16_t)k, real ? FORMAT_F64 : FORMAT_I128, n, err)))
+            return -1;
+    }
+    for (int k = 0; k < v->nvalue_counts; k++) {
+        if (!x->need_vc[k])
+            continue;
+        if (!(c->vc_off[k] = column(s, STORE_ROLE_VC_OFFSETS, (uint16_t)k, FORMAT_I64, n + 1, err)))
+            return -1;
+        int64_t runs = c->vc_off[k][n];
+        for (uint32_t i = 0; i < n; i++)
+            if (c->vc_off[k][i] > c->vc_off[k][i + 1] || c->vc_off[k][i] < 0)
+                runs = -1;
+        if (runs < 0 || runs > FORMAT_MAX_VALUES)
+            return ask_fail(err, 500, "corrupt_store", "segment block of span %lld has bad "
+                                                       "value-count offsets", (long long)s->span_start);
+        if (!(c->vc_codes[k] = column(s, STORE_ROLE_VC_VALUES, (uint16_t)k, FORMAT_I64, (uint32_t)runs, err)) ||
+            !(c->vc_rows[k] = column(s, STORE_ROLE_VC_COUNTS, (uint16_t)k, FORMAT_I64, (uint32_t)runs, err)))
+            return -1;
+    }
+    return 0;
+}
+
+/* ---- Cells into groups ------------------------------------------------------------ */
+
+static bool in_list(const int64_t *codes, int n, int64_t code)
+{
+    for (int i = 0; i < n; i++)
+        if (codes[i] == code)
+            return true;
+    return false;
+}
+
+static bool text_in(const struct bound_cond *c, const struct text_pool *pool, int64_t id)
+{
+    if (id < 0)
+        return false;
+    for (int i = 0; i < c->ntexts; i++)
+        if (pool->lens[id] == c->lens[i] && memcmp(pool->texts[id], c->texts[i], c->lens[i]) == 0)
+            return true;
+    return false;
+}
+
+/* Whether cell i passes the conditions and inner joins; fills dim ids. */
+static int cell_passes(struct exec *x, const struct seg_columns *c, uint32_t i, bool *pass,
+                       struct ask_error *err)
+{
+    const struct sql_view *v = x->v;
+    *pass = true;
+    for (int j = 0; j < v->njoins && *pass; j++) {
+        if (v->joins[j].kind != SQL_JOIN_INNER)
+            continue;
+        int ck = -1;
+        for (int k = 0; k < v->ncell_keys; k++)
+            if (v->cell_keys[k] == v->joins[j].fact_column)
+                ck = k;
+        const struct dim_entry *e;
+        if (dim_lookup(x, j, c->keys[ck][i], &e, err))
+            return -1;
+        *pass = e->found;
+    }
+    for (int k = 0; k < x->b.nconds && *pass; k++) {
+        const struct bound_cond *bc = &x->b.conds[k];
+        bool is_null, hit;
+        int64_t id = 0;
+        if (bc->is_dim) {
+            int ck = -1;
+            for (int q = 0; q < v->ncell_keys; q++)
+                if (v->cell_keys[q] == v->joins[bc->join].fact_column)
+                    ck = q;
+            const struct dim_entry *e;
+            if (dim_lookup(x, bc->join, c->keys[ck][i], &e, err))
+                return -1;
+            id = e->found ? e->ids[bc->dim_value] : -1;
+            is_null = id < 0;
+            hit = text_in(bc, &x->pool, id);
+        } else {
+            int64_t code = c->keys[bc->cell_key][i];
+            is_null = code == STORE_NULL;
+            hit = in_list(bc->codes, bc->ncodes, code);
+        }
+        switch (bc->kind) {
+        case SQL_COND_EQ:
+        case SQL_COND_IN: *pass = !is_null && hit; break;
+        case SQL_COND_NE:
+        case SQL_COND_NOT_IN: *pass = !is_null && !hit; break;
+        case SQL_COND_IS_NULL: *pass = is_null; break;
+        case SQL_COND_IS_NOT_NULL: *pass = !is_null; break;
+        }
+    }
+    return 0;
+}
+
+/* The group key of cell i: the bucket (rolled to the asked width) then one
+ * id per group key (a fact key's code, a dim value's interned id). */
+static int cell_key(struct exec *x, const struct seg_columns *c, uint32_t i, int64_t bucket,
+                    int64_t *key, struct ask_error *err)
+{
+    const struct sql_ask *a = x->ask;
+    const struct sql_view *v = x->v;
+    if (a->group_by_bucket) {
+        int64_t w = a->bucket_width, rel = bucket - v->origin_usec;
+        int64_t q = rel / w - (rel % w != 0 && rel < 0);
+        key[0] = v->origin_usec + q * w;
+    } else {
+        key[0] = 0;
+    }
+    for (int g = 0; g < a->ngroup_keys; g++) {
+        const struct sql_view_column *vc = &v->columns[a->group_keys[g]];
+        if (vc->kind == SQL_COLUMN_FACT_KEY) {
+            key[g + 1] = c->keys[vc->cell_key][i];
+            continue;
+        }
+        int ck = -1;
+        for (int q = 0; q < v->ncell_keys; q++)
+            if (v->cell_keys[q] == v->joins[vc->join].fact_column)
+                ck = q;
+        const struct dim_entry *e;
+        if (dim_lookup(x, vc->join, c->keys[ck][i], &e, err))
+            return -1;
+        key[g + 1] = e->found ? e->ids[vc->dim_column - 1] : -1;
+    }
+    return 0;
+}
+
+static int fold_cell(struct exec *x, const struct seg_columns *c, uint32_t i, struct group *g,
+                     struct ask_error *err)
+{
+    const struct sql_view *v = x->v;
+    for (int k = 0; k < v->ncounts; k++)
+        if (x->need_count[k])
+            g->counts[k] += c->counts[k][i];
+    for (int k = 0; k < v->nsums; k++) {
+        if (!x->need_sum[k])
+            continue;
+        if (x->types[v->sums[k].fact_column].type == STORE_TYPE_FLOAT) {
+            g->real[k] += ((double *)c->sums[k])[i];
+        } else {
+            __int128 s;
+            memcpy(&s, (char *)c->sums[k] + 16 * (size_t)i, 16);
+            if (__builtin_add_overflow(g->exact[k], s, &g->exact[k]))
+                return ask_fail(err, 422, "overflow", "a sum overflowed 128 bits");
+        }
+    }
+    for (int k = 0; k < v->nvalue_counts; k++) {
+        if (!x->need_vc[k])
+            continue;
+        for (int64_t r = c->vc_off[k][i]; r < c->vc_off[k][i + 1]; r++)
+            if (vc_add(&g->vcs[k], c->vc_codes[k][r], c->vc_rows[k][r]))
+                return ask_fail(err, 500, "internal", "out of memory");
+    }
+    return 0;
+}
+
+static int64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static int scan_segment(struct exec *x, const struct store_segment *s, int64_t width, int64_t from,
+                        int64_t to, struct ask_error *err)
+{
+    struct seg_columns c = {0};
+    int rc = seg_load(x, s, &c, err);
+    int64_t key[65];
+    for (uint32_t i = 0; rc == 0 && i < c.n; i++) {
+        int64_t bucket = s->span_start + c.bucket[i] * width;
+        if (bucket < from || bucket >= to)
+            continue;
+        bool pass;
+        struct group *g;
+        x->cells_read++;
+        if ((rc = cell_passes(x, &c, i, &pass, err)) || !pass)
+            continue;
+        if ((rc = cell_key(x, &c, i, bucket, key, err)))
+            break;
+        if (!(g = group_for(x, key, err)))
+            rc = -1;
+        else
+            rc = fold_cell(x, &c, i, g, err);
+    }
+    seg_free(x->v, &c);
+    return rc;
+}
+
+static int scan_range(struct exec *x, int width, int64_t from, int64_t to, struct ask_error *err)
+{
+    struct store_segment_iter it;
+    struct store_segment s;
+    struct store_error serr;
+    if (store_segments_begin(x->r, x->view, width, from, to, &it, &serr))
+        return ask_fail(err, 500, "corrupt_store", "%s", serr.message);
+    int rc, got;
+    for (rc = 0; rc == 0 && (got = store_segments_next(&it, &s, &serr)) == 1;) {
+        rc = scan_segment(x, &s, x->v->widths[width], from, to, err);
+        if (rc == 0 && x->e->limits.max_ask_us > 0 &&
+            now_us() - x->started_us > x->e->limits.max_ask_us)
+            rc = ask_fail(err, 503, "ask_timeout", "the ask ran past its time limit of %lld ms",
+                          (long long)(x->e->limits.max_ask_us / 1000));
+    }
+    if (rc == 0 && got < 0)
+        rc = ask_fail(err, 500, "corrupt_store", "%s", serr.message);
+    store_segments_end(&it);
+    return rc;
+}
+
+/* Floors t to an edge of width w (aligned to the origin). */
+static int64_t floor_edge(int64_t t, int64_t origin, int64_t w)
+{
+    int64_t rel = t - origin, q = rel / w - (rel % w != 0 && rel < 0);
+    return origin + q * w;
+}
+
+/* Covers [from, to) with widths[0..top], widest first. */
+static int cover(struct exec *x, int top, int64_t from, int64_t to, struct ask_error *err)
+{
+    if (from >= to)
+        return 0;
+    const struct sql_view *v = x->v;
+    for (int w = top; w >= 0; w--) {
+        int64_t width = v->widths[w];
+        if (x->ask->group_by_bucket && x->ask->bucket_width % width != 0)
+            continue; /* its cells would straddle the asked buckets */
+        int64_t a = floor_edge(from, v->origin_usec, width);
+        if (a < from)
+            a += width;
+        int64_t b = floor_edge(to, v->origin_usec, width);
+        if (a >= b)
+            continue;
+        if (scan_range(x, w, a, b, err) || cover(x, w - 1, from, a, err) ||
+            cover(x, w - 1, b, to, err))
+            return -1;
+        return 0;
+    }
+    return ask_fail(err, 500, "internal", "no width covers the range"); /* widths[0] always does */
+}
+
+/* Which keys and accumulators the ask reads. */
+static int plan_needs(struct exec *x, struct ask_error *err)
+{
+    const struct sql_view *v = x->v;
+    x->need_key = calloc((size_t)v->ncell_keys + 1, 1);
+    x->need_count = calloc((size_t)v->ncounts + 1, 1);
+    x->need_sum = calloc((size_t)v->nsums + 1, 1);
+    x->need_vc = calloc((size_t)v->nvalue_counts + 1, 1);
+    x->dims = calloc((size_t)v->njoins + 1, sizeof *x->dims);
+    if (!x->need_key || !x->need_count || !x->need_sum || !x->need_vc || !x->dims)
+        return ask_fail(err, 500, "internal", "out of memory");
+    for (int j = 0; j < v->njoins; j++)
+        x->dims[j].nvalues = v->joins[j].ndim_columns - 1;
+    for (int k = 0; k < v->ncell_keys; k++)
+        x->need_key[k] = true; /* keys are small; every one may carry a join */
+    for (int i = 0; i < x->ask->ncolumns; i++) {
+        const struct sql_view_column *vc = &v->columns[x->ask->columns[i].view_column];
+        if (vc->kind != SQL_COLUMN_MEASURE)
+            continue;
+        const struct sql_measure *m = &vc->measure;
+        if (m->count >= 0)
+            x->need_count[m->count] = true;
+        if (m->sum >= 0)
+            x->need_sum[m->sum] = true;
+        if (m->value_counts >= 0)
+            x->need_vc[m->value_counts] = true;
+    }
+    x->groups.nkey = 1 + x->ask->ngroup_keys;
+    return 0;
+}
+
+int exec_scan(struct exec *x, struct ask_error *err)
+{
+    x->started_us = now_us();
+    if (plan_needs(x, err) || cover(x, x->v->nwidths - 1, x->b.from, x->b.to, err))
+        return -1;
+    /* An ask without GROUP BY answers one row, even over no cells. */
+    if (!x->ask->group_by_bucket && x->ask->ngroup_keys == 0 && x->groups.n == 0) {
+        int64_t key[1] = {0};
+        if (!group_for(x, key, err))
+            return -1;
+    }
+    return 0;
+}
+
+void exec_free(struct exec *x)
+{
+    for (uint32_t i = 0; i < x->groups.n; i++)
+        group_free(x->v, x->groups.all[i]);
+    free(x->groups.all);
+    free(x->groups.slots);
+    for (int i = 0; i < x->pool.n; i++)
+        free(x->pool.texts[i]);
+    free(x->pool.texts);
+    free(x->pool.lens);
+    for (int j = 0; x->dims && j < x->v->njoins; j++) {
+        for (uint32_t i = 0; i < x->dims[j].nslots; i++)
+            free(x->dims[j].slots[i].ids);
+        free(x->dims[j].slots);
+    }
+    free(x->dims);
+    free(x->need_key);
+    free(x->need_count);
+    free(x->need_sum);
+    free(x->need_vc);
+    bound_free(&x->b);
+}

@@ -1,0 +1,932 @@
+/* http.c -- straum-serve's HTTP server: libmicrohttpd, the routes, limits,
+ * the bearer token, status mapping, graceful stop.
+ *
+ * Threads: MHD's internal polling threads (a pool of --threads, each with its
+ * own epoll set) accept, read, call on_request and write. An ask runs on the
+ * thread that read it; the engine is thread-safe and takes its own read
+ * snapshot, so asks never wait on each other or on ingest. MHD bounds what
+ * one client can hold: header bytes (the per-connection memory pool: a
+ * header flood gets MHD's 431/413, not more memory), idle time (the
+ * connection timeout drops slow and half-open clients) and connections.
+ *
+ * Routes and statuses:
+ *   POST /ask      200 engine JSON; 400 body (request.c) or ask syntax; 404
+ *                  unknown view; 413 body over --max-body (answered on the
+ *                  headers when Content-Length says so; a chunked body is
+ *                  dropped past the limit and answered at its end) or an
+ *                  ask over the engine's length limit; 422 parameters or
+ *                  groups the engine refuses; 503 ask timeout; 500 internal
+ *                  (a corrupt block: the engine's message names it; logged)
+ *   GET  /views    200 engine JSON
+ *   GET  /healthz  200 {"status":"ok"} while the process serves
+ *   GET  /readyz   200 {"status":"ready","lag_seconds","position"}, or 503
+ *                  not_ready: no position yet, or lag over --max-lag (lag:
+ *                  see metrics_lag_us)
+ *   GET  /metrics  Prometheus text
+ *   anything else  404 not_found; a known path with another method 405 with
+ *                  Allow; /ask and /views without the token (when
+ *                  --token-file is set) 401 with WWW-Authenticate. Header
+ *                  floods get MHD's own 431.
+ * Every error body is {"error": {"code", "message"[, "line", "column"]}}. */
+#include "serve/serve.h"
+
+#include "serve/engine.h"
+#include "serve/metrics.h"
+#include "serve/request.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CONNECTION_TIMEOUT_S 30
+#define CONNECTION_LIMIT 10000
+/* Per-connection pool: request line and headers, the read buffer and the
+ * response headers. It bounds a header flood per connection (MHD answers
+ * 431) while headers of about 14 KiB still pass (cookies count twice, as
+ * MHD keeps their split too: a Cookie header to about 6 KiB). Not MHD's
+ * default 32 KiB:
+ * MHD zeroes the pool between keep-alive requests, which at 32 KiB was 15%
+ * of a /healthz's CPU. The /ask body is copied out as it arrives, so
+ * --max-body, not this, bounds it. */
+#define CONNECTION_MEMORY 16384
+/* Bytes of an over-limit chunked /ask body read and dropped, past the
+ * limit, before the connection is cut instead of answered 413. */
+#define DISCARD_MAX (64u << 20)
+/* What serve_stop waits for requests in flight before closing them. */
+#define STOP_GRACE_MS 10000
+
+struct serve_server {
+    struct MHD_Daemon *daemon;
+    int listen_fd;              /* ours until MHD_quiesce_daemon hands it back */
+    int port;
+    char addr[80];              /* "127.0.0.1:8080" as bound, for the log */
+    struct engine *engine;
+    struct metrics *metrics;
+    char *token;                /* NULL: no token needed */
+    size_t token_len;
+    size_t max_body;
+    int64_t max_lag_us;
+    bool quiet;
+    atomic_int inflight;        /* requests between their first call and completion */
+    struct MHD_Response *healthz;
+};
+
+/* ---- Logging ----------------------------------------------------------------- */
+
+/* One logfmt line on stderr: ts=... level=... msg="..." then extra fields,
+ * which callers write already in logfmt. */
+static void serve_log(const char *level, const char *msg, const char *fields, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void serve_vlog(const char *level, const char *msg, const char *fields, va_list ap)
+{
+    char extra[512] = "";
+    if (fields)
+        vsnprintf(extra, sizeof extra, fields, ap);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct tm tm;
+    gmtime_r(&ts.tv_sec, &tm);
+    char when[32];
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+    char quoted[1024];
+    size_t n = 0;
+    for (const char *c = msg; *c && n + 3 < sizeof quoted; c++) {
+        if (*c == '"' || *c == '\\')
+            quoted[n++] = '\\';
+        quoted[n++] = *c == '\n' || *c == '\r' ? ' ' : *c;
+    }
+    quoted[n] = '\0';
+    /* One fprintf per line, so lines from several threads do not mix. */
+    fprintf(stderr, "ts=%s.%03ldZ level=%s msg=\"%s\"%s%s\n", when, ts.tv_nsec / 1000000, level,
+            quoted, *extra ? " " : "", extra);
+}
+
+static void serve_log(const char *level, const char *msg, const char *fields, ...)
+{
+    va_list ap;
+    va_start(ap, fields);
+    serve_vlog(level, msg, fields, ap);
+    va_end(ap);
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    const struct serve_server *s = cls;
+    if (s->quiet)
+        return;
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    size_t n = strlen(msg);
+    while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
+        msg[--n] = '\0';
+    serve_log("warn", msg, "source=libmicrohttpd");
+}
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t wall_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* ---- The listen address -------------------------------------------------------- */
+
+/* Splits "host:port", "[v6]:port" or ":port" (loopback) and resolves it. */
+static int resolve_listen(const char *listen, struct sockaddr_storage *ss, socklen_t *sslen,
+                          char *err, size_t errlen)
+{
+    char host[256];
+    const char *port;
+    if (listen[0] == '[') {
+        const char *close = strchr(listen, ']');
+        if (!close || close[1] != ':' || (size_t)(close - listen - 1) >= sizeof host) {
+            snprintf(err, errlen, "--listen %s: expected [address]:port", listen);
+            return -1;
+        }
+        memcpy(host, listen + 1, (size_t)(close - listen - 1));
+        host[close - listen - 1] = '\0';
+        port = close + 2;
+    } else {
+        const char *colon = strrchr(listen, ':');
+        if (!colon || (size_t)(colon - listen) >= sizeof host) {
+            snprintf(err, errlen, "--listen %s: expected host:port, [address]:port or :port",
+                     listen);
+            return -1;
+        }
+        memcpy(host, listen, (size_t)(colon - listen));
+        host[colon - listen] = '\0';
+        if (strchr(host, ':')) {
+            snprintf(err, errlen, "--listen %s: write an IPv6 address in brackets, as [::1]:8080",
+                     listen);
+            return -1;
+        }
+        if (!*host)
+            strcpy(host, "127.0.0.1");
+        port = colon + 1;
+    }
+    char *end;
+    errno = 0;
+    long p = strtol(port, &end, 10);
+    if (!*port || *end || errno || p < 0 || p > 65535) {
+        snprintf(err, errlen, "--listen %s: the port must be a number from 0 to 65535", listen);
+        return -1;
+    }
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    struct addrinfo *ai = NULL;
+    int rc = getaddrinfo(host, port, &hints, &ai);
+    if (rc != 0 || !ai) {
+        snprintf(err, errlen, "--listen %s: cannot resolve %s: %s", listen, host,
+                 rc ? gai_strerror(rc) : "no address");
+        return -1;
+    }
+    memcpy(ss, ai->ai_addr, ai->ai_addrlen);
+    *sslen = ai->ai_addrlen;
+    freeaddrinfo(ai);
+    return 0;
+}
+
+static bool is_loopback(const struct sockaddr_storage *ss)
+{
+    if (ss->ss_family == AF_INET) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
+        return (ntohl(a->sin_addr.s_addr) >> 24) == 127;
+    }
+    if (ss->ss_family == AF_INET6) {
+        const struct in6_addr *a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+        if (IN6_IS_ADDR_LOOPBACK(a))
+            return true;
+        return IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127;
+    }
+    return false;
+}
+
+static void addr_text(const struct sockaddr_storage *ss, int port, char *buf, size_t len)
+{
+    char host[INET6_ADDRSTRLEN] = "?";
+    if (ss->ss_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr, host, sizeof host);
+    else if (ss->ss_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ss)->sin6_addr, host, sizeof host);
+    snprintf(buf, len, ss->ss_family == AF_INET6 ? "[%s]:%d" : "%s:%d", host, port);
+}
+
+int serve_check_options(const struct serve_options *o, char *err, size_t errlen)
+{
+    if (!o->store_dir || !*o->store_dir) {
+        snprintf(err, errlen, "--store DIR is required");
+        return -1;
+    }
+    const char *listen = o->listen ? o->listen : SERVE_DEFAULT_LISTEN;
+    struct sockaddr_storage ss;
+    socklen_t sslen;
+    if (resolve_listen(listen, &ss, &sslen, err, errlen) != 0)
+        return -1;
+    if (!is_loopback(&ss) && !o->token_file && !o->public_bind) {
+        snprintf(err, errlen,
+                 "refusing to listen on %s without --token-file: anyone who can reach that "
+                 "address could ask. Give --token-file FILE (clients then send "
+                 "\"Authorization: Bearer <token>\"), or --public to serve it without a token",
+                 listen);
+        return -1;
+    }
+    return 0;
+}
+
+/* Our own listening socket, so SO_REUSEPORT is set before bind (several
+ * straum-serve processes then share one port and the kernel spreads
+ * connections over them) and a bind failure is reported in our words. */
+static int open_listener(struct serve_server *s, const char *where, bool reuse_port, char *err,
+                         size_t errlen)
+{
+    struct sockaddr_storage ss;
+    socklen_t sslen;
+    if (resolve_listen(where, &ss, &sslen, err, errlen) != 0)
+        return -1;
+    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        snprintf(err, errlen, "socket: %s", strerror(errno));
+        return -1;
+    }
+    int one = 1;
+    /* SO_REUSEADDR: a restart binds at once despite connections in TIME_WAIT. */
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (reuse_port && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0) {
+        snprintf(err, errlen, "SO_REUSEPORT: %s", strerror(errno));
+        close(fd);
+        return -1;
+    }
+    if (bind(fd, (struct sockaddr *)&ss, sslen) != 0 || listen(fd, 1024) != 0) {
+        snprintf(err, errlen, "cannot listen on %s: %s%s", where, strerror(errno),
+                 errno == EADDRINUSE && !reuse_port
+                     ? " (another process has the port; --reuse-port lets several "
+                       "straum-serve processes share it)"
+                     : "");
+        close(fd);
+        return -1;
+    }
+    struct sockaddr_storage bound;
+    socklen_t blen = sizeof bound;
+    getsockname(fd, (struct sockaddr *)&bound, &blen);
+    s->port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
+                                                : ((struct sockaddr_in *)&bound)->sin_port);
+    addr_text(&bound, s->port, s->addr, sizeof s->addr);
+    s->listen_fd = fd;
+    return 0;
+}
+
+/* ---- The token ------------------------------------------------------------------- */
+
+static int read_token(struct serve_server *s, const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "re");
+    if (!f) {
+        snprintf(err, errlen, "--token-file %s: %s", path, strerror(errno));
+        return -1;
+    }
+    char buf[4097];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    bool bad = ferror(f);
+    fclose(f);
+    if (bad || n == sizeof buf) {
+        snprintf(err, errlen, "--token-file %s: %s", path,
+                 bad ? "cannot read it" : "longer than 4096 bytes");
+        return -1;
+    }
+    size_t a = 0;
+    while (a < n && (buf[a] == ' ' || buf[a] == '\t' || buf[a] == '\n' || buf[a] == '\r'))
+        a++;
+    while (n > a && (buf[n - 1] == ' ' || buf[n - 1] == '\t' || buf[n - 1] == '\n' ||
+                     buf[n - 1] == '\r'))
+        n--;
+    if (n == a) {
+        snprintf(err, errlen, "--token-file %s is empty", path);
+        return -1;
+    }
+    for (size_t i = a; i < n; i++)
+        if ((unsigned char)buf[i] < 0x21 || (unsigned char)buf[i] > 0x7E) {
+            snprintf(err, errlen, "--token-file %s: the token must be printable ASCII without "
+                     "spaces", path);
+            return -1;
+        }
+    s->token = malloc(n - a + 1);
+    if (!s->token) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    memcpy(s->token, buf + a, n - a);
+    s->token[n - a] = '\0';
+    s->token_len = n - a;
+    return 0;
+}
+
+/* "Bearer <token>", compared in time that depends on the token's length
+ * alone, so a client cannot find it byte by byte. */
+static bool authorized(const struct serve_server *s, struct MHD_Connection *c)
+{
+    if (!s->token)
+        return true;
+    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    if (!h || strncasecmp(h, "Bearer ", 7) != 0)
+        return false;
+    h += 7;
+    while (*h == ' ')
+        h++;
+    size_t n = strlen(h);
+    while (n > 0 && h[n - 1] == ' ')
+        n--;
+    unsigned diff = n != s->token_len;
+    for (size_t i = 0; i < s->token_len; i++)
+        diff |= (unsigned char)s->token[i] ^ (unsigned char)(i < n ? h[i] : 0);
+    return diff == 0;
+}
+
+/* ---- Responses ----------------------------------------------------------------------- */
+
+static const char oom_body[] =
+    "{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\"}}";
+
+/* Queues a response whose body is b's bytes (taken: freed by MHD, or here). */
+static enum MHD_Result send_buf(struct serve_server *s, struct MHD_Connection *c,
+                                enum metrics_path path, int status, struct buf *b,
+                                const char *content_type, const char *allow)
+{
+    struct MHD_Response *r;
+    if (b->failed || !b->data) {
+        bool failed = b->failed;
+        buf_free(b);
+        status = failed ? 500 : status;
+        r = failed ? MHD_create_response_from_buffer(sizeof oom_body - 1, (void *)oom_body,
+                                                        MHD_RESPMEM_PERSISTENT)
+                      : MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+        content_type = "application/json";
+    } else {
+        r = MHD_create_response_from_buffer_with_free_callback(b->len, b->data, free);
+        if (r)
+            b->data = NULL; /* MHD owns it now */
+        else
+            buf_free(b);
+    }
+    if (!r)
+        return MHD_NO;
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    if (allow)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+    if (status == 401)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"straum\"");
+    enum MHD_Result rc = MHD_queue_response(c, (unsigned)status, r);
+    MHD_destroy_response(r);
+    metrics_http(s->metrics, path, status);
+    return rc;
+}
+
+static void error_json(struct buf *b, const char *code, const char *message, int line, int column)
+{
+    buf_puts(b, "{\"error\":{\"code\":");
+    buf_json_string(b, code, strlen(code));
+    buf_puts(b, ",\"message\":");
+    buf_json_string(b, message, strlen(message));
+    if (line > 0)
+        buf_printf(b, ",\"line\":%d,\"column\":%d", line, column);
+    buf_puts(b, "}}\n");
+}
+
+static enum MHD_Result send_error(struct serve_server *s, struct MHD_Connection *c,
+                                  enum metrics_path path, int status, const char *code,
+                                  const char *message, const char *allow)
+{
+    struct buf b = {0};
+    error_json(&b, code, message, 0, 0);
+    return send_buf(s, c, path, status, &b, "application/json", allow);
+}
+
+/* An engine or request error; a status the HTTP layer does not expect from
+ * them becomes 500, so a bug cannot pass for success. */
+static enum MHD_Result send_ask_error(struct serve_server *s, struct MHD_Connection *c,
+                                      enum metrics_path path, struct ask_error *err)
+{
+    if (err->status < 400 || err->status > 599)
+        err->status = 500;
+    err->code[sizeof err->code - 1] = '\0';
+    err->message[sizeof err->message - 1] = '\0';
+    if (!err->code[0])
+        strcpy(err->code, "internal");
+    if (err->status == 500 && !s->quiet)
+        serve_log("error", err->message, "code=%s path=%s", err->code,
+                  path == METRICS_PATH_ASK ? "/ask" : path == METRICS_PATH_VIEWS ? "/views"
+                                                                                 : "other");
+    struct buf b = {0};
+    error_json(&b, err->code, err->message, err->line, err->column);
+    return send_buf(s, c, path, err->status, &b, "application/json", NULL);
+}
+
+/* ---- Routes ------------------------------------------------------------------------------ */
+
+static enum MHD_Result do_views(struct serve_server *s, struct MHD_Connection *c)
+{
+    struct buf b = {0};
+    struct ask_error err = {0};
+    if (engine_views(s->engine, &b, &err) != 0) {
+        buf_free(&b);
+        return send_ask_error(s, c, METRICS_PATH_VIEWS, &err);
+    }
+    return send_buf(s, c, METRICS_PATH_VIEWS, 200, &b, "application/json", NULL);
+}
+
+static void lsn_text(uint64_t lsn, char buf[32])
+{
+    snprintf(buf, 32, "%" PRIX32 "/%08" PRIX32, (uint32_t)(lsn >> 32), (uint32_t)lsn);
+}
+
+static enum MHD_Result do_readyz(struct serve_server *s, struct MHD_Connection *c)
+{
+    struct store_position pos;
+    struct ask_error err = {0};
+    char msg[480];
+    if (engine_position(s->engine, &pos, &err) != 0) {
+        snprintf(msg, sizeof msg, "cannot read the store's position: %s", err.message);
+        return send_error(s, c, METRICS_PATH_READYZ, 503, "not_ready", msg, NULL);
+    }
+    int64_t lag = metrics_lag_us(&pos, wall_us());
+    if (lag < 0 && s->max_lag_us > 0)
+        return send_error(s, c, METRICS_PATH_READYZ, 503, "not_ready",
+                          "the store has no source position yet: ingest has not committed "
+                          "since it was created", NULL);
+    if (s->max_lag_us > 0 && lag > s->max_lag_us) {
+        snprintf(msg, sizeof msg,
+                 "the store trails PostgreSQL by %.3f s, more than --max-lag %.3f s (%s)",
+                 (double)lag / 1e6, (double)s->max_lag_us / 1e6,
+                 pos.bytes_behind ? "ingest is behind the server's WAL"
+                                  : "no recent contact between ingest and PostgreSQL");
+        return send_error(s, c, METRICS_PATH_READYZ, 503, "not_ready", msg, NULL);
+    }
+    char lsn[32];
+    lsn_text(pos.lsn, lsn);
+    struct buf b = {0};
+    buf_puts(&b, "{\"status\":\"ready\",\"lag_seconds\":");
+    if (lag < 0)
+        buf_puts(&b, "null");
+    else
+        buf_printf(&b, "%" PRId64 ".%06" PRId64, lag / 1000000, lag % 1000000);
+    buf_printf(&b, ",\"position\":\"%s\"}\n", lsn);
+    return send_buf(s, c, METRICS_PATH_READYZ, 200, &b, "application/json", NULL);
+}
+
+static enum MHD_Result do_metrics(struct serve_server *s, struct MHD_Connection *c)
+{
+    struct store_position pos;
+    struct ask_error err = {0};
+    bool have = engine_position(s->engine, &pos, &err) == 0;
+    struct buf b = {0};
+    metrics_write(s->metrics, have ? &pos : NULL, wall_us(), &b);
+    return send_buf(s, c, METRICS_PATH_METRICS, 200, &b, "text/plain; version=0.0.4; charset=utf-8",
+                    NULL);
+}
+
+/* A /ask whose body has fully arrived. */
+static enum MHD_Result do_ask(struct serve_server *s, struct MHD_Connection *c, const char *body,
+                              size_t len)
+{
+    int64_t t0 = mono_ns();
+    struct request_body rb;
+    struct ask_error err = {0};
+    int view = -1, status;
+    enum MHD_Result rc;
+    if (request_parse(body, len, &rb, &err) != 0) {
+        status = err.status;
+        rc = send_ask_error(s, c, METRICS_PATH_ASK, &err);
+    } else {
+        view = metrics_view_of(s->metrics, rb.req.ask);
+        struct buf out = {0};
+        if (engine_ask(s->engine, &rb.req, &out, &err) == 0) {
+            status = out.failed ? 500 : 200;
+            rc = send_buf(s, c, METRICS_PATH_ASK, 200, &out, "application/json", NULL);
+        } else {
+            buf_free(&out);
+            rc = send_ask_error(s, c, METRICS_PATH_ASK, &err);
+            status = err.status;
+        }
+        request_free(&rb);
+    }
+    metrics_ask(s->metrics, view, status, mono_ns() - t0);
+    return rc;
+}
+
+/* ---- The MHD callbacks ------------------------------------------------------------------- */
+
+/* Per-request state of a /ask: the body as it arrives. GET routes answer on
+ * their first call and keep `answered` as their state instead. */
+struct ask_ctx {
+    char *body;
+    size_t len, cap;
+    bool too_big;
+};
+
+/* Request states that need no allocation. `pending`: a request without a
+ * body, answered on MHD's next call, once the request is complete (a
+ * response queued on the first call makes MHD 0.9.75 close the connection,
+ * which would cost keep-alive). `answered`: a response is queued. */
+static char pending, answered;
+
+static enum metrics_path route_of(const char *url)
+{
+    if (strcmp(url, "/ask") == 0)
+        return METRICS_PATH_ASK;
+    if (strcmp(url, "/views") == 0)
+        return METRICS_PATH_VIEWS;
+    if (strcmp(url, "/healthz") == 0)
+        return METRICS_PATH_HEALTHZ;
+    if (strcmp(url, "/readyz") == 0)
+        return METRICS_PATH_READYZ;
+    if (strcmp(url, "/metrics") == 0)
+        return METRICS_PATH_METRICS;
+    return METRICS_PATH_OTHER;
+}
+
+/* Path, method and token, before any body is read: 0 to go on, or the
+ * error response queued (its MHD result in *rc). */
+static int refuse(struct serve_server *s, struct MHD_Connection *c, const char *url,
+                  const char *method, enum metrics_path path, enum MHD_Result *rc)
+{
+    if (path == METRICS_PATH_OTHER) {
+        *rc = send_error(s, c, path, 404, "not_found",
+                         "no such path; straum-serve answers POST /ask, GET /views, /healthz, "
+                         "/readyz and /metrics", NULL);
+        return 404;
+    }
+    bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+    if (path == METRICS_PATH_ASK ? strcmp(method, "POST") != 0 : !get) {
+        const char *allow = path == METRICS_PATH_ASK ? "POST" : "GET, HEAD";
+        char msg[200];
+        snprintf(msg, sizeof msg, "%s takes %s only", url, allow);
+        *rc = send_error(s, c, path, 405, "method_not_allowed", msg, allow);
+        return 405;
+    }
+    if ((path == METRICS_PATH_ASK || path == METRICS_PATH_VIEWS) && !authorized(s, c)) {
+        *rc = send_error(s, c, path, 401, "unauthorized",
+                         "this server needs \"Authorization: Bearer <token>\" with the token "
+                         "of its --token-file", NULL);
+        return 401;
+    }
+    return 0;
+}
+
+/* A complete request without a body (or one whose body does not matter). */
+static enum MHD_Result answer(struct serve_server *s, struct MHD_Connection *c, const char *url,
+                              const char *method)
+{
+    enum metrics_path path = route_of(url);
+    enum MHD_Result rc;
+    if (refuse(s, c, url, method, path, &rc))
+        return rc;
+    switch (path) {
+    case METRICS_PATH_VIEWS:
+        return do_views(s, c);
+    case METRICS_PATH_HEALTHZ:
+        rc = MHD_queue_response(c, MHD_HTTP_OK, s->healthz);
+        metrics_http(s->metrics, path, 200);
+        return rc;
+    case METRICS_PATH_READYZ:
+        return do_readyz(s, c);
+    case METRICS_PATH_METRICS:
+        return do_metrics(s, c);
+    default:
+        return do_ask(s, c, "", 0); /* POST /ask with no body: the parser says so */
+    }
+}
+
+static enum MHD_Result first_call(struct serve_server *s, struct MHD_Connection *c,
+                                  const char *url, const char *method, void **state)
+{
+    atomic_fetch_add(&s->inflight, 1);
+    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    const char *te =
+        MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+    unsigned long long declared = 0;
+    if (cl) {
+        char *end;
+        errno = 0;
+        declared = strtoull(cl, &end, 10);
+        if (errno == ERANGE)
+            declared = ULLONG_MAX;
+    }
+    if (declared == 0 && !te) {
+        *state = &pending;
+        return MHD_YES;
+    }
+
+    /* A body follows. Refusals are answered now, before a byte of it is
+     * read (MHD then closes the connection rather than read it). */
+    *state = &answered;
+    enum metrics_path path = route_of(url);
+    enum MHD_Result rc;
+    if (refuse(s, c, url, method, path, &rc))
+        return rc;
+    if (path != METRICS_PATH_ASK) /* a GET with a body: answered, the body unread */
+        return answer(s, c, url, method);
+    if (declared > s->max_body) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "the body is %llu bytes; this server takes at most %zu "
+                 "(--max-body)", declared, s->max_body);
+        metrics_ask(s->metrics, -1, 413, 0);
+        return send_error(s, c, path, 413, "body_too_large", msg, NULL);
+    }
+    struct ask_ctx *ctx = calloc(1, sizeof *ctx);
+    if (!ctx)
+        return MHD_NO;
+    if (declared > 0) {
+        ctx->body = malloc((size_t)declared);
+        ctx->cap = ctx->body ? (size_t)declared : 0;
+    }
+    *state = ctx;
+    return MHD_YES;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload_data, size_t *upload_data_size,
+                                  void **state)
+{
+    (void)version;
+    struct serve_server *s = cls;
+    if (*state == NULL)
+        return first_call(s, c, url, method, state);
+    if (*state == &answered) { /* nothing more to read for a request answered */
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (*state == &pending) {
+        *upload_data_size = 0;
+        *state = &answered;
+        return answer(s, c, url, method);
+    }
+    struct ask_ctx *ctx = *state;
+    size_t n = *upload_data_size;
+    if (n > 0) {
+        *upload_data_size = 0;
+        if (ctx->too_big) {
+            /* A body without Content-Length that passed the limit. MHD
+             * 0.9.75 will not queue a response while a body is still
+             * arriving (MHD_queue_response returns MHD_NO), so the rest is
+             * read and dropped, never kept, and the 413 goes out at its
+             * end; a client still sending DISCARD_MAX bytes past the limit
+             * is cut off without one. */
+            ctx->len += n;
+            return ctx->len - s->max_body > DISCARD_MAX ? MHD_NO : MHD_YES;
+        }
+        if (n > s->max_body - ctx->len) {
+            ctx->too_big = true;
+            free(ctx->body);
+            ctx->body = NULL;
+            ctx->len += n;
+            return MHD_YES;
+        }
+        if (ctx->len + n > ctx->cap) {
+            size_t cap = ctx->cap ? ctx->cap : 1024;
+            while (cap < ctx->len + n)
+                cap *= 2;
+            if (cap > s->max_body)
+                cap = s->max_body;
+            char *p = realloc(ctx->body, cap);
+            if (!p)
+                return MHD_NO;
+            ctx->body = p;
+            ctx->cap = cap;
+        }
+        memcpy(ctx->body + ctx->len, upload_data, n);
+        ctx->len += n;
+        return MHD_YES;
+    }
+    /* The whole body has arrived. */
+    if (ctx->too_big) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "the body is over %zu bytes, the most this server takes "
+                 "(--max-body)", s->max_body);
+        metrics_ask(s->metrics, -1, 413, 0);
+        return send_error(s, c, METRICS_PATH_ASK, 413, "body_too_large", msg, NULL);
+    }
+    return do_ask(s, c, ctx->body ? ctx->body : "", ctx->len);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **state,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)c;
+    (void)toe;
+    struct serve_server *s = cls;
+    if (*state == NULL)
+        return;
+    if (*state != &answered && *state != &pending) {
+        struct ask_ctx *ctx = *state;
+        free(ctx->body);
+        free(ctx);
+    }
+    *state = NULL;
+    atomic_fetch_sub(&s->inflight, 1);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_state,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    (void)c;
+    (void)socket_state;
+    struct serve_server *s = cls;
+    metrics_connection(s->metrics, toe == MHD_CONNECTION_NOTIFY_STARTED ? 1 : -1);
+}
+
+/* ---- Start and stop ------------------------------------------------------------------------ */
+
+int serve_port(const struct serve_server *s) { return s->port; }
+
+void serve_stop(struct serve_server *s)
+{
+    if (!s)
+        return;
+    if (s->daemon) {
+        /* Stop accepting, let requests in flight finish (bounded), then
+         * close every connection. */
+        MHD_socket fd = MHD_quiesce_daemon(s->daemon);
+        if (fd != MHD_INVALID_SOCKET)
+            s->listen_fd = fd;
+        for (int waited = 0; atomic_load(&s->inflight) > 0 && waited < STOP_GRACE_MS; waited += 5)
+            usleep(5000);
+        MHD_stop_daemon(s->daemon);
+    }
+    if (s->listen_fd >= 0)
+        close(s->listen_fd);
+    if (s->healthz)
+        MHD_destroy_response(s->healthz);
+    engine_close(s->engine);
+    metrics_free(s->metrics);
+    free(s->token);
+    free(s);
+}
+
+struct serve_server *serve_start(const struct serve_options *o, char *err, size_t errlen)
+{
+    if (serve_check_options(o, err, errlen) != 0)
+        return NULL;
+    struct serve_server *s = calloc(1, sizeof *s);
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    s->listen_fd = -1;
+    s->max_body = o->max_body ? o->max_body : SERVE_DEFAULT_MAX_BODY;
+    s->max_lag_us = o->max_lag_us;
+    s->quiet = o->quiet;
+    atomic_init(&s->inflight, 0);
+
+    /* The store first: a server that cannot answer should not take the port. */
+    struct engine_limits lim = {
+        .max_groups = o->max_groups > 0 ? o->max_groups : 100000,
+        .max_ask_us = o->ask_timeout_us > 0 ? o->ask_timeout_us : 0,
+        .max_ask_bytes = 64 * 1024,
+        .max_params = 256,
+    };
+    struct store_error serr = {{0}};
+    s->engine = engine_open(o->store_dir, &lim, &serr);
+    if (!s->engine) {
+        snprintf(err, errlen, "cannot open the store %s: %s", o->store_dir, serr.message);
+        goto fail;
+    }
+    const struct sql_view_list *views = store_views(engine_store(s->engine));
+    int nviews = views ? views->nviews : 0;
+    const char **names = calloc((size_t)nviews + 1, sizeof *names);
+    if (!names) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    for (int i = 0; i < nviews; i++)
+        names[i] = views->views[i].name;
+    s->metrics = metrics_new(names, nviews);
+    free(names);
+    static const char ok[] = "{\"status\":\"ok\"}\n";
+    s->healthz = MHD_create_response_from_buffer(sizeof ok - 1, (void *)ok, MHD_RESPMEM_PERSISTENT);
+    if (!s->metrics || !s->healthz) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    MHD_add_response_header(s->healthz, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    if (o->token_file && read_token(s, o->token_file, err, errlen) != 0)
+        goto fail;
+    if (open_listener(s, o->listen ? o->listen : SERVE_DEFAULT_LISTEN, o->reuse_port, err,
+                      errlen) != 0)
+        goto fail;
+
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned threads = o->threads > 0 ? (unsigned)o->threads : cpus > 0 ? (unsigned)cpus : 1;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
+                     MHD_USE_ERROR_LOG;
+    /* MHD takes a pool of 1 as "no pool" and says so; 0 means the same. */
+    s->daemon = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_request, s,
+        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
+        MHD_OPTION_LISTEN_SOCKET, (MHD_socket)s->listen_fd,
+        MHD_OPTION_THREAD_POOL_SIZE, threads > 1 ? threads : 0u,
+        MHD_OPTION_CONNECTION_TIMEOUT,
+        o->connection_timeout_s ? o->connection_timeout_s : (unsigned)CONNECTION_TIMEOUT_S,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONNECTION_LIMIT,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+        MHD_OPTION_END);
+    if (!s->daemon) {
+        snprintf(err, errlen, "libmicrohttpd could not start on %s", s->addr);
+        goto fail;
+    }
+    return s;
+fail:
+    serve_stop(s);
+    return NULL;
+}
+
+/* ---- Running until a signal ------------------------------------------------------------------ */
+
+/* serve_request_stop may run in a signal handler: it sets a flag and writes
+ * a byte to a pipe that serve_run sleeps on. The pipe lives as long as the
+ * process, so the handler never writes to a closed (or reused) descriptor. */
+static atomic_bool stop_requested;
+static atomic_int stop_pipe_w = -1;
+static int stop_pipe_r = -1;
+
+void serve_request_stop(void)
+{
+    atomic_store(&stop_requested, true);
+    int fd = atomic_load(&stop_pipe_w);
+    if (fd >= 0) {
+        char c = 1;
+        ssize_t rc = write(fd, &c, 1);
+        (void)rc; /* a full pipe already says "stop" */
+    }
+}
+
+int serve_run(const struct serve_options *o)
+{
+    char err[600];
+    if (serve_check_options(o, err, sizeof err) != 0) {
+        serve_log("error", err, NULL);
+        return 2;
+    }
+    if (stop_pipe_r < 0) {
+        int p[2];
+        if (pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) {
+            serve_log("error", "pipe failed", "error=\"%s\"", strerror(errno));
+            return 1;
+        }
+        stop_pipe_r = p[0];
+        atomic_store(&stop_pipe_w, p[1]);
+    }
+    int64_t t0 = mono_ns();
+    struct serve_server *s = serve_start(o, err, sizeof err);
+    if (!s) {
+        serve_log("error", err, NULL);
+        return 1;
+    }
+    if (!o->quiet) {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        int threads = o->threads > 0 ? o->threads : cpus > 0 ? (int)cpus : 1;
+        serve_log("info", "straum-serve listening", "addr=%s store=\"%s\" threads=%d "
+                  "token=%s start_ms=%.1f", s->addr, o->store_dir, threads,
+                  o->token_file ? "required" : "none", (double)(mono_ns() - t0) / 1e6);
+    }
+    while (!atomic_load(&stop_requested)) {
+        struct pollfd pfd = {.fd = stop_pipe_r, .events = POLLIN};
+        if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+            break;
+        char drain[16];
+        while (read(stop_pipe_r, drain, sizeof drain) > 0)
+            ;
+    }
+    if (!o->quiet)
+        serve_log("info", "stopping: finishing requests in flight", "inflight=%d",
+                  atomic_load(&s->inflight));
+    serve_stop(s);
+    if (!o->quiet)
+        serve_log("info", "straum-serve stopped", NULL);
+    return 0;
+}

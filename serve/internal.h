@@ -1,0 +1,128 @@
+/* internal.h -- what the engine's files share: the engine, a bound ask, the
+ * scan's groups and finished answer values. Private to serve/. */
+#ifndef STRAUM_SERVE_INTERNAL_H
+#define STRAUM_SERVE_INTERNAL_H
+
+#include "serve/engine.h"
+#include "serve/tz.h"
+
+#include <pthread.h>
+
+struct cached_ask {
+    char *text;
+    struct sql_ask *ask;
+    struct cached_ask *next;
+};
+
+struct engine {
+    struct store *store;
+    struct engine_limits limits;
+    pthread_mutex_t cache_lock;
+    struct cached_ask *buckets[1024];
+    int ncached;
+};
+
+int ask_fail(struct ask_error *err, int status, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* ---- Binding -------------------------------------------------------------- */
+
+/* A condition with its values turned into what cells hold. */
+struct bound_cond {
+    enum sql_ask_cond_kind kind;
+    bool is_dim;
+    int cell_key;          /* fact key: index into view->cell_keys */
+    int join, dim_value;   /* dim column: join, and index in its projection row */
+    int64_t *codes;        /* fact key values that can exist */
+    int ncodes;
+    char **texts;          /* dim values, as text */
+    size_t *lens;
+    int ntexts;
+};
+
+struct bound {
+    int64_t from, to;      /* µs, on finest-width edges */
+    const struct tz *tz;
+    struct bound_cond *conds;
+    int nconds;
+    int64_t limit;         /* -1: none */
+    int64_t offset;
+};
+
+int bind_ask(struct store_read *r, const struct sql_ask *ask, int view,
+             const struct store_column_type *types, const struct ask_request *req,
+             struct bound *out, struct ask_error *err);
+void bound_free(struct bound *b);
+
+/* ---- Scanning -------------------------------------------------------------- */
+
+/* Value counts of one group: code -> rows, open addressing. */
+struct vc_acc {
+    int64_t *codes, *rows;
+    uint32_t n, cap;
+};
+
+struct group {
+    int64_t *key;          /* bucket, then one id per group key */
+    int64_t *counts;
+    __int128 *exact;
+    double *real;
+    struct vc_acc *vcs;
+};
+
+struct group_map {
+    struct group **slots;
+    uint32_t nslots;
+    struct group **all;    /* in creation order */
+    uint32_t n, cap;
+    int nkey;
+};
+
+/* Texts of dim values met in this ask, interned: a group key holds the id. */
+struct text_pool {
+    char **texts;
+    size_t *lens;
+    int n, cap;
+};
+
+struct exec {
+    struct engine *e;
+    struct store_read *r;
+    const struct sql_ask *ask;
+    const struct sql_view *v;
+    int view;
+    const struct store_column_type *types;
+    struct bound b;
+    struct group_map groups;
+    struct text_pool pool;
+    struct dim_cache *dims;   /* per join */
+    bool *need_count, *need_sum, *need_vc, *need_key;
+    int64_t started_us;
+    uint64_t cells_read;
+};
+
+/* Covers [from, to) with the widest cells that fit and folds every cell
+ * into its group. */
+int exec_scan(struct exec *x, struct ask_error *err);
+void exec_free(struct exec *x);
+
+/* Group key id of a dim value (NULL -> -1). */
+int64_t pool_intern(struct text_pool *p, const char *text, size_t len, bool is_null);
+
+/* ---- Answers ------------------------------------------------------------------ */
+
+/* Writes {"columns": [...], "rows": [...]} from the groups. */
+int answer_write(struct exec *x, struct buf *out, struct ask_error *err);
+
+/* Exact decimal helpers (numeric.c). */
+/* "-12.50" from a scaled 128-bit integer. */
+size_t dec_format(__int128 v, int scale, char *buf, size_t len);
+/* PostgreSQL's avg(numeric): sum / count rounded as numeric_div does
+ * (select_div_scale's result scale, half away from zero). */
+size_t dec_avg(__int128 sum, int scale, int64_t count, char *buf, size_t len);
+/* A scaled integer as the double PostgreSQL's numeric -> float8 gives. */
+double dec_to_double(__int128 v, int scale);
+/* Shortest text that reads back as the same double. */
+size_t double_format(double d, char *buf, size_t len);
+
+#endif

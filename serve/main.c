@@ -1,0 +1,181 @@
+/* main.c -- the straum-serve command line: options into struct
+ * serve_options, signals, then serve_run (serve/http.c) does the rest. */
+#include "serve/serve.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+static const char usage[] =
+    "usage: straum-serve --store DIR [options]\n"
+    "\n"
+    "Answers asks over HTTP from a Straum store (read-only; straum-ingest writes it).\n"
+    "\n"
+    "  --store DIR          the store directory (required)\n"
+    "  --listen ADDR        host:port, [v6addr]:port or :port (loopback)\n"
+    "                       (default " SERVE_DEFAULT_LISTEN "; port 0 picks a free one)\n"
+    "  --threads N          HTTP worker threads (default: the number of CPUs)\n"
+    "  --max-lag DUR        /readyz answers 503 when the store trails PostgreSQL by more\n"
+    "                       (default 10s; 0 never fails on lag, e.g. for a shipped copy)\n"
+    "  --token-file F       require \"Authorization: Bearer <token>\" on /ask and /views;\n"
+    "                       the token is the file's content, trimmed\n"
+    "  --reuse-port         SO_REUSEPORT: several straum-serve processes share the port\n"
+    "  --public             allow a non-loopback address without --token-file\n"
+    "  --max-body BYTES     largest /ask body (default 1MiB; K, KiB, M, MiB suffixes)\n"
+    "  --max-groups N       answer rows before an ask is refused with 422 (default 100000)\n"
+    "  --ask-timeout DUR    time budget per ask, 503 beyond it (default: none)\n"
+    "  --help, --version\n"
+    "\n"
+    "DUR is a number with us, ms, s, m or h (a bare number is milliseconds, as in\n"
+    "straum-ingest). SIGTERM or SIGINT: stop accepting, finish requests in flight, exit 0.\n"
+    "\n"
+    "Routes: POST /ask {\"ask\": \"SELECT ...\", \"params\": [...], \"time_zone\": \"...\"},\n"
+    "GET /views, /healthz, /readyz, /metrics.\n";
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    serve_request_stop();
+}
+
+/* "5ms", "2s", "200us", "1m", "1h"; a bare number is milliseconds. */
+static int parse_duration(const char *s, int64_t *us)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno || !(v >= 0) || v > 1e12)
+        return -1;
+    double mul = strcmp(end, "us") == 0                     ? 1
+                 : strcmp(end, "ms") == 0 || *end == '\0' ? 1e3
+                 : strcmp(end, "s") == 0                  ? 1e6
+                 : strcmp(end, "m") == 0                  ? 6e7
+                 : strcmp(end, "h") == 0                  ? 3.6e9
+                                                          : -1;
+    if (mul < 0)
+        return -1;
+    *us = (int64_t)(v * mul);
+    return 0;
+}
+
+/* Bytes, with an optional K, KiB, M or MiB (powers of 1024). */
+static int parse_bytes(const char *s, size_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (end == s || errno || *s == '-')
+        return -1;
+    unsigned long long mul = !*end                                              ? 1
+                             : !strcmp(end, "K") || !strcmp(end, "KiB") || !strcmp(end, "k") ? 1024
+                             : !strcmp(end, "M") || !strcmp(end, "MiB")                       ? 1 << 20
+                                                                                              : 0;
+    if (mul == 0 || v == 0 || v > (1ULL << 40) / mul)
+        return -1;
+    *out = (size_t)(v * mul);
+    return 0;
+}
+
+static int parse_int(const char *s, int lo, int hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || errno || v < lo || v > hi)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct serve_options o = {.listen = SERVE_DEFAULT_LISTEN,
+                              .max_lag_us = SERVE_DEFAULT_MAX_LAG_US,
+                              .max_body = SERVE_DEFAULT_MAX_BODY};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(usage, stdout);
+            return 0;
+        }
+        if (!strcmp(a, "--version")) {
+            puts("straum-serve 0.1");
+            return 0;
+        }
+        if (!strcmp(a, "--reuse-port")) {
+            o.reuse_port = true;
+            continue;
+        }
+        if (!strcmp(a, "--public")) {
+            o.public_bind = true;
+            continue;
+        }
+        /* Every other option takes a value: "--opt value" or "--opt=value". */
+        char name[32];
+        const char *v;
+        const char *eq = strchr(a, '=');
+        if (eq && (size_t)(eq - a) < sizeof name) {
+            memcpy(name, a, (size_t)(eq - a));
+            name[eq - a] = '\0';
+            v = eq + 1;
+        } else {
+            snprintf(name, sizeof name, "%s", a);
+            if (i + 1 >= argc) {
+                fprintf(stderr, "straum-serve: %s needs a value (see --help)\n", a);
+                return 2;
+            }
+            v = argv[++i];
+        }
+        bool ok = true;
+        if (!strcmp(name, "--store"))
+            o.store_dir = v;
+        else if (!strcmp(name, "--listen"))
+            o.listen = v;
+        else if (!strcmp(name, "--token-file"))
+            o.token_file = v;
+        else if (!strcmp(name, "--threads"))
+            ok = parse_int(v, 1, 1024, &o.threads) == 0;
+        else if (!strcmp(name, "--max-lag"))
+            ok = parse_duration(v, &o.max_lag_us) == 0;
+        else if (!strcmp(name, "--ask-timeout"))
+            ok = parse_duration(v, &o.ask_timeout_us) == 0;
+        else if (!strcmp(name, "--max-body"))
+            ok = parse_bytes(v, &o.max_body) == 0;
+        else if (!strcmp(name, "--max-groups"))
+            ok = parse_int(v, 1, 1000000000, &o.max_groups) == 0;
+        else {
+            fprintf(stderr, "straum-serve: unknown option %s (see --help)\n", name);
+            return 2;
+        }
+        if (!ok) {
+            fprintf(stderr, "straum-serve: bad value for %s: %s (see --help)\n", name, v);
+            return 2;
+        }
+    }
+    if (!o.store_dir) {
+        fprintf(stderr, "straum-serve: --store DIR is required (see --help)\n");
+        return 2;
+    }
+    char err[600];
+    if (serve_check_options(&o, err, sizeof err) != 0) {
+        fprintf(stderr, "straum-serve: %s\n", err);
+        return 2;
+    }
+
+    /* Up to 10,000 connections need as many descriptors: raise the soft
+     * limit toward the hard one. */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 10240) {
+        rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > 10240 ? 10240 : rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    return serve_run(&o);
+}

@@ -1,0 +1,156 @@
+/* numeric.c -- exact decimals as PostgreSQL writes them.
+ *
+ * Sums are scaled 128-bit integers and print exactly. Averages follow
+ * numeric_div: the quotient is rounded (half away from zero) to the scale
+ * select_div_scale picks — enough digits for 16 significant ones, never fewer
+ * than the sum's scale — so "avg" reads the same here and in psql
+ * (13.0000000000000000). Conversions to double go through the decimal text,
+ * as numeric_float8 does, so they round the same way. */
+#include "serve/internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MIN_SIG_DIGITS = 16, DEC_DIGITS = 4, MAX_DISPLAY_SCALE = 1000 };
+
+static unsigned __int128 abs128(__int128 v)
+{
+    return v < 0 ? (unsigned __int128)0 - (unsigned __int128)v : (unsigned __int128)v;
+}
+
+/* Decimal digits of an unsigned 128-bit integer, most significant first. */
+static int digits128(unsigned __int128 m, char *out)
+{
+    char tmp[48];
+    int n = 0;
+    do {
+        tmp[n++] = (char)('0' + (int)(m % 10));
+        m /= 10;
+    } while (m);
+    for (int i = 0; i < n; i++)
+        out[i] = tmp[n - 1 - i];
+    out[n] = '\0';
+    return n;
+}
+
+size_t dec_format(__int128 v, int scale, char *buf, size_t len)
+{
+    char d[48];
+    int n = digits128(abs128(v), d);
+    char out[96];
+    int k = 0;
+    if (v < 0)
+        out[k++] = '-';
+    if (n <= scale) { /* 0.0012 */
+        out[k++] = '0';
+        out[k++] = '.';
+        for (int i = 0; i < scale - n; i++)
+            out[k++] = '0';
+        memcpy(out + k, d, (size_t)n);
+        k += n;
+    } else {
+        memcpy(out + k, d, (size_t)(n - scale));
+        k += n - scale;
+        if (scale > 0) {
+            out[k++] = '.';
+            memcpy(out + k, d + n - scale, (size_t)scale);
+            k += scale;
+        }
+    }
+    out[k] = '\0';
+    return (size_t)snprintf(buf, len, "%s", out);
+}
+
+/* Weight and first digit of |v| / 10^scale in base 10000, as PostgreSQL's
+ * NumericVar sees them (weight 0: the units group). Zero has weight 0 and
+ * first digit 0. */
+static void base10000(unsigned __int128 mag, int scale, int *weight, int *first)
+{
+    *weight = 0;
+    *first = 0;
+    if (mag == 0)
+        return;
+    /* Align the fraction to whole groups of four digits. */
+    int pad = (DEC_DIGITS - scale % DEC_DIGITS) % DEC_DIGITS;
+    for (int i = 0; i < pad; i++)
+        mag *= 10;
+    int frac_groups = (scale + pad) / DEC_DIGITS;
+    int groups = 0;
+    unsigned __int128 top = mag;
+    while (top >= 10000) {
+        top /= 10000;
+        groups++;
+    }
+    *first = (int)top;
+    *weight = groups - frac_groups;
+}
+
+size_t dec_avg(__int128 sum, int scale, int64_t count, char *buf, size_t len)
+{
+    unsigned __int128 mag = abs128(sum);
+    int w1, f1, w2, f2;
+    base10000(mag, scale, &w1, &f1);
+    base10000((unsigned __int128)count, 0, &w2, &f2);
+    int qweight = w1 - w2;
+    if (f1 <= f2)
+        qweight--;
+    int rscale = MIN_SIG_DIGITS - qweight * DEC_DIGITS;
+    if (rscale < scale)
+        rscale = scale;
+    if (rscale < 0)
+        rscale = 0;
+    if (rscale > MAX_DISPLAY_SCALE)
+        rscale = MAX_DISPLAY_SCALE;
+    /* mag / (count * 10^scale), long division, rscale digits, then round. */
+    unsigned __int128 den = (unsigned __int128)count;
+    for (int i = 0; i < scale; i++)
+        den *= 10;
+    unsigned __int128 q = mag / den, rem = mag % den;
+    char *frac = malloc((size_t)rscale + 1);
+    if (!frac)
+        return (size_t)snprintf(buf, len, "NaN");
+    for (int i = 0; i < rscale; i++) {
+        rem *= 10;
+        frac[i] = (char)('0' + (int)(rem / den));
+        rem %= den;
+    }
+    if (rem * 2 >= den) { /* half away from zero: carry through the digits */
+        int i = rscale - 1;
+        while (i >= 0 && frac[i] == '9')
+            frac[i--] = '0';
+        if (i >= 0)
+            frac[i]++;
+        else
+            q++;
+    }
+    char ip[48];
+    digits128(q, ip);
+    bool negative = sum < 0 && (q != 0 || strspn(frac, "0") < (size_t)rscale);
+    size_t n = (size_t)snprintf(buf, len, "%s%s%s%.*s", negative ? "-" : "", ip,
+                                rscale ? "." : "", rscale, frac);
+    free(frac);
+    return n;
+}
+
+double dec_to_double(__int128 v, int scale)
+{
+    char text[96];
+    dec_format(v, scale, text, sizeof text);
+    return strtod(text, NULL);
+}
+
+size_t double_format(double d, char *buf, size_t len)
+{
+    if (d != d)
+        return (size_t)snprintf(buf, len, "\"NaN\"");
+    if (d == 1.0 / 0.0 || d == -1.0 / 0.0)
+        return (size_t)snprintf(buf, len, d > 0 ? "\"Infinity\"" : "\"-Infinity\"");
+    for (int p = 1; p <= 17; p++) {
+        char tmp[40];
+        snprintf(tmp, sizeof tmp, "%.*g", p, d);
+        if (strtod(tmp, NULL) == d)
+            return (size_t)snprintf(buf, len, "%s", tmp);
+    }
+    return (size_t)snprintf(buf, len, "%.17g", d);
+}

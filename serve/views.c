@@ -1,0 +1,149 @@
+/* views.c -- GET /views: what each view keeps, as JSON: its widths with
+ * their cell counts (read from segment headers, not cells), keys, dim
+ * columns and measures. */
+#include "serve/internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *agg_name(enum sql_agg a)
+{
+    static const char *const names[] = {"count(*)", "count", "count distinct", "sum", "avg",
+                                        "min", "max", "percentile_disc", "percentile_cont"};
+    return names[a];
+}
+
+static void width_text(int64_t us, char *buf, size_t len)
+{
+    static const struct {
+        int64_t us;
+        const char *unit;
+    } units[] = {{604800000000LL, "week"}, {86400000000LL, "day"}, {3600000000LL, "hour"},
+                 {60000000LL, "minute"}, {1000000LL, "second"}};
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (us % units[i].us == 0) {
+            int64_t n = us / units[i].us;
+            snprintf(buf, len, "%lld %s%s", (long long)n, units[i].unit, n == 1 ? "" : "s");
+            return;
+        }
+    snprintf(buf, len, "%lld microseconds", (long long)us);
+}
+
+static int count_cells(struct store_read *r, int view, int width, int64_t *cells,
+                       struct ask_error *err)
+{
+    struct store_segment_iter it;
+    struct store_segment s;
+    struct store_error serr;
+    *cells = 0;
+    if (store_segments_begin(r, view, width, INT64_MIN, INT64_MAX, &it, &serr))
+        return ask_fail(err, 500, "corrupt_store", "%s", serr.message);
+    int got;
+    while ((got = store_segments_next(&it, &s, &serr)) == 1)
+        *cells += s.block.info.ncells;
+    store_segments_end(&it);
+    return got < 0 ? ask_fail(err, 500, "corrupt_store", "%s", serr.message) : 0;
+}
+
+static void write_name_list(struct buf *out, const struct sql_view *v, enum sql_column_kind kind)
+{
+    bool first = true;
+    for (int c = 0; c < v->ncolumns; c++) {
+        if (v->columns[c].kind != kind)
+            continue;
+        buf_puts(out, first ? "" : ",");
+        first = false;
+        buf_json_string(out, v->columns[c].name, strlen(v->columns[c].name));
+    }
+}
+
+static void write_measures(struct buf *out, const struct sql_view *v)
+{
+    bool first = true;
+    for (int c = 0; c < v->ncolumns; c++) {
+        const struct sql_view_column *vc = &v->columns[c];
+        if (vc->kind != SQL_COLUMN_MEASURE)
+            continue;
+        const struct sql_measure *m = &vc->measure;
+        buf_puts(out, first ? "{\"name\":" : ",{\"name\":");
+        first = false;
+        buf_json_string(out, vc->name, strlen(vc->name));
+        buf_puts(out, ",\"aggregate\":");
+        buf_json_string(out, agg_name(m->agg), strlen(agg_name(m->agg)));
+        buf_puts(out, ",\"column\":");
+        if (m->fact_column >= 0)
+            buf_json_string(out, v->fact_columns[m->fact_column].name,
+                            strlen(v->fact_columns[m->fact_column].name));
+        else
+            buf_puts(out, "null");
+        if (m->fraction_text)
+            buf_printf(out, ",\"fraction\":%s", m->fraction_text);
+        buf_puts(out, ",\"filter\":");
+        if (m->filter >= 0) {
+            char text[2048];
+            sql_filter_format(v, v->filters[m->filter], text, sizeof text);
+            buf_json_string(out, text, strlen(text));
+        } else {
+            buf_puts(out, "null");
+        }
+        buf_puts(out, "}");
+    }
+}
+
+static void write_dims(struct buf *out, const struct sql_view *v)
+{
+    bool first = true;
+    for (int c = 0; c < v->ncolumns; c++) {
+        const struct sql_view_column *vc = &v->columns[c];
+        if (vc->kind != SQL_COLUMN_DIM)
+            continue;
+        const struct sql_join *j = &v->joins[vc->join];
+        buf_puts(out, first ? "{\"name\":" : ",{\"name\":");
+        first = false;
+        buf_json_string(out, vc->name, strlen(vc->name));
+        buf_puts(out, ",\"table\":");
+        buf_json_string(out, j->table, strlen(j->table));
+        buf_puts(out, ",\"column\":");
+        buf_json_string(out, j->dim_columns[vc->dim_column], strlen(j->dim_columns[vc->dim_column]));
+        buf_puts(out, "}");
+    }
+}
+
+int engine_views(struct engine *e, struct buf *out, struct ask_error *err)
+{
+    const struct sql_view_list *views = store_views(e->store);
+    struct store_read *r;
+    struct store_error serr;
+    if (store_read_begin(e->store, &r, &serr))
+        return ask_fail(err, 503, "store_unavailable", "%s", serr.message);
+    int rc = 0;
+    buf_puts(out, "{\"views\":[");
+    for (int i = 0; rc == 0 && i < views->nviews; i++) {
+        const struct sql_view *v = &views->views[i];
+        buf_puts(out, i ? ",{\"name\":" : "{\"name\":");
+        buf_json_string(out, v->name, strlen(v->name));
+        buf_puts(out, ",\"fact_table\":");
+        buf_json_string(out, v->fact_table, strlen(v->fact_table));
+        buf_puts(out, ",\"widths\":[");
+        for (int w = 0; rc == 0 && w < v->nwidths; w++) {
+            char text[64];
+            int64_t cells;
+            width_text(v->widths[w], text, sizeof text);
+            rc = count_cells(r, i, w, &cells, err);
+            buf_printf(out, "%s{\"width\":\"%s\",\"seconds\":%lld,\"cells\":%lld}", w ? "," : "",
+                       text, (long long)(v->widths[w] / 1000000), (long long)cells);
+        }
+        buf_puts(out, "],\"keys\":[");
+        write_name_list(out, v, SQL_COLUMN_FACT_KEY);
+        buf_puts(out, "],\"dim_columns\":[");
+        write_dims(out, v);
+        buf_puts(out, "],\"measures\":[");
+        write_measures(out, v);
+        buf_puts(out, "]}");
+    }
+    buf_puts(out, "]}");
+    store_read_end(r);
+    if (rc == 0 && out->failed)
+        rc = ask_fail(err, 500, "internal", "out of memory");
+    return rc;
+}

@@ -1,0 +1,366 @@
+/* test_serve_asks.c -- answers equal PostgreSQL's.
+ *
+ * The ten seed asks (bench/taxi_asks.h) after the snapshot and after
+ * streamed changes, with the session time zone America/New_York; then 500+
+ * generated asks — random key subsets, conditions, ranges on hour edges
+ * across day and week boundaries, grouping by bucket at each width, every
+ * measure kind — each compared with the equivalent SQL over the raw tables.
+ * Rows compare as sets of text: exact decimals must match digit for digit;
+ * timestamps compare as instants (PostgreSQL and Straum write offsets
+ * differently). */
+#include "bench/taxi_asks.h"
+#include "serve/engine.h"
+#include "tests/e2e/oracle.h"
+#include "tests/e2e/taxi_db.h"
+
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <time.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct rows {
+    char **v;
+    int n;
+};
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Timestamps become "@<µs>" so both sides' spellings agree. */
+static void normalize(const char *in, char *out, size_t len)
+{
+    int64_t us;
+    bool off;
+    char why[100];
+    if (strlen(in) >= 19 && in[4] == '-' && in[7] == '-' && (in[10] == ' ' || in[10] == 'T') &&
+        sql_parse_timestamp(in, &us, &off, why, sizeof why) && off)
+        snprintf(out, len, "@%" PRId64, us);
+    else
+        snprintf(out, len, "%s", in);
+}
+
+static void add_row(struct rows *r, const char *line)
+{
+    r->v = realloc(r->v, sizeof *r->v * (size_t)(r->n + 1));
+    r->v[r->n++] = strdup(line);
+}
+
+static void free_rows(struct rows *r)
+{
+    for (int i = 0; i < r->n; i++)
+        free(r->v[i]);
+    free(r->v);
+    memset(r, 0, sizeof *r);
+}
+
+static void pg_rows(PGconn *pg, const char *sql, int nparams, const char *const *params,
+                    struct rows *out)
+{
+    PGresult *res = PQexecParams(pg, sql, nparams, NULL, params, NULL, NULL, 0);
+    cr_assert_eq(PQresultStatus(res), PGRES_TUPLES_OK, "%s\n%s", sql, PQerrorMessage(pg));
+    for (int i = 0; i < PQntuples(res); i++) {
+        char line[4096] = "";
+        for (int c = 0; c < PQnfields(res); c++) {
+            char v[256];
+            normalize(PQgetisnull(res, i, c) ? "NULL" : PQgetvalue(res, i, c), v, sizeof v);
+            strcat(line, c ? "|" : "");
+            strncat(line, v, sizeof line - strlen(line) - 1);
+        }
+        add_row(out, line);
+    }
+    PQclear(res);
+}
+
+static void straum_rows(struct engine *e, const char *ask, int nparams, const char *const *params,
+                        const char *tz, struct rows *out)
+{
+    struct ask_value vals[16];
+    for (int i = 0; i < nparams; i++)
+        vals[i] = (struct ask_value){ASK_STRING, false, params[i], strlen(params[i])};
+    struct ask_request req = {ask, vals, nparams, tz};
+    struct buf b = {0};
+    struct ask_error err;
+    int rc = engine_ask(e, &req, &b, &err);
+    cr_assert_eq(rc, 0, "%s\n%d %s: %s (line %d, column %d)", ask, err.status, err.code,
+                 err.message, err.line, err.column);
+    cJSON *j = cJSON_Parse(b.data);
+    cr_assert_not_null(j, "not JSON: %s", b.data);
+    cJSON *rows = cJSON_GetObjectItem(j, "rows"), *row;
+    cJSON_ArrayForEach(row, rows)
+    {
+        char line[4096] = "";
+        int c = 0;
+        cJSON *cell;
+        cJSON_ArrayForEach(cell, row)
+        {
+            char v[256];
+            if (cJSON_IsNull(cell))
+                snprintf(v, sizeof v, "NULL");
+            else if (cJSON_IsString(cell))
+                normalize(cell->valuestring, v, sizeof v);
+            else if (cJSON_IsBool(cell))
+                snprintf(v, sizeof v, "%s", cJSON_IsTrue(cell) ? "t" : "f");
+            else
+                snprintf(v, sizeof v, "%.17g", cell->valuedouble);
+            strcat(line, c++ ? "|" : "");
+            strncat(line, v, sizeof line - strlen(line) - 1);
+        }
+        add_row(out, line);
+    }
+    cJSON_Delete(j);
+    buf_free(&b);
+}
+
+static void compare(const char *what, struct rows *want, struct rows *got)
+{
+    if (want->n)
+        qsort(want->v, (size_t)want->n, sizeof *want->v, cmp_str);
+    if (got->n)
+        qsort(got->v, (size_t)got->n, sizeof *got->v, cmp_str);
+    cr_assert_eq(got->n, want->n, "%s: %d rows from Straum, %d from PostgreSQL%s%s", what, got->n,
+                 want->n, want->n ? "; first: " : "", want->n ? want->v[0] : "");
+    for (int i = 0; i < want->n; i++)
+        cr_assert_str_eq(got->v[i], want->v[i], "%s: row %d differs", what, i);
+}
+
+static void check_seed_asks(struct engine *e, PGconn *pg, const char *when)
+{
+    oracle_exec(pg, "SET TIME ZONE 'America/New_York'");
+    for (int i = 0; i < TAXI_NASKS; i++) {
+        const struct taxi_ask *a = &TAXI_ASKS[i];
+        int n = 0;
+        while (a->params[n])
+            n++;
+        struct rows want = {0}, got = {0};
+        pg_rows(pg, a->postgres_sql, 0, NULL, &want);
+        straum_rows(e, a->ask, n, a->params, "America/New_York", &got);
+        char what[256];
+        snprintf(what, sizeof what, "%s, %s", a->name, when);
+        compare(what, &want, &got);
+        free_rows(&want);
+        free_rows(&got);
+    }
+}
+
+Test(serve_asks, the_ten_seed_asks_equal_postgresql, .timeout = 600)
+{
+    struct taxi_db db;
+    taxi_db_create(&db, NULL, 4000);
+    char log[8192];
+    cr_assert_eq(taxi_ingest_once(&db, log, sizeof log), 0, "%s", log);
+    struct store_error serr;
+    struct engine *e = engine_open(db.store, NULL, &serr);
+    cr_assert_not_null(e, "%s", serr.message);
+    check_seed_asks(e, db.pg, "after the snapshot");
+    engine_close(e);
+
+    for (int i = 0; i < 8; i++)
+        taxi_random_batch(&db);
+    cr_assert_eq(taxi_ingest_once(&db, log, sizeof log), 0, "%s", log);
+    e = engine_open(db.store, NULL, &serr);
+    check_seed_asks(e, db.pg, "after streamed changes");
+    engine_close(e);
+    taxi_db_destroy(&db);
+}
+
+/* ---- Generated asks --------------------------------------------------------------- */
+
+static uint64_t rng = 2024;
+
+static int rnd(int n)
+{
+    rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (int)((rng >> 33) % (uint64_t)n);
+}
+
+struct gen {
+    char ask[2048], sql[4096];
+    const char *params[16];
+    char param_buf[16][64];
+    int nparams;
+    const char *tz;
+};
+
+/* Adds a parameter with this text; returns its reference ("$3"). */
+static const char *param_str(struct gen *g, const char *text)
+{
+    static char ref[16];
+    snprintf(g->param_buf[g->nparams], sizeof g->param_buf[0], "%s", text);
+    g->params[g->nparams] = g->param_buf[g->nparams];
+    g->nparams++;
+    snprintf(ref, sizeof ref, "$%d", g->nparams);
+    return ref;
+}
+
+static const char *param_int(struct gen *g, int value)
+{
+    char text[16];
+    snprintf(text, sizeof text, "%d", value);
+    return param_str(g, text);
+}
+
+static void cat(char *buf, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void cat(char *buf, size_t cap, const char *fmt, ...)
+{
+    size_t n = strlen(buf);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + n, cap - n, fmt, ap);
+    va_end(ap);
+}
+
+/* An ask over trips or dropoffs and the SQL that means the same. */
+static void generate(struct gen *g)
+{
+    memset(g, 0, sizeof *g);
+    bool trips = rnd(3) != 0;
+    const char *view = trips ? "trips" : "dropoffs";
+    const char *zone_col = trips ? "pu_location_id" : "do_location_id";
+    static const char *const tzs[] = {"UTC", "America/New_York", "Europe/Amsterdam"};
+    g->tz = tzs[rnd(3)];
+    /* Range: whole hours between late December and July, in UTC. */
+    int start_h = rnd(24 * 200) - 24 * 10, len_h = 1 + rnd(rnd(2) ? 24 * 10 : 24 * 120);
+    char from[64], to[64];
+    int64_t base = 1704067200; /* 2024-01-01 UTC */
+    for (int k = 0; k < 2; k++) {
+        int64_t t = base + (int64_t)(k ? start_h + len_h : start_h) * 3600;
+        time_t tt = (time_t)t;
+        struct tm tm;
+        gmtime_r(&tt, &tm);
+        strftime(k ? to : from, 64, "%Y-%m-%d %H:%M:%S+00", &tm);
+    }
+    /* Grouping. */
+    char sel_ask[512] = "", sel_sql[512] = "", grp_ask[256] = "", grp_sql[256] = "";
+    static const char *const widths[] = {"1 hour", "1 day", "7 days"};
+    int bucket = rnd(3) == 0 ? rnd(3) : -1;
+    if (bucket >= 0) {
+        cat(sel_ask, sizeof sel_ask, "date_bin('%s', bucket) AS b, ", widths[bucket]);
+        cat(sel_sql, sizeof sel_sql, "date_bin('%s', t.pickup_at, timestamptz 'epoch'), ", widths[bucket]);
+        cat(grp_ask, sizeof grp_ask, "b");
+        cat(grp_sql, sizeof grp_sql, "1");
+    }
+    const char *keys_ask[] = {zone_col, "borough", "payment_type"};
+    const char *keys_sql[] = {trips ? "t.pu_location_id" : "t.do_location_id", "z.borough", "t.payment_type"};
+    int nkeys = trips ? 3 : 2, ngroups = bucket >= 0;
+    for (int k = 0; k < nkeys; k++)
+        if (rnd(3) == 0) {
+            cat(sel_ask, sizeof sel_ask, "%s, ", keys_ask[k]);
+            cat(sel_sql, sizeof sel_sql, "%s, ", keys_sql[k]);
+            cat(grp_ask, sizeof grp_ask, "%s%s", grp_ask[0] ? ", " : "", keys_ask[k]);
+            cat(grp_sql, sizeof grp_sql, "%s%d", grp_sql[0] ? ", " : "", ++ngroups);
+        }
+    /* Measures: at least one. */
+    static const char *const tm_ask[] = {"trips", "fare", "avg_fare", "median_fare", "p99_fare"};
+    static const char *const tm_sql[] = {"count(*)", "sum(t.fare_amount)", "avg(t.fare_amount)",
+                                         "percentile_disc(0.5) WITHIN GROUP (ORDER BY t.fare_amount)",
+                                         "percentile_disc(0.99) WITHIN GROUP (ORDER BY t.fare_amount)"};
+    static const char *const dm_ask[] = {"trips", "tips", "avg_distance", "fare"};
+    static const char *const dm_sql[] = {"count(*)", "sum(t.tip_amount)", "avg(t.trip_distance)",
+                                         "sum(t.fare_amount)"};
+    int nm = trips ? 5 : 4, first = rnd(nm);
+    for (int m = 0; m < nm; m++)
+        if (m == first || rnd(3) == 0) {
+            cat(sel_ask, sizeof sel_ask, "%s, ", trips ? tm_ask[m] : dm_ask[m]);
+            cat(sel_sql, sizeof sel_sql, "%s, ", trips ? tm_sql[m] : dm_sql[m]);
+        }
+    sel_ask[strlen(sel_ask) - 2] = '\0';
+    sel_sql[strlen(sel_sql) - 2] = '\0';
+    /* Range and conditions. */
+    snprintf(g->ask, sizeof g->ask, "SELECT %s FROM %s WHERE bucket >= %s", sel_ask, view,
+             param_str(g, from));
+    cat(g->ask, sizeof g->ask, " AND bucket < %s", param_str(g, to));
+    snprintf(g->sql, sizeof g->sql,
+             "SELECT %s FROM yellow_trips t LEFT JOIN taxi_zones z ON z.location_id = %s "
+             "WHERE t.pickup_at >= '%s' AND t.pickup_at < '%s'",
+             sel_sql, keys_sql[0], from, to);
+    static const char *const boroughs[] = {"Manhattan", "Queens", "Brooklyn", "Bronx", "Unknown", "Nowhere"};
+    if (rnd(3) == 0) { /* a borough condition */
+        switch (rnd(4)) {
+        case 0: {
+            int b = rnd(6);
+            cat(g->ask, sizeof g->ask, " AND borough = %s", param_str(g, boroughs[b]));
+            cat(g->sql, sizeof g->sql, " AND z.borough = '%s'", boroughs[b]);
+            break;
+        }
+        case 1: {
+            int a = rnd(6), b = rnd(6);
+            cat(g->ask, sizeof g->ask, " AND borough IN ('%s', '%s')", boroughs[a], boroughs[b]);
+            cat(g->sql, sizeof g->sql, " AND z.borough IN ('%s', '%s')", boroughs[a], boroughs[b]);
+            break;
+        }
+        case 2:
+            cat(g->ask, sizeof g->ask, " AND borough IS NULL");
+            cat(g->sql, sizeof g->sql, " AND z.borough IS NULL");
+            break;
+        default:
+            cat(g->ask, sizeof g->ask, " AND borough <> 'Manhattan'");
+            cat(g->sql, sizeof g->sql, " AND z.borough <> 'Manhattan'");
+            break;
+        }
+    }
+    if (trips && rnd(3) == 0) { /* a payment type condition */
+        int p = rnd(6), q = rnd(6);
+        switch (rnd(4)) {
+        case 0:
+            cat(g->ask, sizeof g->ask, " AND payment_type = %s", param_int(g, p));
+            cat(g->sql, sizeof g->sql, " AND t.payment_type = %d", p);
+            break;
+        case 1:
+            cat(g->ask, sizeof g->ask, " AND payment_type IN (%d, %s)", p, param_int(g, q));
+            cat(g->sql, sizeof g->sql, " AND t.payment_type IN (%d, %d)", p, q);
+            break;
+        case 2:
+            cat(g->ask, sizeof g->ask, " AND payment_type NOT IN (%d)", p);
+            cat(g->sql, sizeof g->sql, " AND t.payment_type NOT IN (%d)", p);
+            break;
+        default:
+            cat(g->ask, sizeof g->ask, " AND payment_type IS NOT NULL");
+            cat(g->sql, sizeof g->sql, " AND t.payment_type IS NOT NULL");
+            break;
+        }
+    }
+    if (rnd(4) == 0) {
+        int z = 1 + rnd(265);
+        cat(g->ask, sizeof g->ask, " AND %s <> %d", zone_col, z);
+        cat(g->sql, sizeof g->sql, " AND %s <> %d", keys_sql[0], z);
+    }
+    if (grp_ask[0]) {
+        cat(g->ask, sizeof g->ask, " GROUP BY %s", grp_ask);
+        cat(g->sql, sizeof g->sql, " GROUP BY %s", grp_sql);
+    }
+}
+
+Test(serve_asks, five_hundred_generated_asks_equal_postgresql, .timeout = 900)
+{
+    struct taxi_db db;
+    taxi_db_create(&db, NULL, 5000);
+    char log[8192];
+    cr_assert_eq(taxi_ingest_once(&db, log, sizeof log), 0, "%s", log);
+    for (int i = 0; i < 5; i++)
+        taxi_random_batch(&db);
+    cr_assert_eq(taxi_ingest_once(&db, log, sizeof log), 0, "%s", log);
+    struct store_error serr;
+    struct engine *e = engine_open(db.store, NULL, &serr);
+    cr_assert_not_null(e, "%s", serr.message);
+    for (int i = 0; i < 520; i++) {
+        struct gen g;
+        generate(&g);
+        char set_tz[80];
+        snprintf(set_tz, sizeof set_tz, "SET TIME ZONE '%s'", g.tz);
+        oracle_exec(db.pg, set_tz);
+        struct rows want = {0}, got = {0};
+        pg_rows(db.pg, g.sql, 0, NULL, &want);
+        straum_rows(e, g.ask, g.nparams, g.params, g.tz, &got);
+        char what[8192];
+        snprintf(what, sizeof what, "ask %d (%s) %s [$1=%s $2=%s]\nSQL: %s", i, g.tz, g.ask,
+                 g.params[0], g.params[1], g.sql);
+        compare(what, &want, &got);
+        free_rows(&want);
+        free_rows(&got);
+    }
+    engine_close(e);
+    taxi_db_destroy(&db);
+}

@@ -1,0 +1,144 @@
+/* test_serve_replicas.c -- two straum-serve processes on one store while
+ * ingest applies a 100k-row transaction: both keep answering throughout, and
+ * both see the transaction whole — the total is the old one or the new one,
+ * never anything between. */
+#include "tests/e2e/oracle.h"
+#include "tests/e2e/taxi_db.h"
+#include "tests/serve/serve_test.h"
+
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    getsockname(fd, (struct sockaddr *)&a, &len);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+static pid_t start_serve(const char *store, int port)
+{
+    char listen[64];
+    snprintf(listen, sizeof listen, "127.0.0.1:%d", port);
+    pid_t pid = fork();
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        int null = open("/dev/null", 1);
+        dup2(null, 2);
+        execl(STRAUM_SERVE_BIN, STRAUM_SERVE_BIN, "--store", store, "--listen", listen,
+              "--threads", "2", (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < 250; i++) { /* until it listens */
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                                .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        bool up = connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
+        close(fd);
+        if (up) {
+            struct hc_response r;
+            hc_once(port, "GET", "/healthz", NULL, NULL, &r);
+            int status = r.status;
+            hc_free(&r);
+            if (status == 200)
+                return pid;
+        }
+        usleep(20000);
+    }
+    cr_assert_fail("straum-serve on port %d did not come up", port);
+    return pid;
+}
+
+static int64_t pg_count(PGconn *pg)
+{
+    PGresult *r = PQexec(pg, "SELECT count(*) FROM yellow_trips");
+    int64_t n = atoll(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return n;
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The total trips a server answers, over a kept-alive connection. */
+static int64_t ask_total(int fd)
+{
+    static const char body[] =
+        "{\"ask\": \"SELECT trips FROM trips WHERE bucket >= $1 AND bucket < $2\","
+        " \"params\": [\"2000-01-01\", \"2030-01-01\"]}";
+    struct hc_response r;
+    hc_request(fd, "POST", "/ask", "Content-Type: application/json\r\n", body, strlen(body), &r);
+    cr_assert_eq(r.status, 200, "status %d: %s", r.status, r.body ? r.body : "");
+    const char *rows = strstr(r.body, "\"rows\":[[");
+    cr_assert_not_null(rows, "%s", r.body);
+    int64_t n = atoll(rows + 9);
+    hc_free(&r);
+    return n;
+}
+
+Test(serve_replicas, two_replicas_see_a_large_transaction_whole, .timeout = 300)
+{
+    struct taxi_db db;
+    taxi_db_create(&db, NULL, 3000);
+    char log[8192];
+    cr_assert_eq(taxi_ingest_once(&db, log, sizeof log), 0, "%s", log);
+    taxi_ingest_start(&db, NULL);
+    int ports[2] = {free_port(), free_port()};
+    pid_t serves[2] = {start_serve(db.store, ports[0]), start_serve(db.store, ports[1])};
+    int fds[2] = {hc_connect(ports[0]), hc_connect(ports[1])};
+    int64_t before = pg_count(db.pg);
+    for (int i = 0; i < 2; i++)
+        cr_assert_eq(ask_total(fds[i]), before, "replica %d before the transaction", i);
+
+    pid_t writer = fork();
+    if (writer == 0) { /* one transaction of 100,000 rows */
+        PGconn *c = PQconnectdb(db.conninfo);
+        PGresult *r = PQexec(c, "SELECT straum_generate_trips(100000, 0.5, 900000000)");
+        _exit(PQresultStatus(r) == PGRES_TUPLES_OK ? 0 : 1);
+    }
+    int64_t after = before + 100000, answered = 0;
+    bool seen_new[2] = {false, false};
+    int64_t deadline = now_ms() + 120000;
+    while (!(seen_new[0] && seen_new[1]) && now_ms() < deadline) {
+        for (int i = 0; i < 2; i++) {
+            int64_t n = ask_total(fds[i]);
+            cr_assert(n == before || n == after,
+                      "replica %d answered %lld: neither %lld nor %lld, half a transaction", i,
+                      (long long)n, (long long)before, (long long)after);
+            seen_new[i] |= n == after;
+            answered++;
+        }
+    }
+    int status;
+    waitpid(writer, &status, 0);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the writer failed");
+    cr_assert(seen_new[0] && seen_new[1], "both replicas saw the transaction within 120 s");
+    cr_assert_gt(answered, 10, "the replicas kept answering while it was applied (%lld asks)",
+                 (long long)answered);
+    for (int i = 0; i < 2; i++) {
+        close(fds[i]);
+        kill(serves[i], SIGTERM);
+        waitpid(serves[i], &status, 0);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "straum-serve stops cleanly");
+    }
+    taxi_ingest_stop(&db);
+    taxi_db_destroy(&db);
+}

@@ -1,0 +1,361 @@
+/* serve_test.c -- the straum-serve tests' taxi store, in-process server and
+ * plain-socket HTTP/1.1 client (see serve_test.h). */
+#include "tests/serve/serve_test.h"
+
+#include "serve/serve.h"
+
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <ftw.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- The store ------------------------------------------------------------------ */
+
+static int64_t mix(uint64_t x)
+{
+    x += 0x9E3779B97F4A7C15ULL;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+    return (int64_t)((x ^ (x >> 31)) >> 1);
+}
+
+struct trip fixture_trip(int i)
+{
+    struct trip t;
+    uint64_t k = (uint64_t)i * 8;
+    t.pickup_at = FIXTURE_START_US + mix(k) % (FIXTURE_DAYS * 86400LL) * 1000000;
+    t.pu = 1 + mix(k + 1) % 12;
+    t.dropoff = 1 + mix(k + 2) % 12;
+    t.payment = mix(k + 3) % 6;
+    t.fare = mix(k + 4) % 8000 - 300;
+    t.tip = mix(k + 5) % 1500;
+    t.dist = mix(k + 6) % 3000;
+    return t;
+}
+
+int64_t fixture_count(int payment, int64_t from_us, int64_t to_us)
+{
+    int64_t n = 0;
+    for (int i = 0; i < FIXTURE_TRIPS; i++) {
+        struct trip t = fixture_trip(i);
+        if ((payment < 0 || t.payment == payment) && t.pickup_at >= from_us && t.pickup_at < to_us)
+            n++;
+    }
+    return n;
+}
+
+static char *read_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *text = malloc((size_t)n + 1);
+    cr_assert_eq(fread(text, 1, (size_t)n, f), (size_t)n);
+    text[n] = '\0';
+    fclose(f);
+    return text;
+}
+
+/* The value of a fact column of the taxi views for one trip. */
+static int64_t trip_value(const struct trip *t, const char *column)
+{
+    if (!strcmp(column, "pickup_at"))
+        return t->pickup_at;
+    if (!strcmp(column, "pu_location_id"))
+        return t->pu;
+    if (!strcmp(column, "do_location_id"))
+        return t->dropoff;
+    if (!strcmp(column, "payment_type"))
+        return t->payment;
+    if (!strcmp(column, "fare_amount"))
+        return t->fare;
+    if (!strcmp(column, "tip_amount"))
+        return t->tip;
+    if (!strcmp(column, "trip_distance"))
+        return t->dist;
+    cr_assert_fail("the fixture has no column %s", column);
+    return 0;
+}
+
+static struct store_column_type column_type(const char *column)
+{
+    if (!strcmp(column, "pickup_at"))
+        return (struct store_column_type){STORE_TYPE_TIMESTAMP, 0, 1184};
+    if (strstr(column, "_amount") || !strcmp(column, "trip_distance"))
+        return (struct store_column_type){STORE_TYPE_NUMERIC, 2, 1700};
+    return (struct store_column_type){STORE_TYPE_INT, 0, 23};
+}
+
+static const char *const boroughs[] = {"Manhattan", "Queens", "Brooklyn"};
+
+void fixture_make_store(char dir[64], const struct store_position *pos)
+{
+    strcpy(dir, "/tmp/straum-serve-XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+    char *views_text = read_file(STRAUM_SOURCE_DIR "/bench/taxi_views.sql");
+    struct sql_error serr;
+    struct sql_view_list *views = sql_parse_views(views_text, &serr);
+    cr_assert_not_null(views, "%s", serr.message);
+    struct store_column_type types[4][16];
+    struct store_view_types vt[4];
+    cr_assert_leq(views->nviews, 4);
+    for (int v = 0; v < views->nviews; v++) {
+        cr_assert_leq(views->views[v].nfact_columns, 16);
+        for (int c = 0; c < views->views[v].nfact_columns; c++)
+            types[v][c] = column_type(views->views[v].fact_columns[c].name);
+        vt[v].fact = types[v];
+    }
+    sql_view_list_free(views);
+
+    struct store *s;
+    struct store_error err;
+    cr_assert_eq(store_create(dir, views_text, vt, &s, &err), 0, "%s", err.message);
+    free(views_text);
+    const struct sql_view_list *list = store_views(s);
+    for (int i = 0; i < FIXTURE_TRIPS; i++) {
+        struct trip t = fixture_trip(i);
+        for (int v = 0; v < list->nviews; v++) {
+            const struct sql_view *view = &list->views[v];
+            int64_t keys[8], counts[8];
+            struct store_sum sums[8];
+            struct store_vc_delta vcs[8];
+            memset(sums, 0, sizeof sums);
+            for (int k = 0; k < view->ncell_keys; k++)
+                keys[k] = trip_value(&t, view->fact_columns[view->cell_keys[k]].name);
+            for (int c = 0; c < view->ncounts; c++)
+                counts[c] = 1; /* no NULLs and no filters in the taxi views */
+            for (int c = 0; c < view->nsums; c++)
+                sums[c].exact = trip_value(&t, view->fact_columns[view->sums[c].fact_column].name);
+            for (int c = 0; c < view->nvalue_counts; c++)
+                vcs[c] = (struct store_vc_delta){
+                    c, trip_value(&t, view->fact_columns[view->value_counts[c].fact_column].name), 1};
+            struct store_delta d = {.view = v, .time = t.pickup_at, .keys = keys,
+                                    .counts = counts, .sums = sums, .vcs = vcs,
+                                    .nvcs = view->nvalue_counts};
+            cr_assert_eq(store_apply(s, &d, &err), 0, "%s", err.message);
+        }
+    }
+    /* Zones 1..10 are in the zone table; 11 and 12 are not. */
+    for (int v = 0; v < list->nviews; v++)
+        for (int j = 0; j < list->views[v].njoins; j++)
+            for (int64_t zone = 1; zone <= 10; zone++) {
+                struct store_dim_value vals[4];
+                int n = list->views[v].joins[j].ndim_columns - 1;
+                cr_assert_leq(n, 4);
+                for (int c = 0; c < n; c++) {
+                    const char *b = boroughs[zone % 3];
+                    vals[c] = (struct store_dim_value){false, b, strlen(b)};
+                }
+                cr_assert_eq(store_projection_put(s, v, j, zone, vals, &err), 0, "%s",
+                             err.message);
+            }
+    cr_assert_eq(store_commit(s, pos, &err), 0, "%s", err.message);
+    store_close(s);
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+void fixture_remove_store(const char *dir) { nftw(dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS); }
+
+struct serve_server *fixture_serve(struct serve_options *o)
+{
+    if (!o->listen)
+        o->listen = "127.0.0.1:0";
+    o->quiet = true;
+    if (o->threads == 0)
+        o->threads = 2;
+    char err[600];
+    struct serve_server *s = serve_start(o, err, sizeof err);
+    cr_assert_not_null(s, "serve_start: %s", err);
+    return s;
+}
+
+/* ---- The HTTP client ------------------------------------------------------------- */
+
+int hc_connect(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    cr_assert_geq(fd, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0, "connect: %s", strerror(errno));
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    return fd;
+}
+
+bool hc_send(int fd, const void *data, size_t len)
+{
+    const char *p = data;
+    while (len > 0) {
+        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return false;
+        p += n;
+        len -= (size_t)n;
+    }
+    return true;
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Reads into *buf until pred says enough or the peer closes; false on
+ * timeout. */
+struct rbuf {
+    char *data;
+    size_t len, cap;
+    bool eof;
+};
+
+static bool fill(int fd, struct rbuf *b, int64_t deadline)
+{
+    if (b->eof)
+        return false;
+    if (b->len + 4096 + 1 > b->cap) {
+        b->cap = b->cap ? b->cap * 2 : 8192;
+        b->data = realloc(b->data, b->cap);
+    }
+    int left = (int)(deadline - now_ms());
+    if (left <= 0)
+        return false;
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (poll(&p, 1, left) <= 0)
+        return false;
+    ssize_t n = recv(fd, b->data + b->len, b->cap - b->len - 1, 0);
+    if (n <= 0) {
+        b->eof = true;
+        return false;
+    }
+    b->len += (size_t)n;
+    b->data[b->len] = '\0';
+    return true;
+}
+
+const char *hc_header(const struct hc_response *r, const char *name, char *buf, size_t len)
+{
+    if (!r->headers)
+        return NULL;
+    size_t nlen = strlen(name);
+    for (const char *line = strstr(r->headers, "\r\n"); line; line = strstr(line + 2, "\r\n")) {
+        const char *h = line + 2;
+        if (strncasecmp(h, name, nlen) == 0 && h[nlen] == ':') {
+            h += nlen + 1;
+            while (*h == ' ')
+                h++;
+            const char *end = strstr(h, "\r\n");
+            size_t n = end ? (size_t)(end - h) : strlen(h);
+            if (n >= len)
+                n = len - 1;
+            memcpy(buf, h, n);
+            buf[n] = '\0';
+            return buf;
+        }
+    }
+    return NULL;
+}
+
+void hc_read(int fd, struct hc_response *r, int timeout_ms)
+{
+    memset(r, 0, sizeof *r);
+    int64_t deadline = now_ms() + timeout_ms;
+    struct rbuf b = {0};
+    char *end;
+    for (;;) {
+        /* 1xx interim responses (100 Continue) are skipped. */
+        while (!(b.data && (end = strstr(b.data, "\r\n\r\n"))))
+            if (!fill(fd, &b, deadline)) {
+                r->closed = b.eof;
+                free(b.data);
+                return;
+            }
+        if (strncmp(b.data, "HTTP/1.1 1", 10) != 0)
+            break;
+        size_t skip = (size_t)(end + 4 - b.data);
+        memmove(b.data, b.data + skip, b.len - skip + 1);
+        b.len -= skip;
+    }
+    size_t hlen = (size_t)(end - b.data) + 2;
+    r->headers = strndup(b.data, hlen);
+    sscanf(b.data, "HTTP/1.%*d %d", &r->status);
+    char v[64];
+    size_t have = b.len - hlen - 2;
+    const char *body = end + 4;
+    if (hc_header(r, "Content-Length", v, sizeof v)) {
+        size_t want = strtoull(v, NULL, 10);
+        while (have < want) {
+            size_t off = (size_t)(body - b.data);
+            if (!fill(fd, &b, deadline))
+                break;
+            body = b.data + off;
+            have = b.len - off;
+        }
+        r->body_len = have < want ? have : want;
+    } else {
+        /* No length: the body runs to the close (or is empty for 1xx/304). */
+        while (fill(fd, &b, deadline))
+            ;
+        body = b.data + hlen + 2;
+        r->body_len = b.len - hlen - 2;
+    }
+    r->body = strndup(body, r->body_len);
+    if (hc_header(r, "Connection", v, sizeof v) && strcasecmp(v, "close") == 0)
+        r->closed = true;
+    free(b.data);
+}
+
+void hc_request(int fd, const char *method, const char *path, const char *extra,
+                const char *body, size_t body_len, struct hc_response *r)
+{
+    char head[16384];
+    int n = snprintf(head, sizeof head, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\n%s", method, path,
+                     extra ? extra : "");
+    if (body)
+        n += snprintf(head + n, sizeof head - (size_t)n,
+                      "Content-Type: application/json\r\nContent-Length: %zu\r\n", body_len);
+    n += snprintf(head + n, sizeof head - (size_t)n, "\r\n");
+    cr_assert_lt((size_t)n, sizeof head);
+    bool sent = hc_send(fd, head, (size_t)n) && (!body || hc_send(fd, body, body_len));
+    hc_read(fd, r, 10000);
+    if (!sent && r->status == 0)
+        r->closed = true;
+}
+
+void hc_once(int port, const char *method, const char *path, const char *extra,
+             const char *body, struct hc_response *r)
+{
+    int fd = hc_connect(port);
+    hc_request(fd, method, path, extra, body, body ? strlen(body) : 0, r);
+    close(fd);
+}
+
+void hc_free(struct hc_response *r)
+{
+    free(r->headers);
+    free(r->body);
+    memset(r, 0, sizeof *r);
+}

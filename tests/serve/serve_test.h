@@ -1,0 +1,75 @@
+/* serve_test.h -- what the straum-serve tests share: a small taxi store made
+ * through the store API, and a plain-socket HTTP/1.1 client (keep-alive,
+ * Content-Length, chunked bodies), so the tests see exactly the bytes the
+ * server sends without a client library's own handling in between. */
+#ifndef STRAUM_TESTS_SERVE_TEST_H
+#define STRAUM_TESTS_SERVE_TEST_H
+
+#include "store/store.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- The store -------------------------------------------------------------- */
+
+/* The fixture's trips: FIXTURE_TRIPS rows from 2024-01-01 00:00 UTC over
+ * FIXTURE_DAYS days, payment types 0..5, zones 1..12 (1..10 in the zone
+ * table: Manhattan, Queens, Brooklyn). */
+#define FIXTURE_TRIPS 3000
+#define FIXTURE_DAYS 7
+#define FIXTURE_START_US 1704067200000000LL
+
+struct trip {
+    int64_t pickup_at;       /* µs */
+    int64_t pu, dropoff, payment;
+    int64_t fare, tip, dist; /* cents */
+};
+
+struct trip fixture_trip(int i);
+
+/* Makes a store with bench/taxi_views.sql in a fresh temp dir (into dir),
+ * applies FIXTURE_TRIPS trips and the zone table, and commits with this
+ * position. Returns 0 or fails the test. */
+void fixture_make_store(char dir[64], const struct store_position *pos);
+void fixture_remove_store(const char *dir);
+
+/* Trips of a payment type (-1: all) in [from, to). */
+int64_t fixture_count(int payment, int64_t from_us, int64_t to_us);
+
+/* ---- The server in-process --------------------------------------------------- */
+
+struct serve_server;
+struct serve_options;
+
+/* Starts a quiet server on 127.0.0.1 and a free port; fails the test when
+ * it cannot start. */
+struct serve_server *fixture_serve(struct serve_options *o);
+
+/* ---- The HTTP client -------------------------------------------------------- */
+
+struct hc_response {
+    int status;          /* 0: no response (connection closed or timed out) */
+    char *headers;       /* raw header block, NUL-terminated */
+    char *body;          /* NUL-terminated */
+    size_t body_len;
+    bool closed;         /* the server closed the connection after it */
+};
+
+int hc_connect(int port);
+/* Sends all of data; false when the server closed or reset the connection. */
+bool hc_send(int fd, const void *data, size_t len);
+/* Reads one response within timeout_ms. */
+void hc_read(int fd, struct hc_response *r, int timeout_ms);
+/* One request on an open connection: method, path, extra header lines
+ * ("Name: value\r\n"...; may be NULL), body (may be NULL). */
+void hc_request(int fd, const char *method, const char *path, const char *extra,
+                const char *body, size_t body_len, struct hc_response *r);
+/* The same on a fresh connection, closed afterwards. */
+void hc_once(int port, const char *method, const char *path, const char *extra,
+             const char *body, struct hc_response *r);
+void hc_free(struct hc_response *r);
+/* The value of a response header (case-insensitive), copied into buf, or NULL. */
+const char *hc_header(const struct hc_response *r, const char *name, char *buf, size_t len);
+
+#endif

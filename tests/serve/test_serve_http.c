@@ -1,0 +1,836 @@
+/* test_serve_http.c -- straum-serve's HTTP layer in-process: every route
+ * and status by a real request over a socket, the limits (body, headers,
+ * slow clients), the token, keep-alive and /metrics.
+ *
+ * Each test makes a small taxi store (serve_test.c), starts a server on a
+ * free loopback port and talks to it with the plain-socket client. */
+#include "serve/serve.h"
+#include "tests/serve/serve_test.h"
+
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+static char the_store[64];
+static struct serve_server *server;
+static int port;
+
+static int64_t wall_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* A store that is caught up: contact a moment ago, nothing behind. */
+static void make_fresh_store(void)
+{
+    struct store_position pos = {.lsn = 0x16B3748ULL | (2ULL << 32),
+                                 .commit_time = wall_us() - 3600 * 1000000LL,
+                                 .contact_time = wall_us(), .bytes_behind = 0};
+    fixture_make_store(the_store, &pos);
+}
+
+static void setup(void)
+{
+    make_fresh_store();
+    struct serve_options o = {.store_dir = the_store, .max_lag_us = 60 * 1000000LL};
+    server = fixture_serve(&o);
+    port = serve_port(server);
+}
+
+static void teardown(void)
+{
+    serve_stop(server);
+    server = NULL;
+    fixture_remove_store(the_store);
+}
+
+TestSuite(serve_http, .init = setup, .fini = teardown, .timeout = 120);
+
+static const char trips_ask[] =
+    "{\"ask\": \"SELECT payment_type, trips FROM trips WHERE bucket >= $1 AND bucket < $2 "
+    "GROUP BY payment_type ORDER BY payment_type\", "
+    "\"params\": [\"2024-01-01 00:00:00+00\", \"2024-01-08 00:00:00+00\"]}";
+
+static void expect_error(const struct hc_response *r, int status, const char *code)
+{
+    cr_assert_eq(r->status, status, "status %d, want %d: %s", r->status, status,
+                 r->body ? r->body : "(no body)");
+    char ct[64];
+    cr_assert_not_null(hc_header(r, "Content-Type", ct, sizeof ct));
+    cr_assert_str_eq(ct, "application/json");
+    cJSON *j = cJSON_Parse(r->body);
+    cr_assert_not_null(j, "not JSON: %s", r->body);
+    cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "error");
+    cr_assert(cJSON_IsObject(e), "%s", r->body);
+    cJSON *c = cJSON_GetObjectItemCaseSensitive(e, "code");
+    cJSON *m = cJSON_GetObjectItemCaseSensitive(e, "message");
+    cr_assert(cJSON_IsString(c) && cJSON_IsString(m) && *m->valuestring, "%s", r->body);
+    if (code)
+        cr_assert_str_eq(c->valuestring, code, "%s", r->body);
+    cJSON_Delete(j);
+}
+
+static void post_ask(const char *body, struct hc_response *r) { hc_once(port, "POST", "/ask", NULL, body, r); }
+
+/* ---- 200s ------------------------------------------------------------------------ */
+
+Test(serve_http, healthz)
+{
+    struct hc_response r;
+    hc_once(port, "GET", "/healthz", NULL, NULL, &r);
+    cr_assert_eq(r.status, 200);
+    cr_assert_str_eq(r.body, "{\"status\":\"ok\"}\n");
+    hc_free(&r);
+}
+
+Test(serve_http, ask_answers_like_the_store)
+{
+    struct hc_response r;
+    post_ask(trips_ask, &r);
+    cr_assert_eq(r.status, 200, "%d %s", r.status, r.body);
+    char ct[64];
+    cr_assert_str_eq(hc_header(&r, "Content-Type", ct, sizeof ct), "application/json");
+    cJSON *j = cJSON_Parse(r.body);
+    cr_assert_not_null(j, "%s", r.body);
+    cJSON *rows = cJSON_GetObjectItemCaseSensitive(j, "rows");
+    cr_assert_eq(cJSON_GetArraySize(rows), 6, "%s", r.body);
+    int64_t total = 0;
+    for (int p = 0; p < 6; p++) {
+        cJSON *row = cJSON_GetArrayItem(rows, p);
+        cr_assert_eq(cJSON_GetArrayItem(row, 0)->valuedouble, p);
+        int64_t want = fixture_count(p, FIXTURE_START_US, FIXTURE_START_US + 7 * 86400000000LL);
+        cr_assert_eq((int64_t)cJSON_GetArrayItem(row, 1)->valuedouble, want, "payment %d", p);
+        total += want;
+    }
+    cr_assert_eq(total, FIXTURE_TRIPS);
+    cJSON_Delete(j);
+    hc_free(&r);
+
+    /* A number parameter, a null time zone and params left out all parse. */
+    post_ask("{\"ask\": \"SELECT trips FROM trips WHERE bucket >= '2024-01-01 00:00:00+00' AND "
+             "bucket < '2024-01-02 00:00:00+00' AND payment_type = $1\", \"params\": [2], "
+             "\"time_zone\": \"America/New_York\"}", &r);
+    cr_assert_eq(r.status, 200, "%d %s", r.status, r.body);
+    char want[64];
+    snprintf(want, sizeof want, "[[%lld]]",
+             (long long)fixture_count(2, FIXTURE_START_US, FIXTURE_START_US + 86400000000LL));
+    cr_assert(strstr(r.body, want), "%s, want %s", r.body, want);
+    hc_free(&r);
+}
+
+Test(serve_http, views)
+{
+    struct hc_response r;
+    hc_once(port, "GET", "/views", NULL, NULL, &r);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    cr_assert(strstr(r.body, "\"trips\"") && strstr(r.body, "\"dropoffs\""), "%s", r.body);
+    hc_free(&r);
+}
+
+Test(serve_http, readyz_when_caught_up)
+{
+    struct hc_response r;
+    hc_once(port, "GET", "/readyz", NULL, NULL, &r);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    cJSON *j = cJSON_Parse(r.body);
+    cr_assert_not_null(j, "%s", r.body);
+    cr_assert_str_eq(cJSON_GetObjectItem(j, "status")->valuestring, "ready");
+    /* Idle source: the old commit time does not count, the contact does. */
+    cr_assert_lt(cJSON_GetObjectItem(j, "lag_seconds")->valuedouble, 30.0, "%s", r.body);
+    cr_assert_str_eq(cJSON_GetObjectItem(j, "position")->valuestring, "2/016B3748");
+    cJSON_Delete(j);
+    hc_free(&r);
+}
+
+Test(serve_http, head_on_a_get_route)
+{
+    struct hc_response r;
+    int fd = hc_connect(port);
+    const char *head = "HEAD /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+    hc_send(fd, head, strlen(head));
+    /* HEAD has headers only: read them and check the connection still works. */
+    char buf[1024];
+    ssize_t n = recv(fd, buf, sizeof buf - 1, 0);
+    cr_assert_gt(n, 0);
+    buf[n] = '\0';
+    cr_assert(strncmp(buf, "HTTP/1.1 200", 12) == 0, "%s", buf);
+    hc_request(fd, "GET", "/healthz", NULL, NULL, 0, &r);
+    cr_assert_eq(r.status, 200);
+    hc_free(&r);
+    close(fd);
+}
+
+/* ---- 400s ------------------------------------------------------------------------ */
+
+Test(serve_http, bad_bodies_are_400)
+{
+    static const struct {
+        const char *body, *code;
+        int line, column; /* 0: not checked */
+    } cases[] = {
+        {"{\"ask\": \"SELECT 1\",\n  \"params\": [1,,2]}", "invalid_json", 2, 16},
+        {"not json at all", "invalid_json", 1, 1},
+        {"", "invalid_json", 0, 0},
+        {"{\"ask\": \"x\"} trailing", "invalid_json", 1, 14},
+        {"{\"ask\": \"caf\xC3\"}", "invalid_json", 1, 13},
+        {"{\"ask\": \"a\\u0000b\"}", "invalid_json", 1, 11},
+        {"{\"params\": []}", "invalid_request", 0, 0},
+        {"[1, 2]", "invalid_request", 0, 0},
+        {"{\"ask\": 42}", "invalid_request", 0, 0},
+        {"{\"ask\": \"SELECT\", \"ask\": \"SELECT\"}", "invalid_request", 0, 0},
+        {"{\"ask\": \"SELECT trips FROM trips\", \"colour\": \"blue\"}", "invalid_request", 0, 0},
+        {"{\"ask\": \"SELECT trips FROM trips\", \"time_zone\": 5}", "invalid_request", 0, 0},
+        {"{\"ask\": \"SELECT trips FROM trips\", \"params\": {\"a\": 1}}", "bad_parameter", 0, 0},
+        {"{\"ask\": \"SELECT trips FROM trips\", \"params\": [1, {\"a\": 1}]}", "bad_parameter", 0, 0},
+        {"{\"ask\": \"SELECT trips FROM trips\", \"params\": [[1]]}", "bad_parameter", 0, 0},
+        {"{\"ask\": \"SELECT trips FROM trips\", \"params\": [+1]}", "invalid_json", 1, 47},
+        {"{\"ask\": \"SELECT trips FROM trips\", \"params\": [01]}", "invalid_json", 1, 47},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct hc_response r;
+        post_ask(cases[i].body, &r);
+        expect_error(&r, 400, cases[i].code);
+        if (cases[i].line) {
+            cJSON *j = cJSON_Parse(r.body);
+            cJSON *e = cJSON_GetObjectItem(j, "error");
+            cJSON *l = cJSON_GetObjectItem(e, "line"), *c = cJSON_GetObjectItem(e, "column");
+            cr_assert(l && c, "case %zu: no line/column: %s", i, r.body);
+            cr_assert_eq(l->valueint, cases[i].line, "case %zu: %s", i, r.body);
+            cr_assert_eq(c->valueint, cases[i].column, "case %zu: %s", i, r.body);
+            cJSON_Delete(j);
+        }
+        hc_free(&r);
+    }
+}
+
+Test(serve_http, engine_errors_keep_their_status_and_place)
+{
+    struct hc_response r;
+    post_ask("{\"ask\": \"SELECT trips\\nFROM trips WHERE bucket >= $1 AND bucket <\"}", &r);
+    expect_error(&r, 400, NULL);
+    cr_assert(strstr(r.body, "\"line\":2"), "%s", r.body);
+    hc_free(&r);
+
+    post_ask("{\"ask\": \"SELECT trips FROM nosuch WHERE bucket >= $1 AND bucket < $2\", "
+             "\"params\": [\"2024-01-01 00:00:00+00\", \"2024-01-02 00:00:00+00\"]}", &r);
+    expect_error(&r, 404, NULL);
+    hc_free(&r);
+
+    /* A string where the key wants an integer: the engine's refusal (it
+     * reads well-formed JSON that does not fit the ask: 422). */
+    post_ask("{\"ask\": \"SELECT trips FROM trips WHERE bucket >= $1 AND bucket < $2 AND "
+             "payment_type = $3\", \"params\": [\"2024-01-01 00:00:00+00\", "
+             "\"2024-01-02 00:00:00+00\", \"card\"]}", &r);
+    cr_assert(r.status == 400 || r.status == 422, "%d %s", r.status, r.body);
+    expect_error(&r, r.status, "bad_parameter");
+    hc_free(&r);
+}
+
+/* ---- 404, 405 ---------------------------------------------------------------------- */
+
+Test(serve_http, unknown_path_is_404)
+{
+    struct hc_response r;
+    hc_once(port, "GET", "/nowhere", NULL, NULL, &r);
+    expect_error(&r, 404, "not_found");
+    hc_free(&r);
+    hc_once(port, "POST", "/ask/more", NULL, "{}", &r);
+    expect_error(&r, 404, "not_found");
+    hc_free(&r);
+}
+
+Test(serve_http, wrong_method_is_405_with_allow)
+{
+    struct hc_response r;
+    char allow[64];
+    hc_once(port, "GET", "/ask", NULL, NULL, &r);
+    expect_error(&r, 405, "method_not_allowed");
+    cr_assert_str_eq(hc_header(&r, "Allow", allow, sizeof allow), "POST");
+    hc_free(&r);
+    hc_once(port, "POST", "/healthz", NULL, "{}", &r);
+    expect_error(&r, 405, "method_not_allowed");
+    cr_assert_str_eq(hc_header(&r, "Allow", allow, sizeof allow), "GET, HEAD");
+    hc_free(&r);
+    hc_once(port, "DELETE", "/views", NULL, NULL, &r);
+    expect_error(&r, 405, "method_not_allowed");
+    hc_free(&r);
+}
+
+/* ---- 413 ---------------------------------------------------------------------------- */
+
+/* Sends a whole request while reading, so a server that answers early and
+ * closes cannot leave us blocked in send; returns the response. */
+static void send_while_reading(int fd, const char *head, const char *body, size_t len,
+                               struct hc_response *r)
+{
+    struct timeval tv = {.tv_sec = 0, .tv_usec = 200000};
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    hc_send(fd, head, strlen(head));
+    size_t off = 0;
+    while (off < len) {
+        ssize_t n = send(fd, body + off, len - off > 65536 ? 65536 : len - off, MSG_NOSIGNAL);
+        if (n <= 0)
+            break; /* closed, reset, or the server stopped reading */
+        off += (size_t)n;
+    }
+    hc_read(fd, r, 10000);
+}
+
+Test(serve_http, big_body_is_413_and_others_go_on)
+{
+    size_t len = 10u << 20;
+    char *body = malloc(len);
+    memset(body, ' ', len);
+    memcpy(body, "{\"ask\": \"", 9);
+
+    /* Declared length: refused before the body is read. */
+    int fd = hc_connect(port);
+    char head[256];
+    snprintf(head, sizeof head, "POST /ask HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n\r\n", len);
+    struct hc_response r;
+    send_while_reading(fd, head, body, len, &r);
+    expect_error(&r, 413, "body_too_large");
+    hc_free(&r);
+    close(fd);
+
+    /* Chunked, no length: the server drops what passes the limit and
+     * answers 413 at the end of the body (MHD 0.9.75 cannot answer while a
+     * body is still arriving). */
+    fd = hc_connect(port);
+    struct timeval tv = {.tv_sec = 0, .tv_usec = 500000};
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    const char *chead = "POST /ask HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+    bool ok = hc_send(fd, chead, strlen(chead));
+    for (size_t off = 0; ok && off < len; off += 65536) {
+        char size[32];
+        snprintf(size, sizeof size, "%x\r\n", 65536);
+        ok = hc_send(fd, size, strlen(size)) && hc_send(fd, body + off, 65536) &&
+             hc_send(fd, "\r\n", 2);
+    }
+    if (ok)
+        hc_send(fd, "0\r\n\r\n", 5);
+    hc_read(fd, &r, 10000);
+    expect_error(&r, 413, "body_too_large");
+    hc_free(&r);
+    close(fd);
+    free(body);
+
+    hc_once(port, "GET", "/healthz", NULL, NULL, &r);
+    cr_assert_eq(r.status, 200);
+    hc_free(&r);
+    post_ask(trips_ask, &r);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    hc_free(&r);
+}
+
+Test(serve_http, body_at_the_limit_is_read)
+{
+    /* 1 MiB exactly (the default limit): read, then the engine's own limit
+     * on the ask's length (64 KiB) answers. */
+    size_t len = 1u << 20;
+    char *body = malloc(len + 1);
+    memset(body, 'x', len);
+    memcpy(body, "{\"ask\": \"", 9);
+    memcpy(body + len - 2, "\"}", 2);
+    body[len] = '\0';
+    struct hc_response r;
+    int fd = hc_connect(port);
+    hc_request(fd, "POST", "/ask", NULL, body, len, &r);
+    cr_assert_geq(r.status, 400, "%s", r.body);
+    cr_assert_null(strstr(r.body, "body_too_large"), "%s", r.body);
+    hc_free(&r);
+    close(fd);
+    free(body);
+}
+
+/* ---- Header floods and slow clients -------------------------------------------------- */
+
+Test(serve_http, header_flood_is_refused_and_others_go_on)
+{
+    /* 10,000 headers. */
+    size_t cap = 400000, n = 0;
+    char *flood = malloc(cap);
+    n += (size_t)snprintf(flood, cap, "GET /healthz HTTP/1.1\r\nHost: x\r\n");
+    for (int i = 0; i < 10000; i++)
+        n += (size_t)snprintf(flood + n, cap - n, "X-Flood-%d: %d\r\n", i, i);
+    n += (size_t)snprintf(flood + n, cap - n, "\r\n");
+    int fd = hc_connect(port);
+    struct hc_response r;
+    send_while_reading(fd, "", flood, n, &r);
+    cr_assert(r.status == 431 || r.status == 413 || r.status == 400 || r.status == 0,
+              "status %d", r.status);
+    hc_free(&r);
+    close(fd);
+    free(flood);
+
+    /* One 1 MiB header. */
+    size_t big = 1u << 20;
+    char *h = malloc(big + 128);
+    n = (size_t)snprintf(h, big + 128, "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ");
+    memset(h + n, 'a', big);
+    n += big;
+    memcpy(h + n, "\r\n\r\n", 4);
+    n += 4;
+    fd = hc_connect(port);
+    send_while_reading(fd, "", h, n, &r);
+    cr_assert(r.status == 431 || r.status == 413 || r.status == 400 || r.status == 0,
+              "status %d", r.status);
+    hc_free(&r);
+    close(fd);
+    free(h);
+
+    /* Ordinary large headers still pass: 8 KiB of one header, and 4 KiB
+     * of cookies (MHD keeps cookies twice: the header and its split). */
+    char *pad = malloc(8300);
+    strcpy(pad, "X-Pad: ");
+    memset(pad + 7, 'p', 8192);
+    strcpy(pad + 7 + 8192, "\r\n");
+    hc_once(port, "GET", "/healthz", pad, NULL, &r);
+    cr_assert_eq(r.status, 200, "%d %s", r.status, r.body);
+    hc_free(&r);
+    strcpy(pad, "Cookie: ");
+    for (int i = 0; i < 40; i++)
+        snprintf(pad + strlen(pad), 200, "%scookie%02d=%090d", i ? "; " : "", i, i);
+    strcat(pad, "\r\n");
+    hc_once(port, "GET", "/healthz", pad, NULL, &r);
+    cr_assert_eq(r.status, 200, "%d %s", r.status, r.body);
+    hc_free(&r);
+    free(pad);
+
+    for (int i = 0; i < 5; i++) {
+        hc_once(port, "GET", "/healthz", NULL, NULL, &r);
+        cr_assert_eq(r.status, 200);
+        hc_free(&r);
+    }
+    post_ask(trips_ask, &r);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    hc_free(&r);
+}
+
+Test(serve_http, half_requests_do_not_block_others)
+{
+    /* Clients that stop mid-request: in the headers, in a declared body,
+     * and one that connects and says nothing. Two server threads, so more
+     * stalled clients than threads. */
+    int stalled[6];
+    const char *halves[] = {
+        "POST /ask HTTP/1.1\r\nHost: x\r\nContent-Length: 500\r\n\r\n{\"ask\": \"SEL",
+        "GET /healthz HTTP/1.1\r\nHos",
+        "",
+        "POST /ask HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n{\"ask\"",
+        "POST /ask HTTP/1.1\r\nHost: x\r\nContent-Length: 500\r\n\r\n",
+        "GET",
+    };
+    for (int i = 0; i < 6; i++) {
+        stalled[i] = hc_connect(port);
+        hc_send(stalled[i], halves[i], strlen(halves[i]));
+    }
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int i = 0; i < 20; i++) {
+        struct hc_response r;
+        post_ask(trips_ask, &r);
+        cr_assert_eq(r.status, 200, "%s", r.body);
+        hc_free(&r);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    cr_assert_lt(secs, 5.0, "20 asks took %.2f s beside stalled clients", secs);
+    for (int i = 0; i < 6; i++)
+        close(stalled[i]);
+}
+
+Test(serve_http, slow_clients_are_dropped, .timeout = 60)
+{
+    /* A server with a 1 s connection timeout closes a stalled client. */
+    struct serve_options o = {.store_dir = the_store, .connection_timeout_s = 1};
+    struct serve_server *s2 = fixture_serve(&o);
+    int fd = hc_connect(serve_port(s2));
+    const char *half = "POST /ask HTTP/1.1\r\nHost: x\r\nContent-Length: 50\r\n\r\n{";
+    hc_send(fd, half, strlen(half));
+    char b[256];
+    struct timeval tv = {.tv_sec = 10};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ssize_t n = recv(fd, b, sizeof b, 0);
+    cr_assert_leq(n, 0, "the stalled connection got %zd bytes instead of being closed", n);
+    close(fd);
+    serve_stop(s2);
+}
+
+/* ---- Keep-alive and concurrency --------------------------------------------------------- */
+
+Test(serve_http, keep_alive_100_requests)
+{
+    int fd = hc_connect(port);
+    for (int i = 0; i < 100; i++) {
+        struct hc_response r;
+        if (i % 2)
+            hc_request(fd, "POST", "/ask", NULL, trips_ask, strlen(trips_ask), &r);
+        else
+            hc_request(fd, "GET", "/healthz", NULL, NULL, 0, &r);
+        cr_assert_eq(r.status, 200, "request %d: %d %s", i, r.status, r.body);
+        cr_assert(!r.closed, "request %d closed the connection", i);
+        hc_free(&r);
+    }
+    /* An error answer keeps the connection too. */
+    struct hc_response r;
+    hc_request(fd, "POST", "/ask", NULL, "{\"nope\": 1}", 11, &r);
+    expect_error(&r, 400, "invalid_request");
+    cr_assert(!r.closed);
+    hc_free(&r);
+    hc_request(fd, "GET", "/healthz", NULL, NULL, 0, &r);
+    cr_assert_eq(r.status, 200);
+    hc_free(&r);
+    close(fd);
+}
+
+static void *asker(void *arg)
+{
+    long bad = (long)arg;
+    int fd = hc_connect(port);
+    for (int i = 0; i < 50; i++) {
+        struct hc_response r;
+        if (bad)
+            hc_request(fd, "POST", "/ask", NULL, "{\"ask\": [", 9, &r);
+        else
+            hc_request(fd, "POST", "/ask", NULL, trips_ask, strlen(trips_ask), &r);
+        int want = bad ? 400 : 200;
+        bool ok = r.status == want;
+        hc_free(&r);
+        if (!ok) {
+            close(fd);
+            return (void *)1;
+        }
+    }
+    close(fd);
+    return NULL;
+}
+
+Test(serve_http, bad_requests_do_not_disturb_good_ones)
+{
+    pthread_t t[8];
+    for (long i = 0; i < 8; i++)
+        pthread_create(&t[i], NULL, asker, (void *)(i % 2));
+    for (int i = 0; i < 8; i++) {
+        void *rc;
+        pthread_join(t[i], &rc);
+        cr_assert_null(rc, "thread %d saw a wrong status", i);
+    }
+}
+
+/* ---- /metrics ----------------------------------------------------------------------------- */
+
+Test(serve_http, metrics_after_asks)
+{
+    struct hc_response r;
+    for (int i = 0; i < 3; i++) {
+        post_ask(trips_ask, &r);
+        cr_assert_eq(r.status, 200);
+        hc_free(&r);
+    }
+    post_ask("{\"ask\": \"SELECT trips FROM dropoffs WHERE\"}", &r);
+    cr_assert_eq(r.status, 400);
+    hc_free(&r);
+    post_ask("{\"ask\": 1}", &r);
+    hc_free(&r);
+    hc_once(port, "GET", "/nowhere", NULL, NULL, &r);
+    hc_free(&r);
+
+    hc_once(port, "GET", "/metrics", NULL, NULL, &r);
+    cr_assert_eq(r.status, 200);
+    char ct[80];
+    cr_assert_str_eq(hc_header(&r, "Content-Type", ct, sizeof ct),
+                     "text/plain; version=0.0.4; charset=utf-8");
+    static const char *const want[] = {
+        "# TYPE straum_asks_total counter\n",
+        "straum_asks_total{view=\"trips\",status=\"200\"} 3\n",
+        "straum_asks_total{view=\"dropoffs\",status=\"400\"} 1\n",
+        "straum_asks_total{view=\"?\",status=\"400\"} 1\n",
+        "# TYPE straum_ask_duration_seconds histogram\n",
+        "straum_ask_duration_seconds_bucket{view=\"trips\",le=\"5e-05\"} ",
+        "straum_ask_duration_seconds_bucket{view=\"trips\",le=\"0.001\"} ",
+        "straum_ask_duration_seconds_bucket{view=\"trips\",le=\"+Inf\"} 3\n",
+        "straum_ask_duration_seconds_sum{view=\"trips\"} ",
+        "straum_ask_duration_seconds_count{view=\"trips\"} 3\n",
+        "straum_http_requests_total{path=\"/ask\",status=\"200\"} 3\n",
+        "straum_http_requests_total{path=\"/ask\",status=\"400\"} 2\n",
+        "straum_http_requests_total{path=\"other\",status=\"404\"} 1\n",
+        "# TYPE straum_open_connections gauge\nstraum_open_connections ",
+        "straum_store_position_lsn 8613738312\n",
+        "# TYPE straum_ingest_lag_seconds gauge\nstraum_ingest_lag_seconds ",
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        cr_assert(strstr(r.body, want[i]), "missing %s in\n%s", want[i], r.body);
+    /* The connection asking for /metrics is open while it is written. */
+    cr_assert_null(strstr(r.body, "straum_open_connections 0\n"), "%s", r.body);
+    hc_free(&r);
+}
+
+/* ---- 401 ---------------------------------------------------------------------------------- */
+
+Test(serve_http, token_required_for_asks_and_views)
+{
+    char token_path[] = "/tmp/straum-token-XXXXXX";
+    int tfd = mkstemp(token_path);
+    cr_assert_geq(tfd, 0);
+    const char content[] = "  s3cret-Token_42 \n";
+    cr_assert_eq(write(tfd, content, sizeof content - 1), (ssize_t)sizeof content - 1);
+    close(tfd);
+    struct serve_options o = {.store_dir = the_store, .token_file = token_path,
+                              .max_lag_us = 60 * 1000000LL};
+    struct serve_server *s2 = fixture_serve(&o);
+    int p2 = serve_port(s2);
+
+    struct hc_response r;
+    char hdr[80];
+    hc_once(p2, "POST", "/ask", NULL, trips_ask, &r);
+    expect_error(&r, 401, "unauthorized");
+    cr_assert_not_null(hc_header(&r, "WWW-Authenticate", hdr, sizeof hdr));
+    hc_free(&r);
+    hc_once(p2, "POST", "/ask", "Authorization: Bearer s3cret-Token_41\r\n", trips_ask, &r);
+    expect_error(&r, 401, "unauthorized");
+    hc_free(&r);
+    hc_once(p2, "POST", "/ask", "Authorization: Bearer s3cret-Token_42x\r\n", trips_ask, &r);
+    expect_error(&r, 401, "unauthorized");
+    hc_free(&r);
+    hc_once(p2, "POST", "/ask", "Authorization: Basic czNjcmV0\r\n", trips_ask, &r);
+    expect_error(&r, 401, "unauthorized");
+    hc_free(&r);
+    hc_once(p2, "GET", "/views", NULL, NULL, &r);
+    expect_error(&r, 401, "unauthorized");
+    hc_free(&r);
+
+    hc_once(p2, "POST", "/ask", "Authorization: Bearer s3cret-Token_42\r\n", trips_ask, &r);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    hc_free(&r);
+    hc_once(p2, "GET", "/views", "authorization: bearer s3cret-Token_42\r\n", NULL, &r);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    hc_free(&r);
+
+    /* Health, readiness and metrics stay open for probes and scrapers. */
+    const char *open_paths[] = {"/healthz", "/readyz", "/metrics"};
+    for (int i = 0; i < 3; i++) {
+        hc_once(p2, "GET", open_paths[i], NULL, NULL, &r);
+        cr_assert_eq(r.status, 200, "%s: %s", open_paths[i], r.body);
+        hc_free(&r);
+    }
+    serve_stop(s2);
+    unlink(token_path);
+}
+
+/* ---- 503 ---------------------------------------------------------------------------------- */
+
+Test(serve_http, readyz_503_when_the_store_lags)
+{
+    /* Last contact an hour ago, and behind at it. */
+    char lag_dir[64];
+    struct store_position pos = {.lsn = 42, .commit_time = wall_us() - 7200 * 1000000LL,
+                                 .contact_time = wall_us() - 3600 * 1000000LL,
+                                 .bytes_behind = 4096};
+    fixture_make_store(lag_dir, &pos);
+    struct serve_options o = {.store_dir = lag_dir, .max_lag_us = 10 * 1000000LL};
+    struct serve_server *s2 = fixture_serve(&o);
+    struct hc_response r;
+    hc_once(serve_port(s2), "GET", "/readyz", NULL, NULL, &r);
+    expect_error(&r, 503, "not_ready");
+    cr_assert(strstr(r.body, "--max-lag"), "%s", r.body);
+    hc_free(&r);
+    /* Not ready is not unhealthy, and asks are still answered. */
+    hc_once(serve_port(s2), "GET", "/healthz", NULL, NULL, &r);
+    cr_assert_eq(r.status, 200);
+    hc_free(&r);
+    serve_stop(s2);
+
+    /* Idle but in touch: an old commit, a fresh contact, nothing behind. */
+    char idle_dir[64];
+    pos = (struct store_position){.lsn = 42, .commit_time = wall_us() - 7200 * 1000000LL,
+                                  .contact_time = wall_us(), .bytes_behind = 0};
+    fixture_make_store(idle_dir, &pos);
+    o.store_dir = idle_dir;
+    s2 = fixture_serve(&o);
+    hc_once(serve_port(s2), "GET", "/readyz", NULL, NULL, &r);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    hc_free(&r);
+    serve_stop(s2);
+
+    /* Idle, in touch an hour ago: lagging. --max-lag 0 turns the check off. */
+    pos.contact_time = wall_us() - 3600 * 1000000LL;
+    fixture_remove_store(idle_dir);
+    fixture_make_store(idle_dir, &pos);
+    s2 = fixture_serve(&o);
+    hc_once(serve_port(s2), "GET", "/readyz", NULL, NULL, &r);
+    expect_error(&r, 503, "not_ready");
+    hc_free(&r);
+    serve_stop(s2);
+    o.max_lag_us = 0;
+    s2 = fixture_serve(&o);
+    hc_once(serve_port(s2), "GET", "/readyz", NULL, NULL, &r);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    hc_free(&r);
+    serve_stop(s2);
+
+    fixture_remove_store(lag_dir);
+    fixture_remove_store(idle_dir);
+}
+
+Test(serve_http, readyz_503_before_the_first_position)
+{
+    char dir[64];
+    struct store_position pos = {0};
+    fixture_make_store(dir, &pos);
+    struct serve_options o = {.store_dir = dir, .max_lag_us = 10 * 1000000LL};
+    struct serve_server *s2 = fixture_serve(&o);
+    struct hc_response r;
+    hc_once(serve_port(s2), "GET", "/readyz", NULL, NULL, &r);
+    expect_error(&r, 503, "not_ready");
+    hc_free(&r);
+    serve_stop(s2);
+    fixture_remove_store(dir);
+}
+
+/* ---- 422, 503 and 500 from the engine --------------------------------------------- */
+
+Test(serve_http, engine_limits_map_to_422_and_503)
+{
+    struct serve_options o = {.store_dir = the_store, .max_groups = 2};
+    struct serve_server *s2 = fixture_serve(&o);
+    struct hc_response r;
+    hc_once(serve_port(s2), "POST", "/ask", NULL, trips_ask, &r);
+    expect_error(&r, 422, NULL);
+    hc_free(&r);
+    serve_stop(s2);
+
+    o = (struct serve_options){.store_dir = the_store, .ask_timeout_us = 1};
+    s2 = fixture_serve(&o);
+    hc_once(serve_port(s2), "POST", "/ask", NULL, trips_ask, &r);
+    expect_error(&r, 503, NULL);
+    hc_free(&r);
+    hc_once(serve_port(s2), "GET", "/healthz", NULL, NULL, &r);
+    cr_assert_eq(r.status, 200);
+    hc_free(&r);
+    serve_stop(s2);
+}
+
+/* Flips bytes inside every segment block of the trips view, in the file. */
+static void corrupt_trips_segments(const char *dir)
+{
+    struct store *st;
+    struct store_error err;
+    cr_assert_eq(store_open(dir, STORE_READ_ONLY, &st, &err), 0, "%s", err.message);
+    struct store_read *rd;
+    cr_assert_eq(store_read_begin(st, &rd, &err), 0);
+    struct { unsigned char *bytes; size_t len; } blocks[256];
+    int nblocks = 0;
+    for (int w = 0; w < store_views(st)->views[0].nwidths; w++) {
+        struct store_segment_iter it;
+        struct store_segment seg;
+        cr_assert_eq(store_segments_begin(rd, 0, w, INT64_MIN, INT64_MAX, &it, &err), 0);
+        while (store_segments_next(&it, &seg, &err) == 1 && nblocks < 256) {
+            blocks[nblocks].bytes = malloc(seg.len);
+            memcpy(blocks[nblocks].bytes, seg.bytes, seg.len);
+            blocks[nblocks++].len = seg.len;
+        }
+        store_segments_end(&it);
+    }
+    store_read_end(rd);
+    store_close(st);
+    cr_assert_gt(nblocks, 0);
+
+    char path[128];
+    snprintf(path, sizeof path, "%s/data.mdb", dir);
+    FILE *f = fopen(path, "r+b");
+    cr_assert_not_null(f);
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    unsigned char *file = malloc((size_t)size);
+    fseek(f, 0, SEEK_SET);
+    cr_assert_eq(fread(file, 1, (size_t)size, f), (size_t)size);
+    for (int b = 0; b < nblocks; b++) {
+        unsigned char *at = memmem(file, (size_t)size, blocks[b].bytes, blocks[b].len);
+        cr_assert_not_null(at, "block %d not found in data.mdb", b);
+        for (int k = 1; k < 8; k++)
+            at[blocks[b].len * (size_t)k / 8] ^= 0x5A;
+        free(blocks[b].bytes);
+    }
+    fseek(f, 0, SEEK_SET);
+    cr_assert_eq(fwrite(file, 1, (size_t)size, f), (size_t)size);
+    fclose(f);
+    free(file);
+}
+
+Test(serve_http, corrupt_block_is_500_naming_it)
+{
+    char dir[64];
+    struct store_position pos = {.lsn = 1, .contact_time = wall_us()};
+    fixture_make_store(dir, &pos);
+    corrupt_trips_segments(dir);
+    struct serve_options o = {.store_dir = dir};
+    struct serve_server *s2 = fixture_serve(&o);
+    struct hc_response r;
+    const char *ask = "{\"ask\": \"SELECT payment_type, trips, fare, median_fare FROM trips "
+                      "WHERE bucket >= $1 AND bucket < $2 GROUP BY payment_type\", \"params\": "
+                      "[\"2024-01-01 00:00:00+00\", \"2024-01-08 00:00:00+00\"]}";
+    hc_once(serve_port(s2), "POST", "/ask", NULL, ask, &r);
+    expect_error(&r, 500, "corrupt_store"); /* the message names the block */
+    hc_free(&r);
+    /* The other view and the server are untouched. */
+    hc_once(serve_port(s2), "POST", "/ask", NULL,
+            "{\"ask\": \"SELECT trips FROM dropoffs WHERE bucket >= '2024-01-01 00:00:00+00' "
+            "AND bucket < '2024-01-08 00:00:00+00'\"}", &r);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    hc_free(&r);
+    serve_stop(s2);
+    fixture_remove_store(dir);
+}
+
+/* ---- Start-up refusals ------------------------------------------------------------------- */
+
+Test(serve_http, refuses_bad_options)
+{
+    char err[600];
+    struct serve_options o = {.store_dir = the_store, .listen = "0.0.0.0:0", .quiet = true};
+    cr_assert_null(serve_start(&o, err, sizeof err));
+    cr_assert(strstr(err, "--token-file") && strstr(err, "--public"), "%s", err);
+    o.listen = "[::]:0";
+    cr_assert_null(serve_start(&o, err, sizeof err));
+    o.listen = "::1:8080";
+    cr_assert_null(serve_start(&o, err, sizeof err));
+    cr_assert(strstr(err, "brackets"), "%s", err);
+    o.listen = "127.0.0.1:99999";
+    cr_assert_null(serve_start(&o, err, sizeof err));
+    o.listen = "127.0.0.1:0";
+    o.store_dir = "/nonexistent/store";
+    cr_assert_null(serve_start(&o, err, sizeof err));
+    cr_assert(strstr(err, "/nonexistent/store"), "%s", err);
+    /* The same port twice without --reuse-port. */
+    char where[32];
+    snprintf(where, sizeof where, "127.0.0.1:%d", port);
+    o.store_dir = the_store;
+    o.listen = where;
+    cr_assert_null(serve_start(&o, err, sizeof err));
+    cr_assert(strstr(err, "--reuse-port"), "%s", err);
+}
+
+Test(serve_http, loopback_forms_of_listen)
+{
+    const char *forms[] = {":0", "localhost:0", "[::1]:0", "127.0.0.2:0"};
+    for (int i = 0; i < 4; i++) {
+        char err[600];
+        struct serve_options o = {.store_dir = the_store, .listen = forms[i], .quiet = true,
+                                  .threads = 1};
+        struct serve_server *s2 = serve_start(&o, err, sizeof err);
+        if (!s2 && i == 2 && strstr(err, "cannot listen"))
+            continue; /* no IPv6 on this machine */
+        cr_assert_not_null(s2, "%s: %s", forms[i], err);
+        serve_stop(s2);
+    }
+}
