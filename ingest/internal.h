@@ -30,7 +30,8 @@ int64_t now_usec(void);
 struct source_column {
     char *name;
     int attnum;
-    uint32_t type_oid;
+    uint32_t type_oid;      /* the base type when the column is of a domain */
+    uint32_t declared_oid;  /* the column's own type, as Relation messages name it */
     int32_t typmod;
     struct store_column_type type;
 };
@@ -80,6 +81,7 @@ struct source_table {
     int *relmap;
     int nrelmap;
     bool relation_seen;
+    void *scratch; /* decoded values of one row (rows.c); ingest is one thread */
 };
 
 struct source {

@@ -99,7 +99,8 @@ static int load_columns(PGconn *c, struct source_table *t, char *err, size_t err
     PGresult *r = query(c,
                         "SELECT a.attnum, a.attname,"
                         " CASE WHEN ty.typtype = 'd' THEN ty.typbasetype ELSE a.atttypid END,"
-                        " CASE WHEN ty.typtype = 'd' THEN ty.typtypmod ELSE a.atttypmod END"
+                        " CASE WHEN ty.typtype = 'd' THEN ty.typtypmod ELSE a.atttypmod END,"
+                        " a.atttypid"
                         " FROM pg_attribute a JOIN pg_type ty ON ty.oid = a.atttypid"
                         " WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped"
                         " ORDER BY a.attnum",
@@ -120,6 +121,7 @@ static int load_columns(PGconn *c, struct source_table *t, char *err, size_t err
         col->attnum = atoi(PQgetvalue(r, row, 0));
         col->type_oid = (uint32_t)strtoul(PQgetvalue(r, row, 2), NULL, 10);
         col->typmod = atoi(PQgetvalue(r, row, 3));
+        col->declared_oid = (uint32_t)strtoul(PQgetvalue(r, row, 4), NULL, 10);
         char why[200];
         if (pgvalue_store_type(col->type_oid, col->typmod, &col->type, why, sizeof why)) {
             PQclear(r);
@@ -393,6 +395,7 @@ void source_free(struct source *src)
         free(t->facts);
         free(t->dims);
         free(t->relmap);
+        free(t->scratch);
         free(t->schema);
         free(t->name);
         free(t->qualified);

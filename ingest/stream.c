@@ -119,6 +119,28 @@ static int maybe_store(struct follower *f, bool force)
 
 /* ---- Relations ------------------------------------------------------------------- */
 
+/* A column whose type changed upstream: compatible when its values keep
+ * the same codes (smallint to integer, numeric(9,2) to numeric(12,2)), and
+ * then followed; otherwise ingest stops naming it. */
+static int retype(struct follower *f, const struct source_table *t, struct source_column *col,
+                  const struct pgo_column *now)
+{
+    struct store_column_type type;
+    char why[200];
+    if (pgvalue_store_type(now->type_oid, now->typmod, &type, why, sizeof why) == 0 &&
+        type.type == col->type.type && type.scale == col->type.scale) {
+        log_info("column \"%s\" of table %s changed type (OID %u to %u); its values keep their "
+                 "codes, so Straum follows it", col->name, t->qualified, col->declared_oid,
+                 now->type_oid);
+        col->type_oid = col->declared_oid = now->type_oid;
+        col->typmod = now->typmod;
+        return 0;
+    }
+    return fail(f, "column \"%s\" of table %s changed type (OID %u to %u) and its values would "
+                   "change meaning in the store; rerun with --rebuild to reload it", col->name,
+                t->qualified, col->declared_oid, now->type_oid);
+}
+
 static int on_relation(struct follower *f, const struct pgo_message *m)
 {
     struct source_table *t = source_by_relid(f->src, m->relid);
@@ -145,10 +167,9 @@ static int on_relation(struct follower *f, const struct pgo_message *m)
             return fail(f, "column \"%s\" of table %s is gone upstream; the views need it: "
                            "change the views and rerun with --rebuild", t->cols[c].name,
                         t->qualified);
-        if (m->columns[found].type_oid != t->cols[c].type_oid)
-            return fail(f, "column \"%s\" of table %s changed type (OID %u to %u); rerun with "
-                           "--rebuild to reload it", t->cols[c].name, t->qualified,
-                        t->cols[c].type_oid, m->columns[found].type_oid);
+        if (m->columns[found].type_oid != t->cols[c].declared_oid &&
+            retype(f, t, &t->cols[c], &m->columns[found]))
+            return -1;
         map[found] = c;
     }
     t->replident = m->replident;

@@ -85,11 +85,14 @@ struct cellmap *cellmap_new(const struct sql_view *view, const struct store_colu
     m->span_start = span_start;
     m->nslots = 64;
     m->slots = calloc(m->nslots, sizeof *m->slots);
-    if (!m->slots) {
+    m->tags = calloc(m->nslots, sizeof *m->tags);
+    if (!m->slots || !m->tags) {
+        free(m->slots);
+        free(m->tags);
         free(m);
         return NULL;
     }
-    m->bytes = sizeof *m + m->nslots * sizeof *m->slots;
+    m->bytes = sizeof *m + m->nslots * (sizeof *m->slots + sizeof *m->tags);
     return m;
 }
 
@@ -101,28 +104,40 @@ void cellmap_free(struct cellmap *m)
         if (m->slots[i])
             cell_free(m, m->slots[i]);
     free(m->slots);
+    free(m->tags);
     free(m);
 }
 
-static void insert_slot(struct cell **slots, uint32_t nslots, struct cell *c, int nkeys)
+static uint32_t tag_of(uint64_t h) { return (uint32_t)(h >> 32); }
+
+static void insert_slot(struct cell **slots, uint32_t *tags, uint32_t nslots, struct cell *c,
+                        int nkeys)
 {
-    uint32_t i = (uint32_t)cell_hash(c->bucket, c->keys, nkeys) & (nslots - 1);
+    uint64_t h = cell_hash(c->bucket, c->keys, nkeys);
+    uint32_t i = (uint32_t)h & (nslots - 1);
     while (slots[i])
         i = (i + 1) & (nslots - 1);
     slots[i] = c;
+    tags[i] = tag_of(h);
 }
 
 static int rehash(struct cellmap *m, uint32_t nslots)
 {
     struct cell **slots = calloc(nslots, sizeof *slots);
-    if (!slots)
+    uint32_t *tags = calloc(nslots, sizeof *tags);
+    if (!slots || !tags) {
+        free(slots);
+        free(tags);
         return -1;
+    }
     for (uint32_t i = 0; i < m->nslots; i++)
         if (m->slots[i])
-            insert_slot(slots, nslots, m->slots[i], m->view->ncell_keys);
-    m->bytes += (nslots - m->nslots) * sizeof *slots;
+            insert_slot(slots, tags, nslots, m->slots[i], m->view->ncell_keys);
+    m->bytes += (nslots - m->nslots) * (sizeof *slots + sizeof *tags);
     free(m->slots);
+    free(m->tags);
     m->slots = slots;
+    m->tags = tags;
     m->nslots = nslots;
     return 0;
 }
@@ -130,9 +145,10 @@ static int rehash(struct cellmap *m, uint32_t nslots)
 static struct cell *find_or_add(struct cellmap *m, uint32_t bucket, const int64_t *keys)
 {
     int nkeys = m->view->ncell_keys;
-    uint32_t i = (uint32_t)cell_hash(bucket, keys, nkeys) & (m->nslots - 1);
+    uint64_t h = cell_hash(bucket, keys, nkeys);
+    uint32_t i = (uint32_t)h & (m->nslots - 1), tag = tag_of(h);
     for (; m->slots[i]; i = (i + 1) & (m->nslots - 1))
-        if (cell_matches(m->slots[i], bucket, keys, nkeys))
+        if (m->tags[i] == tag && cell_matches(m->slots[i], bucket, keys, nkeys))
             return m->slots[i];
     if ((m->ncells + 1) * 10 > m->nslots * 7) { /* keep the load under 70% */
         if (rehash(m, m->nslots * 2))
@@ -143,6 +159,7 @@ static struct cell *find_or_add(struct cellmap *m, uint32_t bucket, const int64_
     if (!c)
         return NULL;
     m->slots[i] = c;
+    m->tags[i] = tag;
     m->ncells++;
     m->bytes += layout_of(m->view).total;
     return c;
@@ -292,7 +309,7 @@ static struct cell **live_cells(struct cellmap *m, uint32_t *n, struct store_err
             }
         memset(m->slots, 0, m->nslots * sizeof *m->slots);
         for (uint32_t i = 0; i < live; i++)
-            insert_slot(m->slots, m->nslots, cells[i], m->view->ncell_keys);
+            insert_slot(m->slots, m->tags, m->nslots, cells[i], m->view->ncell_keys);
         m->ncells = live;
     }
     int nkeys = m->view->ncell_keys;

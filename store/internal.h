@@ -114,6 +114,8 @@ struct cellmap {
     int view_index, width;
     int64_t span_start;
     struct cell **slots;       /* open addressing; NULL empty */
+    uint32_t *tags;            /* high hash bits of each slot's cell: a probe
+                                  compares them before touching the cell */
     uint32_t nslots, ncells;
     size_t bytes;              /* approximate heap held */
     bool dirty;

@@ -129,3 +129,31 @@ Test(ingest_faults, plan_names_what_is_missing, .timeout = 120)
     cr_assert(strstr(out, "ok   wal_level = logical"), "%s", out);
     taxi_db_destroy(&db);
 }
+
+Test(ingest_faults, column_type_changes_are_followed_or_stop_ingest, .timeout = 180)
+{
+    struct taxi_db db;
+    taxi_db_create(&db, NULL, 300);
+    char log[8192];
+    cr_assert_eq(taxi_ingest_once(&db, log, sizeof log), 0, "%s", log);
+    taxi_ingest_start(&db, NULL);
+    /* smallint to integer: the same codes, so ingest follows it */
+    taxi_exec(db.pg, "ALTER TABLE yellow_trips ALTER COLUMN payment_type TYPE integer");
+    taxi_db_add_trips(&db, 50, 0.3);
+    taxi_check(&db, "after payment_type became integer");
+    /* numeric to double precision: sums would change meaning; ingest stops */
+    uint64_t before = oracle_store_position(db.store);
+    taxi_exec(db.pg, "ALTER TABLE yellow_trips ALTER COLUMN fare_amount TYPE double precision");
+    taxi_db_add_trips(&db, 5, 0.4);
+    int status = 0;
+    for (int i = 0; i < 300 && waitpid(db.ingest, &status, WNOHANG) == 0; i++)
+        usleep(100000);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) != 0,
+              "ingest stops on a type change it cannot follow (status %d)", status);
+    db.ingest = 0;
+    cr_assert_geq(oracle_store_position(db.store), before, "the store keeps its last state");
+    int rc = taxi_ingest_once(&db, log, sizeof log);
+    cr_assert_neq(rc, 0);
+    cr_assert(strstr(log, "fare_amount") && strstr(log, "--rebuild"), "%s", log);
+    taxi_db_destroy(&db);
+}

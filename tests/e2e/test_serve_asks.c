@@ -5,15 +5,14 @@
  * generated asks — random key subsets, conditions, ranges on hour edges
  * across day and week boundaries, grouping by bucket at each width, every
  * measure kind — each compared with the equivalent SQL over the raw tables.
- * Rows compare as sets of text: exact decimals must match digit for digit;
- * timestamps compare as instants (PostgreSQL and Straum write offsets
- * differently). */
+ * Rows compare as sets (bench/answer.h): exact decimals digit for digit,
+ * timestamps as instants (PostgreSQL and Straum write offsets differently). */
+#include "bench/answer.h"
 #include "bench/taxi_asks.h"
 #include "serve/engine.h"
 #include "tests/e2e/oracle.h"
 #include "tests/e2e/taxi_db.h"
 
-#include <cjson/cJSON.h>
 #include <criterion/criterion.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -22,60 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct rows {
-    char **v;
-    int n;
-};
-
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
-/* Timestamps become "@<µs>" so both sides' spellings agree. */
-static void normalize(const char *in, char *out, size_t len)
-{
-    int64_t us;
-    bool off;
-    char why[100];
-    if (strlen(in) >= 19 && in[4] == '-' && in[7] == '-' && (in[10] == ' ' || in[10] == 'T') &&
-        sql_parse_timestamp(in, &us, &off, why, sizeof why) && off)
-        snprintf(out, len, "@%" PRId64, us);
-    else
-        snprintf(out, len, "%s", in);
-}
-
-static void add_row(struct rows *r, const char *line)
-{
-    r->v = realloc(r->v, sizeof *r->v * (size_t)(r->n + 1));
-    r->v[r->n++] = strdup(line);
-}
-
-static void free_rows(struct rows *r)
-{
-    for (int i = 0; i < r->n; i++)
-        free(r->v[i]);
-    free(r->v);
-    memset(r, 0, sizeof *r);
-}
-
-static void pg_rows(PGconn *pg, const char *sql, int nparams, const char *const *params,
-                    struct rows *out)
-{
-    PGresult *res = PQexecParams(pg, sql, nparams, NULL, params, NULL, NULL, 0);
-    cr_assert_eq(PQresultStatus(res), PGRES_TUPLES_OK, "%s\n%s", sql, PQerrorMessage(pg));
-    for (int i = 0; i < PQntuples(res); i++) {
-        char line[4096] = "";
-        for (int c = 0; c < PQnfields(res); c++) {
-            char v[256];
-            normalize(PQgetisnull(res, i, c) ? "NULL" : PQgetvalue(res, i, c), v, sizeof v);
-            strcat(line, c ? "|" : "");
-            strncat(line, v, sizeof line - strlen(line) - 1);
-        }
-        add_row(out, line);
-    }
-    PQclear(res);
-}
-
-static void straum_rows(struct engine *e, const char *ask, int nparams, const char *const *params,
-                        const char *tz, struct rows *out)
+/* Straum's answer to an ask, through the engine (no HTTP in between). */
+static void straum_answer(struct engine *e, const char *ask, int nparams, const char *const *params,
+                          const char *tz, struct answer *out)
 {
     struct ask_value vals[16];
     for (int i = 0; i < nparams; i++)
@@ -86,44 +34,28 @@ static void straum_rows(struct engine *e, const char *ask, int nparams, const ch
     int rc = engine_ask(e, &req, &b, &err);
     cr_assert_eq(rc, 0, "%s\n%d %s: %s (line %d, column %d)", ask, err.status, err.code,
                  err.message, err.line, err.column);
-    cJSON *j = cJSON_Parse(b.data);
-    cr_assert_not_null(j, "not JSON: %s", b.data);
-    cJSON *rows = cJSON_GetObjectItem(j, "rows"), *row;
-    cJSON_ArrayForEach(row, rows)
-    {
-        char line[4096] = "";
-        int c = 0;
-        cJSON *cell;
-        cJSON_ArrayForEach(cell, row)
-        {
-            char v[256];
-            if (cJSON_IsNull(cell))
-                snprintf(v, sizeof v, "NULL");
-            else if (cJSON_IsString(cell))
-                normalize(cell->valuestring, v, sizeof v);
-            else if (cJSON_IsBool(cell))
-                snprintf(v, sizeof v, "%s", cJSON_IsTrue(cell) ? "t" : "f");
-            else
-                snprintf(v, sizeof v, "%.17g", cell->valuedouble);
-            strcat(line, c++ ? "|" : "");
-            strncat(line, v, sizeof line - strlen(line) - 1);
-        }
-        add_row(out, line);
-    }
-    cJSON_Delete(j);
+    char why[256];
+    cr_assert_eq(answer_from_json(b.data, out, why, sizeof why), 0, "%s: %s", why, b.data);
     buf_free(&b);
 }
 
-static void compare(const char *what, struct rows *want, struct rows *got)
+static void pg_answer(PGconn *pg, const char *sql, struct answer *out)
 {
-    if (want->n)
-        qsort(want->v, (size_t)want->n, sizeof *want->v, cmp_str);
-    if (got->n)
-        qsort(got->v, (size_t)got->n, sizeof *got->v, cmp_str);
-    cr_assert_eq(got->n, want->n, "%s: %d rows from Straum, %d from PostgreSQL%s%s", what, got->n,
-                 want->n, want->n ? "; first: " : "", want->n ? want->v[0] : "");
-    for (int i = 0; i < want->n; i++)
-        cr_assert_str_eq(got->v[i], want->v[i], "%s: row %d differs", what, i);
+    PGresult *res = PQexec(pg, sql);
+    cr_assert_eq(PQresultStatus(res), PGRES_TUPLES_OK, "%s\n%s", sql, PQerrorMessage(pg));
+    cr_assert_eq(answer_from_pg(res, out), 0);
+    PQclear(res);
+}
+
+/* Rows compare as sets: exact decimals digit for digit, timestamps as
+ * instants (bench/answer.h). */
+static void compare(const char *what, struct answer *want, struct answer *got)
+{
+    char why[1024];
+    bool equal = answer_equal(want, got, why, sizeof why);
+    cr_assert(equal, "%s: %s", what, why);
+    answer_free(want);
+    answer_free(got);
 }
 
 static void check_seed_asks(struct engine *e, PGconn *pg, const char *when)
@@ -134,14 +66,12 @@ static void check_seed_asks(struct engine *e, PGconn *pg, const char *when)
         int n = 0;
         while (a->params[n])
             n++;
-        struct rows want = {0}, got = {0};
-        pg_rows(pg, a->postgres_sql, 0, NULL, &want);
-        straum_rows(e, a->ask, n, a->params, "America/New_York", &got);
+        struct answer want, got;
+        pg_answer(pg, a->postgres_sql, &want);
+        straum_answer(e, a->ask, n, a->params, "America/New_York", &got);
         char what[256];
         snprintf(what, sizeof what, "%s, %s", a->name, when);
         compare(what, &want, &got);
-        free_rows(&want);
-        free_rows(&got);
     }
 }
 
@@ -351,15 +281,13 @@ Test(serve_asks, five_hundred_generated_asks_equal_postgresql, .timeout = 900)
         char set_tz[80];
         snprintf(set_tz, sizeof set_tz, "SET TIME ZONE '%s'", g.tz);
         oracle_exec(db.pg, set_tz);
-        struct rows want = {0}, got = {0};
-        pg_rows(db.pg, g.sql, 0, NULL, &want);
-        straum_rows(e, g.ask, g.nparams, g.params, g.tz, &got);
+        struct answer want, got;
+        pg_answer(db.pg, g.sql, &want);
+        straum_answer(e, g.ask, g.nparams, g.params, g.tz, &got);
         char what[8192];
         snprintf(what, sizeof what, "ask %d (%s) %s [$1=%s $2=%s]\nSQL: %s", i, g.tz, g.ask,
                  g.params[0], g.params[1], g.sql);
         compare(what, &want, &got);
-        free_rows(&want);
-        free_rows(&got);
     }
     engine_close(e);
     taxi_db_destroy(&db);
