@@ -23,7 +23,7 @@ struct ingest_options {
     bool rebuild;                /* drop the store and the slot, start over */
     bool exit_when_caught_up;    /* stop once the stream reaches the server's WAL end
                                     (tests, benchmarks); normally run forever */
-    int64_t snapshot_batch_rows; /* rows per store commit while loading; default 1M */
+    int64_t snapshot_batch_rows; /* rows per time partition while loading; default 500k */
 };
 
 /* Prints the SQL an administrator runs once (publication, replica identity)

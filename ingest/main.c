@@ -24,7 +24,8 @@ static const char usage[] =
     "  --max-lag DUR          lag considered healthy (default 10s; for /readyz)\n"
     "  --rebuild              drop the store and load again (views changed)\n"
     "  --exit-when-caught-up  stop once the server's current WAL is applied\n"
-    "  --snapshot-batch ROWS  rows per store commit while loading (default 1000000)\n"
+    "  --snapshot-batch ROWS  rows per time partition of a large fact table while\n"
+    "                         loading (default 500000)\n"
     "  --help, --version\n";
 
 static void on_signal(int sig)

@@ -1,10 +1,11 @@
 /* snapshot.c -- the first start: a consistent copy of every table.
  *
  * The slot is created with an exported snapshot; in that snapshot each table
- * is read with binary COPY of only the columns views need. Rows become
- * deltas; the store commits every snapshot_batch_rows rows (which bounds
- * memory: committed segments leave the cache) with position 0, which marks
- * the store as not yet loaded. The last commit writes the slot's consistent
+ * is read with binary COPY of only the columns views need — a large fact
+ * table in time partitions of its bucket column. Rows become deltas; the
+ * store commits whenever the writer holds more than LOAD_MEMORY_BUDGET
+ * (committed segments leave the cache, so memory stays bounded), with
+ * position 0, which marks the store as not yet loaded. The last commit writes the slot's consistent
  * point: streaming resumes exactly there, so no transaction is missed or
  * applied twice. */
 #include "ingest/copy_binary.h"
@@ -14,6 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/* What the writer may hold decoded while loading. */
+#define LOAD_MEMORY_BUDGET ((size_t)192 << 20)
 
 static int fail(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(char *err, size_t len, const char *fmt, ...)
@@ -72,11 +76,24 @@ static void progress_print(struct progress *p, bool done)
             (long long)p->rows, rate, left, done ? "\n" : "");
 }
 
-/* One table's COPY, each tuple applied as it completes. */
-static int copy_table(PGconn *c, struct source_table *t, struct store *st,
-                      const struct ingest_options *opt, char *err, size_t errlen)
+/* Commits what is pending (position 0: still loading) when the writer holds
+ * more than the budget, so that the commit's eviction bounds memory. */
+static int commit_if_big(struct store *st, char *err, size_t errlen)
 {
-    size_t cap = 64 + strlen(t->qualified);
+    if (store_cached_bytes(st) < LOAD_MEMORY_BUDGET)
+        return 0;
+    struct store_error serr;
+    if (store_commit(st, &(struct store_position){0}, &serr))
+        return fail(err, errlen, "%s", serr.message);
+    return 0;
+}
+
+/* One COPY of a table (rows matching where, "" for all), each tuple applied
+ * as it completes. */
+static int copy_table(PGconn *c, struct source_table *t, struct store *st, const char *where,
+                      struct progress *prog, char *err, size_t errlen)
+{
+    size_t cap = 64 + strlen(t->qualified) + strlen(where);
     for (int i = 0; i < t->ncols; i++)
         cap += 2 * strlen(t->cols[i].name) + 4;
     char *sql = malloc(cap + 64);
@@ -88,7 +105,7 @@ static int copy_table(PGconn *c, struct source_table *t, struct store *st,
         quote_ident(q, sizeof q, t->cols[i].name);
         k += (size_t)sprintf(sql + k, "%s%s", i ? ", " : "", q);
     }
-    sprintf(sql + k, " FROM %s) TO STDOUT (FORMAT binary)", t->qualified);
+    sprintf(sql + k, " FROM %s%s) TO STDOUT (FORMAT binary)", t->qualified, where);
     PGresult *r = PQexec(c, sql);
     free(sql);
     if (PQresultStatus(r) != PGRES_COPY_OUT) {
@@ -101,9 +118,7 @@ static int copy_table(PGconn *c, struct source_table *t, struct store *st,
     copy_parser_init(&parser);
     struct copy_tuple *tuple = malloc(sizeof *tuple);
     struct row_value *row = calloc((size_t)t->ncols + 1, sizeof *row);
-    struct progress prog = {t->name, t->reltuples, 0, now_usec(), 0, isatty(2)};
     int rc = tuple && row ? 0 : fail(err, errlen, "out of memory");
-    int64_t batch = opt->snapshot_batch_rows > 0 ? opt->snapshot_batch_rows : 1000000;
     char *buf;
     int n;
     while (rc == 0 && (n = PQgetCopyData(c, &buf, 0)) > 0) {
@@ -123,12 +138,9 @@ static int copy_table(PGconn *c, struct source_table *t, struct store *st,
                 rc = rows_apply_fact(st, t, row, +1, err, errlen);
             if (rc == 0 && t->ndims)
                 rc = rows_put_dim(st, t, row, err, errlen);
-            if (rc == 0 && ++prog.rows % batch == 0) {
-                struct store_error serr;
-                if (store_commit(st, &(struct store_position){0}, &serr))
-                    rc = fail(err, errlen, "%s", serr.message);
-            }
-            progress_print(&prog, false);
+            if (rc == 0 && ++prog->rows % 65536 == 0)
+                rc = commit_if_big(st, err, errlen);
+            progress_print(prog, false);
         }
         if (rc == 0 && got < 0)
             rc = fail(err, errlen, "COPY of %s: %s", t->qualified, parser.error);
@@ -142,13 +154,73 @@ static int copy_table(PGconn *c, struct source_table *t, struct store *st,
             rc = fail(err, errlen, "COPY of %s failed: %s", t->qualified, PQerrorMessage(c));
         PQclear(r);
     }
+    copy_parser_free(&parser);
+    free(tuple);
+    free(row);
+    return rc;
+}
+
+/* The time range of a fact table's bucket column, in whole hours (seconds
+ * since the epoch); false when the table is empty. */
+static bool time_range(PGconn *c, const struct source_table *t, const char *col, int64_t *lo,
+                       int64_t *hi)
+{
+    char sql[1024];
+    snprintf(sql, sizeof sql,
+             "SELECT floor(extract(epoch FROM min(%s)) / 3600)::bigint * 3600,"
+             " floor(extract(epoch FROM max(%s)) / 3600)::bigint * 3600 + 3600 FROM %s",
+             col, col, t->qualified);
+    PGresult *r = PQexec(c, sql);
+    bool ok = PQresultStatus(r) == PGRES_TUPLES_OK && !PQgetisnull(r, 0, 0);
+    if (ok) {
+        *lo = atoll(PQgetvalue(r, 0, 0));
+        *hi = atoll(PQgetvalue(r, 0, 1));
+    }
+    PQclear(r);
+    return ok;
+}
+
+/* Loads one table. A large fact table is read in time partitions of its
+ * bucket column (an index range scan each, all in the one snapshot), so
+ * that the cells being built at any moment are those of a few segments:
+ * commits between partitions evict the finished ones and memory stays
+ * bounded by LOAD_MEMORY_BUDGET whatever the table's size or row order. */
+static int load_table(PGconn *c, struct source_table *t, struct source *src, struct store *st,
+                      const struct ingest_options *opt, char *err, size_t errlen)
+{
+    struct progress prog = {t->name, t->reltuples, 0, now_usec(), 0, isatty(2)};
+    double per_part = opt->snapshot_batch_rows > 0 ? (double)opt->snapshot_batch_rows : 5e5;
+    int64_t lo, hi;
+    char col[300];
+    int rc = 0;
+    if (t->nfacts && t->reltuples > per_part) {
+        const struct sql_view *v = &src->views->views[t->facts[0].view];
+        quote_ident(col, sizeof col, v->fact_columns[v->bucket_fact_column].name);
+    }
+    if (!t->nfacts || t->reltuples <= per_part || !time_range(c, t, col, &lo, &hi)) {
+        rc = copy_table(c, t, st, "", &prog, err, errlen);
+    } else {
+        int64_t parts = (int64_t)(t->reltuples / per_part) + 1;
+        int64_t step = ((hi - lo) / parts + 3599) / 3600 * 3600;
+        log_info("loading %s in %lld time partitions of %s", t->qualified,
+                 (long long)((hi - lo + step - 1) / step), col);
+        char where[1024];
+        for (int64_t a = lo; rc == 0 && a < hi; a += step) {
+            snprintf(where, sizeof where,
+                     " WHERE %s >= to_timestamp(%lld) AND %s < to_timestamp(%lld)", col,
+                     (long long)a, col, (long long)(a + step));
+            rc = copy_table(c, t, st, where, &prog, err, errlen);
+            if (rc == 0)
+                rc = commit_if_big(st, err, errlen);
+        }
+        snprintf(where, sizeof where, " WHERE %s IS NULL", col);
+        if (rc == 0)
+            rc = copy_table(c, t, st, where, &prog, err, errlen);
+    }
     progress_print(&prog, true);
     if (rc == 0)
         log_info("loaded %s: %lld rows in %.1f s", t->qualified, (long long)prog.rows,
                  (double)(now_usec() - prog.started) / 1e6);
-    copy_parser_free(&parser);
-    free(tuple);
-    free(row);
     return rc;
 }
 
@@ -195,12 +267,14 @@ int snapshot_load(const struct ingest_options *opt, struct source *src, struct s
     if (!(c = source_connect(opt->source, false, err, errlen)))
         goto done;
     snprintf(sql, sizeof sql, "SET TRANSACTION SNAPSHOT '%s'", snapshot);
+    /* UTC: timestamp columns compare with partition edges as the store codes them. */
     if (exec_ok(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", err, errlen) ||
-        exec_ok(c, sql, err, errlen))
+        exec_ok(c, sql, err, errlen) || exec_ok(c, "SET LOCAL TIME ZONE 'UTC'", err, errlen))
         goto done;
+    store_set_cache_bytes(st, LOAD_MEMORY_BUDGET / 2);
     int64_t started = now_usec();
     for (int i = 0; i < src->ntables; i++)
-        if (copy_table(c, &src->tables[i], st, opt, err, errlen))
+        if (load_table(c, &src->tables[i], src, st, opt, err, errlen))
             goto done;
     if (exec_ok(c, "COMMIT", err, errlen))
         goto done;

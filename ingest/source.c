@@ -136,7 +136,10 @@ static int resolve_table(PGconn *c, struct source_table *t, char *err, size_t er
 {
     const char *params[] = {t->qualified};
     PGresult *r = query(c,
-                        "SELECT c.oid, n.nspname, c.relname, c.relreplident, c.reltuples, c.relkind"
+                        "SELECT c.oid, n.nspname, c.relname, c.relreplident,"
+                        /* never analyzed (-1): estimate from its pages, ~60 rows each */
+                        " CASE WHEN c.reltuples >= 0 THEN c.reltuples"
+                        " ELSE pg_relation_size(c.oid) / 8192 * 60 END, c.relkind"
                         " FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
                         " WHERE c.oid = to_regclass($1)",
                         1, params, err, errlen);

@@ -182,6 +182,9 @@ void store_rollback(struct store *s);
 
 /* Bounds the decoded segments kept between commits (default 64 MiB). */
 void store_set_cache_bytes(struct store *s, size_t bytes);
+/* Bytes the writer holds decoded now, pending or cached: a loader commits
+ * when this passes its budget, so that commits can evict. */
+size_t store_cached_bytes(struct store *s);
 
 /* ---- Reader ------------------------------------------------------------- */
 

@@ -85,6 +85,15 @@ void pending_free(struct store *s)
 
 void store_set_cache_bytes(struct store *s, size_t bytes) { s->cache_bytes = bytes; }
 
+size_t store_cached_bytes(struct store *s)
+{
+    size_t bytes = 0;
+    if (s->pending)
+        BYTEMAP_EACH(&s->pending->segments, e)
+    bytes += ((struct cellmap *)e->ptr)->bytes;
+    return bytes;
+}
+
 static int need_writer(struct store *s, struct store_error *err)
 {
     if (!s->pending)

@@ -144,6 +144,14 @@ static void sql_filter(char *sql, size_t cap, const struct sql_view *v, int filt
     append(sql, cap, " FILTER (WHERE %s)", text);
 }
 
+/* Rows without a bucket time are kept in no cell: no ask's range names them. */
+static void sql_no_null_bucket(char *sql, size_t cap, const struct sql_view *v, const char *glue)
+{
+    append(sql, cap, "%s", glue);
+    quote_into(sql, cap, v->fact_columns[v->bucket_fact_column].name);
+    append(sql, cap, " IS NOT NULL");
+}
+
 static void sql_group(char *sql, size_t cap, const struct sql_view *v, int extra)
 {
     append(sql, cap, " GROUP BY 1");
@@ -201,6 +209,7 @@ static void pg_cells(PGconn *pg, const struct sql_view *v, const struct store_co
             types[v->sums[s].fact_column].type == STORE_TYPE_FLOAT;
     }
     sql_from(sql, sizeof sql, v);
+    sql_no_null_bucket(sql, sizeof sql, v, " WHERE ");
     sql_group(sql, sizeof sql, v, 0);
     pg_lines(pg, sql, is_float, out);
 }
@@ -218,6 +227,7 @@ static void pg_value_counts(PGconn *pg, const struct sql_view *v, int width, str
         append(sql, sizeof sql, " WHERE ");
         quote_into(sql, sizeof sql, v->fact_columns[vs->fact_column].name);
         append(sql, sizeof sql, " IS NOT NULL");
+        sql_no_null_bucket(sql, sizeof sql, v, " AND ");
         if (vs->filter >= 0) {
             char text[2048];
             sql_filter_format(v, v->filters[vs->filter], text, sizeof text);

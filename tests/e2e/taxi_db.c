@@ -168,10 +168,15 @@ void taxi_ingest_kill(struct taxi_db *db)
 
 int taxi_ingest_once(struct taxi_db *db, char *log, size_t loglen)
 {
+    return taxi_ingest_once_with(db, NULL, log, loglen);
+}
+
+int taxi_ingest_once_with(struct taxi_db *db, const char *const *extra, char *log, size_t loglen)
+{
     char path[] = "/tmp/straum-ingest-log-XXXXXX";
     int fd = mkstemp(path);
     cr_assert_geq(fd, 0);
-    pid_t pid = spawn(db, NULL, true, fd);
+    pid_t pid = spawn(db, extra, true, fd);
     int status;
     waitpid(pid, &status, 0);
     if (log) {

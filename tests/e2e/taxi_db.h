@@ -37,6 +37,8 @@ void taxi_ingest_kill(struct taxi_db *db);
 /* Runs straum-ingest with --exit-when-caught-up and waits; returns its exit
  * status, stderr captured into log (if not NULL). */
 int taxi_ingest_once(struct taxi_db *db, char *log, size_t loglen);
+/* The same with extra arguments (NULL-terminated). */
+int taxi_ingest_once_with(struct taxi_db *db, const char *const *extra, char *log, size_t loglen);
 
 /* One random committed change batch (deterministic sequence); returns a
  * short description of what it did. */

@@ -98,3 +98,19 @@ Test(ingest_follow, views_changed_are_refused_and_rebuild_works, .timeout = 120)
     unlink(views);
     taxi_db_destroy(&db);
 }
+
+Test(ingest_follow, a_snapshot_loaded_in_time_partitions, .timeout = 300)
+{
+    struct taxi_db db;
+    taxi_db_create(&db, NULL, 4000);
+    /* Some trips without a bucket time land in no cell but must not break the load. */
+    taxi_exec(db.pg, "ALTER TABLE yellow_trips ALTER COLUMN pickup_at DROP NOT NULL;"
+                     "UPDATE yellow_trips SET pickup_at = NULL WHERE id %% 97 = 0; ANALYZE");
+    const char *extra[] = {"--snapshot-batch", "300", NULL};
+    char log[16384];
+    cr_assert_eq(taxi_ingest_once_with(&db, extra, log, sizeof log), 0, "%s", log);
+    cr_assert(strstr(log, "in 14 time partitions") && strstr(log, "yellow_trips\\\": 4000 rows"),
+              "%s", log);
+    taxi_check(&db, "after a snapshot in time partitions");
+    taxi_db_destroy(&db);
+}
