@@ -28,6 +28,7 @@ struct taxi_opts {
     const char *src_dir;   /* bench/taxi_views.sql, bench/taxi_schema.sql, zones */
     const char *work_dir;  /* --keep-data DIR: kept; else a temp dir, removed */
     bool check_only;       /* asks: compare answers, no timing */
+    bool skip_asks;        /* all: the other modes only */
     int trials;            /* asks: interleaved trials per side (3) */
     double min_seconds;    /* asks: per trial (1 s, split over trials) */
     int restarts;          /* cold-start: warm restarts (10) */
@@ -72,6 +73,12 @@ void taxi_ingest_stop(struct taxi_env *e);
 
 /* The store's applied source position (catalog), or 0 on error. */
 uint64_t taxi_store_lsn(struct taxi_env *e);
+/* Polls the store's catalog until its position passes lsn: the time it
+ * did (taxi_now_ns), or 0 after timeout_s. */
+int64_t taxi_wait_store_lsn(struct taxi_env *e, uint64_t lsn, double timeout_s);
+/* A little WAL (pg_logical_emit_message), waited for in the store: the
+ * idle following ingest then stores a fresh contact time. 0 or -1. */
+int taxi_touch_store(struct taxi_env *e);
 /* Parses "X/Y". */
 uint64_t taxi_parse_lsn(const char *s);
 

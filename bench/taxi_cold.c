@@ -36,6 +36,8 @@ static int one_start(struct taxi_env *e, int64_t *ready_ns, int64_t *ask_ns)
     snprintf(log, sizeof log, "%s/serve.log", e->work);
     snprintf(listen, sizeof listen, "127.0.0.1:%d", e->port);
     char *argv[] = {e->serve_bin, "--store", e->store, "--listen", listen, NULL};
+    if (taxi_touch_store(e))
+        fprintf(stderr, "taxi: the store's position did not move (is straum-ingest following?)\n");
     int64_t t0 = taxi_now_ns();
     e->serve_pid = taxi_spawn(argv, log);
     if (e->serve_pid <= 0)

@@ -97,41 +97,6 @@ static uint64_t update_txn(PGconn *c, long long n, int64_t *commit_ns)
     return lsn;
 }
 
-/* Polls the store's position until it passes lsn; returns when, or 0. */
-static int64_t wait_applied(struct taxi_env *e, uint64_t lsn, double timeout_s)
-{
-    struct store *s = NULL;
-    struct store_error err;
-    int64_t deadline = taxi_now_ns() + (int64_t)(timeout_s * 1e9);
-    while (taxi_now_ns() < deadline) {
-        if (!s && store_open(e->store, STORE_READ_ONLY, &s, &err) != 0)
-            s = NULL;
-        if (s) {
-            struct store_read *r;
-            uint64_t pos = 0;
-            if (store_read_begin(s, &r, &err) == 0) {
-                struct store_catalog cat;
-                if (store_read_catalog(r, &cat, &err) == 0)
-                    pos = cat.position.lsn;
-                store_read_end(r);
-            } else {
-                store_close(s);
-                s = NULL;
-            }
-            if (pos > lsn) {
-                int64_t t = taxi_now_ns();
-                if (s)
-                    store_close(s);
-                return t;
-            }
-        }
-        usleep(500);
-    }
-    if (s)
-        store_close(s);
-    return 0;
-}
-
 /* The same transaction received by pg_recvlogical alone. Returns the
  * nanoseconds from COMMIT's return to its COMMIT line, or -1. */
 static int64_t floor_ns(struct taxi_env *e, long long n, uint64_t *pre_lsn)
@@ -260,7 +225,7 @@ int taxi_txn_run(struct taxi_env *e)
         usleep(200000);
         int64_t commit = 0;
         uint64_t pre = update_txn(e->conn, n, &commit);
-        int64_t applied = pre ? wait_applied(e, pre, 600) : 0;
+        int64_t applied = pre ? taxi_wait_store_lsn(e, pre, 600) : 0;
         usleep(100000);
         asker_stop(&a, th);
         if (!applied || a.failed) {
@@ -279,7 +244,7 @@ int taxi_txn_run(struct taxi_env *e)
         taxi_ingest_stop(e);
         uint64_t floor_lsn = 0;
         r->floor = floor_ns(e, n, &floor_lsn);
-        if (taxi_ingest_follow(e) || !floor_lsn || !wait_applied(e, floor_lsn, 900)) {
+        if (taxi_ingest_follow(e) || !floor_lsn || !taxi_wait_store_lsn(e, floor_lsn, 900)) {
             fprintf(stderr, "taxi: straum-ingest did not catch up after the floor run\n");
             rc = 1;
         }

@@ -327,7 +327,7 @@ static int column_bytes(const struct format_block *b, int i, bool verify,
 int format_block_decode(const struct format_block *b, int i, void *out,
                         struct format_error *err)
 {
-    struct format_column_info ci;
+    struct format_column_info ci = {0};
     if (column_bytes(b, i, true, &ci, err) < 0)
         return -1;
     char why[WHY_BYTES];
@@ -340,7 +340,7 @@ int format_block_decode(const struct format_block *b, int i, void *out,
 const void *format_block_raw(const struct format_block *b, int i, bool verify,
                              struct format_error *err)
 {
-    struct format_column_info ci;
+    struct format_column_info ci = {0};
     if (column_bytes(b, i, false, &ci, err) < 0)
         return NULL;
     if (ci.codec != FORMAT_RAW) {
@@ -360,7 +360,7 @@ int format_block_verify(const struct format_block *b, struct format_error *err)
     if (check_trailer(b->base, b->len, err) < 0)
         return -1;
     for (int i = 0; i < b->ncolumns; i++) {
-        struct format_column_info ci;
+        struct format_column_info ci = {0};
         if (column_bytes(b, i, true, &ci, err) < 0)
             return -1;
         /* RAW, BITPACK and DELTA decode any bytes of the checked length;

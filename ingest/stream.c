@@ -424,9 +424,14 @@ static int on_frame(struct follower *f, const uint8_t *buf, size_t len)
     if (fr.wal_end > f->server_lsn)
         f->server_lsn = fr.wal_end;
     if (fr.kind == 'k') {
-        /* Idle and nothing in flight: the sent position is safe to store. */
-        if (!f->in_txn && !f->dirty && f->nstreams == 0 && fr.wal_end > f->stored_lsn &&
-            store_position_now(f, fr.wal_end, f->applied_time))
+        /* Idle and nothing in flight: the sent position is safe to store.
+         * Stored also when it has not moved, once a second, so that the
+         * store's time of contact (serve's lag on an idle database) stays
+         * fresh while PostgreSQL writes nothing. */
+        bool idle = !f->in_txn && !f->dirty && f->nstreams == 0;
+        bool moved = fr.wal_end > f->stored_lsn;
+        if (idle && (moved || now_usec() - f->last_store >= 1000000) &&
+            store_position_now(f, moved ? fr.wal_end : f->stored_lsn, f->applied_time))
             return -1;
         return fr.reply_requested ? send_feedback(f, false) : 0;
     }

@@ -58,7 +58,7 @@ static const char *what(const struct sql_operand *o, char *buf, size_t len)
 static int bind_time(const struct sql_operand *o, const struct ask_request *req,
                      const struct bound *b, int64_t *out, struct ask_error *err)
 {
-    struct operand_value v;
+    struct operand_value v = {0};
     char name[64], text[128], why[200];
     if (operand(o, req, &v, err))
         return -1;
@@ -232,7 +232,7 @@ static int bind_cond(struct store_read *r, const struct sql_ask *ask, int view,
     if (!out->codes || !out->texts || !out->lens)
         return ask_fail(err, 500, "internal", "out of memory");
     for (int i = 0; i < c->nvalues; i++) {
-        struct operand_value val;
+        struct operand_value val = {0};
         if (operand(&c->values[i], req, &val, err))
             return -1;
         if (out->is_dim) {
@@ -254,7 +254,7 @@ static int bind_cond(struct store_read *r, const struct sql_ask *ask, int view,
 static int bind_count(const struct sql_operand *o, const struct ask_request *req, int64_t *out,
                       struct ask_error *err)
 {
-    struct operand_value v;
+    struct operand_value v = {0};
     char name[64];
     if (operand(o, req, &v, err))
         return -1;

@@ -272,7 +272,7 @@ static void *column(const struct store_segment *s, uint16_t role, uint16_t index
                     enum format_type type, uint32_t n, struct ask_error *err)
 {
     int i = format_block_find(&s->block, role, index);
-    struct format_column_info ci;
+    struct format_column_info ci = {0};
     if (i >= 0)
         format_block_column(&s->block, i, &ci);
     if (i < 0 || ci.type != type || ci.n != n) {

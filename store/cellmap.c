@@ -455,7 +455,7 @@ void *store_decode_column(const struct format_block *b, uint16_t role, uint16_t 
                            enum format_type type, uint32_t n, struct store_error *err)
 {
     int i = format_block_find(b, role, index);
-    struct format_column_info ci;
+    struct format_column_info ci = {0};
     if (i < 0) {
         store_fail(err, "segment block lacks column (role %u, index %u)", role, index);
         return NULL;

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 Test(ingest_follow, snapshot_then_random_batches_equal_postgresql, .timeout = 600)
@@ -112,5 +113,33 @@ Test(ingest_follow, a_snapshot_loaded_in_time_partitions, .timeout = 300)
     cr_assert(strstr(log, "in 14 time partitions") && strstr(log, "yellow_trips\\\": 4000 rows"),
               "%s", log);
     taxi_check(&db, "after a snapshot in time partitions");
+    taxi_db_destroy(&db);
+}
+
+/* A database that only answers reads writes no WAL; the follower still
+ * records that it is in touch, or serve would call an idle source lagging. */
+Test(ingest_follow, an_idle_database_keeps_the_contact_time_fresh, .timeout = 120)
+{
+    struct taxi_db db;
+    taxi_db_create(&db, NULL, 100);
+    char log[8192];
+    cr_assert_eq(taxi_ingest_once(&db, log, sizeof log), 0, "%s", log);
+    taxi_ingest_start(&db, NULL);
+    sleep(4);
+    struct store *s;
+    struct store_read *r;
+    struct store_catalog cat;
+    struct store_error err;
+    cr_assert_eq(store_open(db.store, STORE_READ_ONLY, &s, &err), 0, "%s", err.message);
+    cr_assert_eq(store_read_begin(s, &r, &err), 0);
+    cr_assert_eq(store_read_catalog(r, &cat, &err), 0, "%s", err.message);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    int64_t age = (int64_t)now.tv_sec * 1000000 + now.tv_nsec / 1000 - cat.position.contact_time;
+    store_read_end(r);
+    store_close(s);
+    cr_assert_lt(age, 2500000, "the last contact is %lld ms old after 4 idle seconds",
+                 (long long)(age / 1000));
+    taxi_ingest_stop(&db);
     taxi_db_destroy(&db);
 }

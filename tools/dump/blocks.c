@@ -31,7 +31,7 @@ static uint64_t vc_entries(const struct format_block *b)
 {
     uint64_t n = 0;
     for (int i = 0; i < b->ncolumns; i++) {
-        struct format_column_info ci;
+        struct format_column_info ci = {0};
         format_block_column(b, i, &ci);
         if (ci.role == STORE_ROLE_VC_VALUES)
             n += ci.n;
@@ -210,7 +210,7 @@ static void segment_json(struct json *j, const struct sql_view *v, const struct 
     json_key(j, "columns");
     json_array_begin(j);
     for (int i = 0; i < s->block.ncolumns; i++) {
-        struct format_column_info ci;
+        struct format_column_info ci = {0};
         format_block_column(&s->block, i, &ci);
         json_object_begin_inline(j);
         json_kv_str(j, "role", dump_role_name(ci.role));
@@ -234,7 +234,7 @@ static void segment_human(FILE *f, const struct sql_view *v, const struct store_
     fprintf(f, "%s  %s .. %s  cells %u  bytes %zu  columns:", wt, from, to,
             (unsigned)s->block.info.ncells, s->len);
     for (int i = 0; i < s->block.ncolumns; i++) {
-        struct format_column_info ci;
+        struct format_column_info ci = {0};
         format_block_column(&s->block, i, &ci);
         fprintf(f, "%s %s#%u %s %u", i ? "," : "", dump_role_name(ci.role), (unsigned)ci.index,
                 format_codec_name(ci.codec), (unsigned)ci.length);

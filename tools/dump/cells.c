@@ -134,7 +134,7 @@ static void *decode(const struct format_block *b, uint16_t role, uint16_t index,
         sbuf_printf(why, "column %s#%u is missing", dump_role_name(role), (unsigned)index);
         return NULL;
     }
-    struct format_column_info ci;
+    struct format_column_info ci = {0};
     format_block_column(b, i, &ci);
     bool type_ok = real ? (ci.type == FORMAT_I128 || ci.type == FORMAT_F64) : ci.type == type;
     if (!type_ok || ci.n != n) {
