@@ -295,11 +295,13 @@ static void *column(const struct store_segment *s, uint16_t role, uint16_t index
     return a;
 }
 
-static int seg_load(struct exec *x, const struct store_segment *s, struct seg_columns *c,
-                    struct ask_error *err)
+/* Loads the columns the ask needs: the cells' (base 0), or the per-bucket
+ * totals' (base STORE_ROLE_TOTAL, n their rows). */
+static int seg_load(struct exec *x, const struct store_segment *s, int base, uint32_t n,
+                    struct seg_columns *c, struct ask_error *err)
 {
     const struct sql_view *v = x->v;
-    uint32_t n = c->n = s->block.info.ncells;
+    c->n = n;
     c->keys = calloc((size_t)v->ncell_keys + 1, sizeof *c->keys);
     c->counts = calloc((size_t)v->ncounts + 1, sizeof *c->counts);
     c->sums = calloc((size_t)v->nsums + 1, sizeof *c->sums);
@@ -308,24 +310,25 @@ static int seg_load(struct exec *x, const struct store_segment *s, struct seg_co
     c->vc_rows = calloc((size_t)v->nvalue_counts + 1, sizeof *c->vc_rows);
     if (!c->keys || !c->counts || !c->sums || !c->vc_off || !c->vc_codes || !c->vc_rows)
         return ask_fail(err, 500, "internal", "out of memory");
-    if (!(c->bucket = column(s, STORE_ROLE_BUCKET, 0, FORMAT_I64, n, err)))
+    if (!(c->bucket = column(s, (uint16_t)(base + STORE_ROLE_BUCKET), 0, FORMAT_I64, n, err)))
         return -1;
     for (int k = 0; k < v->ncell_keys; k++)
-        if (x->need_key[k] && !(c->keys[k] = column(s, STORE_ROLE_KEY, (uint16_t)k, FORMAT_I64, n, err)))
+        if (base == 0 && x->need_key[k] &&
+            !(c->keys[k] = column(s, STORE_ROLE_KEY, (uint16_t)k, FORMAT_I64, n, err)))
             return -1;
     for (int k = 0; k < v->ncounts; k++)
-        if (x->need_count[k] && !(c->counts[k] = column(s, STORE_ROLE_COUNT, (uint16_t)k, FORMAT_I64, n, err)))
+        if (x->need_count[k] && !(c->counts[k] = column(s, (uint16_t)(base + STORE_ROLE_COUNT), (uint16_t)k, FORMAT_I64, n, err)))
             return -1;
     for (int k = 0; k < v->nsums; k++) {
         bool real = x->types[v->sums[k].fact_column].type == STORE_TYPE_FLOAT;
         if (x->need_sum[k] &&
-            !(c->sums[k] = column(s, STORE_ROLE_SUM, (uint16_t)k, real ? FORMAT_F64 : FORMAT_I128, n, err)))
+            !(c->sums[k] = column(s, (uint16_t)(base + STORE_ROLE_SUM), (uint16_t)k, real ? FORMAT_F64 : FORMAT_I128, n, err)))
             return -1;
     }
     for (int k = 0; k < v->nvalue_counts; k++) {
         if (!x->need_vc[k])
             continue;
-        if (!(c->vc_off[k] = column(s, STORE_ROLE_VC_OFFSETS, (uint16_t)k, FORMAT_I64, n + 1, err)))
+        if (!(c->vc_off[k] = column(s, (uint16_t)(base + STORE_ROLE_VC_OFFSETS), (uint16_t)k, FORMAT_I64, n + 1, err)))
             return -1;
         int64_t runs = c->vc_off[k][n];
         for (uint32_t i = 0; i < n; i++)
@@ -334,8 +337,8 @@ static int seg_load(struct exec *x, const struct store_segment *s, struct seg_co
         if (runs < 0 || runs > FORMAT_MAX_VALUES)
             return ask_fail(err, 500, "corrupt_store", "segment block of span %lld has bad "
                                                        "value-count offsets", (long long)s->span_start);
-        if (!(c->vc_codes[k] = column(s, STORE_ROLE_VC_VALUES, (uint16_t)k, FORMAT_I64, (uint32_t)runs, err)) ||
-            !(c->vc_rows[k] = column(s, STORE_ROLE_VC_COUNTS, (uint16_t)k, FORMAT_I64, (uint32_t)runs, err)))
+        if (!(c->vc_codes[k] = column(s, (uint16_t)(base + STORE_ROLE_VC_VALUES), (uint16_t)k, FORMAT_I64, (uint32_t)runs, err)) ||
+            !(c->vc_rows[k] = column(s, (uint16_t)(base + STORE_ROLE_VC_COUNTS), (uint16_t)k, FORMAT_I64, (uint32_t)runs, err)))
             return -1;
     }
     return 0;
@@ -483,7 +486,14 @@ static int scan_segment(struct exec *x, const struct store_segment *s, int64_t w
                         int64_t to, struct ask_error *err)
 {
     struct seg_columns c = {0};
-    int rc = seg_load(x, s, &c, err);
+    /* An ask that reads no key folds one total row per bucket, when the
+     * block has them, instead of every cell. */
+    int totals = x->use_totals ? format_block_find(&s->block, STORE_ROLE_TOTAL_BUCKET, 0) : -1;
+    struct format_column_info ti = {0};
+    if (totals >= 0)
+        format_block_column(&s->block, totals, &ti);
+    int rc = totals >= 0 ? seg_load(x, s, STORE_ROLE_TOTAL, ti.n, &c, err)
+                         : seg_load(x, s, 0, s->block.info.ncells, &c, err);
     int64_t key[65];
     for (uint32_t i = 0; rc == 0 && i < c.n; i++) {
         int64_t bucket = s->span_start + c.bucket[i] * width;
@@ -585,6 +595,9 @@ static int plan_needs(struct exec *x, struct ask_error *err)
             x->need_vc[m->value_counts] = true;
     }
     x->groups.nkey = 1 + x->ask->ngroup_keys;
+    x->use_totals = x->ask->ngroup_keys == 0 && x->b.nconds == 0;
+    for (int j = 0; j < v->njoins; j++)
+        x->use_totals &= v->joins[j].kind != SQL_JOIN_INNER; /* it drops cells by key */
     return 0;
 }
 

@@ -97,6 +97,7 @@ struct exec {
     struct text_pool pool;
     struct dim_cache *dims;   /* per join */
     bool *need_count, *need_sum, *need_vc, *need_key;
+    bool use_totals;          /* no keys read: fold per-bucket totals */
     int64_t started_us;
     uint64_t cells_read;
 };

@@ -108,6 +108,11 @@ enum store_role {
     STORE_ROLE_VC_OFFSETS = 5,/* index: value-count number; ncells+1 run offsets */
     STORE_ROLE_VC_VALUES = 6, /* value codes of the runs, ascending per cell */
     STORE_ROLE_VC_COUNTS = 7, /* rows of each run */
+    /* Per-bucket totals: every cell of a bucket rolled into one row (the
+     * star-tree's apex), so that asks without keys read one row per bucket.
+     * Each total column's role is its cell column's role + STORE_ROLE_TOTAL. */
+    STORE_ROLE_TOTAL = 7,
+    STORE_ROLE_TOTAL_BUCKET = STORE_ROLE_BUCKET + STORE_ROLE_TOTAL,
 };
 
 /* A sum accumulator's value: exact (numeric and integer columns, scaled by
