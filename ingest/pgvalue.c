@@ -509,18 +509,6 @@ static bool parse_bool(const char *s, size_t len, bool *v)
     return false;
 }
 
-/* Days from 1970-01-01 to y-m-d, proleptic Gregorian, year 0 = 1 BC (Howard
- * Hinnant's days_from_civil). */
-static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
-{
-    y -= m <= 2;
-    const int64_t era = (y >= 0 ? y : y - 399) / 400;
-    const unsigned yoe = (unsigned)(y - era * 400);
-    const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + (int64_t)doe - 719468;
-}
-
 static bool leap_year(int64_t y)
 {
     return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
@@ -575,7 +563,7 @@ static bool date_days(int64_t y, int m, int d, bool bc, int64_t *days)
         y = 1 - y; /* 1 BC is year 0 */
     if (d < 1 || d > (m == 2 && leap_year(y) ? 29 : mdays[m - 1]))
         return false;
-    *days = days_from_civil(y, (unsigned)m, (unsigned)d);
+    *days = sql_days_from_civil(y, (unsigned)m, (unsigned)d);
     return true;
 }
 

@@ -97,6 +97,10 @@ bool sql_parse_interval(const char *text, int64_t *usec, char *why, size_t whyle
 bool sql_parse_timestamp(const char *text, int64_t *usec, bool *has_offset,
                          char *why, size_t whylen);
 
+/* Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar (year 0
+ * is 1 BC); m 1-12, d 1-31. Shared date arithmetic for every layer. */
+int64_t sql_days_from_civil(int64_t y, unsigned m, unsigned d);
+
 /* ---- Views ------------------------------------------------------------- */
 
 enum sql_join_kind { SQL_JOIN_LEFT, SQL_JOIN_INNER };

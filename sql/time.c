@@ -112,7 +112,7 @@ bool sql_parse_interval(const char *text, int64_t *usec, char *why, size_t whyle
 
 /* Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar
  * (Howard Hinnant's days_from_civil). */
-static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
+int64_t sql_days_from_civil(int64_t y, unsigned m, unsigned d)
 {
     y -= m <= 2;
     const int64_t era = (y >= 0 ? y : y - 399) / 400;
@@ -234,6 +234,6 @@ bool sql_parse_timestamp(const char *text, int64_t *usec, bool *has_offset, char
     int64_t offset;
     if (!parse_offset(s, &offset, has_offset, why, whylen, text))
         return false;
-    *usec = days_from_civil(y, (unsigned)m, (unsigned)d) * SQL_USEC_PER_DAY + tod - offset;
+    *usec = sql_days_from_civil(y, (unsigned)m, (unsigned)d) * SQL_USEC_PER_DAY + tod - offset;
     return true;
 }
