@@ -37,6 +37,10 @@ static const struct mode MODES[] = {
     {"transactions", taxi_txn_main,
      "[--trips N] [--sizes N,N,...] [...]\n"
      "        one UPDATE of N trips while asking: commit to applied, pg_recvlogical's floor"},
+    {"scaling", taxi_scaling_main,
+     "[--trips N] [--factors 1,2,4] [--seconds S] [...]\n"
+     "        store size, initial load and ask latency at multiples of --trips\n"
+     "        (same months, denser), each on a fresh setup; Straum only"},
     {"all", taxi_all_main,
      "[options of every mode]\n"
      "        asks, memory, cold-start and transactions on one setup\n"
@@ -45,6 +49,9 @@ static const struct mode MODES[] = {
      "--pg CONNINFO --url URL [--asks LIST] [--runs N] [--rows N]\n"
      "        each of the ten asks on PostgreSQL and on straum-serve, answers side\n"
      "        by side, both timed, checked equal"},
+    {"time", taxi_time_main,
+     "--url URL [--seconds S] [--asks LIST]\n"
+     "        the ten asks against a running straum-serve only: fastest, median, p99"},
     {"wait-ready", taxi_wait_ready_main,
      "--url URL [--timeout SECONDS]\n"
      "        poll GET /readyz until it answers 200"},

@@ -15,6 +15,8 @@
  * failed (an answer differed, a target missed), 2 a usage or setup error. */
 int taxi_demo_main(int argc, char **argv);
 int taxi_wait_ready_main(int argc, char **argv);
+int taxi_time_main(int argc, char **argv);
+int taxi_scaling_main(int argc, char **argv);
 /* The benchmark modes (taxi_report.c sets up, runs, tears down). */
 int taxi_asks_main(int argc, char **argv);
 int taxi_cold_main(int argc, char **argv);
@@ -43,6 +45,16 @@ int taxi_text_width(const char *s);
 /* POSTs {"ask": ask, "params": [...], "time_zone": tz} to /ask. params is
  * NULL-terminated (strings). Returns 0 with the response in resp, or -1
  * with a message in err. */
+/* Client-measured latency of one ask sent back to back. */
+struct taxi_latency {
+    long n;
+    int64_t min_ns, median_ns, p99_ns;
+};
+struct taxi_ask;
+/* Sends ask a over c for `seconds` (at least 3 times). -1 with err. */
+int taxi_time_ask(struct http_client *c, const struct taxi_ask *a, double seconds,
+                  struct taxi_latency *out, char *err, size_t errlen);
+
 int taxi_post_ask(struct http_client *c, const char *ask, const char *const *params,
                   const char *tz, struct http_response *resp, char *err, size_t errlen);
 

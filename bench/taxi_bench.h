@@ -33,6 +33,7 @@ struct taxi_opts {
     double min_seconds;    /* asks: per trial (1 s, split over trials) */
     int restarts;          /* cold-start: warm restarts (10) */
     const char *txn_sizes; /* transactions: "1000,10000,100000,1000000" */
+    const char *factors;   /* scaling: "1,2,4" */
     int argc;
     char **argv;
 };
@@ -105,6 +106,10 @@ int taxi_free_port(void);
 /* Registers a child to kill if the program is interrupted; 0 unregisters. */
 void taxi_track_child(pid_t pid, bool on);
 void taxi_install_signals(const char *remove_dir);
+
+/* `straum-dump --json stats` of the store, parsed (taxi_memory.c); NULL
+ * after printing why. */
+cJSON *taxi_dump_stats(struct taxi_env *e);
 
 /* ---- Report (taxi_report.c) ---------------------------------------------- */
 

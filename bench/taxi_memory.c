@@ -52,29 +52,39 @@ static int ask_ok(struct http_client *c, const char *ask, const char *const *par
     return rc;
 }
 
-static int store_stats(struct taxi_env *e, cJSON *out)
+cJSON *taxi_dump_stats(struct taxi_env *e)
 {
     char cmd[2600];
     snprintf(cmd, sizeof cmd, "'%s' --store '%s' --json stats", e->dump_bin, e->store);
     FILE *p = popen(cmd, "r");
     if (!p)
-        return -1;
-    size_t cap = 1 << 16, len = 0;
+        return NULL;
+    size_t cap = 1 << 16, len = 0, n;
     char *buf = malloc(cap);
-    size_t n;
-    while ((n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
+    while (buf && (n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
         len += n;
-        if (cap - len < 4096)
-            buf = realloc(buf, cap *= 2);
+        if (cap - len < 4096) {
+            char *more = realloc(buf, cap *= 2);
+            if (!more)
+                free(buf);
+            buf = more;
+        }
     }
-    buf[len] = '\0';
-    if (pclose(p) != 0) {
-        fprintf(stderr, "taxi: straum-dump stats failed\n");
-        free(buf);
-        return -1;
+    int status = pclose(p);
+    cJSON *j = NULL;
+    if (buf && status == 0) {
+        buf[len] = '\0';
+        j = cJSON_Parse(buf);
     }
-    cJSON *j = cJSON_Parse(buf);
     free(buf);
+    if (!j)
+        fprintf(stderr, "taxi: straum-dump stats failed\n");
+    return j;
+}
+
+static int store_stats(struct taxi_env *e, cJSON *out)
+{
+    cJSON *j = taxi_dump_stats(e);
     if (!j)
         return -1;
     printf("\n| View | Width | Cells | Bytes on disk | Bytes/cell | Value-count entries |\n"

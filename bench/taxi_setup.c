@@ -29,7 +29,7 @@ static int opts_usage(const char *mode)
     fprintf(stderr,
             "usage: taxi %s [--trips N] [--seed S] [--json FILE] [--plot DIR] [--keep-data DIR]\n"
             "       [--bin DIR] [--source-dir DIR] [--check-only] [--trials N] [--seconds S]\n"
-            "       [--restarts N] [--sizes N,N,...] [--skip-asks]\n"
+            "       [--restarts N] [--sizes N,N,...] [--factors N,N,...] [--skip-asks]\n"
             "  --trips N        trips generated (default the full scale, 20,332,093)\n"
             "  --seed S         the generator's seed (default 42)\n"
             "  --json FILE      every figure, the machine and versions as JSON\n"
@@ -44,6 +44,7 @@ static int opts_usage(const char *mode)
             "                   the trials; at least one request per trial)\n"
             "  --restarts N     cold-start: warm restarts (10)\n"
             "  --sizes LIST     transactions: rows changed (1000,10000,100000,1000000)\n"
+            "  --factors LIST   scaling: multiples of --trips, each its own setup (1,2,4)\n"
             "  --skip-asks      all: every mode but asks\n",
             mode);
     return 2;
@@ -92,6 +93,8 @@ int taxi_opts_parse(struct taxi_opts *o, int argc, char **argv, const char *mode
             o->restarts = atoi(v);
         else if (!strcmp(a, "--sizes"))
             o->txn_sizes = v;
+        else if (!strcmp(a, "--factors"))
+            o->factors = v;
         else
             return opts_usage(mode);
     }

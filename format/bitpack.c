@@ -11,6 +11,12 @@
 
 void bitpack_unpack(const uint8_t *in, size_t len, size_t n, unsigned bits, uint8_t *out)
 {
+    bitpack_unpack_at(in, len, 0, n, bits, out);
+}
+
+void bitpack_unpack_at(const uint8_t *in, size_t len, size_t first, size_t n, unsigned bits,
+                       uint8_t *out)
+{
     if (bits == 0) {
         memset(out, 0, n * 8);
         return;
@@ -18,7 +24,14 @@ void bitpack_unpack(const uint8_t *in, size_t len, size_t n, unsigned bits, uint
     const uint64_t mask = bits >= 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1;
     uint64_t acc = 0;  /* unread bits, low nacc valid */
     unsigned nacc = 0; /* < 64 between values */
-    size_t pos = 0;
+    size_t pos = first * bits / 8;
+    unsigned skip = (unsigned)(first * bits % 8);
+    if (pos >= len) {
+        pos = len; /* a short input: garbage values, no out-of-bounds read */
+    } else if (skip) {
+        acc = (uint64_t)in[pos++] >> skip;
+        nacc = 8 - skip;
+    }
     for (size_t i = 0; i < n; i++) {
         uint64_t v;
         if (nacc >= bits) {

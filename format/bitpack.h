@@ -69,5 +69,8 @@ static inline void bitpack_flush(struct bitpack_writer *w)
  * in + len: a short input yields garbage values, not an out-of-bounds read,
  * but callers check len == bitpack_bytes(n, bits) first. */
 void bitpack_unpack(const uint8_t *in, size_t len, size_t n, unsigned bits, uint8_t *out);
+/* The same, starting at value `first` of the stream. */
+void bitpack_unpack_at(const uint8_t *in, size_t len, size_t first, size_t n, unsigned bits,
+                       uint8_t *out);
 
 #endif

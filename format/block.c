@@ -337,6 +337,20 @@ int format_block_decode(const struct format_block *b, int i, void *out,
     return 0;
 }
 
+int format_block_decode_range(const struct format_block *b, int i, uint32_t first,
+                              uint32_t count, void *out, struct format_error *err)
+{
+    struct format_column_info ci = {0};
+    if (column_bytes(b, i, true, &ci, err) < 0)
+        return -1;
+    char why[WHY_BYTES];
+    if (column_decode_range(ci.type, ci.codec, ci.bits, load_i64(entry_at(b, i) + D_BASE), ci.n,
+                            first, count, b->base + ci.offset, ci.length, out, why,
+                            sizeof why) < 0)
+        return fail_column(err, i, ci.role, ci.index, "%s", why);
+    return 0;
+}
+
 const void *format_block_raw(const struct format_block *b, int i, bool verify,
                              struct format_error *err)
 {

@@ -43,6 +43,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* No LZ4 block expands by more than this: a sequence of k+3 compressed bytes
@@ -422,6 +423,61 @@ int column_check(unsigned type, unsigned codec, unsigned bits, int64_t base, uin
 
 /* ---- Decoding ---------------------------------------------------------------- */
 
+/* Values [first, first + count) of a RAW or BITPACK column: both address
+ * a value directly. */
+static void decode_direct(enum format_type type, enum format_codec codec, unsigned bits,
+                          int64_t base, uint32_t first, uint32_t n, const uint8_t *src,
+                          uint32_t length, uint8_t *o)
+{
+    size_t size = format_type_size(type);
+    if (codec == FORMAT_RAW) {
+        if (n)
+            memcpy(o, src + (size_t)first * size, (size_t)n * size);
+        return;
+    }
+    if (n == 0)
+        return;
+    /* Unpack n uint64 into the front of out, then add the base. */
+    bitpack_unpack_at(src, length, first, n, bits, o);
+    if (type == FORMAT_I64) {
+        uint64_t b = i64_bits(base);
+        for (uint32_t i = 0; i < n; i++)
+            store_u64(o + (size_t)i * 8, load_u64(o + (size_t)i * 8) + b);
+    } else {
+        /* Widen back to front: element i (bytes 16i..16i+16) only
+         * overwrites packed values 2i and 2i+1, already consumed. */
+        format_u128 b = (format_u128)(format_i128)base;
+        for (uint32_t i = n; i-- > 0;) {
+            format_i128 x = i128_from_bits(b + load_u64(o + (size_t)i * 8));
+            memcpy(o + (size_t)i * 16, &x, 16);
+        }
+    }
+}
+
+int column_decode_range(enum format_type type, enum format_codec codec, unsigned bits,
+                        int64_t base, uint32_t n, uint32_t first, uint32_t count,
+                        const uint8_t *src, uint32_t length, void *out, char *why, size_t whylen)
+{
+    if ((uint64_t)first + count > n)
+        return fail(why, whylen, "rows %u..%u asked of a column of %u", first, first + count, n);
+    if (codec == FORMAT_RAW || codec == FORMAT_BITPACK) {
+        decode_direct(type, codec, bits, base, first, count, src, length, out);
+        return 0;
+    }
+    if (first == 0 && count == n)
+        return column_decode(type, codec, bits, base, n, src, length, out, why, whylen);
+    /* DELTA and LZ4 run from the start: decode it all, keep the slice. */
+    size_t size = format_type_size(type);
+    uint8_t *all = malloc((size_t)n * size + 1);
+    if (!all)
+        return fail(why, whylen, "out of memory");
+    int rc = column_decode(type, codec, bits, base, n, src, length, all, why, whylen);
+    if (rc == 0 && count)
+        memcpy(out, all + (size_t)first * size, (size_t)count * size);
+    free(all);
+    return rc;
+}
+
 int column_decode(enum format_type type, enum format_codec codec, unsigned bits, int64_t base,
                   uint32_t n, const uint8_t *src, uint32_t length, void *out, char *why,
                   size_t whylen)
@@ -430,27 +486,8 @@ int column_decode(enum format_type type, enum format_codec codec, unsigned bits,
     const uint64_t raw = (uint64_t)n * format_type_size(type);
     switch (codec) {
     case FORMAT_RAW:
-        if (raw)
-            memcpy(o, src, raw);
-        return 0;
     case FORMAT_BITPACK:
-        if (n == 0)
-            return 0;
-        /* Unpack n uint64 into the front of out, then add the base. */
-        bitpack_unpack(src, length, n, bits, o);
-        if (type == FORMAT_I64) {
-            uint64_t b = i64_bits(base);
-            for (uint32_t i = 0; i < n; i++)
-                store_u64(o + (size_t)i * 8, load_u64(o + (size_t)i * 8) + b);
-        } else {
-            /* Widen back to front: element i (bytes 16i..16i+16) only
-             * overwrites packed values 2i and 2i+1, already consumed. */
-            format_u128 b = (format_u128)(format_i128)base;
-            for (uint32_t i = n; i-- > 0;) {
-                format_i128 x = i128_from_bits(b + load_u64(o + (size_t)i * 8));
-                memcpy(o + (size_t)i * 16, &x, 16);
-            }
-        }
+        decode_direct(type, codec, bits, base, 0, n, src, length, o);
         return 0;
     case FORMAT_DELTA: {
         if (n == 0)

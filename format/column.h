@@ -49,6 +49,13 @@ int column_decode(enum format_type type, enum format_codec codec, unsigned bits,
                   uint32_t n, const uint8_t *src, uint32_t length, void *out, char *why,
                   size_t whylen);
 
+/* Decodes values [first, first + count) of such a column into out: RAW and
+ * BITPACK read only those, DELTA and LZ4 decode the whole column to a
+ * scratch buffer. Returns 0, or -1 with why. */
+int column_decode_range(enum format_type type, enum format_codec codec, unsigned bits,
+                        int64_t base, uint32_t n, uint32_t first, uint32_t count,
+                        const uint8_t *src, uint32_t length, void *out, char *why, size_t whylen);
+
 /* The name of a type in messages: "i64", "i128", "f64", or "unknown". */
 const char *column_type_name(unsigned type);
 

@@ -127,6 +127,13 @@ int format_block_find(const struct format_block *b, uint16_t role, uint16_t inde
 int format_block_decode(const struct format_block *b, int i, void *out,
                         struct format_error *err);
 
+/* Decodes elements [first, first + count) of column i into out, after
+ * checking the whole column's checksum; RAW and BITPACK columns read only
+ * those elements. Returns 0, or -1 with err (also when the range passes
+ * the column's end). */
+int format_block_decode_range(const struct format_block *b, int i, uint32_t first,
+                              uint32_t count, void *out, struct format_error *err);
+
 /* For a RAW column, a pointer to its n elements inside the block, after
  * checking its checksum when verify is true; NULL (with err) otherwise. The
  * pointer may be unaligned: read elements with memcpy (format_load_*). */

@@ -87,7 +87,7 @@ static int cmp_outval(const struct outval *a, const struct outval *b)
 /* ---- Value counts ------------------------------------------------------------------ */
 
 struct vc_entry {
-    int64_t code, rows;
+    struct vc_run run;
     struct outval v;
 };
 
@@ -96,72 +96,82 @@ static int cmp_entry(const void *a, const void *b)
     return cmp_outval(&((const struct vc_entry *)a)->v, &((const struct vc_entry *)b)->v);
 }
 
-/* The group's value counts as a sorted list; *total is the rows. */
-static struct vc_entry *sorted_values(struct exec *x, const struct vc_acc *a, int fact_col,
-                                      uint32_t *n, int64_t *total)
+/* Text codes are dictionary ids, not in value order: the runs reordered by
+ * their texts, bytewise, into a malloc'd copy. */
+static struct vc_run *text_order(struct exec *x, int fact_col, const struct vc_run *runs,
+                                 uint32_t n)
 {
-    struct vc_entry *e = malloc(sizeof *e * (a->n + 1));
-    *n = 0;
-    *total = 0;
-    if (!e)
-        return NULL;
-    for (uint32_t i = 0; i < a->cap; i++)
-        if (a->codes[i] != STORE_NULL && a->rows[i] > 0) {
-            e[*n] = (struct vc_entry){a->codes[i], a->rows[i], from_code(x, fact_col, a->codes[i])};
-            *total += a->rows[i];
-            (*n)++;
-        }
-    qsort(e, *n, sizeof *e, cmp_entry);
-    return e;
+    struct vc_entry *e = malloc(sizeof *e * (n + 1));
+    struct vc_run *out = malloc(sizeof *out * (n + 1));
+    if (e && out) {
+        for (uint32_t i = 0; i < n; i++)
+            e[i] = (struct vc_entry){runs[i], from_code(x, fact_col, runs[i].code)};
+        qsort(e, n, sizeof *e, cmp_entry);
+        for (uint32_t i = 0; i < n; i++)
+            out[i] = e[i].run;
+    } else {
+        free(out);
+        out = NULL;
+    }
+    free(e);
+    return out;
 }
 
 /* The value at 0-based row r of the ordered multiset. */
-static const struct outval *value_at(const struct vc_entry *e, uint32_t n, int64_t r)
+static struct outval value_at(struct exec *x, int fact_col, const struct vc_run *runs, uint32_t n,
+                              int64_t r)
 {
     for (uint32_t i = 0; i < n; i++) {
-        if (r < e[i].rows)
-            return &e[i].v;
-        r -= e[i].rows;
+        if (r < runs[i].rows)
+            return from_code(x, fact_col, runs[i].code);
+        r -= runs[i].rows;
     }
-    return &e[n - 1].v;
+    return from_code(x, fact_col, runs[n - 1].code);
 }
 
-static struct outval ordered_measure(struct exec *x, const struct sql_measure *m, const struct group *g)
+/* min, max, count(DISTINCT) and percentiles from the group's value counts.
+ * Every code type but text orders as its values (store.h), so only the
+ * values picked are read from their codes. */
+static struct outval ordered_measure(struct exec *x, const struct sql_measure *m, struct group *g)
 {
     struct outval o = {.kind = OV_NULL};
     uint32_t n;
     int64_t total;
-    struct vc_entry *e = sorted_values(x, &g->vcs[m->value_counts], m->fact_column, &n, &total);
-    if (!e)
+    int col = m->fact_column;
+    const struct vc_run *runs = vc_acc_runs(&g->vcs[m->value_counts], &n, &total);
+    struct vc_run *by_text = NULL;
+    if (runs && n > 1 && x->types[col].type == STORE_TYPE_TEXT)
+        runs = by_text = text_order(x, col, runs, n);
+    if (!runs)
         return o;
     if (m->agg == SQL_AGG_COUNT_DISTINCT) {
         o.kind = OV_INT;
         o.i = n;
     } else if (n > 0) {
         switch (m->agg) {
-        case SQL_AGG_MIN: o = e[0].v; break;
-        case SQL_AGG_MAX: o = e[n - 1].v; break;
+        case SQL_AGG_MIN: o = from_code(x, col, runs[0].code); break;
+        case SQL_AGG_MAX: o = from_code(x, col, runs[n - 1].code); break;
         case SQL_AGG_PERCENTILE_DISC: {
             /* As PostgreSQL: row ceil(p * N) in double arithmetic, 1-based. */
             int64_t row = (int64_t)ceil(m->fraction * (double)total);
-            o = *value_at(e, n, row > 1 ? row - 1 : 0);
+            o = value_at(x, col, runs, n, row > 1 ? row - 1 : 0);
             break;
         }
         default: { /* percentile_cont: interpolate in double, as float8 */
             double pos = m->fraction * (double)(total - 1);
-            double lo = as_double(value_at(e, n, (int64_t)floor(pos)));
-            double hi = as_double(value_at(e, n, (int64_t)ceil(pos)));
+            struct outval lo = value_at(x, col, runs, n, (int64_t)floor(pos));
+            struct outval hi = value_at(x, col, runs, n, (int64_t)ceil(pos));
             o.kind = OV_DOUBLE;
-            o.d = lo + (hi - lo) * (pos - floor(pos));
+            o.d = as_double(&lo) + (as_double(&hi) - as_double(&lo)) * (pos - floor(pos));
             break;
         }
         }
     }
-    free(e);
+    free(by_text);
     return o;
 }
 
-static struct outval measure(struct exec *x, const struct sql_measure *m, const struct group *g)
+static struct outval measure(struct exec *x, const struct sql_measure *m, struct group *g)
 {
     struct outval o = {.kind = OV_NULL};
     const struct store_column_type *t = m->fact_column >= 0 ? &x->types[m->fact_column] : NULL;
@@ -224,7 +234,7 @@ static struct outval key_value(struct exec *x, int g, int64_t id)
     return o;
 }
 
-static int build_row(struct exec *x, const struct group *g, struct row *r)
+static int build_row(struct exec *x, struct group *g, struct row *r)
 {
     const struct sql_ask *a = x->ask;
     r->keys = calloc((size_t)a->ngroup_keys + 1, sizeof *r->keys);

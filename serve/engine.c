@@ -41,7 +41,7 @@ struct engine *engine_open(const char *store_dir, const struct engine_limits *li
         free(e);
         return NULL;
     }
-    e->limits = (struct engine_limits){100000, 0, 64 << 10, 256};
+    e->limits = (struct engine_limits){.max_groups = 100000, .max_ask_bytes = 64 << 10, .max_params = 256};
     if (limits) {
         if (limits->max_groups > 0)
             e->limits.max_groups = limits->max_groups;
@@ -50,6 +50,7 @@ struct engine *engine_open(const char *store_dir, const struct engine_limits *li
             e->limits.max_ask_bytes = limits->max_ask_bytes;
         if (limits->max_params > 0)
             e->limits.max_params = limits->max_params;
+        e->limits.cells_only = limits->cells_only;
     }
     pthread_mutex_init(&e->cache_lock, NULL);
     return e;

@@ -58,6 +58,8 @@ struct engine_limits {
     int64_t max_ask_us;    /* time budget per ask: 503 beyond it; 0 = none */
     size_t max_ask_bytes;  /* longest ask text; default 64 KiB */
     int max_params;        /* default 256 */
+    bool cells_only;       /* never fold rollups: the reference the tests
+                              compare rollup answers with */
 };
 
 struct engine;

@@ -14,6 +14,15 @@
 #include <time.h>
 #include <xxhash.h>
 
+/* The cell key a join joins on. */
+static int join_key(const struct sql_view *v, int join)
+{
+    for (int k = 0; k < v->ncell_keys; k++)
+        if (v->cell_keys[k] == v->joins[join].fact_column)
+            return k;
+    return -1; /* the view parser makes every join key a cell key */
+}
+
 /* ---- Dim rows, once per join key --------------------------------------------- */
 
 struct dim_entry {
@@ -22,10 +31,13 @@ struct dim_entry {
     int64_t *ids;          /* interned text id per dim value; -1 NULL */
 };
 
+enum { DIM_DIRECT = 4096 }; /* join keys 0..4095 skip the hash (zone ids, small codes) */
+
 struct dim_cache {
     struct dim_entry *slots;
     uint32_t nslots, n;
     int nvalues;
+    uint32_t *direct;      /* [DIM_DIRECT]: slot + 1 of key i, 0 not yet seen */
 };
 
 int64_t pool_intern(struct text_pool *p, const char *text, size_t len, bool is_null)
@@ -55,11 +67,30 @@ int64_t pool_intern(struct text_pool *p, const char *text, size_t len, bool is_n
     return p->n++;
 }
 
-static int dim_lookup(struct exec *x, int join, int64_t key, const struct dim_entry **out,
-                      struct ask_error *err)
+static int dim_lookup_slow(struct exec *x, int join, int64_t key, const struct dim_entry **out,
+                           struct ask_error *err);
+
+/* The dim row of a join key, read from the store once per ask. A cell scan
+ * calls this per cell: small keys are an array index away. */
+static inline int dim_lookup(struct exec *x, int join, int64_t key, const struct dim_entry **out,
+                             struct ask_error *err)
 {
     struct dim_cache *c = &x->dims[join];
+    if ((uint64_t)key < DIM_DIRECT && c->direct && c->direct[key]) {
+        *out = &c->slots[c->direct[key] - 1];
+        return 0;
+    }
+    return dim_lookup_slow(x, join, key, out, err);
+}
+
+static int dim_lookup_slow(struct exec *x, int join, int64_t key, const struct dim_entry **out,
+                           struct ask_error *err)
+{
+    struct dim_cache *c = &x->dims[join];
+    if (!c->direct && !(c->direct = calloc(DIM_DIRECT, sizeof *c->direct)))
+        return ask_fail(err, 500, "internal", "out of memory");
     if (c->n * 2 >= c->nslots) {
+        memset(c->direct, 0, DIM_DIRECT * sizeof *c->direct); /* slots move */
         uint32_t nslots = c->nslots ? c->nslots * 2 : 64;
         struct dim_entry *s = calloc(nslots, sizeof *s);
         if (!s)
@@ -99,6 +130,8 @@ static int dim_lookup(struct exec *x, int join, int64_t key, const struct dim_en
                 return ask_fail(err, 500, "internal", "out of memory");
         }
     }
+    if ((uint64_t)key < DIM_DIRECT)
+        c->direct[key] = (uint32_t)(e - c->slots) + 1;
     *out = e;
     return 0;
 }
@@ -111,10 +144,8 @@ static void group_free(const struct sql_view *v, struct group *g)
 {
     if (!g)
         return;
-    for (int i = 0; g->vcs && i < v->nvalue_counts; i++) {
-        free(g->vcs[i].codes);
-        free(g->vcs[i].rows);
-    }
+    for (int i = 0; g->vcs && i < v->nvalue_counts; i++)
+        vc_acc_free(&g->vcs[i]);
     free(g->key);
     free(g->counts);
     free(g->exact);
@@ -160,7 +191,19 @@ static int map_grow(struct group_map *m)
     return 0;
 }
 
-static struct group *group_for(struct exec *x, const int64_t *key, struct ask_error *err)
+static struct group *group_find_or_add(struct exec *x, const int64_t *key, struct ask_error *err);
+
+/* The group of a key. Cells come sorted, so the last group is often the
+ * next one's too (always, for an ask without groups). */
+static inline struct group *group_for(struct exec *x, const int64_t *key, struct ask_error *err)
+{
+    struct group_map *m = &x->groups;
+    if (m->last && memcmp(m->last->key, key, 8 * (size_t)m->nkey) == 0)
+        return m->last;
+    return m->last = group_find_or_add(x, key, err);
+}
+
+static struct group *group_find_or_add(struct exec *x, const int64_t *key, struct ask_error *err)
 {
     struct group_map *m = &x->groups;
     if ((m->n + 1) * 2 > m->nslots && map_grow(m)) {
@@ -198,43 +241,6 @@ static struct group *group_for(struct exec *x, const int64_t *key, struct ask_er
     return g;
 }
 
-static int vc_add(struct vc_acc *a, int64_t code, int64_t rows)
-{
-    if ((a->n + 1) * 2 > a->cap) {
-        uint32_t cap = a->cap ? a->cap * 2 : 16;
-        int64_t *codes = malloc(8 * (size_t)cap), *rws = calloc(cap, 8);
-        if (!codes || !rws) {
-            free(codes);
-            free(rws);
-            return -1;
-        }
-        for (uint32_t i = 0; i < cap; i++)
-            codes[i] = STORE_NULL; /* NULL never has a value count: the empty slot */
-        for (uint32_t i = 0; i < a->cap; i++)
-            if (a->codes[i] != STORE_NULL) {
-                uint32_t h = (uint32_t)XXH3_64bits(&a->codes[i], 8) & (cap - 1);
-                while (codes[h] != STORE_NULL)
-                    h = (h + 1) & (cap - 1);
-                codes[h] = a->codes[i];
-                rws[h] = a->rows[i];
-            }
-        free(a->codes);
-        free(a->rows);
-        a->codes = codes;
-        a->rows = rws;
-        a->cap = cap;
-    }
-    uint32_t h = (uint32_t)XXH3_64bits(&code, 8) & (a->cap - 1);
-    while (a->codes[h] != STORE_NULL && a->codes[h] != code)
-        h = (h + 1) & (a->cap - 1);
-    if (a->codes[h] == STORE_NULL) {
-        a->codes[h] = code;
-        a->n++;
-    }
-    a->rows[h] += rows;
-    return 0;
-}
-
 /* ---- A segment's columns ----------------------------------------------------------- */
 
 struct seg_columns {
@@ -268,25 +274,29 @@ static void seg_free(const struct sql_view *v, struct seg_columns *c)
     memset(c, 0, sizeof *c);
 }
 
+/* Elements [first, first + count) of column (role, index), which must have
+ * the type and, unless n is ANY_LENGTH, n elements. */
+#define ANY_LENGTH UINT32_MAX
 static void *column(const struct store_segment *s, uint16_t role, uint16_t index,
-                    enum format_type type, uint32_t n, struct ask_error *err)
+                    enum format_type type, uint32_t n, uint32_t first, uint32_t count,
+                    struct ask_error *err)
 {
     int i = format_block_find(&s->block, role, index);
     struct format_column_info ci = {0};
     if (i >= 0)
         format_block_column(&s->block, i, &ci);
-    if (i < 0 || ci.type != type || ci.n != n) {
+    if (i < 0 || ci.type != type || (n != ANY_LENGTH && ci.n != n)) {
         ask_fail(err, 500, "corrupt_store", "a segment block (span %lld) lacks column %u/%u",
                  (long long)s->span_start, role, index);
         return NULL;
     }
-    void *a = malloc((size_t)(n ? n : 1) * format_type_size(type));
+    void *a = malloc((size_t)(count ? count : 1) * format_type_size(type));
     struct format_error ferr;
     if (!a) {
         ask_fail(err, 500, "internal", "out of memory");
         return NULL;
     }
-    if (format_block_decode(&s->block, i, a, &ferr)) {
+    if (format_block_decode_range(&s->block, i, first, count, a, &ferr)) {
         ask_fail(err, 500, "corrupt_store", "segment block of span %lld: %s",
                  (long long)s->span_start, ferr.message);
         free(a);
@@ -295,13 +305,83 @@ static void *column(const struct store_segment *s, uint16_t role, uint16_t index
     return a;
 }
 
-/* Loads the columns the ask needs: the cells' (base 0), or the per-bucket
- * totals' (base STORE_ROLE_TOTAL, n their rows). */
+/* The rows [first, first + count) of the n rows of a family whose buckets
+ * lie in [from, to): rows are in bucket order, checked on the way. */
+static int rows_in_range(const struct store_segment *s, const int64_t *bucket, uint32_t n,
+                         int64_t width, int64_t from, int64_t to, uint32_t *first,
+                         uint32_t *count, struct ask_error *err)
+{
+    uint32_t lo = n, hi = n;
+    for (uint32_t i = 0; i < n; i++) {
+        if (i > 0 && bucket[i] < bucket[i - 1])
+            return ask_fail(err, 500, "corrupt_store", "segment block of span %lld has rows "
+                            "out of bucket order", (long long)s->span_start);
+        int64_t t = s->span_start + bucket[i] * width;
+        if (t < from)
+            continue;
+        if (lo == n)
+            lo = i;
+        if (t >= to && hi == n)
+            hi = i;
+    }
+    *first = lo;
+    *count = (hi > lo ? hi : lo) - lo;
+    return 0;
+}
+
+/* The rows in range from the bucket column (blocks without bucket starts,
+ * and span rows). */
+static int rows_by_bucket(const struct store_segment *s, int base, uint32_t n, int64_t width,
+                          int64_t from, int64_t to, struct seg_columns *c, uint32_t *first,
+                          uint32_t *m, struct ask_error *err)
+{
+    if (!(c->bucket = column(s, (uint16_t)(base + STORE_ROLE_BUCKET), 0, FORMAT_I64, n, 0, n, err)) ||
+        rows_in_range(s, c->bucket, n, width, from, to, first, m, err))
+        return -1;
+    memmove(c->bucket, c->bucket + *first, sizeof *c->bucket * *m);
+    return 0;
+}
+
+/* The rows in range from the family's bucket starts: the bucket column is
+ * not read at all, each row's bucket follows from the starts. */
+static int rows_by_starts(const struct store_segment *s, int base, uint32_t n, int64_t width,
+                          int64_t from, int64_t to, struct seg_columns *c, uint32_t *first,
+                          uint32_t *m, struct ask_error *err)
+{
+    int64_t *starts = column(s, (uint16_t)(base + STORE_ROLE_BUCKET), 1, FORMAT_I64,
+                             STORE_SPAN_BUCKETS + 1, 0, STORE_SPAN_BUCKETS + 1, err);
+    if (!starts)
+        return -1;
+    bool sane = starts[0] == 0 && starts[STORE_SPAN_BUCKETS] == n;
+    for (int b = 0; b < STORE_SPAN_BUCKETS && sane; b++)
+        sane = starts[b] <= starts[b + 1];
+    /* Bucket indexes [bf, bt) lie in [from, to). */
+    int bf = 0, bt = 0;
+    while (bf < STORE_SPAN_BUCKETS && s->span_start + bf * width < from)
+        bf++;
+    for (bt = bf; bt < STORE_SPAN_BUCKETS && s->span_start + bt * width < to;)
+        bt++;
+    *first = sane ? (uint32_t)starts[bf] : 0;
+    *m = sane ? (uint32_t)(starts[bt] - starts[bf]) : 0;
+    c->bucket = sane ? malloc(sizeof *c->bucket * (*m + 1)) : NULL;
+    for (int b = bf; c->bucket && b < bt; b++)
+        for (int64_t i = starts[b]; i < starts[b + 1]; i++)
+            c->bucket[i - starts[bf]] = b;
+    free(starts);
+    if (!sane)
+        return ask_fail(err, 500, "corrupt_store", "segment block of span %lld has bad bucket "
+                        "starts", (long long)s->span_start);
+    return c->bucket ? 0 : ask_fail(err, 500, "internal", "out of memory");
+}
+
+/* Loads the columns the ask needs of one family, the cells' (base 0) or a
+ * rollup's (n its rows, holding only the key it did not roll away), for
+ * the rows whose bucket lies in [from, to) only. */
 static int seg_load(struct exec *x, const struct store_segment *s, int base, uint32_t n,
-                    struct seg_columns *c, struct ask_error *err)
+                    int64_t width, int64_t from, int64_t to, struct seg_columns *c,
+                    struct ask_error *err)
 {
     const struct sql_view *v = x->v;
-    c->n = n;
     c->keys = calloc((size_t)v->ncell_keys + 1, sizeof *c->keys);
     c->counts = calloc((size_t)v->ncounts + 1, sizeof *c->counts);
     c->sums = calloc((size_t)v->nsums + 1, sizeof *c->sums);
@@ -310,36 +390,44 @@ static int seg_load(struct exec *x, const struct store_segment *s, int base, uin
     c->vc_rows = calloc((size_t)v->nvalue_counts + 1, sizeof *c->vc_rows);
     if (!c->keys || !c->counts || !c->sums || !c->vc_off || !c->vc_codes || !c->vc_rows)
         return ask_fail(err, 500, "internal", "out of memory");
-    if (!(c->bucket = column(s, (uint16_t)(base + STORE_ROLE_BUCKET), 0, FORMAT_I64, n, err)))
+    uint32_t first = 0, m = 0;
+    int rc = format_block_find(&s->block, (uint16_t)(base + STORE_ROLE_BUCKET), 1) >= 0
+                 ? rows_by_starts(s, base, n, width, from, to, c, &first, &m, err)
+                 : rows_by_bucket(s, base, n, width, from, to, c, &first, &m, err);
+    if (rc)
         return -1;
+    c->n = m;
     for (int k = 0; k < v->ncell_keys; k++)
-        if (base == 0 && x->need_key[k] &&
-            !(c->keys[k] = column(s, STORE_ROLE_KEY, (uint16_t)k, FORMAT_I64, n, err)))
+        if (x->need_key[k] &&
+            !(c->keys[k] = column(s, (uint16_t)(base + STORE_ROLE_KEY), (uint16_t)k, FORMAT_I64, n, first, m, err)))
             return -1;
     for (int k = 0; k < v->ncounts; k++)
-        if (x->need_count[k] && !(c->counts[k] = column(s, (uint16_t)(base + STORE_ROLE_COUNT), (uint16_t)k, FORMAT_I64, n, err)))
+        if (x->need_count[k] && !(c->counts[k] = column(s, (uint16_t)(base + STORE_ROLE_COUNT), (uint16_t)k, FORMAT_I64, n, first, m, err)))
             return -1;
     for (int k = 0; k < v->nsums; k++) {
         bool real = x->types[v->sums[k].fact_column].type == STORE_TYPE_FLOAT;
         if (x->need_sum[k] &&
-            !(c->sums[k] = column(s, (uint16_t)(base + STORE_ROLE_SUM), (uint16_t)k, real ? FORMAT_F64 : FORMAT_I128, n, err)))
+            !(c->sums[k] = column(s, (uint16_t)(base + STORE_ROLE_SUM), (uint16_t)k, real ? FORMAT_F64 : FORMAT_I128, n, first, m, err)))
             return -1;
     }
     for (int k = 0; k < v->nvalue_counts; k++) {
         if (!x->need_vc[k])
             continue;
-        if (!(c->vc_off[k] = column(s, (uint16_t)(base + STORE_ROLE_VC_OFFSETS), (uint16_t)k, FORMAT_I64, n + 1, err)))
+        int64_t *off = c->vc_off[k] = column(s, (uint16_t)(base + STORE_ROLE_VC_OFFSETS), (uint16_t)k, FORMAT_I64, n + 1, first, m + 1, err);
+        if (!off)
             return -1;
-        int64_t runs = c->vc_off[k][n];
-        for (uint32_t i = 0; i < n; i++)
-            if (c->vc_off[k][i] > c->vc_off[k][i + 1] || c->vc_off[k][i] < 0)
+        int64_t runs = off[m] - off[0];
+        for (uint32_t i = 0; i < m; i++)
+            if (off[i] > off[i + 1] || off[i] < 0)
                 runs = -1;
         if (runs < 0 || runs > FORMAT_MAX_VALUES)
             return ask_fail(err, 500, "corrupt_store", "segment block of span %lld has bad "
                                                        "value-count offsets", (long long)s->span_start);
-        if (!(c->vc_codes[k] = column(s, (uint16_t)(base + STORE_ROLE_VC_VALUES), (uint16_t)k, FORMAT_I64, (uint32_t)runs, err)) ||
-            !(c->vc_rows[k] = column(s, (uint16_t)(base + STORE_ROLE_VC_COUNTS), (uint16_t)k, FORMAT_I64, (uint32_t)runs, err)))
+        if (!(c->vc_codes[k] = column(s, (uint16_t)(base + STORE_ROLE_VC_VALUES), (uint16_t)k, FORMAT_I64, ANY_LENGTH, (uint32_t)off[0], (uint32_t)runs, err)) ||
+            !(c->vc_rows[k] = column(s, (uint16_t)(base + STORE_ROLE_VC_COUNTS), (uint16_t)k, FORMAT_I64, ANY_LENGTH, (uint32_t)off[0], (uint32_t)runs, err)))
             return -1;
+        for (uint32_t i = m + 1; i-- > 0;)
+            off[i] -= off[0];
     }
     return 0;
 }
@@ -354,15 +442,6 @@ static bool in_list(const int64_t *codes, int n, int64_t code)
     return false;
 }
 
-static bool text_in(const struct bound_cond *c, const struct text_pool *pool, int64_t id)
-{
-    if (id < 0)
-        return false;
-    for (int i = 0; i < c->ntexts; i++)
-        if (pool->lens[id] == c->lens[i] && memcmp(pool->texts[id], c->texts[i], c->lens[i]) == 0)
-            return true;
-    return false;
-}
 
 /* Whether cell i passes the conditions and inner joins; fills dim ids. */
 static int cell_passes(struct exec *x, const struct seg_columns *c, uint32_t i, bool *pass,
@@ -373,10 +452,7 @@ static int cell_passes(struct exec *x, const struct seg_columns *c, uint32_t i, 
     for (int j = 0; j < v->njoins && *pass; j++) {
         if (v->joins[j].kind != SQL_JOIN_INNER)
             continue;
-        int ck = -1;
-        for (int k = 0; k < v->ncell_keys; k++)
-            if (v->cell_keys[k] == v->joins[j].fact_column)
-                ck = k;
+        int ck = join_key(v, j);
         const struct dim_entry *e;
         if (dim_lookup(x, j, c->keys[ck][i], &e, err))
             return -1;
@@ -387,16 +463,13 @@ static int cell_passes(struct exec *x, const struct seg_columns *c, uint32_t i, 
         bool is_null, hit;
         int64_t id = 0;
         if (bc->is_dim) {
-            int ck = -1;
-            for (int q = 0; q < v->ncell_keys; q++)
-                if (v->cell_keys[q] == v->joins[bc->join].fact_column)
-                    ck = q;
+            int ck = join_key(v, bc->join);
             const struct dim_entry *e;
             if (dim_lookup(x, bc->join, c->keys[ck][i], &e, err))
                 return -1;
             id = e->found ? e->ids[bc->dim_value] : -1;
             is_null = id < 0;
-            hit = text_in(bc, &x->pool, id);
+            hit = !is_null && in_list(x->cond_ids[k], bc->ntexts, id);
         } else {
             int64_t code = c->keys[bc->cell_key][i];
             is_null = code == STORE_NULL;
@@ -434,10 +507,7 @@ static int cell_key(struct exec *x, const struct seg_columns *c, uint32_t i, int
             key[g + 1] = c->keys[vc->cell_key][i];
             continue;
         }
-        int ck = -1;
-        for (int q = 0; q < v->ncell_keys; q++)
-            if (v->cell_keys[q] == v->joins[vc->join].fact_column)
-                ck = q;
+        int ck = join_key(v, vc->join);
         const struct dim_entry *e;
         if (dim_lookup(x, vc->join, c->keys[ck][i], &e, err))
             return -1;
@@ -468,9 +538,10 @@ static int fold_cell(struct exec *x, const struct seg_columns *c, uint32_t i, st
     for (int k = 0; k < v->nvalue_counts; k++) {
         if (!x->need_vc[k])
             continue;
-        for (int64_t r = c->vc_off[k][i]; r < c->vc_off[k][i + 1]; r++)
-            if (vc_add(&g->vcs[k], c->vc_codes[k][r], c->vc_rows[k][r]))
-                return ask_fail(err, 500, "internal", "out of memory");
+        int64_t r = c->vc_off[k][i];
+        if (vc_acc_add_runs(&g->vcs[k], c->vc_codes[k] + r, c->vc_rows[k] + r,
+                            c->vc_off[k][i + 1] - r))
+            return ask_fail(err, 500, "internal", "out of memory");
     }
     return 0;
 }
@@ -482,18 +553,43 @@ static int64_t now_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+/* The rollup family of the block the ask can fold instead of its cells:
+ * the one that kept only the key the ask reads (or none) and the value
+ * counts it needs, over the whole span when the range holds the span and
+ * the ask does not group by bucket, else per bucket. Returns its role base
+ * and row count; 0 for the cells. */
+static uint16_t pick_family(const struct exec *x, const struct store_segment *s, int64_t width,
+                            int64_t from, int64_t to, uint32_t *n)
+{
+    *n = s->block.info.ncells;
+    if (x->read_key < -1 || x->read_key >= STORE_ROLLUP_MAX_KEYS || x->e->limits.cells_only)
+        return 0;
+    int64_t span_end = s->span_start + STORE_SPAN_BUCKETS * width;
+    bool whole_span = !x->ask->group_by_bucket && s->span_start >= from && span_end <= to;
+    for (int span = whole_span; span >= 0; span--) {
+        uint16_t base = store_rollup_base(span, x->read_key);
+        int i = format_block_find(&s->block, (uint16_t)(base + STORE_ROLE_BUCKET), 0);
+        for (int k = 0; i >= 0 && k < x->v->nvalue_counts; k++)
+            if (x->need_vc[k] &&
+                format_block_find(&s->block, (uint16_t)(base + STORE_ROLE_VC_OFFSETS), (uint16_t)k) < 0)
+                i = -1; /* a marginal without its value counts */
+        if (i >= 0) {
+            struct format_column_info ci = {0};
+            format_block_column(&s->block, i, &ci);
+            *n = ci.n;
+            return base;
+        }
+    }
+    return 0;
+}
+
 static int scan_segment(struct exec *x, const struct store_segment *s, int64_t width, int64_t from,
                         int64_t to, struct ask_error *err)
 {
     struct seg_columns c = {0};
-    /* An ask that reads no key folds one total row per bucket, when the
-     * block has them, instead of every cell. */
-    int totals = x->use_totals ? format_block_find(&s->block, STORE_ROLE_TOTAL_BUCKET, 0) : -1;
-    struct format_column_info ti = {0};
-    if (totals >= 0)
-        format_block_column(&s->block, totals, &ti);
-    int rc = totals >= 0 ? seg_load(x, s, STORE_ROLE_TOTAL, ti.n, &c, err)
-                         : seg_load(x, s, 0, s->block.info.ncells, &c, err);
+    uint32_t n;
+    uint16_t base = pick_family(x, s, width, from, to, &n);
+    int rc = seg_load(x, s, base, n, width, from, to, &c, err);
     int64_t key[65];
     for (uint32_t i = 0; rc == 0 && i < c.n; i++) {
         int64_t bucket = s->span_start + c.bucket[i] * width;
@@ -567,6 +663,12 @@ static int cover(struct exec *x, int top, int64_t from, int64_t to, struct ask_e
     return ask_fail(err, 500, "internal", "no width covers the range"); /* widths[0] always does */
 }
 
+static void need_key(struct exec *x, int k)
+{
+    if (k >= 0)
+        x->need_key[k] = true;
+}
+
 /* Which keys and accumulators the ask reads. */
 static int plan_needs(struct exec *x, struct ask_error *err)
 {
@@ -580,8 +682,6 @@ static int plan_needs(struct exec *x, struct ask_error *err)
         return ask_fail(err, 500, "internal", "out of memory");
     for (int j = 0; j < v->njoins; j++)
         x->dims[j].nvalues = v->joins[j].ndim_columns - 1;
-    for (int k = 0; k < v->ncell_keys; k++)
-        x->need_key[k] = true; /* keys are small; every one may carry a join */
     for (int i = 0; i < x->ask->ncolumns; i++) {
         const struct sql_view_column *vc = &v->columns[x->ask->columns[i].view_column];
         if (vc->kind != SQL_COLUMN_MEASURE)
@@ -595,9 +695,36 @@ static int plan_needs(struct exec *x, struct ask_error *err)
             x->need_vc[m->value_counts] = true;
     }
     x->groups.nkey = 1 + x->ask->ngroup_keys;
-    x->use_totals = x->ask->ngroup_keys == 0 && x->b.nconds == 0;
+    /* The keys read: group keys, conditions, and inner joins (they drop
+     * cells whose key has no dim row). */
+    for (int g = 0; g < x->ask->ngroup_keys; g++) {
+        const struct sql_view_column *vc = &v->columns[x->ask->group_keys[g]];
+        need_key(x, vc->kind == SQL_COLUMN_FACT_KEY ? vc->cell_key : join_key(v, vc->join));
+    }
+    for (int k = 0; k < x->b.nconds; k++)
+        need_key(x, x->b.conds[k].is_dim ? join_key(v, x->b.conds[k].join) : x->b.conds[k].cell_key);
     for (int j = 0; j < v->njoins; j++)
-        x->use_totals &= v->joins[j].kind != SQL_JOIN_INNER; /* it drops cells by key */
+        if (v->joins[j].kind == SQL_JOIN_INNER)
+            need_key(x, join_key(v, j));
+    x->read_key = -1;
+    for (int k = 0; k < v->ncell_keys; k++)
+        if (x->need_key[k])
+            x->read_key = x->read_key == -1 ? k : -2;
+    /* A dim condition's texts interned where the dim values met will be:
+     * equal texts, equal ids. */
+    x->cond_ids = calloc((size_t)x->b.nconds + 1, sizeof *x->cond_ids);
+    if (!x->cond_ids)
+        return ask_fail(err, 500, "internal", "out of memory");
+    for (int k = 0; k < x->b.nconds; k++) {
+        const struct bound_cond *bc = &x->b.conds[k];
+        if (!bc->is_dim)
+            continue;
+        if (!(x->cond_ids[k] = malloc(sizeof **x->cond_ids * ((size_t)bc->ntexts + 1))))
+            return ask_fail(err, 500, "internal", "out of memory");
+        for (int i = 0; i < bc->ntexts; i++)
+            if ((x->cond_ids[k][i] = pool_intern(&x->pool, bc->texts[i], bc->lens[i], false)) < 0)
+                return ask_fail(err, 500, "internal", "out of memory");
+    }
     return 0;
 }
 
@@ -629,8 +756,12 @@ void exec_free(struct exec *x)
         for (uint32_t i = 0; i < x->dims[j].nslots; i++)
             free(x->dims[j].slots[i].ids);
         free(x->dims[j].slots);
+        free(x->dims[j].direct);
     }
     free(x->dims);
+    for (int k = 0; x->cond_ids && k < x->b.nconds; k++)
+        free(x->cond_ids[k]);
+    free(x->cond_ids);
     free(x->need_key);
     free(x->need_count);
     free(x->need_sum);

@@ -57,10 +57,31 @@ void bound_free(struct bound *b);
 /* ---- Scanning -------------------------------------------------------------- */
 
 /* Value counts of one group: code -> rows, open addressing. */
-struct vc_acc {
-    int64_t *codes, *rows;
-    uint32_t n, cap;
+struct vc_run {
+    int64_t code, rows;
 };
+
+/* A group's value counts (vc_acc.c): rows per code, first a sorted list,
+ * then a hash and, once the codes prove dense, a window of counters for
+ * codes [lo, lo + 32768). */
+struct vc_acc {
+    struct vc_run *sorted;    /* ascending by code, while !hashed */
+    uint32_t nsorted;
+    int adds;
+    bool hashed;
+    int64_t *codes, *rows;    /* hash; STORE_NULL marks an empty slot */
+    uint32_t n, cap;
+    int64_t *win, lo;
+    uint32_t nwin;            /* distinct codes in the window */
+    bool window_tried;
+};
+
+/* Adds n runs (code, rows). -1 when out of memory. */
+int vc_acc_add_runs(struct vc_acc *a, const int64_t *codes, const int64_t *rows, int64_t n);
+/* Ends the adding: the codes with their rows, ascending by code, owned by
+ * a, and the rows in all. NULL when out of memory. */
+const struct vc_run *vc_acc_runs(struct vc_acc *a, uint32_t *n, int64_t *total);
+void vc_acc_free(struct vc_acc *a);
 
 struct group {
     int64_t *key;          /* bucket, then one id per group key */
@@ -76,6 +97,7 @@ struct group_map {
     struct group **all;    /* in creation order */
     uint32_t n, cap;
     int nkey;
+    struct group *last;       /* the group found last */
 };
 
 /* Texts of dim values met in this ask, interned: a group key holds the id. */
@@ -97,7 +119,9 @@ struct exec {
     struct text_pool pool;
     struct dim_cache *dims;   /* per join */
     bool *need_count, *need_sum, *need_vc, *need_key;
-    bool use_totals;          /* no keys read: fold per-bucket totals */
+    int64_t **cond_ids;       /* per dim condition: its texts' pool ids */
+    int read_key;             /* the one cell key the ask reads (conditions,
+                                 group keys, inner joins); -1 none, -2 more */
     int64_t started_us;
     uint64_t cells_read;
 };

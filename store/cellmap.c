@@ -318,48 +318,26 @@ static struct cell **live_cells(struct cellmap *m, uint32_t *n, struct store_err
     return cells;
 }
 
-/* The columns of a block, built from sorted cells; arrays owned here. */
-struct block_columns {
-    struct format_column *cols;
-    int ncols;
-    void **arrays;
-    int narrays;
-};
-
-static void *column_array(struct block_columns *bc, uint16_t role, uint16_t index,
-                          enum format_type type, uint32_t n)
-{
-    void *a = malloc((n ? n : 1) * format_type_size(type));
-    if (!a)
-        return NULL;
-    bc->arrays[bc->narrays++] = a;
-    bc->cols[bc->ncols++] = (struct format_column){role, index, type, n, a};
-    return a;
-}
-
 static int build_columns(const struct cellmap *m, struct cell **cells, uint32_t n,
                          struct block_columns *bc)
 {
     const struct sql_view *v = m->view;
-    int max = 2 * (1 + v->ncell_keys + v->ncounts + v->nsums + 3 * v->nvalue_counts);
-    bc->cols = calloc((size_t)max, sizeof *bc->cols);
-    bc->arrays = calloc((size_t)max, sizeof *bc->arrays);
-    if (!bc->cols || !bc->arrays)
-        return -1;
-    int64_t *bucket = column_array(bc, STORE_ROLE_BUCKET, 0, FORMAT_I64, n);
+    int64_t *bucket = block_column_add(bc, STORE_ROLE_BUCKET, 0, FORMAT_I64, n);
     if (!bucket)
         return -1;
     for (uint32_t i = 0; i < n; i++)
         bucket[i] = cells[i]->bucket;
+    if (block_add_bucket_starts(bc, STORE_ROLE_BUCKET, bucket, n))
+        return -1;
     for (int k = 0; k < v->ncell_keys; k++) {
-        int64_t *a = column_array(bc, STORE_ROLE_KEY, (uint16_t)k, FORMAT_I64, n);
+        int64_t *a = block_column_add(bc, STORE_ROLE_KEY, (uint16_t)k, FORMAT_I64, n);
         if (!a)
             return -1;
         for (uint32_t i = 0; i < n; i++)
             a[i] = cells[i]->keys[k];
     }
     for (int k = 0; k < v->ncounts; k++) {
-        int64_t *a = column_array(bc, STORE_ROLE_COUNT, (uint16_t)k, FORMAT_I64, n);
+        int64_t *a = block_column_add(bc, STORE_ROLE_COUNT, (uint16_t)k, FORMAT_I64, n);
         if (!a)
             return -1;
         for (uint32_t i = 0; i < n; i++)
@@ -367,7 +345,7 @@ static int build_columns(const struct cellmap *m, struct cell **cells, uint32_t 
     }
     for (int k = 0; k < v->nsums; k++) {
         bool real = m->types[v->sums[k].fact_column].type == STORE_TYPE_FLOAT;
-        void *a = column_array(bc, STORE_ROLE_SUM, (uint16_t)k, real ? FORMAT_F64 : FORMAT_I128, n);
+        void *a = block_column_add(bc, STORE_ROLE_SUM, (uint16_t)k, real ? FORMAT_F64 : FORMAT_I128, n);
         if (!a)
             return -1;
         for (uint32_t i = 0; i < n; i++) {
@@ -378,15 +356,15 @@ static int build_columns(const struct cellmap *m, struct cell **cells, uint32_t 
         }
     }
     for (int k = 0; k < v->nvalue_counts; k++) {
-        int64_t *off = column_array(bc, STORE_ROLE_VC_OFFSETS, (uint16_t)k, FORMAT_I64, n + 1);
+        int64_t *off = block_column_add(bc, STORE_ROLE_VC_OFFSETS, (uint16_t)k, FORMAT_I64, n + 1);
         if (!off)
             return -1;
         off[0] = 0;
         for (uint32_t i = 0; i < n; i++)
             off[i + 1] = off[i] + cells[i]->vcs[k].n;
         uint32_t runs = (uint32_t)off[n];
-        int64_t *codes = column_array(bc, STORE_ROLE_VC_VALUES, (uint16_t)k, FORMAT_I64, runs);
-        int64_t *rows = codes ? column_array(bc, STORE_ROLE_VC_COUNTS, (uint16_t)k, FORMAT_I64, runs)
+        int64_t *codes = block_column_add(bc, STORE_ROLE_VC_VALUES, (uint16_t)k, FORMAT_I64, runs);
+        int64_t *rows = codes ? block_column_add(bc, STORE_ROLE_VC_COUNTS, (uint16_t)k, FORMAT_I64, runs)
                               : NULL;
         if (!rows)
             return -1;
@@ -398,136 +376,6 @@ static int build_columns(const struct cellmap *m, struct cell **cells, uint32_t 
         }
     }
     return 0;
-}
-
-struct run {
-    int64_t code, rows;
-};
-
-static int cmp_run(const void *a, const void *b)
-{
-    const struct run *x = a, *y = b;
-    return x->code < y->code ? -1 : x->code > y->code;
-}
-
-/* The runs of value count k over cells [first, last), merged by code. */
-static struct run *merged_runs(struct cell **cells, uint32_t first, uint32_t last, int k,
-                               uint32_t *n)
-{
-    size_t total = 0;
-    for (uint32_t i = first; i < last; i++)
-        total += cells[i]->vcs[k].n;
-    struct run *r = malloc(sizeof *r * (total + 1));
-    if (!r)
-        return NULL;
-    size_t m = 0;
-    for (uint32_t i = first; i < last; i++)
-        for (uint32_t j = 0; j < cells[i]->vcs[k].n; j++)
-            r[m++] = (struct run){cells[i]->vcs[k].codes[j], cells[i]->vcs[k].rows[j]};
-    qsort(r, m, sizeof *r, cmp_run);
-    size_t out = 0;
-    for (size_t i = 0; i < m; i++) {
-        if (out > 0 && r[out - 1].code == r[i].code)
-            r[out - 1].rows += r[i].rows;
-        else
-            r[out++] = r[i];
-    }
-    *n = (uint32_t)out;
-    return r;
-}
-
-/* Per-bucket totals (roles + STORE_ROLE_TOTAL): cells are sorted by bucket,
- * so each bucket is a run of cells rolled into one row. */
-static int build_totals(const struct cellmap *m, struct cell **cells, uint32_t n,
-                        struct block_columns *bc)
-{
-    const struct sql_view *v = m->view;
-    uint32_t *start = malloc(sizeof *start * (n + 1)), nb = 0;
-    if (!start)
-        return -1;
-    for (uint32_t i = 0; i < n; i++)
-        if (i == 0 || cells[i]->bucket != cells[i - 1]->bucket)
-            start[nb++] = i;
-    start[nb] = n;
-    int rc = -1;
-    int64_t *bucket = column_array(bc, STORE_ROLE_TOTAL_BUCKET, 0, FORMAT_I64, nb);
-    if (!bucket)
-        goto done;
-    for (uint32_t b = 0; b < nb; b++)
-        bucket[b] = cells[start[b]]->bucket;
-    for (int k = 0; k < v->ncounts; k++) {
-        int64_t *a = column_array(bc, STORE_ROLE_COUNT + STORE_ROLE_TOTAL, (uint16_t)k, FORMAT_I64, nb);
-        if (!a)
-            goto done;
-        for (uint32_t b = 0; b < nb; b++) {
-            a[b] = 0;
-            for (uint32_t i = start[b]; i < start[b + 1]; i++)
-                a[b] += cells[i]->counts[k];
-        }
-    }
-    for (int k = 0; k < v->nsums; k++) {
-        bool real = m->types[v->sums[k].fact_column].type == STORE_TYPE_FLOAT;
-        void *a = column_array(bc, STORE_ROLE_SUM + STORE_ROLE_TOTAL, (uint16_t)k,
-                               real ? FORMAT_F64 : FORMAT_I128, nb);
-        if (!a)
-            goto done;
-        for (uint32_t b = 0; b < nb; b++) {
-            __int128 exact = 0;
-            double sum = 0;
-            for (uint32_t i = start[b]; i < start[b + 1]; i++) {
-                exact += cells[i]->sums[k].exact; /* cannot overflow: cells were checked */
-                sum += cells[i]->sums[k].real;
-            }
-            if (real)
-                ((double *)a)[b] = sum;
-            else
-                ((__int128 *)a)[b] = exact;
-        }
-    }
-    for (int k = 0; k < v->nvalue_counts; k++) {
-        int64_t *off = column_array(bc, STORE_ROLE_VC_OFFSETS + STORE_ROLE_TOTAL, (uint16_t)k,
-                                    FORMAT_I64, nb + 1);
-        struct run **merged = calloc(nb + 1, sizeof *merged);
-        uint32_t *counts = calloc(nb + 1, sizeof *counts);
-        int ok = off && merged && counts;
-        for (uint32_t b = 0; ok && b < nb; b++)
-            ok = (merged[b] = merged_runs(cells, start[b], start[b + 1], k, &counts[b])) != NULL;
-        if (ok) {
-            off[0] = 0;
-            for (uint32_t b = 0; b < nb; b++)
-                off[b + 1] = off[b] + counts[b];
-            uint32_t runs = (uint32_t)off[nb];
-            int64_t *codes = column_array(bc, STORE_ROLE_VC_VALUES + STORE_ROLE_TOTAL, (uint16_t)k,
-                                          FORMAT_I64, runs);
-            int64_t *rows = codes ? column_array(bc, STORE_ROLE_VC_COUNTS + STORE_ROLE_TOTAL,
-                                                 (uint16_t)k, FORMAT_I64, runs)
-                                  : NULL;
-            ok = rows != NULL;
-            for (uint32_t b = 0; ok && b < nb; b++)
-                for (uint32_t j = 0; j < counts[b]; j++) {
-                    codes[off[b] + j] = merged[b][j].code;
-                    rows[off[b] + j] = merged[b][j].rows;
-                }
-        }
-        for (uint32_t b = 0; merged && b < nb; b++)
-            free(merged[b]);
-        free(merged);
-        free(counts);
-        if (!ok)
-            goto done;
-    }
-    rc = 0;
-done:
-    free(start);
-    return rc;
-}
-
-static void free_columns(struct block_columns *bc)
-{
-    for (int i = 0; i < bc->narrays; i++)
-        free(bc->arrays[i]);
-    free(bc->arrays);
-    free(bc->cols);
 }
 
 int cellmap_encode(struct cellmap *m, void **out, size_t *len, struct store_error *err)
@@ -544,7 +392,7 @@ int cellmap_encode(struct cellmap *m, void **out, size_t *len, struct store_erro
     }
     struct block_columns bc = {0};
     int rc = -1;
-    if (build_columns(m, cells, n, &bc) || build_totals(m, cells, n, &bc)) {
+    if (build_columns(m, cells, n, &bc) || rollup_build(m->view, m->types, m->width, &bc, n)) {
         store_fail(err, "out of memory");
         goto done;
     }
@@ -565,7 +413,7 @@ int cellmap_encode(struct cellmap *m, void **out, size_t *len, struct store_erro
     *out = buf;
     rc = 0;
 done:
-    free_columns(&bc);
+    block_columns_free(&bc);
     free(cells);
     return rc;
 }

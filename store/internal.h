@@ -140,6 +140,28 @@ int cellmap_apply(struct cellmap *m, uint32_t bucket, const struct store_delta *
  * a cell's counts went negative or a cell without rows kept other values. */
 int cellmap_encode(struct cellmap *m, void **out, size_t *len, struct store_error *err);
 
+/* ---- Block columns and rollups (rollup.c) -------------------------------- */
+
+/* The columns of a block being encoded; the arrays are owned here. */
+struct block_columns {
+    struct format_column *cols;
+    void **arrays;             /* arrays[i] is cols[i].values */
+    int ncols, cap;
+};
+
+/* Appends an uninitialized column of n elements; NULL when out of memory. */
+void *block_column_add(struct block_columns *bc, uint16_t role, uint16_t index,
+                       enum format_type type, uint32_t n);
+void block_columns_free(struct block_columns *bc);
+/* Adds (role, index 1): the first of the n rows of each bucket index 0..64,
+ * from rows sorted by bucket index. */
+int block_add_bucket_starts(struct block_columns *bc, uint16_t role, const int64_t *bucket,
+                            uint32_t n);
+/* Appends the rollup families of the ncells cells already in bc (roles 1-7,
+ * sorted by bucket then keys). -1 when out of memory. */
+int rollup_build(const struct sql_view *v, const struct store_column_type *types, int width,
+                 struct block_columns *bc, uint32_t ncells);
+
 /* ---- Pending writer state ------------------------------------------------ */
 
 int pending_new(struct store *s, struct store_error *err);

@@ -101,7 +101,10 @@ const char *store_dir(const struct store *s);
 
 /* Roles of the columns in a segment block (format_column.role). */
 enum store_role {
-    STORE_ROLE_BUCKET = 1,    /* bucket index within the span */
+    STORE_ROLE_BUCKET = 1,    /* [0] bucket index within the span; [1] the
+                                 first row of each bucket index 0..64 (65
+                                 entries, [64] = rows): a reader decodes just
+                                 the rows of the buckets it wants */
     STORE_ROLE_KEY = 2,       /* index: cell key number */
     STORE_ROLE_COUNT = 3,     /* index: view->counts number */
     STORE_ROLE_SUM = 4,       /* index: view->sums number; I128 or F64 */
@@ -114,6 +117,17 @@ enum store_role {
     STORE_ROLE_TOTAL = 7,
     STORE_ROLE_TOTAL_BUCKET = STORE_ROLE_BUCKET + STORE_ROLE_TOTAL,
 };
+
+/* Rollup families (SPEC.md "Rollups"): the cells summed over every key but
+ * `key` (-1: every key), per bucket or over the whole span (one row per key
+ * value). A family's column roles are the cell roles (1-7) plus its base;
+ * the bucket totals' base is STORE_ROLE_TOTAL. Keys past the first
+ * STORE_ROLLUP_MAX_KEYS have no marginals. Span rows have bucket index 0. */
+#define STORE_ROLLUP_MAX_KEYS 16
+static inline uint16_t store_rollup_base(bool span, int key)
+{
+    return (uint16_t)(STORE_ROLE_TOTAL * ((span ? 2 + STORE_ROLLUP_MAX_KEYS : 1) + 1 + key));
+}
 
 /* A sum accumulator's value: exact (numeric and integer columns, scaled by
  * the column's scale) or a double (float columns). */

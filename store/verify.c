@@ -17,6 +17,29 @@ static int64_t *column_i64(const struct format_block *b, uint16_t role, uint16_t
     return store_decode_column(b, role, index, FORMAT_I64, n, err);
 }
 
+/* The cells' bucket starts, when the block has them (older blocks do not),
+ * point at the first cell of each bucket index. */
+static int check_bucket_starts(const struct format_block *b, const int64_t *bucket, uint32_t n,
+                               struct store_error *err)
+{
+    if (format_block_find(b, STORE_ROLE_BUCKET, 1) < 0)
+        return 0;
+    int64_t *starts = column_i64(b, STORE_ROLE_BUCKET, 1, STORE_SPAN_BUCKETS + 1, err);
+    if (!starts)
+        return -1;
+    int rc = 0;
+    uint32_t i = 0;
+    for (int k = 0; rc == 0 && k <= STORE_SPAN_BUCKETS; k++) {
+        while (i < n && bucket[i] < k)
+            i++;
+        if (starts[k] != i)
+            rc = store_fail(err, "bucket index %d starts at cell %lld, not at cell %u", k,
+                            (long long)starts[k], i);
+    }
+    free(starts);
+    return rc;
+}
+
 static int check_cells(const struct sql_view *v, const struct format_block *b,
                        struct store_error *err)
 {
@@ -45,6 +68,8 @@ static int check_cells(const struct sql_view *v, const struct format_block *b,
                                 i, i - 1);
         }
     }
+    if (rc == 0)
+        rc = check_bucket_starts(b, bucket, n, err);
     for (int k = 0; keys && k < v->ncell_keys; k++)
         free(keys[k]);
     free(keys);
@@ -92,6 +117,58 @@ static int check_value_counts(const struct sql_view *v, const struct format_bloc
     return 0;
 }
 
+/* Column i of a block decoded into a fresh array; NULL with err. */
+static void *column_at(const struct format_block *b, int i, size_t *bytes, struct store_error *err)
+{
+    struct format_column_info ci;
+    format_block_column(b, i, &ci);
+    *bytes = (size_t)ci.n * format_type_size(ci.type);
+    return store_decode_column(b, ci.role, ci.index, ci.type, ci.n, err);
+}
+
+/* Every rollup column the block holds equals the one the writer builds from
+ * the block's cells now (a block may lack a family: serve then reads the
+ * cells). The cells were checked first, so re-encoding them is safe. */
+static int check_rollups(struct store *s, int view, int width, const struct format_block *b,
+                         struct store_error *err)
+{
+    const struct sql_view *v = &s->views->views[view];
+    struct cellmap *m = cellmap_new(v, s->types[view], view, width, b->info.span_start);
+    void *fresh = NULL;
+    size_t len = 0;
+    struct format_block fb;
+    struct format_error ferr;
+    int rc = m ? 0 : store_fail(err, "out of memory");
+    if (rc == 0)
+        rc = cellmap_load(m, b->base, b->len, err) || cellmap_encode(m, &fresh, &len, err);
+    if (rc == 0 && len > 0 && format_block_open(&fb, fresh, len, false, &ferr))
+        rc = store_fail(err, "re-encoding the cells: %s", ferr.message);
+    for (int i = 0; rc == 0 && len > 0 && i < b->ncolumns; i++) {
+        struct format_column_info ci;
+        format_block_column(b, i, &ci);
+        if (ci.role <= STORE_ROLE_TOTAL)
+            continue; /* the cells */
+        int j = format_block_find(&fb, ci.role, ci.index);
+        size_t nstored, nfresh;
+        void *stored = column_at(b, i, &nstored, err), *want = NULL;
+        if (!stored)
+            rc = -1;
+        else if (j < 0)
+            rc = store_fail(err, "rollup column (role %u, index %u) should not be there", ci.role,
+                            ci.index);
+        else if (!(want = column_at(&fb, j, &nfresh, err)))
+            rc = -1;
+        else if (nstored != nfresh || memcmp(stored, want, nstored) != 0)
+            rc = store_fail(err, "rollup column (role %u, index %u) differs from its cells",
+                            ci.role, ci.index);
+        free(stored);
+        free(want);
+    }
+    free(fresh);
+    cellmap_free(m);
+    return rc;
+}
+
 int store_verify_segment(struct store_read *r, const struct store_segment *seg,
                          struct store_error *err)
 {
@@ -106,7 +183,8 @@ int store_verify_segment(struct store_read *r, const struct store_segment *seg,
         rc = store_fail(&inner, "the block says span %lld, width %lld; its key says otherwise",
                         (long long)seg->block.info.span_start, (long long)seg->block.info.width);
     else
-        rc = check_cells(v, &seg->block, &inner) || check_value_counts(v, &seg->block, &inner);
+        rc = check_cells(v, &seg->block, &inner) || check_value_counts(v, &seg->block, &inner) ||
+             check_rollups(r->s, seg->view, seg->width, &seg->block, &inner);
     if (rc)
         return store_fail(err, "segment of view \"%s\", width %d, span %lld: %s", v->name,
                           seg->width, (long long)seg->span_start, inner.message);

@@ -96,6 +96,18 @@ Test(ingest_faults, a_dropped_slot_stops_ingest_with_a_clear_message, .timeout =
     taxi_db_create(&db, NULL, 300);
     char log[8192];
     cr_assert_eq(taxi_ingest_once(&db, log, sizeof log), 0, "%s", log);
+    /* The walsender of the ingest that just exited may hold the slot a
+     * moment longer: wait until the slot is free, then drop it. */
+    for (int i = 0; i < 200; i++) {
+        PGresult *r = PQexecParams(db.pg, "SELECT active FROM pg_replication_slots WHERE slot_name = $1",
+                                   1, NULL, (const char *const[]){db.slot}, NULL, NULL, 0);
+        bool active = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 &&
+                      strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+        PQclear(r);
+        if (!active)
+            break;
+        usleep(50 * 1000);
+    }
     taxi_exec(db.pg, "SELECT pg_drop_replication_slot('%s')", db.slot);
     int rc = taxi_ingest_once(&db, log, sizeof log);
     cr_assert_neq(rc, 0);

@@ -126,6 +126,25 @@ static void check_block(const uint8_t *buf, size_t len, const struct format_bloc
         cr_assert(bytes == 0 || memcmp(out + shift, c->values, bytes) == 0,
                   "column %d (%s, n %u) decodes to different values", i,
                   format_codec_name(ci.codec), c->n);
+        /* Ranges: the empty one at each end, a single value, and a few
+         * picked from the column's own bytes (deterministic per column). */
+        uint32_t picks[][2] = {{0, 0}, {c->n, 0}, {0, c->n}, {c->n / 3, c->n ? 1 : 0},
+                               {c->n / 7, c->n - c->n / 7 - c->n / 5},
+                               {c->n ? (uint32_t)(ci.checksum % c->n) : 0, 0}};
+        picks[5][1] = c->n - picks[5][0] > 3 ? 3 : c->n - picks[5][0];
+        size_t size = format_type_size(c->type);
+        for (size_t p = 0; p < sizeof picks / sizeof picks[0]; p++) {
+            uint32_t first = picks[p][0], count = picks[p][1];
+            cr_assert_eq(format_block_decode_range(&b, i, first, count, out + shift, &err), 0,
+                         "decode_range %d [%u, +%u): %s", i, first, count, err.message);
+            cr_assert(count == 0 ||
+                          memcmp(out + shift, (const uint8_t *)c->values + first * size,
+                                 count * size) == 0,
+                      "column %d (%s, n %u) rows [%u, +%u) decode differently", i,
+                      format_codec_name(ci.codec), c->n, first, count);
+        }
+        cr_assert_neq(format_block_decode_range(&b, i, c->n, 1, out + shift, &err), 0,
+                      "a range past the end is refused");
         free(out);
 
         const void *raw = format_block_raw(&b, i, true, &err);

@@ -118,18 +118,32 @@ const char *dump_type_name(enum store_type type)
     return "unknown";
 }
 
+/* "vc_values" for a cell column; rollup columns (store.h) are prefixed by
+ * their family: "totals.", "key1.", "span.", "span.key1.". */
 const char *dump_role_name(unsigned role)
 {
-    switch (role) {
-    case STORE_ROLE_BUCKET: return "bucket";
-    case STORE_ROLE_KEY: return "key";
-    case STORE_ROLE_COUNT: return "count";
-    case STORE_ROLE_SUM: return "sum";
-    case STORE_ROLE_VC_OFFSETS: return "vc_offsets";
-    case STORE_ROLE_VC_VALUES: return "vc_values";
-    case STORE_ROLE_VC_COUNTS: return "vc_counts";
+    static const char *const base[] = {"bucket", "key", "count", "sum", "vc_offsets",
+                                       "vc_values", "vc_counts"};
+    static char names[STORE_ROLE_TOTAL * (2 * STORE_ROLLUP_MAX_KEYS + 3) + 1][40];
+    if (role == 0 || role >= sizeof names / sizeof names[0])
+        return "unknown";
+    if (!names[role][0]) {
+        unsigned family = (role - 1) / STORE_ROLE_TOTAL;
+        const char *name = base[(role - 1) % STORE_ROLE_TOTAL];
+        unsigned span_total = STORE_ROLLUP_MAX_KEYS + 2;
+        if (family == 0)
+            snprintf(names[role], sizeof names[role], "%s", name);
+        else if (family == 1)
+            snprintf(names[role], sizeof names[role], "totals.%s", name);
+        else if (family < span_total)
+            snprintf(names[role], sizeof names[role], "key%u.%s", family - 2, name);
+        else if (family == span_total)
+            snprintf(names[role], sizeof names[role], "span.%s", name);
+        else
+            snprintf(names[role], sizeof names[role], "span.key%u.%s", family - span_total - 1,
+                     name);
     }
-    return "unknown";
+    return names[role];
 }
 
 void dump_filter_suffix(const struct sql_view *v, int filter, struct sbuf *b)

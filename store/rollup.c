@@ -1,0 +1,457 @@
+/* rollup.c -- the pre-merged rows of a segment block (the star tree's upper
+ * levels), built at encode from the block's cells.
+ *
+ * A rollup family sums the cells over every cell key but at most one, either
+ * per bucket or over the whole span (SPEC.md "Rollups"):
+ *
+ *   bucket totals       one row per bucket                  (key -1, per bucket)
+ *   bucket marginal k   one row per (bucket, key k value)   (key  k, per bucket)
+ *   span total          one row                             (key -1, span)
+ *   span marginal k     one row per key k value             (key  k, span)
+ *
+ * so that an ask which reads at most one key, over whole buckets or whole
+ * spans, folds a few rows instead of every cell. Each family's columns are
+ * the cell columns' roles plus store_rollup_base(). A marginal that would
+ * not have at most half the rows of the cells is left out (it would save
+ * little and cost as much again on disk: serve reads the cells instead); one
+ * whose value counts would not have at most half the cells' runs keeps its
+ * counts and sums only. A family whose exact sum would overflow 128 bits is
+ * left out.
+ *
+ * Span families exist at the view's widest width only: serve covers a range
+ * widest first, so a narrower width only ever serves an edge shorter than
+ * one bucket of the next width, never a whole span of 64 buckets. They are
+ * built from the bucket families when those exist: the merge then reads a
+ * few hundred rows instead of every cell. */
+#include "store/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+/* ---- Block columns ----------------------------------------------------------- */
+
+void *block_column_add(struct block_columns *bc, uint16_t role, uint16_t index,
+                       enum format_type type, uint32_t n)
+{
+    if (bc->ncols == bc->cap) {
+        int cap = bc->cap ? bc->cap * 2 : 32;
+        struct format_column *cols = realloc(bc->cols, sizeof *cols * (size_t)cap);
+        if (!cols)
+            return NULL;
+        bc->cols = cols;
+        void **arrays = realloc(bc->arrays, sizeof *arrays * (size_t)cap);
+        if (!arrays)
+            return NULL;
+        bc->arrays = arrays;
+        bc->cap = cap;
+    }
+    void *a = malloc((n ? n : 1) * format_type_size(type));
+    if (!a)
+        return NULL;
+    bc->arrays[bc->ncols] = a;
+    bc->cols[bc->ncols++] = (struct format_column){role, index, type, n, a};
+    return a;
+}
+
+void block_columns_free(struct block_columns *bc)
+{
+    for (int i = 0; i < bc->ncols; i++)
+        free(bc->arrays[i]);
+    free(bc->arrays);
+    free(bc->cols);
+    memset(bc, 0, sizeof *bc);
+}
+
+/* Drops the columns added since ncols (a family left out half-built). */
+static void truncate_columns(struct block_columns *bc, int ncols)
+{
+    while (bc->ncols > ncols)
+        free(bc->arrays[--bc->ncols]);
+}
+
+static void *block_column_find(const struct block_columns *bc, uint16_t role, uint16_t index)
+{
+    for (int i = 0; i < bc->ncols; i++)
+        if (bc->cols[i].role == role && bc->cols[i].index == index)
+            return bc->arrays[i];
+    return NULL;
+}
+
+int block_add_bucket_starts(struct block_columns *bc, uint16_t role, const int64_t *bucket,
+                            uint32_t n)
+{
+    int64_t *starts = block_column_add(bc, role, 1, FORMAT_I64, STORE_SPAN_BUCKETS + 1);
+    if (!starts)
+        return -1;
+    uint32_t i = 0;
+    for (int b = 0; b <= STORE_SPAN_BUCKETS; b++) {
+        while (i < n && bucket[i] < b)
+            i++;
+        starts[b] = i;
+    }
+    return 0;
+}
+
+/* ---- A family's rows, as column pointers into a block_columns ------------------- */
+
+struct rows {
+    uint32_t n;
+    int64_t *bucket;
+    int64_t **keys; /* [ncell_keys]; NULL for the keys a family rolled away */
+    int64_t **counts;
+    void **sums;    /* __int128 or double per sum */
+    int64_t **vc_off, **vc_codes, **vc_rows;
+    bool has_vcs;      /* holds its value counts (a marginal may leave them out) */
+};
+
+static int rows_alloc(const struct sql_view *v, struct rows *r)
+{
+    memset(r, 0, sizeof *r);
+    r->keys = calloc((size_t)v->ncell_keys + 1, sizeof *r->keys);
+    r->counts = calloc((size_t)v->ncounts + 1, sizeof *r->counts);
+    r->sums = calloc((size_t)v->nsums + 1, sizeof *r->sums);
+    r->vc_off = calloc((size_t)v->nvalue_counts + 1, sizeof *r->vc_off);
+    r->vc_codes = calloc((size_t)v->nvalue_counts + 1, sizeof *r->vc_codes);
+    r->vc_rows = calloc((size_t)v->nvalue_counts + 1, sizeof *r->vc_rows);
+    return r->keys && r->counts && r->sums && r->vc_off && r->vc_codes && r->vc_rows ? 0 : -1;
+}
+
+static void rows_free(struct rows *r)
+{
+    free(r->keys);
+    free(r->counts);
+    free(r->sums);
+    free(r->vc_off);
+    free(r->vc_codes);
+    free(r->vc_rows);
+    memset(r, 0, sizeof *r);
+}
+
+/* The cells' rows (family 0), found among the columns already built. */
+static int cell_rows(const struct sql_view *v, const struct block_columns *bc, uint32_t n,
+                     struct rows *r)
+{
+    if (rows_alloc(v, r))
+        return -1;
+    r->n = n;
+    r->has_vcs = true;
+    r->bucket = block_column_find(bc, STORE_ROLE_BUCKET, 0);
+    for (int k = 0; k < v->ncell_keys; k++)
+        r->keys[k] = block_column_find(bc, STORE_ROLE_KEY, (uint16_t)k);
+    for (int k = 0; k < v->ncounts; k++)
+        r->counts[k] = block_column_find(bc, STORE_ROLE_COUNT, (uint16_t)k);
+    for (int k = 0; k < v->nsums; k++)
+        r->sums[k] = block_column_find(bc, STORE_ROLE_SUM, (uint16_t)k);
+    for (int k = 0; k < v->nvalue_counts; k++) {
+        r->vc_off[k] = block_column_find(bc, STORE_ROLE_VC_OFFSETS, (uint16_t)k);
+        r->vc_codes[k] = block_column_find(bc, STORE_ROLE_VC_VALUES, (uint16_t)k);
+        r->vc_rows[k] = block_column_find(bc, STORE_ROLE_VC_COUNTS, (uint16_t)k);
+    }
+    return 0;
+}
+
+/* ---- Grouping ------------------------------------------------------------------ */
+
+struct grouping {
+    const struct rows *src;
+    bool span; /* one group per key value over the span, not per bucket */
+    int key;   /* -1: every key rolled away */
+};
+
+static int cmp_in_group_order(const void *pa, const void *pb, void *ctx)
+{
+    const struct grouping *g = ctx;
+    uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
+    if (!g->span && g->src->bucket[a] != g->src->bucket[b])
+        return g->src->bucket[a] < g->src->bucket[b] ? -1 : 1;
+    if (g->key >= 0 && g->src->keys[g->key][a] != g->src->keys[g->key][b])
+        return g->src->keys[g->key][a] < g->src->keys[g->key][b] ? -1 : 1;
+    return a < b ? -1 : a > b; /* the source's order: float sums add the same way every time */
+}
+
+static bool same_group(const struct grouping *g, uint32_t a, uint32_t b)
+{
+    return (g->span || g->src->bucket[a] == g->src->bucket[b]) &&
+           (g->key < 0 || g->src->keys[g->key][a] == g->src->keys[g->key][b]);
+}
+
+/* ---- Merging value counts -------------------------------------------------------- */
+
+struct run {
+    int64_t code, rows;
+};
+
+static int cmp_run(const void *a, const void *b)
+{
+    const struct run *x = a, *y = b;
+    return x->code < y->code ? -1 : x->code > y->code;
+}
+
+/* Sums rows per code over runs[0..n) in place; returns the distinct count,
+ * ascending by code. Large inputs go through a hash table first so that the
+ * sort sees each distinct code once (a span merges many rows of the same
+ * few thousand values). */
+static int64_t merge_runs(struct run *runs, size_t n)
+{
+    if (n > 4096) {
+        size_t cap = 4096, used = 0;
+        struct run *t = NULL;
+        for (size_t i = 0; i <= n; i++) {
+            if (!t || (used + 1) * 2 > cap) { /* (re)build, doubling */
+                size_t ncap = t ? cap * 2 : cap;
+                struct run *nt = malloc(sizeof *nt * ncap);
+                if (!nt) {
+                    free(t);
+                    return -1;
+                }
+                for (size_t j = 0; j < ncap; j++)
+                    nt[j].code = STORE_NULL; /* NULL has no value count: the empty slot */
+                for (size_t j = 0; t && j < cap; j++)
+                    if (t[j].code != STORE_NULL) {
+                        size_t h = XXH3_64bits(&t[j].code, 8) & (ncap - 1);
+                        while (nt[h].code != STORE_NULL)
+                            h = (h + 1) & (ncap - 1);
+                        nt[h] = t[j];
+                    }
+                free(t);
+                t = nt;
+                cap = ncap;
+            }
+            if (i == n)
+                break;
+            size_t h = XXH3_64bits(&runs[i].code, 8) & (cap - 1);
+            while (t[h].code != STORE_NULL && t[h].code != runs[i].code)
+                h = (h + 1) & (cap - 1);
+            if (t[h].code == STORE_NULL) {
+                t[h] = runs[i];
+                used++;
+            } else {
+                t[h].rows += runs[i].rows;
+            }
+        }
+        n = 0;
+        for (size_t j = 0; j < cap; j++)
+            if (t[j].code != STORE_NULL)
+                runs[n++] = t[j];
+        free(t);
+    }
+    qsort(runs, n, sizeof *runs, cmp_run);
+    size_t out = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (out > 0 && runs[out - 1].code == runs[i].code)
+            runs[out - 1].rows += runs[i].rows;
+        else
+            runs[out++] = runs[i];
+    }
+    return (int64_t)out;
+}
+
+/* ---- Building a family ------------------------------------------------------------ */
+
+enum { BUILT = 0, SKIPPED = 1, FAILED = -1 };
+
+/* Value count k of the groups (group g = perm[start[g]..start[g+1])). */
+static int build_vc(const struct grouping *gr, int k, const uint32_t *perm, const uint32_t *start,
+                    uint32_t ng, uint16_t base, struct block_columns *bc, struct rows *out)
+{
+    const struct rows *src = gr->src;
+    int64_t *off = block_column_add(bc, base + STORE_ROLE_VC_OFFSETS, (uint16_t)k, FORMAT_I64, ng + 1);
+    size_t total = src->n ? (size_t)src->vc_off[k][src->n] : 0;
+    struct run *runs = malloc(sizeof *runs * (total + 1));
+    int64_t *codes = NULL, *rows = NULL;
+    if (!off || !runs)
+        goto fail;
+    /* Merge each group into runs[] after the previous groups' merged runs:
+     * merged output never outruns its input, so one buffer serves. */
+    size_t used = 0;
+    off[0] = 0;
+    for (uint32_t g = 0; g < ng; g++) {
+        size_t first = used;
+        for (uint32_t i = start[g]; i < start[g + 1]; i++) {
+            uint32_t r = perm[i];
+            for (int64_t j = src->vc_off[k][r]; j < src->vc_off[k][r + 1]; j++)
+                runs[used++] = (struct run){src->vc_codes[k][j], src->vc_rows[k][j]};
+        }
+        int64_t m = merge_runs(runs + first, used - first);
+        if (m < 0)
+            goto fail;
+        used = first + (size_t)m;
+        off[g + 1] = (int64_t)used;
+    }
+    codes = block_column_add(bc, base + STORE_ROLE_VC_VALUES, (uint16_t)k, FORMAT_I64, (uint32_t)used);
+    rows = codes ? block_column_add(bc, base + STORE_ROLE_VC_COUNTS, (uint16_t)k, FORMAT_I64, (uint32_t)used) : NULL;
+    if (!rows)
+        goto fail;
+    for (size_t j = 0; j < used; j++) {
+        codes[j] = runs[j].code;
+        rows[j] = runs[j].rows;
+    }
+    out->vc_off[k] = off;
+    out->vc_codes[k] = codes;
+    out->vc_rows[k] = rows;
+    free(runs);
+    return BUILT;
+fail:
+    free(runs);
+    return FAILED;
+}
+
+static int build_sums(const struct sql_view *v, const struct store_column_type *types,
+                      const struct grouping *gr, const uint32_t *perm, const uint32_t *start,
+                      uint32_t ng, uint16_t base, struct block_columns *bc, struct rows *out)
+{
+    const struct rows *src = gr->src;
+    for (int k = 0; k < v->nsums; k++) {
+        bool real = types[v->sums[k].fact_column].type == STORE_TYPE_FLOAT;
+        void *a = block_column_add(bc, base + STORE_ROLE_SUM, (uint16_t)k,
+                                   real ? FORMAT_F64 : FORMAT_I128, ng);
+        if (!a)
+            return FAILED;
+        out->sums[k] = a;
+        for (uint32_t g = 0; g < ng; g++) {
+            __int128 exact = 0, one;
+            double sum = 0;
+            for (uint32_t i = start[g]; i < start[g + 1]; i++) {
+                if (real) {
+                    sum += ((const double *)src->sums[k])[perm[i]];
+                    continue;
+                }
+                memcpy(&one, (const char *)src->sums[k] + 16 * (size_t)perm[i], 16);
+                if (__builtin_add_overflow(exact, one, &exact))
+                    return SKIPPED;
+            }
+            if (real)
+                ((double *)a)[g] = sum;
+            else
+                memcpy((char *)a + 16 * (size_t)g, &exact, 16);
+        }
+    }
+    return BUILT;
+}
+
+/* Builds one family from src into bc; *out points at its columns. */
+static int build_family(const struct sql_view *v, const struct store_column_type *types,
+                        const struct grouping *gr, const struct rows *cells, uint16_t base,
+                        struct block_columns *bc, struct rows *out)
+{
+    uint32_t ncells = cells->n;
+    const int64_t *const *cell_off = (const int64_t *const *)cells->vc_off;
+    const struct rows *src = gr->src;
+    memset(out, 0, sizeof *out);
+    uint32_t *perm = malloc(sizeof *perm * (src->n + 1));
+    uint32_t *start = malloc(sizeof *start * (src->n + 1)), ng = 0;
+    int rc = FAILED;
+    if (!perm || !start || rows_alloc(v, out))
+        goto done;
+    for (uint32_t i = 0; i < src->n; i++)
+        perm[i] = i;
+    qsort_r(perm, src->n, sizeof *perm, cmp_in_group_order, (void *)gr);
+    for (uint32_t i = 0; i < src->n; i++)
+        if (i == 0 || !same_group(gr, perm[i - 1], perm[i]))
+            start[ng++] = i;
+    start[ng] = src->n;
+    rc = SKIPPED;
+    if (gr->key >= 0 && (uint64_t)ng * 2 > ncells)
+        goto done;
+    out->n = ng;
+    rc = FAILED;
+    int64_t *bucket = block_column_add(bc, base + STORE_ROLE_BUCKET, 0, FORMAT_I64, ng);
+    if (!bucket)
+        goto done;
+    out->bucket = bucket;
+    for (uint32_t g = 0; g < ng; g++)
+        bucket[g] = gr->span ? 0 : src->bucket[perm[start[g]]];
+    if (!gr->span && block_add_bucket_starts(bc, base + STORE_ROLE_BUCKET, bucket, ng))
+        goto done;
+    if (gr->key >= 0) {
+        int64_t *key = block_column_add(bc, base + STORE_ROLE_KEY, (uint16_t)gr->key, FORMAT_I64, ng);
+        if (!key)
+            goto done;
+        out->keys[gr->key] = key;
+        for (uint32_t g = 0; g < ng; g++)
+            key[g] = src->keys[gr->key][perm[start[g]]];
+    }
+    for (int k = 0; k < v->ncounts; k++) {
+        int64_t *a = block_column_add(bc, base + STORE_ROLE_COUNT, (uint16_t)k, FORMAT_I64, ng);
+        if (!a)
+            goto done;
+        out->counts[k] = a;
+        for (uint32_t g = 0; g < ng; g++) {
+            a[g] = 0;
+            for (uint32_t i = start[g]; i < start[g + 1]; i++)
+                a[g] += src->counts[k][perm[i]]; /* cell counts are rows of one segment: no overflow */
+        }
+    }
+    if ((rc = build_sums(v, types, gr, perm, start, ng, base, bc, out)) != BUILT)
+        goto done;
+    /* A marginal's value counts can cost as much as the cells' (a zone's
+     * fares over a day are nearly as many runs as its cells'): then the
+     * family keeps its counts and sums and leaves the value counts out. */
+    int before_vcs = bc->ncols;
+    bool vcs = src->has_vcs;
+    for (int k = 0; vcs && k < v->nvalue_counts; k++) {
+        if ((rc = build_vc(gr, k, perm, start, ng, base, bc, out)) != BUILT)
+            goto done;
+        vcs = gr->key < 0 || (uint64_t)out->vc_off[k][ng] * 2 <= (uint64_t)cell_off[k][ncells];
+    }
+    if (!vcs) {
+        truncate_columns(bc, before_vcs);
+        for (int k = 0; k < v->nvalue_counts; k++)
+            out->vc_off[k] = out->vc_codes[k] = out->vc_rows[k] = NULL;
+    }
+    out->has_vcs = vcs;
+    rc = BUILT;
+done:
+    free(perm);
+    free(start);
+    return rc;
+}
+
+/* One family, kept only when built; *built tells which. */
+static int add_family(const struct sql_view *v, const struct store_column_type *types,
+                      const struct grouping *gr, const struct rows *cells, struct block_columns *bc,
+                      struct rows *out, bool *built)
+{
+    int ncols = bc->ncols;
+    int rc = build_family(v, types, gr, cells, store_rollup_base(gr->span, gr->key), bc, out);
+    *built = rc == BUILT;
+    if (rc != BUILT)
+        truncate_columns(bc, ncols);
+    return rc == FAILED ? -1 : 0;
+}
+
+int rollup_build(const struct sql_view *v, const struct store_column_type *types, int width,
+                 struct block_columns *bc, uint32_t ncells)
+{
+    int nkeys = v->ncell_keys < STORE_ROLLUP_MAX_KEYS ? v->ncell_keys : STORE_ROLLUP_MAX_KEYS;
+    bool spans = width == v->nwidths - 1;
+    struct rows cells = {0}, bucket_rows = {0}, span_rows = {0};
+    bool built;
+    int rc = cell_rows(v, bc, ncells, &cells);
+    /* Totals, then a span total from them. */
+    struct grouping per_bucket = {&cells, false, -1};
+    if (rc == 0)
+        rc = add_family(v, types, &per_bucket, &cells, bc, &bucket_rows, &built);
+    if (rc == 0 && spans) {
+        struct grouping whole = {built && bucket_rows.has_vcs ? &bucket_rows : &cells, true, -1};
+        rc = add_family(v, types, &whole, &cells, bc, &span_rows, &built);
+    }
+    rows_free(&bucket_rows);
+    rows_free(&span_rows);
+    /* Marginals by one key, per bucket (a view of one key has its cells
+     * for that) and over the span. */
+    for (int k = 0; rc == 0 && k < nkeys; k++) {
+        struct grouping by_key = {&cells, false, k};
+        built = false;
+        if (nkeys > 1)
+            rc = add_family(v, types, &by_key, &cells, bc, &bucket_rows, &built);
+        struct grouping whole = {built && bucket_rows.has_vcs ? &bucket_rows : &cells, true, k};
+        if (rc == 0 && spans)
+            rc = add_family(v, types, &whole, &cells, bc, &span_rows, &built);
+        rows_free(&bucket_rows);
+        rows_free(&span_rows);
+    }
+    rows_free(&cells);
+    return rc;
+}
