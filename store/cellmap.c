@@ -249,6 +249,33 @@ int cellmap_apply(struct cellmap *m, uint32_t bucket, const struct store_delta *
     return 0;
 }
 
+int cellmap_merge(struct cellmap *base, const struct cellmap *overlay, struct store_error *err)
+{
+    const struct sql_view *v = base->view;
+    for (uint32_t i = 0; i < overlay->nslots; i++) {
+        const struct cell *o = overlay->slots[i];
+        if (!o)
+            continue;
+        struct cell *c = find_or_add(base, o->bucket, o->keys);
+        if (!c)
+            return store_fail(err, "out of memory");
+        for (int k = 0; k < v->ncounts; k++)
+            if (__builtin_add_overflow(c->counts[k], o->counts[k], &c->counts[k]))
+                return store_fail(err, "a count of view \"%s\" overflowed", v->name);
+        for (int k = 0; k < v->nsums; k++) {
+            c->sums[k].real += o->sums[k].real;
+            if (__builtin_add_overflow(c->sums[k].exact, o->sums[k].exact, &c->sums[k].exact))
+                return store_fail(err, "a sum of view \"%s\" overflowed 128 bits", v->name);
+        }
+        for (int k = 0; k < v->nvalue_counts; k++)
+            for (uint32_t j = 0; j < o->vcs[k].n; j++)
+                if (runs_add(base, &c->vcs[k], o->vcs[k].codes[j], o->vcs[k].rows[j], err))
+                    return -1;
+    }
+    base->dirty = true;
+    return 0;
+}
+
 /* ---- Encoding ----------------------------------------------------------------- */
 
 static int cell_cmp(const void *a, const void *b, void *nkeys)

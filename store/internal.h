@@ -119,6 +119,8 @@ struct cellmap {
     uint32_t nslots, ncells;
     size_t bytes;              /* approximate heap held */
     bool dirty;
+    bool overlay;              /* holds only this batch's deltas: the stored
+                                  block is not loaded (cellmap_merge) */
     uint64_t last_used;
     struct cellmap *next;      /* in the cache's chain */
 };
@@ -132,6 +134,10 @@ int cellmap_load(struct cellmap *m, const void *block, size_t len, struct store_
  * into a malloc'd array; NULL with err when missing, misshapen or corrupt. */
 void *store_decode_column(const struct format_block *b, uint16_t role, uint16_t index,
                           enum format_type type, uint32_t n, struct store_error *err);
+/* Adds every cell of an overlay (counts, sums and runs that may be
+ * negative) into the base, which then holds both; -1 on overflow or out of
+ * memory. */
+int cellmap_merge(struct cellmap *base, const struct cellmap *overlay, struct store_error *err);
 /* Adds a delta to the cell at bucket index b, creating it. */
 int cellmap_apply(struct cellmap *m, uint32_t bucket, const struct store_delta *d,
                   struct store_error *err);

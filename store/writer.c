@@ -3,12 +3,26 @@
  *
  * Everything a batch changes is held in memory until store_commit: decoded
  * segments (cellmaps) in a cache, value-dictionary deltas, new dictionary
- * entries and projection operations in order. The LMDB write transaction
- * exists only inside store_commit, which writes it all with the position and
- * commits once: a source transaction is either wholly in the store or not
- * at all, and so is the position that says so. When the map is full the
- * transaction is aborted, the map doubled and the commit retried from the
- * same pending state. */
+ * entries and projection operations in order. store_commit writes it all
+ * with the position in one LMDB write transaction and commits once: a source
+ * transaction is either wholly in the store or not at all, and so is the
+ * position that says so. When the map is full the transaction is aborted,
+ * the map doubled and the commit retried from the same pending state.
+ *
+ * A segment not already decoded is not decoded to take a delta: the deltas
+ * collect in an overlay (a cellmap of this batch's changes only), merged
+ * with the stored block when the segment is written. A batch touching every
+ * segment (one UPDATE of a million rows spread over six months) then holds
+ * the cells it changed, not every cell of the store.
+ *
+ * A batch still too big for memory spills: past twice the cache budget, the
+ * least recently used segments are merged, encoded into the batch's write
+ * transaction, opened early and committed by store_commit, and freed;
+ * touched again, they start a new overlay merged with what that
+ * transaction holds. Readers still see the batch whole or not at all.
+ * The map is grown before the transaction opens, generously, because it
+ * cannot grow while the transaction is open: a map that fills up anyway
+ * fails the batch, which the caller replays from the stored position. */
 #include "store/bytemap.h"
 #include "store/internal.h"
 
@@ -35,6 +49,8 @@ struct pending {
     size_t nproj, proj_cap;
     bool *truncated;          /* per view: emptied in this batch */
     uint64_t clock;
+    size_t bytes;             /* decoded bytes of the segments held */
+    MDB_txn *txn;             /* the batch's write transaction, once it spilled */
 };
 
 int pending_new(struct store *s, struct store_error *err)
@@ -45,22 +61,40 @@ int pending_new(struct store *s, struct store_error *err)
     return 0;
 }
 
+static void forget_segment(struct pending *p, struct bytemap_entry *e)
+{
+    struct cellmap *m = e->ptr;
+    p->bytes -= m->bytes < p->bytes ? m->bytes : p->bytes;
+    cellmap_free(m);
+    bytemap_remove(&p->segments, e);
+}
+
+/* The held bytes, counted afresh (encoding drops dead cells). */
+static void recount(struct pending *p)
+{
+    p->bytes = 0;
+    BYTEMAP_EACH(&p->segments, e)
+    p->bytes += ((struct cellmap *)e->ptr)->bytes;
+}
+
 static void drop_segments(struct pending *p, bool all)
 {
     BYTEMAP_EACH(&p->segments, e)
     {
-        struct cellmap *m = e->ptr;
-        if (all || m->dirty) {
-            cellmap_free(m);
-            bytemap_remove(&p->segments, e);
-        }
+        if (all || ((struct cellmap *)e->ptr)->dirty)
+            forget_segment(p, e);
     }
 }
 
 /* Forgets the batch: everything not yet committed. */
 static void pending_reset(struct pending *p, const struct sql_view_list *views)
 {
+    if (p->txn) {
+        mdb_txn_abort(p->txn);
+        p->txn = NULL;
+    }
     drop_segments(p, true);
+    p->bytes = 0;
     bytemap_clear(&p->values);
     BYTEMAP_EACH(&p->dict, e) free(e->ptr);
     bytemap_clear(&p->dict);
@@ -85,14 +119,7 @@ void pending_free(struct store *s)
 
 void store_set_cache_bytes(struct store *s, size_t bytes) { s->cache_bytes = bytes; }
 
-size_t store_cached_bytes(struct store *s)
-{
-    size_t bytes = 0;
-    if (s->pending)
-        BYTEMAP_EACH(&s->pending->segments, e)
-    bytes += ((struct cellmap *)e->ptr)->bytes;
-    return bytes;
-}
+size_t store_cached_bytes(struct store *s) { return s->pending ? s->pending->bytes : 0; }
 
 static int need_writer(struct store *s, struct store_error *err)
 {
@@ -123,20 +150,24 @@ int64_t store_span_start(const struct sql_view *v, int width, int64_t bucket)
 
 /* ---- Segments ---------------------------------------------------------------------- */
 
+/* Loads a segment as this batch last left it: from the batch's own write
+ * transaction once it spilled (it sees its writes), else from the store. */
 static int load_segment(struct store *s, struct cellmap *m, const uint8_t key[SEG_KEY_BYTES],
-                        struct store_error *err)
+                        bool *found, struct store_error *err)
 {
-    MDB_txn *txn;
-    if (store_txn_begin(s, MDB_RDONLY, &txn, err))
+    MDB_txn *txn = s->pending->txn;
+    if (!txn && store_txn_begin(s, MDB_RDONLY, &txn, err))
         return -1;
     MDB_val k = {SEG_KEY_BYTES, (void *)key}, v;
     int rc = mdb_get(txn, s->seg, &k, &v);
     int ret = 0;
+    *found = rc == 0;
     if (rc == 0)
         ret = cellmap_load(m, v.mv_data, v.mv_size, err);
     else if (rc != MDB_NOTFOUND)
         ret = store_lmdb_error(err, rc, "reading a segment");
-    mdb_txn_abort(txn);
+    if (txn != s->pending->txn)
+        mdb_txn_abort(txn);
     return ret;
 }
 
@@ -152,15 +183,18 @@ static struct cellmap *get_segment(struct store *s, int view, int width, int64_t
         return NULL;
     }
     if (!e->ptr) {
+        /* Not decoded: the batch's deltas collect in an overlay, merged
+         * with the stored block when it is written. A view emptied in this
+         * batch has nothing stored to merge with. */
         struct cellmap *m = cellmap_new(&s->views->views[view], s->types[view], view, width, span);
-        if (!m || (!p->truncated[view] && load_segment(s, m, key, err))) {
-            if (!m)
-                store_fail(err, "out of memory");
-            cellmap_free(m);
+        if (!m) {
+            store_fail(err, "out of memory");
             bytemap_remove(&p->segments, e);
             return NULL;
         }
+        m->overlay = !p->truncated[view];
         e->ptr = m;
+        p->bytes += m->bytes;
     }
     struct cellmap *m = e->ptr;
     m->last_used = ++p->clock;
@@ -181,21 +215,31 @@ static int add_value_deltas(struct pending *p, const struct store_delta *d,
     return 0;
 }
 
+static int spill(struct store *s, struct store_error *err);
+static int truncate_in_txn(struct store *s, MDB_txn *txn, struct store_error *err);
+
 int store_apply(struct store *s, const struct store_delta *d, struct store_error *err)
 {
     if (need_writer(s, err))
         return -1;
     if (d->view < 0 || d->view >= s->views->nviews)
         return store_fail(err, "view %d does not exist", d->view);
+    struct pending *p = s->pending;
+    if (p->bytes > 2 * s->cache_bytes && spill(s, err))
+        return -1;
     const struct sql_view *v = &s->views->views[d->view];
     for (int w = 0; w < v->nwidths; w++) {
         int64_t bucket = bucket_of(v, w, d->time);
         int64_t span = store_span_start(v, w, bucket);
         struct cellmap *m = get_segment(s, d->view, w, span, err);
-        if (!m || cellmap_apply(m, (uint32_t)((bucket - span) / v->widths[w]), d, err))
+        if (!m)
             return -1;
+        size_t before = m->bytes;
+        if (cellmap_apply(m, (uint32_t)((bucket - span) / v->widths[w]), d, err))
+            return -1;
+        p->bytes += m->bytes - before;
     }
-    return add_value_deltas(s->pending, d, err);
+    return add_value_deltas(p, d, err);
 }
 
 int store_truncate_view(struct store *s, int view, struct store_error *err)
@@ -207,11 +251,8 @@ int store_truncate_view(struct store *s, int view, struct store_error *err)
     struct pending *p = s->pending;
     BYTEMAP_EACH(&p->segments, e)
     {
-        struct cellmap *m = e->ptr;
-        if (m->view_index == view) {
-            cellmap_free(m);
-            bytemap_remove(&p->segments, e);
-        }
+        if (((struct cellmap *)e->ptr)->view_index == view)
+            forget_segment(p, e);
     }
     BYTEMAP_EACH(&p->values, e)
     {
@@ -219,7 +260,7 @@ int store_truncate_view(struct store *s, int view, struct store_error *err)
             bytemap_remove(&p->values, e);
     }
     p->truncated[view] = true;
-    return 0;
+    return p->txn ? truncate_in_txn(s, p->txn, err) : 0;
 }
 
 /* ---- Dictionaries -------------------------------------------------------------------- */
@@ -395,6 +436,12 @@ struct encoded {
     size_t len;
 };
 
+static int materialize(struct store *s, struct bytemap_entry *e, struct store_error *err);
+static int spill_segment(struct store *s, struct bytemap_entry *e, struct store_error *err);
+
+/* Encodes every dirty segment, overlays merged with their stored blocks
+ * first. When the merged segments outgrow twice the cache budget, the rest
+ * go straight into the batch's transaction instead of being held. */
 static int encode_dirty(struct store *s, struct encoded **out, size_t *n,
                         struct store_error *err)
 {
@@ -405,21 +452,26 @@ static int encode_dirty(struct store *s, struct encoded **out, size_t *n,
     size_t k = 0;
     BYTEMAP_EACH(&p->segments, e)
     {
-        struct cellmap *m = e->ptr;
-        if (!m->dirty)
+        if (!((struct cellmap *)e->ptr)->dirty)
             continue;
-        memcpy(enc[k].key, e->key, SEG_KEY_BYTES);
-        if (cellmap_encode(m, &enc[k].block, &enc[k].len, err)) {
-            for (size_t i = 0; i < k; i++)
-                free(enc[i].block);
-            free(enc);
-            return -1;
+        if (p->bytes > 2 * s->cache_bytes) {
+            if (spill_segment(s, e, err)) /* it forgets e alone, or everything: leave */
+                goto fail;
+            continue;
         }
+        memcpy(enc[k].key, e->key, SEG_KEY_BYTES);
+        if (materialize(s, e, err) || cellmap_encode(e->ptr, &enc[k].block, &enc[k].len, err))
+            goto fail;
         k++;
     }
     *out = enc;
     *n = k;
     return 0;
+fail:
+    for (size_t i = 0; i < k; i++)
+        free(enc[i].block);
+    free(enc);
+    return -1;
 }
 
 static int write_values(struct store *s, MDB_txn *txn, struct store_error *err)
@@ -503,14 +555,15 @@ static int write_segments(struct store *s, MDB_txn *txn, const struct encoded *e
     return 0;
 }
 
-/* One attempt at the write transaction. Each step returns 0, an LMDB code,
- * or -1 with err set. Returns 0, MDB_MAP_FULL to retry after growing the map,
- * or -1 with err. */
+/* One attempt at the write transaction: the batch's own when it spilled.
+ * Each step returns 0, an LMDB code, or -1 with err set. Returns 0,
+ * MDB_MAP_FULL to retry after growing the map, or -1 with err. */
 static int write_batch(struct store *s, const struct encoded *enc, size_t n,
                        const struct store_position *pos, struct store_error *err)
 {
-    MDB_txn *txn;
-    if (store_txn_begin(s, 0, &txn, err))
+    MDB_txn *txn = s->pending->txn;
+    s->pending->txn = NULL; /* committed or aborted below, either way */
+    if (!txn && store_txn_begin(s, 0, &txn, err))
         return -1;
     int rc = write_segments(s, txn, enc, n);
     if (!rc)
@@ -545,25 +598,148 @@ static int grow_map(struct store *s, struct store_error *err)
     return 0;
 }
 
-/* Keeps the decoded segments under the cache budget, oldest first. */
+/* The least recently used segment held, only among clean ones unless
+ * dirty too; NULL when there is none. */
+static struct bytemap_entry *oldest_segment(struct pending *p, bool dirty_too)
+{
+    struct bytemap_entry *oldest = NULL;
+    BYTEMAP_EACH(&p->segments, e)
+    {
+        struct cellmap *m = e->ptr;
+        if ((dirty_too || !m->dirty) &&
+            (!oldest || m->last_used < ((struct cellmap *)oldest->ptr)->last_used))
+            oldest = e;
+    }
+    return oldest;
+}
+
+/* Keeps the clean decoded segments under the cache budget, oldest first. */
 static void evict(struct store *s)
 {
+    struct bytemap_entry *e;
+    while (s->pending->bytes > s->cache_bytes && (e = oldest_segment(s->pending, false)))
+        forget_segment(s->pending, e);
+}
+
+/* A batch that wrote into its transaction and then failed cannot be
+ * retried in place: its spilled segments went with the transaction. */
+static int batch_lost(struct store *s, int rc, struct store_error *err)
+{
     struct pending *p = s->pending;
-    for (;;) {
-        size_t bytes = 0;
-        struct bytemap_entry *oldest = NULL;
-        BYTEMAP_EACH(&p->segments, e)
-        {
-            struct cellmap *m = e->ptr;
-            bytes += m->bytes;
-            if (!oldest || m->last_used < ((struct cellmap *)oldest->ptr)->last_used)
-                oldest = e;
-        }
-        if (bytes <= s->cache_bytes || !oldest)
-            return;
-        cellmap_free(oldest->ptr);
-        bytemap_remove(&p->segments, oldest);
+    if (p->txn) {
+        mdb_txn_abort(p->txn);
+        p->txn = NULL;
     }
+    pending_reset(p, s->views);
+    if (rc == MDB_MAP_FULL) {
+        if (grow_map(s, err))
+            return -1;
+        return store_fail(err, "the store's map filled up during a large batch; it has grown "
+                               "to %zu MiB and the batch must be applied again from the stored "
+                               "position (restart straum-ingest)", s->map_size >> 20);
+    }
+    return rc == -1 ? -1 : store_lmdb_error(err, rc, "writing a large batch");
+}
+
+static int truncate_in_txn(struct store *s, MDB_txn *txn, struct store_error *err)
+{
+    for (int v = 0; v < s->views->nviews; v++) {
+        if (!s->pending->truncated[v])
+            continue;
+        uint8_t prefix[2];
+        put_u16be(prefix, (uint16_t)v);
+        int rc = delete_prefix(txn, s->seg, prefix, 2);
+        if (!rc)
+            rc = delete_prefix(txn, s->values, prefix, 2);
+        if (rc)
+            return batch_lost(s, rc, err);
+        s->pending->truncated[v] = false; /* done: the transaction holds it */
+    }
+    return 0;
+}
+
+/* Opens the batch's write transaction, the map first grown to twice what
+ * the store uses plus 1 GiB (address space only: the file grows as pages
+ * are written), because an open transaction cannot grow it. */
+static int open_batch_txn(struct store *s, struct store_error *err)
+{
+    MDB_envinfo info;
+    MDB_stat st;
+    if (mdb_env_info(s->env, &info) || mdb_env_stat(s->env, &st))
+        return store_fail(err, "reading the store's size failed");
+    size_t want = 2 * (size_t)(info.me_last_pgno + 1) * st.ms_psize + ((size_t)1 << 30);
+    while (s->map_size < want && s->map_size < s->max_map_size)
+        if (grow_map(s, err))
+            return -1;
+    if (store_txn_begin(s, 0, &s->pending->txn, err))
+        return -1;
+    return truncate_in_txn(s, s->pending->txn, err);
+}
+
+/* Turns an overlay into the whole segment: the stored block as this batch
+ * last left it, plus the overlay's deltas. */
+static int materialize(struct store *s, struct bytemap_entry *e, struct store_error *err)
+{
+    struct pending *p = s->pending;
+    struct cellmap *o = e->ptr;
+    if (!o->overlay)
+        return 0;
+    struct cellmap *m = cellmap_new(o->view, o->types, o->view_index, o->width, o->span_start);
+    bool found;
+    if (!m)
+        return store_fail(err, "out of memory");
+    if (load_segment(s, m, e->key, &found, err)) {
+        cellmap_free(m);
+        return -1;
+    }
+    if (!found) { /* a new segment: the overlay is all of it */
+        cellmap_free(m);
+        o->overlay = false;
+        return 0;
+    }
+    if (cellmap_merge(m, o, err)) {
+        cellmap_free(m);
+        return -1;
+    }
+    m->last_used = o->last_used;
+    p->bytes += m->bytes;
+    p->bytes -= o->bytes < p->bytes ? o->bytes : p->bytes;
+    cellmap_free(o);
+    e->ptr = m;
+    return 0;
+}
+
+/* Writes one dirty segment into the batch's transaction and forgets it. */
+static int spill_segment(struct store *s, struct bytemap_entry *e, struct store_error *err)
+{
+    struct pending *p = s->pending;
+    if (!p->txn && open_batch_txn(s, err))
+        return -1;
+    void *block;
+    size_t len;
+    if (materialize(s, e, err) || cellmap_encode(e->ptr, &block, &len, err))
+        return batch_lost(s, -1, err);
+    MDB_val k = {SEG_KEY_BYTES, e->key}, v = {len, block};
+    int rc = len ? mdb_put(p->txn, s->seg, &k, &v, 0) : mdb_del(p->txn, s->seg, &k, NULL);
+    free(block);
+    if (rc && rc != MDB_NOTFOUND)
+        return batch_lost(s, rc, err);
+    forget_segment(p, e);
+    return 0;
+}
+
+/* Writes the least recently used segments into the batch's transaction
+ * until what is held fits the cache budget: clean ones are dropped first,
+ * they are in the store already. */
+static int spill(struct store *s, struct store_error *err)
+{
+    struct pending *p = s->pending;
+    evict(s);
+    struct bytemap_entry *e;
+    while (p->bytes > s->cache_bytes && (e = oldest_segment(p, true)))
+        if (spill_segment(s, e, err))
+            return -1;
+    return 0;
 }
 
 int store_commit(struct store *s, const struct store_position *pos, struct store_error *err)
@@ -572,19 +748,28 @@ int store_commit(struct store *s, const struct store_position *pos, struct store
         return -1;
     struct encoded *enc = NULL;
     size_t n = 0;
+    struct pending *p = s->pending;
     int rc = encode_dirty(s, &enc, &n, err);
-    while (rc == 0 && (rc = write_batch(s, enc, n, pos, err)) == MDB_MAP_FULL)
+    bool spilled = p->txn != NULL; /* a retry would lose what went into it */
+    while (rc == 0 && (rc = write_batch(s, enc, n, pos, err)) == MDB_MAP_FULL && !spilled)
         rc = grow_map(s, err);
     for (size_t i = 0; i < n; i++)
         free(enc[i].block);
     free(enc);
-    struct pending *p = s->pending;
+    if (rc == MDB_MAP_FULL)
+        return batch_lost(s, rc, err);
     if (rc) {
         pending_reset(p, s->views); /* the cached cells no longer match the store */
         return -1;
     }
     BYTEMAP_EACH(&p->segments, e)
-    ((struct cellmap *)e->ptr)->dirty = false;
+    {
+        struct cellmap *m = e->ptr;
+        if (m->overlay) /* never applied to: nothing to keep */
+            forget_segment(p, e);
+        else
+            m->dirty = false;
+    }
     bytemap_clear(&p->values);
     BYTEMAP_EACH(&p->dict, e) free(e->ptr);
     bytemap_clear(&p->dict);
@@ -592,6 +777,7 @@ int store_commit(struct store *s, const struct store_position *pos, struct store
         free(p->proj[i].row);
     p->nproj = 0;
     memset(p->truncated, 0, (size_t)s->views->nviews);
+    recount(p);
     evict(s);
     return 0;
 }

@@ -264,6 +264,63 @@ Test(store_model, random_batches_equal_the_model)
     fixture_remove(dir);
 }
 
+/* A batch bigger than the cache budget spills segments into its write
+ * transaction (store/writer.c): readers see none of it before the commit,
+ * a rollback forgets all of it, and the commit lands all of it. */
+Test(store_model, a_spilled_batch_is_whole_or_nothing)
+{
+    char dir[64];
+    struct store *s = fixture_create(dir);
+    struct store_error err;
+    enum { BEFORE = 300, BATCH = 1200 };
+    struct ride *rides = calloc(BEFORE + BATCH, sizeof *rides);
+    uint64_t rng = 99;
+    for (int i = 0; i < BEFORE; i++) {
+        rides[i] = fixture_ride(&rng);
+        fixture_apply(s, &rides[i], +1);
+    }
+    cr_assert_eq(store_commit(s, &(struct store_position){.lsn = 1}, &err), 0, "%s", err.message);
+    store_set_cache_bytes(s, 16 << 10); /* every few rows spill */
+    for (int round = 0; round < 2; round++) {
+        /* Delete a third of the committed rows, insert a new batch over
+         * the same two weeks (every segment), truncate nothing. */
+        for (int i = 0; i < BEFORE; i += 3)
+            fixture_apply(s, &rides[i], -1);
+        for (int i = BEFORE; i < BEFORE + BATCH; i++) {
+            rides[i] = fixture_ride(&rng);
+            fixture_apply(s, &rides[i], +1);
+        }
+        cr_assert_gt(store_cached_bytes(s), 0);
+        compare(s, rides, BEFORE, "a spilled batch before its commit");
+        if (round == 0) {
+            store_rollback(s);
+            compare(s, rides, BEFORE, "after a spilled batch rolled back");
+            continue;
+        }
+        cr_assert_eq(store_commit(s, &(struct store_position){.lsn = 2}, &err), 0, "%s",
+                     err.message);
+    }
+    int n = 0;
+    for (int i = 0; i < BEFORE + BATCH; i++)
+        if (i >= BEFORE || i % 3 != 0)
+            rides[n++] = rides[i];
+    compare(s, rides, n, "after the spilled batch committed");
+    /* A truncate inside a batch that already spilled. */
+    for (int i = 0; i < 400; i++)
+        fixture_apply(s, &rides[i], -1);
+    for (int v = 0; v < store_views(s)->nviews; v++)
+        cr_assert_eq(store_truncate_view(s, v, &err), 0, "%s", err.message);
+    for (int i = 0; i < 500; i++) {
+        rides[i] = fixture_ride(&rng);
+        fixture_apply(s, &rides[i], +1);
+    }
+    cr_assert_eq(store_commit(s, &(struct store_position){.lsn = 3}, &err), 0, "%s", err.message);
+    compare(s, rides, 500, "after a truncate in a spilled batch");
+    store_close(s);
+    free(rides);
+    fixture_remove(dir);
+}
+
 struct walk {
     int64_t codes[4096], rows[4096];
     int n;
