@@ -533,7 +533,9 @@ static int write_projections(struct store *s, MDB_txn *txn)
     return 0;
 }
 
-static int write_segments(struct store *s, MDB_txn *txn, const struct encoded *enc, size_t n)
+/* Empties, in txn, the segments and values of the views truncated in this
+ * batch (an LMDB code). */
+static int delete_truncated(struct store *s, MDB_txn *txn)
 {
     for (int v = 0; v < s->views->nviews; v++) {
         if (!s->pending->truncated[v])
@@ -546,9 +548,17 @@ static int write_segments(struct store *s, MDB_txn *txn, const struct encoded *e
         if (rc)
             return rc;
     }
+    return 0;
+}
+
+static int write_segments(struct store *s, MDB_txn *txn, const struct encoded *enc, size_t n)
+{
+    int rc = delete_truncated(s, txn);
+    if (rc)
+        return rc;
     for (size_t i = 0; i < n; i++) {
         MDB_val k = {SEG_KEY_BYTES, (void *)enc[i].key}, v = {enc[i].len, enc[i].block};
-        int rc = enc[i].block ? mdb_put(txn, s->seg, &k, &v, 0) : mdb_del(txn, s->seg, &k, NULL);
+        rc = enc[i].block ? mdb_put(txn, s->seg, &k, &v, 0) : mdb_del(txn, s->seg, &k, NULL);
         if (rc && rc != MDB_NOTFOUND)
             return rc;
     }
@@ -643,18 +653,10 @@ static int batch_lost(struct store *s, int rc, struct store_error *err)
 
 static int truncate_in_txn(struct store *s, MDB_txn *txn, struct store_error *err)
 {
-    for (int v = 0; v < s->views->nviews; v++) {
-        if (!s->pending->truncated[v])
-            continue;
-        uint8_t prefix[2];
-        put_u16be(prefix, (uint16_t)v);
-        int rc = delete_prefix(txn, s->seg, prefix, 2);
-        if (!rc)
-            rc = delete_prefix(txn, s->values, prefix, 2);
-        if (rc)
-            return batch_lost(s, rc, err);
-        s->pending->truncated[v] = false; /* done: the transaction holds it */
-    }
+    int rc = delete_truncated(s, txn);
+    if (rc)
+        return batch_lost(s, rc, err);
+    memset(s->pending->truncated, 0, (size_t)s->views->nviews); /* the transaction holds it */
     return 0;
 }
 
