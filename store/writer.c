@@ -26,6 +26,7 @@
 #include "store/bytemap.h"
 #include "store/internal.h"
 
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
@@ -440,8 +441,8 @@ static int materialize(struct store *s, struct bytemap_entry *e, struct store_er
 static int spill_segment(struct store *s, struct bytemap_entry *e, struct store_error *err);
 
 /* Encodes every dirty segment, overlays merged with their stored blocks
- * first. When the merged segments outgrow twice the cache budget, the rest
- * go straight into the batch's transaction instead of being held. */
+ * first. When the merged segments outgrow the cache budget, the rest go
+ * straight into the batch's transaction instead of being held. */
 static int encode_dirty(struct store *s, struct encoded **out, size_t *n,
                         struct store_error *err)
 {
@@ -454,7 +455,7 @@ static int encode_dirty(struct store *s, struct encoded **out, size_t *n,
     {
         if (!((struct cellmap *)e->ptr)->dirty)
             continue;
-        if (p->bytes > 2 * s->cache_bytes) {
+        if (p->bytes > s->cache_bytes) {
             if (spill_segment(s, e, err)) /* it forgets e alone, or everything: leave */
                 goto fail;
             continue;
@@ -781,6 +782,11 @@ int store_commit(struct store *s, const struct store_position *pos, struct store
     memset(p->truncated, 0, (size_t)s->views->nviews);
     recount(p);
     evict(s);
+    /* A batch that spilled went through hundreds of MiB of decoded and
+     * encoded segments; malloc would keep them for the next one, and a
+     * follower then idles at that size. Give them back. */
+    if (spilled)
+        malloc_trim(0);
     return 0;
 }
 
