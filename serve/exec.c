@@ -344,22 +344,22 @@ static int rows_by_bucket(const struct store_segment *s, int base, uint32_t n, i
 
 /* The rows in range from the family's bucket starts: the bucket column is
  * not read at all, each row's bucket follows from the starts. */
-static int rows_by_starts(const struct store_segment *s, int base, uint32_t n, int64_t width,
-                          int64_t from, int64_t to, struct seg_columns *c, uint32_t *first,
-                          uint32_t *m, struct ask_error *err)
+static int rows_by_starts(const struct store_segment *s, int base, uint32_t n, int span,
+                          int64_t width, int64_t from, int64_t to, struct seg_columns *c,
+                          uint32_t *first, uint32_t *m, struct ask_error *err)
 {
     int64_t *starts = column(s, (uint16_t)(base + STORE_ROLE_BUCKET), 1, FORMAT_I64,
-                             STORE_SPAN_BUCKETS + 1, 0, STORE_SPAN_BUCKETS + 1, err);
+                             (uint32_t)span + 1, 0, (uint32_t)span + 1, err);
     if (!starts)
         return -1;
-    bool sane = starts[0] == 0 && starts[STORE_SPAN_BUCKETS] == n;
-    for (int b = 0; b < STORE_SPAN_BUCKETS && sane; b++)
+    bool sane = starts[0] == 0 && starts[span] == n;
+    for (int b = 0; b < span && sane; b++)
         sane = starts[b] <= starts[b + 1];
     /* Bucket indexes [bf, bt) lie in [from, to). */
     int bf = 0, bt = 0;
-    while (bf < STORE_SPAN_BUCKETS && s->span_start + bf * width < from)
+    while (bf < span && s->span_start + bf * width < from)
         bf++;
-    for (bt = bf; bt < STORE_SPAN_BUCKETS && s->span_start + bt * width < to;)
+    for (bt = bf; bt < span && s->span_start + bt * width < to;)
         bt++;
     *first = sane ? (uint32_t)starts[bf] : 0;
     *m = sane ? (uint32_t)(starts[bt] - starts[bf]) : 0;
@@ -378,7 +378,7 @@ static int rows_by_starts(const struct store_segment *s, int base, uint32_t n, i
  * rollup's (n its rows, holding only the key it did not roll away), for
  * the rows whose bucket lies in [from, to) only. */
 static int seg_load(struct exec *x, const struct store_segment *s, int base, uint32_t n,
-                    int64_t width, int64_t from, int64_t to, struct seg_columns *c,
+                    int span, int64_t width, int64_t from, int64_t to, struct seg_columns *c,
                     struct ask_error *err)
 {
     const struct sql_view *v = x->v;
@@ -392,7 +392,7 @@ static int seg_load(struct exec *x, const struct store_segment *s, int base, uin
         return ask_fail(err, 500, "internal", "out of memory");
     uint32_t first = 0, m = 0;
     int rc = format_block_find(&s->block, (uint16_t)(base + STORE_ROLE_BUCKET), 1) >= 0
-                 ? rows_by_starts(s, base, n, width, from, to, c, &first, &m, err)
+                 ? rows_by_starts(s, base, n, span, width, from, to, c, &first, &m, err)
                  : rows_by_bucket(s, base, n, width, from, to, c, &first, &m, err);
     if (rc)
         return -1;
@@ -558,13 +558,13 @@ static int64_t now_us(void)
  * counts it needs, over the whole span when the range holds the span and
  * the ask does not group by bucket, else per bucket. Returns its role base
  * and row count; 0 for the cells. */
-static uint16_t pick_family(const struct exec *x, const struct store_segment *s, int64_t width,
-                            int64_t from, int64_t to, uint32_t *n)
+static uint16_t pick_family(const struct exec *x, const struct store_segment *s, int span,
+                            int64_t width, int64_t from, int64_t to, uint32_t *n)
 {
     *n = s->block.info.ncells;
     if (x->read_key < -1 || x->read_key >= STORE_ROLLUP_MAX_KEYS || x->e->limits.cells_only)
         return 0;
-    int64_t span_end = s->span_start + STORE_SPAN_BUCKETS * width;
+    int64_t span_end = s->span_start + span * width;
     bool whole_span = !x->ask->group_by_bucket && s->span_start >= from && span_end <= to;
     for (int span = whole_span; span >= 0; span--) {
         uint16_t base = store_rollup_base(span, x->read_key);
@@ -583,13 +583,13 @@ static uint16_t pick_family(const struct exec *x, const struct store_segment *s,
     return 0;
 }
 
-static int scan_segment(struct exec *x, const struct store_segment *s, int64_t width, int64_t from,
-                        int64_t to, struct ask_error *err)
+static int scan_segment(struct exec *x, const struct store_segment *s, int span, int64_t width,
+                        int64_t from, int64_t to, struct ask_error *err)
 {
     struct seg_columns c = {0};
     uint32_t n;
-    uint16_t base = pick_family(x, s, width, from, to, &n);
-    int rc = seg_load(x, s, base, n, width, from, to, &c, err);
+    uint16_t base = pick_family(x, s, span, width, from, to, &n);
+    int rc = seg_load(x, s, base, n, span, width, from, to, &c, err);
     int64_t key[65];
     for (uint32_t i = 0; rc == 0 && i < c.n; i++) {
         int64_t bucket = s->span_start + c.bucket[i] * width;
@@ -620,7 +620,8 @@ static int scan_range(struct exec *x, int width, int64_t from, int64_t to, struc
         return ask_fail(err, 500, "corrupt_store", "%s", serr.message);
     int rc, got;
     for (rc = 0; rc == 0 && (got = store_segments_next(&it, &s, &serr)) == 1;) {
-        rc = scan_segment(x, &s, x->v->widths[width], from, to, err);
+        rc = scan_segment(x, &s, store_span_buckets(x->v, width), x->v->widths[width], from, to,
+                          err);
         if (rc == 0 && x->e->limits.max_ask_us > 0 &&
             now_us() - x->started_us > x->e->limits.max_ask_us)
             rc = ask_fail(err, 503, "ask_timeout", "the ask ran past its time limit of %lld ms",

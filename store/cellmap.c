@@ -354,7 +354,7 @@ static int build_columns(const struct cellmap *m, struct cell **cells, uint32_t 
         return -1;
     for (uint32_t i = 0; i < n; i++)
         bucket[i] = cells[i]->bucket;
-    if (block_add_bucket_starts(bc, STORE_ROLE_BUCKET, bucket, n))
+    if (block_add_bucket_starts(bc, STORE_ROLE_BUCKET, store_span_buckets(v, m->width), bucket, n))
         return -1;
     for (int k = 0; k < v->ncell_keys; k++) {
         int64_t *a = block_column_add(bc, STORE_ROLE_KEY, (uint16_t)k, FORMAT_I64, n);
@@ -576,7 +576,7 @@ static struct cell *load_cell(struct cellmap *m, const struct loaded_columns *lc
                               struct store_error *err)
 {
     const struct sql_view *v = m->view;
-    if (lc->bucket[i] < 0 || lc->bucket[i] >= STORE_SPAN_BUCKETS) {
+    if (lc->bucket[i] < 0 || lc->bucket[i] >= store_span_buckets(v, m->width)) {
         store_fail(err, "segment block has a bucket index %lld outside its span",
                    (long long)lc->bucket[i]);
         return NULL;

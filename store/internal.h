@@ -159,10 +159,10 @@ struct block_columns {
 void *block_column_add(struct block_columns *bc, uint16_t role, uint16_t index,
                        enum format_type type, uint32_t n);
 void block_columns_free(struct block_columns *bc);
-/* Adds (role, index 1): the first of the n rows of each bucket index 0..64,
- * from rows sorted by bucket index. */
-int block_add_bucket_starts(struct block_columns *bc, uint16_t role, const int64_t *bucket,
-                            uint32_t n);
+/* Adds (role, index 1): the first of the n rows of each bucket index
+ * 0..span, from rows sorted by bucket index. */
+int block_add_bucket_starts(struct block_columns *bc, uint16_t role, int span,
+                            const int64_t *bucket, uint32_t n);
 /* Appends the rollup families of the ncells cells already in bc (roles 1-7,
  * sorted by bucket then keys). -1 when out of memory. */
 int rollup_build(const struct sql_view *v, const struct store_column_type *types, int width,

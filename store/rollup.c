@@ -20,7 +20,9 @@
  *
  * Span families exist at the view's widest width only: serve covers a range
  * widest first, so a narrower width only ever serves an edge shorter than
- * one bucket of the next width, never a whole span of 64 buckets. They are
+ * one bucket of the next width, which is rarely a whole span (an hour edge
+ * is under a day, a span 64 hours; a day edge under a week, a span 8 days;
+ * where it is, serve folds bucket rows instead). They are
  * built from the bucket families when those exist: the merge then reads a
  * few hundred rows instead of every cell. */
 #include "store/internal.h"
@@ -78,14 +80,14 @@ static void *block_column_find(const struct block_columns *bc, uint16_t role, ui
     return NULL;
 }
 
-int block_add_bucket_starts(struct block_columns *bc, uint16_t role, const int64_t *bucket,
-                            uint32_t n)
+int block_add_bucket_starts(struct block_columns *bc, uint16_t role, int span,
+                            const int64_t *bucket, uint32_t n)
 {
-    int64_t *starts = block_column_add(bc, role, 1, FORMAT_I64, STORE_SPAN_BUCKETS + 1);
+    int64_t *starts = block_column_add(bc, role, 1, FORMAT_I64, (uint32_t)span + 1);
     if (!starts)
         return -1;
     uint32_t i = 0;
-    for (int b = 0; b <= STORE_SPAN_BUCKETS; b++) {
+    for (int b = 0; b <= span; b++) {
         while (i < n && bucket[i] < b)
             i++;
         starts[b] = i;
@@ -157,6 +159,7 @@ struct grouping {
     const struct rows *src;
     bool span; /* one group per key value over the span, not per bucket */
     int key;   /* -1: every key rolled away */
+    int span_buckets;
 };
 
 static int cmp_in_group_order(const void *pa, const void *pb, void *ctx)
@@ -362,7 +365,7 @@ static int build_family(const struct sql_view *v, const struct store_column_type
     out->bucket = bucket;
     for (uint32_t g = 0; g < ng; g++)
         bucket[g] = gr->span ? 0 : src->bucket[perm[start[g]]];
-    if (!gr->span && block_add_bucket_starts(bc, base + STORE_ROLE_BUCKET, bucket, ng))
+    if (!gr->span && block_add_bucket_starts(bc, base + STORE_ROLE_BUCKET, gr->span_buckets, bucket, ng))
         goto done;
     if (gr->key >= 0) {
         int64_t *key = block_column_add(bc, base + STORE_ROLE_KEY, (uint16_t)gr->key, FORMAT_I64, ng);
@@ -426,15 +429,16 @@ int rollup_build(const struct sql_view *v, const struct store_column_type *types
 {
     int nkeys = v->ncell_keys < STORE_ROLLUP_MAX_KEYS ? v->ncell_keys : STORE_ROLLUP_MAX_KEYS;
     bool spans = width == v->nwidths - 1;
+    int span_buckets = store_span_buckets(v, width);
     struct rows cells = {0}, bucket_rows = {0}, span_rows = {0};
     bool built;
     int rc = cell_rows(v, bc, ncells, &cells);
     /* Totals, then a span total from them. */
-    struct grouping per_bucket = {&cells, false, -1};
+    struct grouping per_bucket = {&cells, false, -1, span_buckets};
     if (rc == 0)
         rc = add_family(v, types, &per_bucket, &cells, bc, &bucket_rows, &built);
     if (rc == 0 && spans) {
-        struct grouping whole = {built && bucket_rows.has_vcs ? &bucket_rows : &cells, true, -1};
+        struct grouping whole = {built && bucket_rows.has_vcs ? &bucket_rows : &cells, true, -1, span_buckets};
         rc = add_family(v, types, &whole, &cells, bc, &span_rows, &built);
     }
     rows_free(&bucket_rows);
@@ -442,11 +446,11 @@ int rollup_build(const struct sql_view *v, const struct store_column_type *types
     /* Marginals by one key, per bucket (a view of one key has its cells
      * for that) and over the span. */
     for (int k = 0; rc == 0 && k < nkeys; k++) {
-        struct grouping by_key = {&cells, false, k};
+        struct grouping by_key = {&cells, false, k, span_buckets};
         built = false;
         if (nkeys > 1)
             rc = add_family(v, types, &by_key, &cells, bc, &bucket_rows, &built);
-        struct grouping whole = {built && bucket_rows.has_vcs ? &bucket_rows : &cells, true, k};
+        struct grouping whole = {built && bucket_rows.has_vcs ? &bucket_rows : &cells, true, k, span_buckets};
         if (rc == 0 && spans)
             rc = add_family(v, types, &whole, &cells, bc, &span_rows, &built);
         rows_free(&bucket_rows);

@@ -39,7 +39,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_FORMAT_VERSION 1
+#define STORE_FORMAT_VERSION 2
 #define STORE_NULL INT64_MIN
 
 struct store;
@@ -252,9 +252,13 @@ int store_segments_next(struct store_segment_iter *it, struct store_segment *seg
                         struct store_error *err);
 void store_segments_end(struct store_segment_iter *it);
 
-/* The span of a segment holding buckets of a width: STORE_SPAN_BUCKETS
- * buckets, aligned to the view's origin. */
-#define STORE_SPAN_BUCKETS 64
+/* The span of a segment holding buckets of a width: store_span_buckets()
+ * buckets, aligned to the view's origin. The finest width spans 64 buckets;
+ * a wider one as many as cover the same time, but at least 8 (SPEC.md
+ * "Segments and blocks"): one segment of the widest width would otherwise
+ * hold months, and every commit re-encodes the segments it touches. */
+#define STORE_MAX_SPAN_BUCKETS 64
+int store_span_buckets(const struct sql_view *v, int width);
 int64_t store_span_start(const struct sql_view *v, int width, int64_t bucket);
 
 /* Text of a dictionary id; points into the snapshot. 0, or -1 when unknown. */

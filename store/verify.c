@@ -19,17 +19,17 @@ static int64_t *column_i64(const struct format_block *b, uint16_t role, uint16_t
 
 /* The cells' bucket starts, when the block has them (older blocks do not),
  * point at the first cell of each bucket index. */
-static int check_bucket_starts(const struct format_block *b, const int64_t *bucket, uint32_t n,
-                               struct store_error *err)
+static int check_bucket_starts(const struct format_block *b, int span, const int64_t *bucket,
+                               uint32_t n, struct store_error *err)
 {
     if (format_block_find(b, STORE_ROLE_BUCKET, 1) < 0)
         return 0;
-    int64_t *starts = column_i64(b, STORE_ROLE_BUCKET, 1, STORE_SPAN_BUCKETS + 1, err);
+    int64_t *starts = column_i64(b, STORE_ROLE_BUCKET, 1, (uint32_t)span + 1, err);
     if (!starts)
         return -1;
     int rc = 0;
     uint32_t i = 0;
-    for (int k = 0; rc == 0 && k <= STORE_SPAN_BUCKETS; k++) {
+    for (int k = 0; rc == 0 && k <= span; k++) {
         while (i < n && bucket[i] < k)
             i++;
         if (starts[k] != i)
@@ -40,9 +40,10 @@ static int check_bucket_starts(const struct format_block *b, const int64_t *buck
     return rc;
 }
 
-static int check_cells(const struct sql_view *v, const struct format_block *b,
+static int check_cells(const struct sql_view *v, int width, const struct format_block *b,
                        struct store_error *err)
 {
+    int span = store_span_buckets(v, width);
     uint32_t n = b->info.ncells;
     int64_t *bucket = column_i64(b, STORE_ROLE_BUCKET, 0, n, err);
     int64_t *rows = bucket ? column_i64(b, STORE_ROLE_COUNT, 0, n, err) : NULL;
@@ -54,7 +55,7 @@ static int check_cells(const struct sql_view *v, const struct format_block *b,
         if (!(keys[k] = column_i64(b, STORE_ROLE_KEY, (uint16_t)k, n, err)))
             rc = -1;
     for (uint32_t i = 0; rc == 0 && i < n; i++) {
-        if (bucket[i] < 0 || bucket[i] >= STORE_SPAN_BUCKETS)
+        if (bucket[i] < 0 || bucket[i] >= span)
             rc = store_fail(err, "cell %u has bucket index %lld outside the span", i,
                             (long long)bucket[i]);
         else if (rows[i] <= 0)
@@ -69,7 +70,7 @@ static int check_cells(const struct sql_view *v, const struct format_block *b,
         }
     }
     if (rc == 0)
-        rc = check_bucket_starts(b, bucket, n, err);
+        rc = check_bucket_starts(b, span, bucket, n, err);
     for (int k = 0; keys && k < v->ncell_keys; k++)
         free(keys[k]);
     free(keys);
@@ -183,7 +184,7 @@ int store_verify_segment(struct store_read *r, const struct store_segment *seg,
         rc = store_fail(&inner, "the block says span %lld, width %lld; its key says otherwise",
                         (long long)seg->block.info.span_start, (long long)seg->block.info.width);
     else
-        rc = check_cells(v, &seg->block, &inner) || check_value_counts(v, &seg->block, &inner) ||
+        rc = check_cells(v, seg->width, &seg->block, &inner) || check_value_counts(v, &seg->block, &inner) ||
              check_rollups(r->s, seg->view, seg->width, &seg->block, &inner);
     if (rc)
         return store_fail(err, "segment of view \"%s\", width %d, span %lld: %s", v->name,

@@ -143,9 +143,15 @@ static int64_t bucket_of(const struct sql_view *v, int width, int64_t t)
     return v->origin_usec + floor_div(t - v->origin_usec, w) * w;
 }
 
+int store_span_buckets(const struct sql_view *v, int width)
+{
+    int64_t n = (STORE_MAX_SPAN_BUCKETS * v->widths[0] + v->widths[width] - 1) / v->widths[width];
+    return n < 8 ? 8 : n > STORE_MAX_SPAN_BUCKETS ? STORE_MAX_SPAN_BUCKETS : (int)n;
+}
+
 int64_t store_span_start(const struct sql_view *v, int width, int64_t bucket)
 {
-    int64_t span = v->widths[width] * STORE_SPAN_BUCKETS;
+    int64_t span = v->widths[width] * store_span_buckets(v, width);
     return v->origin_usec + floor_div(bucket - v->origin_usec, span) * span;
 }
 

@@ -23,7 +23,7 @@
 
 #define HOUR_USEC (3600LL * 1000000)
 #define DAY_USEC (24 * HOUR_USEC)
-#define SPAN_USEC (64 * HOUR_USEC) /* STORE_SPAN_BUCKETS buckets of 1 hour */
+#define SPAN_USEC (64 * HOUR_USEC) /* store_span_buckets: 64 buckets of the finest width, 1 hour */
 #define NROWS 1500
 #define NZONES_WITH_ROWS 20
 #define NZONES_PROJECTED 15

@@ -119,13 +119,25 @@ static void *decode(const struct format_block *b, int role, int index, enum form
     return a;
 }
 
-/* A per-bucket row set's bucket starts: entry k is its first row of bucket
- * index k or later, entry 64 its row count. */
-static void assert_bucket_starts(const struct format_block *b, int base, const struct rows *r)
+/* The buckets a block of this view spans (store_span_buckets of its width). */
+static int span_of(const struct sql_view *v, const struct format_block *b)
 {
-    int64_t *starts = decode(b, base + STORE_ROLE_BUCKET, 1, FORMAT_I64, STORE_SPAN_BUCKETS + 1);
+    for (int w = 0; w < v->nwidths; w++)
+        if (v->widths[w] == b->info.width)
+            return store_span_buckets(v, w);
+    cr_assert_fail("a block of width %" PRId64 " the view does not have", b->info.width);
+    return 0;
+}
+
+/* A per-bucket row set's bucket starts: entry k is its first row of bucket
+ * index k or later, the last entry its row count. */
+static void assert_bucket_starts(const struct sql_view *v, const struct format_block *b, int base,
+                                 const struct rows *r)
+{
+    int span = span_of(v, b);
+    int64_t *starts = decode(b, base + STORE_ROLE_BUCKET, 1, FORMAT_I64, (uint32_t)span + 1);
     uint32_t i = 0;
-    for (int k = 0; k <= STORE_SPAN_BUCKETS; k++) {
+    for (int k = 0; k <= span; k++) {
         while (i < r->n && r->bucket[i] < k)
             i++;
         cr_assert_eq(starts[k], i, "role %d: bucket %d starts at row %" PRId64 ", not %u",
@@ -149,7 +161,7 @@ static void decode_rows(const struct format_block *b, const struct shape *sh, in
     r->n = n;
     r->bucket = decode(b, base + STORE_ROLE_BUCKET, 0, FORMAT_I64, n);
     if (!family_span(f))
-        assert_bucket_starts(b, base, r);
+        assert_bucket_starts(sh->v, b, base, r);
     for (int k = 0; k < v->ncell_keys; k++)
         if (key == ALL_KEYS || key == k)
             r->keys[k] = decode(b, base + STORE_ROLE_KEY, k, FORMAT_I64, n);
@@ -689,11 +701,13 @@ static void assert_trip_rules(struct store *s, struct tally t[MAX_VIEWS][MAX_WID
         cr_assert_eq(t[0][w].without_vcs[family_of(false, 1)], 0, "trips/%d: kind runs", w);
         cr_assert_eq(t[0][w].present[family_of(false, 0)], 0, "trips/%d: zone", w);
     }
-    /* Over a span of days, both keys' span marginals halve the cells. */
-    cr_assert_eq(t[0][1].present[family_of(true, 0)], t[0][1].blocks);
+    /* Over a span of days, both keys' span marginals halve the cells of
+     * the full spans (an edge span of a day or two may not: the rules,
+     * checked per block above, then leave it out). */
+    cr_assert_gt(t[0][1].present[family_of(true, 0)], 0);
     cr_assert_eq(t[0][1].present[family_of(true, 1)], t[0][1].blocks);
     /* One key: no bucket marginal, but a span marginal at the widest width. */
-    cr_assert_eq(t[1][1].present[family_of(true, 0)], t[1][1].blocks, "by_zone span marginal");
+    cr_assert_gt(t[1][1].present[family_of(true, 0)], 0, "by_zone span marginal");
 }
 
 Test(store_rollup, two_keys_and_one_key_families_equal_brute_force)

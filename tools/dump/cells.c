@@ -181,7 +181,7 @@ static void cell_block_free(const struct sql_view *v, struct cell_block *cb)
 /* Decodes every column a cell needs and checks what indexing relies on:
  * bucket indexes inside the span, value-count offsets inside their runs.
  * A damaged block is an error here, never an out-of-bounds read. */
-static int cell_block_load(const struct sql_view *v, const struct format_block *b,
+static int cell_block_load(const struct sql_view *v, int width, const struct format_block *b,
                            struct cell_block *cb, struct sbuf *why)
 {
     uint32_t n = b->info.ncells;
@@ -197,7 +197,7 @@ static int cell_block_load(const struct sql_view *v, const struct format_block *
     if (!(cb->bucket = decode(b, STORE_ROLE_BUCKET, 0, n, FORMAT_I64, NULL, why)))
         return -1;
     for (uint32_t i = 0; i < n; i++)
-        if (cb->bucket[i] < 0 || cb->bucket[i] >= STORE_SPAN_BUCKETS) {
+        if (cb->bucket[i] < 0 || cb->bucket[i] >= store_span_buckets(v, width)) {
             sbuf_printf(why, "cell %u has bucket index %lld outside the span", i,
                         (long long)cb->bucket[i]);
             return -1;
@@ -482,7 +482,7 @@ int cmd_cells(struct dump *d, const struct dump_args *a)
         }
         struct cell_block cb;
         sbuf_reset(&why);
-        if (cell_block_load(v, &seg.block, &cb, &why)) {
+        if (cell_block_load(v, width, &seg.block, &cb, &why)) {
             sbuf_reset(&line);
             dump_segment_name(v, width, seg.span_start, &line);
             dump_error("segment of %s: %s", line.p, why.p);

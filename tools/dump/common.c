@@ -186,7 +186,7 @@ void dump_label_vc(const struct sql_view *v, int i, struct sbuf *b)
 
 int64_t dump_span_end(const struct sql_view *v, int width, int64_t span_start)
 {
-    return span_start + v->widths[width] * STORE_SPAN_BUCKETS;
+    return span_start + v->widths[width] * store_span_buckets(v, width);
 }
 
 void dump_segment_name(const struct sql_view *v, int width, int64_t span_start, struct sbuf *b)
