@@ -145,6 +145,8 @@ static int64_t bucket_of(const struct sql_view *v, int width, int64_t t)
 
 int store_span_buckets(const struct sql_view *v, int width)
 {
+    if (width == v->nwidths - 1)
+        return STORE_MAX_SPAN_BUCKETS; /* see store.h */
     int64_t n = (STORE_MAX_SPAN_BUCKETS * v->widths[0] + v->widths[width] - 1) / v->widths[width];
     return n < 8 ? 8 : n > STORE_MAX_SPAN_BUCKETS ? STORE_MAX_SPAN_BUCKETS : (int)n;
 }
