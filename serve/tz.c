@@ -7,6 +7,7 @@
  * transition the last offset stays in force. Zones are loaded once and kept
  * (a handful per process), behind a mutex only on first load. */
 #include "serve/tz.h"
+#include "sql/sql.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -184,14 +185,9 @@ size_t tz_format(const struct tz *tz, int64_t utc_us, char *buf, size_t len)
     int64_t local = utc_us + (int64_t)off * 1000000;
     int64_t days = local >= 0 ? local / 86400000000LL : -((-local + 86400000000LL - 1) / 86400000000LL);
     int64_t rest = local - days * 86400000000LL;
-    /* civil_from_days (Howard Hinnant) */
-    int64_t z = days + 719468, era = (z >= 0 ? z : z - 146096) / 146097;
-    uint64_t doe = (uint64_t)(z - era * 146097);
-    uint64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    int64_t y = (int64_t)yoe + era * 400;
-    uint64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100), mp = (5 * doy + 2) / 153;
-    uint64_t d = doy - (153 * mp + 2) / 5 + 1, m = mp < 10 ? mp + 3 : mp - 9;
-    y += m <= 2;
+    int64_t y;
+    unsigned m, d;
+    sql_civil_from_days(days, &y, &m, &d);
     int64_t secs = rest / 1000000, us = rest % 1000000;
     char frac[16] = "";
     if (us)
@@ -202,6 +198,6 @@ size_t tz_format(const struct tz *tz, int64_t utc_us, char *buf, size_t len)
         snprintf(zone, sizeof zone, "%c%02d:%02d:%02d", off < 0 ? '-' : '+', a / 3600, a / 60 % 60, a % 60);
     else
         snprintf(zone, sizeof zone, "%c%02d:%02d", off < 0 ? '-' : '+', a / 3600, a / 60 % 60);
-    return (size_t)snprintf(buf, len, "%04" PRId64 "-%02" PRIu64 "-%02" PRIu64 "T%02" PRId64 ":%02" PRId64
+    return (size_t)snprintf(buf, len, "%04" PRId64 "-%02u-%02uT%02" PRId64 ":%02" PRId64
                             ":%02" PRId64 "%s%s", y, m, d, secs / 3600, secs / 60 % 60, secs % 60, frac, zone);
 }

@@ -100,6 +100,8 @@ bool sql_parse_timestamp(const char *text, int64_t *usec, bool *has_offset,
 /* Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar (year 0
  * is 1 BC); m 1-12, d 1-31. Shared date arithmetic for every layer. */
 int64_t sql_days_from_civil(int64_t y, unsigned m, unsigned d);
+/* Its inverse: the y-m-d of a day number. */
+void sql_civil_from_days(int64_t days, int64_t *y, unsigned *m, unsigned *d);
 
 /* ---- Views ------------------------------------------------------------- */
 

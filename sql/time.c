@@ -122,6 +122,20 @@ int64_t sql_days_from_civil(int64_t y, unsigned m, unsigned d)
     return era * 146097 + (int64_t)doe - 719468;
 }
 
+void sql_civil_from_days(int64_t days, int64_t *y, unsigned *m, unsigned *d)
+{
+    /* Howard Hinnant's civil_from_days. */
+    const int64_t z = days + 719468;
+    const int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    const uint64_t doe = (uint64_t)(z - era * 146097);
+    const uint64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    const uint64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    const uint64_t mp = (5 * doy + 2) / 153;
+    *d = (unsigned)(doy - (153 * mp + 2) / 5 + 1);
+    *m = (unsigned)(mp < 10 ? mp + 3 : mp - 9);
+    *y = (int64_t)yoe + era * 400 + (*m <= 2);
+}
+
 static int days_in_month(int y, int m)
 {
     static const int days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};

@@ -45,18 +45,10 @@ static size_t format_numeric(int64_t code, int scale, char *buf, size_t len)
 
 static size_t format_date(int64_t days, char *buf, size_t len)
 {
-    /* civil_from_days (Howard Hinnant) */
-    int64_t z = days + 719468;
-    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-    uint64_t doe = (uint64_t)(z - era * 146097);
-    uint64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    int64_t y = (int64_t)yoe + era * 400;
-    uint64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    uint64_t mp = (5 * doy + 2) / 153;
-    uint64_t d = doy - (153 * mp + 2) / 5 + 1;
-    uint64_t m = mp < 10 ? mp + 3 : mp - 9;
-    y += m <= 2;
-    return (size_t)snprintf(buf, len, "%04" PRId64 "-%02" PRIu64 "-%02" PRIu64, y, m, d);
+    int64_t y;
+    unsigned m, d;
+    sql_civil_from_days(days, &y, &m, &d);
+    return (size_t)snprintf(buf, len, "%04" PRId64 "-%02u-%02u", y, m, d);
 }
 
 static int64_t floor_div(int64_t a, int64_t b)

@@ -86,3 +86,24 @@ Test(sql_time, timestamps)
     cr_assert_str_eq(ts_error("2024-01-17 10:00:00."),
                      "invalid timestamp \"2024-01-17 10:00:00.\": expected fraction");
 }
+
+Test(sql_time, civil_from_days_inverts_days_from_civil)
+{
+    /* Every day from 4000 BC to AD 6000, and a few fixed dates. */
+    for (int64_t days = -2180000; days <= 1470000; days++) {
+        int64_t y;
+        unsigned m, d;
+        sql_civil_from_days(days, &y, &m, &d);
+        cr_assert(m >= 1 && m <= 12 && d >= 1 && d <= 31, "day %lld", (long long)days);
+        cr_assert_eq(sql_days_from_civil(y, m, d), days, "day %lld: %lld-%u-%u", (long long)days,
+                     (long long)y, m, d);
+    }
+    int64_t y;
+    unsigned m, d;
+    sql_civil_from_days(0, &y, &m, &d);
+    cr_assert(y == 1970 && m == 1 && d == 1);
+    sql_civil_from_days(19737, &y, &m, &d); /* 2024-01-15 */
+    cr_assert(y == 2024 && m == 1 && d == 15);
+    sql_civil_from_days(-719469, &y, &m, &d); /* 0000-02-29: year 0 is a leap year */
+    cr_assert(y == 0 && m == 2 && d == 29, "%lld-%u-%u", (long long)y, m, d);
+}
