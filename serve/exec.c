@@ -305,41 +305,15 @@ static void *column(const struct store_segment *s, uint16_t role, uint16_t index
     return a;
 }
 
-/* The rows [first, first + count) of the n rows of a family whose buckets
- * lie in [from, to): rows are in bucket order, checked on the way. */
-static int rows_in_range(const struct store_segment *s, const int64_t *bucket, uint32_t n,
-                         int64_t width, int64_t from, int64_t to, uint32_t *first,
-                         uint32_t *count, struct ask_error *err)
+/* Span rows: pick_family took them because the span lies in range; all
+ * of them have bucket index 0. */
+static int rows_of_span(uint32_t n, struct seg_columns *c, uint32_t *first, uint32_t *m,
+                        struct ask_error *err)
 {
-    uint32_t lo = n, hi = n;
-    for (uint32_t i = 0; i < n; i++) {
-        if (i > 0 && bucket[i] < bucket[i - 1])
-            return ask_fail(err, 500, "corrupt_store", "segment block of span %lld has rows "
-                            "out of bucket order", (long long)s->span_start);
-        int64_t t = s->span_start + bucket[i] * width;
-        if (t < from)
-            continue;
-        if (lo == n)
-            lo = i;
-        if (t >= to && hi == n)
-            hi = i;
-    }
-    *first = lo;
-    *count = (hi > lo ? hi : lo) - lo;
-    return 0;
-}
-
-/* The rows in range from the bucket column (blocks without bucket starts,
- * and span rows). */
-static int rows_by_bucket(const struct store_segment *s, int base, uint32_t n, int64_t width,
-                          int64_t from, int64_t to, struct seg_columns *c, uint32_t *first,
-                          uint32_t *m, struct ask_error *err)
-{
-    if (!(c->bucket = column(s, (uint16_t)(base + STORE_ROLE_BUCKET), 0, FORMAT_I64, n, 0, n, err)) ||
-        rows_in_range(s, c->bucket, n, width, from, to, first, m, err))
-        return -1;
-    memmove(c->bucket, c->bucket + *first, sizeof *c->bucket * *m);
-    return 0;
+    *first = 0;
+    *m = n;
+    c->bucket = calloc((size_t)n + 1, sizeof *c->bucket);
+    return c->bucket ? 0 : ask_fail(err, 500, "internal", "out of memory");
 }
 
 /* The rows in range from the family's bucket starts: the bucket column is
@@ -376,10 +350,10 @@ static int rows_by_starts(const struct store_segment *s, int base, uint32_t n, i
 
 /* Loads the columns the ask needs of one family, the cells' (base 0) or a
  * rollup's (n its rows, holding only the key it did not roll away), for
- * the rows whose bucket lies in [from, to) only. */
-static int seg_load(struct exec *x, const struct store_segment *s, int base, uint32_t n,
-                    int span, int64_t width, int64_t from, int64_t to, struct seg_columns *c,
-                    struct ask_error *err)
+ * the rows whose bucket lies in [from, to) only (span rows: all of them). */
+static int seg_load(struct exec *x, const struct store_segment *s, int base, bool span_rows,
+                    uint32_t n, int span, int64_t width, int64_t from, int64_t to,
+                    struct seg_columns *c, struct ask_error *err)
 {
     const struct sql_view *v = x->v;
     c->keys = calloc((size_t)v->ncell_keys + 1, sizeof *c->keys);
@@ -391,9 +365,8 @@ static int seg_load(struct exec *x, const struct store_segment *s, int base, uin
     if (!c->keys || !c->counts || !c->sums || !c->vc_off || !c->vc_codes || !c->vc_rows)
         return ask_fail(err, 500, "internal", "out of memory");
     uint32_t first = 0, m = 0;
-    int rc = format_block_find(&s->block, (uint16_t)(base + STORE_ROLE_BUCKET), 1) >= 0
-                 ? rows_by_starts(s, base, n, span, width, from, to, c, &first, &m, err)
-                 : rows_by_bucket(s, base, n, width, from, to, c, &first, &m, err);
+    int rc = span_rows ? rows_of_span(n, c, &first, &m, err)
+                       : rows_by_starts(s, base, n, span, width, from, to, c, &first, &m, err);
     if (rc)
         return -1;
     c->n = m;
@@ -556,18 +529,20 @@ static int64_t now_us(void)
 /* The rollup family of the block the ask can fold instead of its cells:
  * the one that kept only the key the ask reads (or none) and the value
  * counts it needs, over the whole span when the range holds the span and
- * the ask does not group by bucket, else per bucket. Returns its role base
- * and row count; 0 for the cells. */
+ * the ask does not group by bucket, else per bucket. Returns its role base,
+ * row count and whether its rows are span rows; 0 for the cells. */
 static uint16_t pick_family(const struct exec *x, const struct store_segment *s, int span,
-                            int64_t width, int64_t from, int64_t to, uint32_t *n)
+                            int64_t width, int64_t from, int64_t to, uint32_t *n,
+                            bool *span_rows)
 {
     *n = s->block.info.ncells;
+    *span_rows = false;
     if (x->read_key < -1 || x->read_key >= STORE_ROLLUP_MAX_KEYS || x->e->limits.cells_only)
         return 0;
     int64_t span_end = s->span_start + span * width;
     bool whole_span = !x->ask->group_by_bucket && s->span_start >= from && span_end <= to;
-    for (int span = whole_span; span >= 0; span--) {
-        uint16_t base = store_rollup_base(span, x->read_key);
+    for (int whole = whole_span; whole >= 0; whole--) {
+        uint16_t base = store_rollup_base(whole, x->read_key);
         int i = format_block_find(&s->block, (uint16_t)(base + STORE_ROLE_BUCKET), 0);
         for (int k = 0; i >= 0 && k < x->v->nvalue_counts; k++)
             if (x->need_vc[k] &&
@@ -577,6 +552,7 @@ static uint16_t pick_family(const struct exec *x, const struct store_segment *s,
             struct format_column_info ci = {0};
             format_block_column(&s->block, i, &ci);
             *n = ci.n;
+            *span_rows = whole;
             return base;
         }
     }
@@ -588,8 +564,9 @@ static int scan_segment(struct exec *x, const struct store_segment *s, int span,
 {
     struct seg_columns c = {0};
     uint32_t n;
-    uint16_t base = pick_family(x, s, span, width, from, to, &n);
-    int rc = seg_load(x, s, base, n, span, width, from, to, &c, err);
+    bool span_rows;
+    uint16_t base = pick_family(x, s, span, width, from, to, &n, &span_rows);
+    int rc = seg_load(x, s, base, span_rows, n, span, width, from, to, &c, err);
     int64_t key[65];
     for (uint32_t i = 0; rc == 0 && i < c.n; i++) {
         int64_t bucket = s->span_start + c.bucket[i] * width;

@@ -222,22 +222,40 @@ static int runs_add(struct cellmap *m, struct vc_runs *r, int64_t code, int64_t 
     return 0;
 }
 
+/* Adds counts and sums to the cell at (bucket, keys), creating it. */
+static struct cell *add_accumulators(struct cellmap *m, uint32_t bucket, const int64_t *keys,
+                                     const int64_t *counts, const struct store_sum *sums,
+                                     struct store_error *err)
+{
+    const struct sql_view *v = m->view;
+    struct cell *c = find_or_add(m, bucket, keys);
+    if (!c) {
+        store_fail(err, "out of memory");
+        return NULL;
+    }
+    for (int i = 0; i < v->ncounts; i++)
+        if (__builtin_add_overflow(c->counts[i], counts[i], &c->counts[i])) {
+            store_fail(err, "a count of view \"%s\" overflowed", v->name);
+            return NULL;
+        }
+    for (int i = 0; i < v->nsums; i++) {
+        if (m->types[v->sums[i].fact_column].type == STORE_TYPE_FLOAT)
+            c->sums[i].real += sums[i].real;
+        else if (__builtin_add_overflow(c->sums[i].exact, sums[i].exact, &c->sums[i].exact)) {
+            store_fail(err, "a sum of view \"%s\" overflowed 128 bits", v->name);
+            return NULL;
+        }
+    }
+    return c;
+}
+
 int cellmap_apply(struct cellmap *m, uint32_t bucket, const struct store_delta *d,
                   struct store_error *err)
 {
     const struct sql_view *v = m->view;
-    struct cell *c = find_or_add(m, bucket, d->keys);
+    struct cell *c = add_accumulators(m, bucket, d->keys, d->counts, d->sums, err);
     if (!c)
-        return store_fail(err, "out of memory");
-    for (int i = 0; i < v->ncounts; i++)
-        if (__builtin_add_overflow(c->counts[i], d->counts[i], &c->counts[i]))
-            return store_fail(err, "a count of view \"%s\" overflowed", v->name);
-    for (int i = 0; i < v->nsums; i++) {
-        if (m->types[v->sums[i].fact_column].type == STORE_TYPE_FLOAT)
-            c->sums[i].real += d->sums[i].real;
-        else if (__builtin_add_overflow(c->sums[i].exact, d->sums[i].exact, &c->sums[i].exact))
-            return store_fail(err, "a sum of view \"%s\" overflowed 128 bits", v->name);
-    }
+        return -1;
     for (int i = 0; i < d->nvcs; i++) {
         const struct store_vc_delta *vd = &d->vcs[i];
         if (vd->vc < 0 || vd->vc >= v->nvalue_counts)
@@ -256,17 +274,9 @@ int cellmap_merge(struct cellmap *base, const struct cellmap *overlay, struct st
         const struct cell *o = overlay->slots[i];
         if (!o)
             continue;
-        struct cell *c = find_or_add(base, o->bucket, o->keys);
+        struct cell *c = add_accumulators(base, o->bucket, o->keys, o->counts, o->sums, err);
         if (!c)
-            return store_fail(err, "out of memory");
-        for (int k = 0; k < v->ncounts; k++)
-            if (__builtin_add_overflow(c->counts[k], o->counts[k], &c->counts[k]))
-                return store_fail(err, "a count of view \"%s\" overflowed", v->name);
-        for (int k = 0; k < v->nsums; k++) {
-            c->sums[k].real += o->sums[k].real;
-            if (__builtin_add_overflow(c->sums[k].exact, o->sums[k].exact, &c->sums[k].exact))
-                return store_fail(err, "a sum of view \"%s\" overflowed 128 bits", v->name);
-        }
+            return -1;
         for (int k = 0; k < v->nvalue_counts; k++)
             for (uint32_t j = 0; j < o->vcs[k].n; j++)
                 if (runs_add(base, &c->vcs[k], o->vcs[k].codes[j], o->vcs[k].rows[j], err))

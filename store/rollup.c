@@ -191,53 +191,69 @@ static int cmp_run(const void *a, const void *b)
     return x->code < y->code ? -1 : x->code > y->code;
 }
 
+/* A table of runs by code, open addressing; STORE_NULL (which has no value
+ * count) marks an empty slot. Returns a table of ncap slots holding t's
+ * runs, t freed; NULL when out of memory. */
+static struct run *run_table(struct run *t, size_t cap, size_t ncap)
+{
+    struct run *nt = malloc(sizeof *nt * ncap);
+    for (size_t j = 0; nt && j < ncap; j++)
+        nt[j].code = STORE_NULL;
+    for (size_t j = 0; nt && t && j < cap; j++)
+        if (t[j].code != STORE_NULL) {
+            size_t h = XXH3_64bits(&t[j].code, 8) & (ncap - 1);
+            while (nt[h].code != STORE_NULL)
+                h = (h + 1) & (ncap - 1);
+            nt[h] = t[j];
+        }
+    free(t);
+    return nt;
+}
+
+/* Sums rows per code over runs[0..n) in place through a table; returns the
+ * distinct count (unordered), or -1 when out of memory. */
+static int64_t sum_by_code(struct run *runs, size_t n)
+{
+    size_t cap = 4096, used = 0;
+    struct run *t = run_table(NULL, 0, cap);
+    for (size_t i = 0; t && i < n; i++) {
+        if ((used + 1) * 2 > cap) {
+            t = run_table(t, cap, cap * 2);
+            cap *= 2;
+            if (!t)
+                break;
+        }
+        size_t h = XXH3_64bits(&runs[i].code, 8) & (cap - 1);
+        while (t[h].code != STORE_NULL && t[h].code != runs[i].code)
+            h = (h + 1) & (cap - 1);
+        if (t[h].code == STORE_NULL) {
+            t[h] = runs[i];
+            used++;
+        } else {
+            t[h].rows += runs[i].rows;
+        }
+    }
+    if (!t)
+        return -1;
+    size_t out = 0;
+    for (size_t j = 0; j < cap; j++)
+        if (t[j].code != STORE_NULL)
+            runs[out++] = t[j];
+    free(t);
+    return (int64_t)out;
+}
+
 /* Sums rows per code over runs[0..n) in place; returns the distinct count,
- * ascending by code. Large inputs go through a hash table first so that the
- * sort sees each distinct code once (a span merges many rows of the same
- * few thousand values). */
+ * ascending by code. Large inputs are summed through a table first so that
+ * the sort sees each distinct code once (a span merges many rows of the
+ * same few thousand values). */
 static int64_t merge_runs(struct run *runs, size_t n)
 {
     if (n > 4096) {
-        size_t cap = 4096, used = 0;
-        struct run *t = NULL;
-        for (size_t i = 0; i <= n; i++) {
-            if (!t || (used + 1) * 2 > cap) { /* (re)build, doubling */
-                size_t ncap = t ? cap * 2 : cap;
-                struct run *nt = malloc(sizeof *nt * ncap);
-                if (!nt) {
-                    free(t);
-                    return -1;
-                }
-                for (size_t j = 0; j < ncap; j++)
-                    nt[j].code = STORE_NULL; /* NULL has no value count: the empty slot */
-                for (size_t j = 0; t && j < cap; j++)
-                    if (t[j].code != STORE_NULL) {
-                        size_t h = XXH3_64bits(&t[j].code, 8) & (ncap - 1);
-                        while (nt[h].code != STORE_NULL)
-                            h = (h + 1) & (ncap - 1);
-                        nt[h] = t[j];
-                    }
-                free(t);
-                t = nt;
-                cap = ncap;
-            }
-            if (i == n)
-                break;
-            size_t h = XXH3_64bits(&runs[i].code, 8) & (cap - 1);
-            while (t[h].code != STORE_NULL && t[h].code != runs[i].code)
-                h = (h + 1) & (cap - 1);
-            if (t[h].code == STORE_NULL) {
-                t[h] = runs[i];
-                used++;
-            } else {
-                t[h].rows += runs[i].rows;
-            }
-        }
-        n = 0;
-        for (size_t j = 0; j < cap; j++)
-            if (t[j].code != STORE_NULL)
-                runs[n++] = t[j];
-        free(t);
+        int64_t distinct = sum_by_code(runs, n);
+        if (distinct < 0)
+            return -1;
+        n = (size_t)distinct;
     }
     qsort(runs, n, sizeof *runs, cmp_run);
     size_t out = 0;
