@@ -4,6 +4,7 @@
  *
  *   taxi demo --pg CONNINFO --url URL [...]   the ten asks beside PostgreSQL
  *   taxi wait-ready --url URL [--timeout S]   poll GET /readyz until 200
+ *   taxi load [--connections N] [--duration S] [...]  serve under wrk's load
  *   taxi asks|cold-start|memory|transactions|all [--trips N] [...]
  *        the benchmark: sets up PostgreSQL, ingest and serve itself
  *        (taxi_setup.c) and runs one mode, or all on one setup
@@ -49,6 +50,10 @@ static const struct mode MODES[] = {
      "--pg CONNINFO --url URL [--asks LIST] [--runs N] [--rows N]\n"
      "        each of the ten asks on PostgreSQL and on straum-serve, answers side\n"
      "        by side, both timed, checked equal"},
+    {"load", taxi_load_main,
+     "[--connections N] [--duration S] [--slow N] [--half-open N] [--trips N] [...]\n"
+     "        wrk with 1,000 kept-alive connections POSTing the ten asks: requests/s,\n"
+     "        p99, no errors; slow and half-open clients dropped meanwhile"},
     {"time", taxi_time_main,
      "--url URL [--seconds S] [--asks LIST]\n"
      "        the ten asks against a running straum-serve only: fastest, median, p99"},

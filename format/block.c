@@ -5,7 +5,9 @@
  *        4     2  version FORMAT_VERSION
  *        6     2  ncolumns (<= FORMAT_MAX_COLUMNS)
  *        8     4  ncells
- *       12     4  reserved, 0
+ *       12     4  directory checksum: the low 32 bits of XXH64 over
+ *                  bytes [16, 32 + 40*ncolumns) seeded with XXH64 of
+ *                  bytes [0, 12) (format_directory_checksum)
  *       16     8  span_start (i64)
  *       24     8  width (i64)
  *
@@ -29,11 +31,14 @@
  *             without the trailer check (the last column no longer fits)
  *
  * All integers little-endian, read and written through bytes.h (a block may
- * sit at any address). Opening a block checks the header and every
- * directory entry against the buffer's length, with 64-bit arithmetic that
- * cannot overflow, so that later reads of column data stay in bounds without
- * further checks; column data itself is only read (and its checksum checked)
- * when a column is decoded or the block verified.
+ * sit at any address). Opening a block checks the directory checksum, then
+ * the header and every directory entry against the buffer's length, with
+ * 64-bit arithmetic that cannot overflow, so that later reads of column data
+ * stay in bounds without further checks; column data itself is only read
+ * (and its checksum checked) when a column is decoded or the block verified.
+ * Without the directory checksum a reader, which skips the trailer, took a
+ * corrupted base or role as true: the structural checks cannot tell a
+ * plausible wrong value from the right one.
  */
 #include "format/bytes.h"
 #include "format/checksum.h"
@@ -53,7 +58,7 @@ enum {
     H_VERSION = 4,
     H_NCOLUMNS = 6,
     H_NCELLS = 8,
-    H_RESERVED = 12,
+    H_DIR_CHECKSUM = 12,
     H_SPAN_START = 16,
     H_WIDTH = 24,
 
@@ -191,9 +196,9 @@ int format_block_encode_codecs(const struct format_block_info *info,
     store_u16(o + H_VERSION, FORMAT_VERSION);
     store_u16(o + H_NCOLUMNS, (uint16_t)ncols);
     store_u32(o + H_NCELLS, info->ncells);
-    store_u32(o + H_RESERVED, 0);
     store_i64(o + H_SPAN_START, info->span_start);
     store_i64(o + H_WIDTH, info->width);
+    store_u32(o + H_DIR_CHECKSUM, format_directory_checksum(o, dir_end((size_t)ncols)));
     store_u64(o + pos, format_checksum(o, pos));
     *len = pos + FORMAT_TRAILER_BYTES;
     return 0;
@@ -235,8 +240,6 @@ int format_block_open(struct format_block *b, const void *buf, size_t len, bool 
     if (version != FORMAT_VERSION)
         return fail(err, "segment block has format version %u; this build reads version %d",
                     version, FORMAT_VERSION);
-    if (load_u32(p + H_RESERVED) != 0)
-        return fail(err, "segment block header has reserved bytes set");
     unsigned ncolumns = load_u16(p + H_NCOLUMNS);
     if (ncolumns > FORMAT_MAX_COLUMNS)
         return fail(err, "segment block has %u columns, more than the limit of %d", ncolumns,
@@ -248,6 +251,12 @@ int format_block_open(struct format_block *b, const void *buf, size_t len, bool 
         return fail(err, "segment block is truncated: %zu bytes, less than the %zu its "
                          "directory of %u columns needs",
                     len, data_start + FORMAT_TRAILER_BYTES, ncolumns);
+    /* Before anything below trusts a header or directory field. */
+    uint32_t stored = load_u32(p + H_DIR_CHECKSUM);
+    uint32_t computed = format_directory_checksum(p, data_start);
+    if (stored != computed)
+        return fail(err, "segment block header or directory is corrupt (checksum %08x, "
+                         "computed %08x)", stored, computed);
     if (verify && check_trailer(p, len, err) < 0)
         return -1;
 

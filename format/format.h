@@ -11,7 +11,7 @@
  * reference):
  *
  *   header     32 bytes   magic "STRB", version, ncolumns, ncells,
- *                         span_start, width
+ *                         directory checksum, span_start, width
  *   directory  40 bytes per column: role, index, type, codec, bits,
  *                         n, offset, length, base, checksum
  *   data       each column's bytes at its offset, 8-byte aligned
@@ -19,7 +19,11 @@
  *
  * Decoders never trust their input: every offset, length, count and bit
  * width is checked before use, so a truncated, corrupted or hostile block
- * yields an error, never a crash or an out-of-bounds read.
+ * yields an error, never a crash or an out-of-bounds read. Readers open
+ * blocks without the trailer check (it would hash every column of a block
+ * of megabytes to read a few): the directory checksum, checked at every
+ * open, and each column's checksum, checked when it is decoded, cover what
+ * a reader uses, so a corrupted block fails rather than answers wrong.
  */
 #ifndef STRAUM_FORMAT_H
 #define STRAUM_FORMAT_H
@@ -29,7 +33,10 @@
 #include <stdint.h>
 
 #define FORMAT_MAGIC 0x42525453u /* "STRB" read as a little-endian u32 */
-#define FORMAT_VERSION 1
+/* Version 2 added the directory checksum (header bytes 12-15, reserved
+ * and 0 in version 1): in version 1 a corrupted base, role or count in the
+ * directory passed every check a reader makes and changed answers. */
+#define FORMAT_VERSION 2
 #define FORMAT_HEADER_BYTES 32
 #define FORMAT_DIR_ENTRY_BYTES 40
 #define FORMAT_TRAILER_BYTES 8

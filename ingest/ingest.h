@@ -24,6 +24,7 @@ struct ingest_options {
     bool exit_when_caught_up;    /* stop once the stream reaches the server's WAL end
                                     (tests, benchmarks); normally run forever */
     int64_t snapshot_batch_rows; /* rows per time partition while loading; default 500k */
+    uint64_t max_store_bytes;    /* cap on data.mdb; 0: none (SPEC.md "Disk full") */
 };
 
 /* Prints the SQL an administrator runs once (publication, replica identity)

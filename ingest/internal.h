@@ -144,9 +144,24 @@ int snapshot_load(const struct ingest_options *opt, struct source *src, struct s
                   char *err, size_t errlen);
 
 /* Streams from the store's position until stopped. Returns 0 on a clean
- * stop, 1 when the connection was lost (retry), -1 on a fatal error. */
+ * stop, 1 when the connection was lost or a batch must be applied again
+ * (retry), 2 when the store's filesystem is full (retry after a longer
+ * wait: nothing was written, the slot still holds every change), -1 on a
+ * fatal error. */
 int stream_follow(const struct ingest_options *opt, struct source *src, struct store *st,
                   char *err, size_t errlen);
+
+/* Checks that the publication exists and holds every table the views read,
+ * by the OIDs source_load found (upstream.c). 0 when it does; -1 with what
+ * happened and what to run in err (loaded: the store holds a load, which a
+ * dropped table or publication leaves behind for good, so the advice is
+ * --rebuild; else the setup is unfinished); 1 when the catalog could not be
+ * asked (a lost connection: retry). */
+int upstream_check(PGconn *c, const struct source *src, const struct ingest_options *opt,
+                   bool loaded, uint64_t stored_lsn, char *err, size_t errlen);
+/* The message for a publication found missing by the walsender; -1. */
+int upstream_publication_gone(const struct ingest_options *opt, uint64_t stored_lsn, char *err,
+                              size_t errlen);
 
 extern volatile int ingest_stop_requested;
 

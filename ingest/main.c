@@ -1,7 +1,9 @@
 /* main.c -- the straum-ingest command line. */
 #include "ingest/ingest.h"
 
+#include <errno.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,12 +28,40 @@ static const char usage[] =
     "  --exit-when-caught-up  stop once the server's current WAL is applied\n"
     "  --snapshot-batch ROWS  rows per time partition of a large fact table while\n"
     "                         loading (default 500000)\n"
+    "  --max-store-size SIZE  cap on the store's data.mdb (e.g. 512MiB, 20GiB); a\n"
+    "                         commit that does not fit stops ingest with the store at\n"
+    "                         its last commit (default: no cap)\n"
     "  --help, --version\n";
 
 static void on_signal(int sig)
 {
     (void)sig;
     ingest_request_stop();
+}
+
+/* Bytes with an optional K, M, G or T (powers of 1024; "KiB", "MiB", ...
+ * and "KB", "MB", ... read the same): "512MiB", "20G". At least 1 MiB. */
+static int parse_size(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (end == s || errno || *s == '-')
+        return -1;
+    int shift = 0;
+    if (*end) {
+        const char *units = "KMGT", *u = strchr(units, end[0] & ~0x20);
+        if (!u)
+            return -1;
+        shift = 10 * (int)(u - units + 1);
+        end++;
+        if (strcmp(end, "") && strcmp(end, "iB") && strcmp(end, "B"))
+            return -1;
+    }
+    if (v == 0 || v > (UINT64_MAX >> shift) || (v << shift) < (1u << 20))
+        return -1;
+    *out = (uint64_t)v << shift;
+    return 0;
 }
 
 /* "5ms", "2s", "200us", "1m"; a bare number is milliseconds. */
@@ -96,6 +126,13 @@ int main(int argc, char **argv)
             opt.exit_when_caught_up = true;
         else if (!strcmp(a, "--snapshot-batch"))
             opt.snapshot_batch_rows = atoll(v);
+        else if (!strcmp(a, "--max-store-size")) {
+            if (parse_size(v, &opt.max_store_bytes)) {
+                fprintf(stderr, "straum-ingest: --max-store-size %s: give a size of at least "
+                                "1MiB, such as 512MiB or 20GiB\n", v);
+                return 2;
+            }
+        }
         else if ((!strcmp(a, "--commit-interval") && parse_duration(v, &opt.commit_interval_us) == 0) ||
                  (!strcmp(a, "--max-lag") && parse_duration(v, &opt.max_lag_us) == 0))
             ;
@@ -119,5 +156,8 @@ int main(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+    /* A file size limit (ulimit -f) must fail a write with EFBIG, which the
+     * store reports as a full store, not kill the follower mid-commit. */
+    signal(SIGXFSZ, SIG_IGN);
     return ingest_run(&opt) == 0 ? 0 : 1;
 }

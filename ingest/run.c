@@ -155,17 +155,22 @@ static struct store *open_store(const struct ingest_options *opt, const char *vi
     return st;
 }
 
-static void backoff(int64_t *delay_us)
+static void backoff(int64_t *delay_us, int64_t max_us)
 {
     struct timespec ts = {*delay_us / 1000000, (*delay_us % 1000000) * 1000};
     while (!ingest_stop_requested && nanosleep(&ts, &ts) && errno == EINTR)
         ;
-    *delay_us = *delay_us * 2 > 5000000 ? 5000000 : *delay_us * 2;
+    *delay_us = *delay_us * 2 > max_us ? max_us : *delay_us * 2;
 }
 
+/* Streams, reconnecting with backoff (0.1 s doubling to 5 s) when the
+ * connection drops. A full filesystem under the store is waited out
+ * instead of ending ingest: each retry streams again from the stored
+ * position (1 s doubling to 30 s apart), so room freed by the operator is
+ * used within half a minute. */
 static int follow(const struct ingest_options *opt, struct source *src, struct store *st)
 {
-    int64_t delay = 100000;
+    int64_t delay = 100000, space_delay = 1000000;
     char err[1024];
     for (;;) {
         err[0] = '\0';
@@ -178,8 +183,14 @@ static int follow(const struct ingest_options *opt, struct source *src, struct s
         }
         if (ingest_stop_requested)
             return 0;
+        if (rc == 2) {
+            log_error("%s (next try in %.0f s)", err, (double)space_delay / 1e6);
+            backoff(&space_delay, 30000000);
+            continue;
+        }
+        space_delay = 1000000;
         log_warn("%s; reconnecting in %.1f s", err, (double)delay / 1e6);
-        backoff(&delay);
+        backoff(&delay, 5000000);
     }
 }
 
@@ -198,11 +209,20 @@ int ingest_run(const struct ingest_options *opt)
     if (!c || source_load(c, views, &src, err, sizeof err) ||
         source_compile_filters(&src, err, sizeof err))
         goto done;
-    PQfinish(c);
-    c = NULL;
     bool fresh;
     if (!(st = open_store(opt, views_text, &src, &fresh, err, sizeof err)))
         goto done;
+    /* A load without the publication would only fail at the first change. */
+    if (fresh && upstream_check(c, &src, opt, false, 0, err, sizeof err))
+        goto done;
+    PQfinish(c);
+    c = NULL;
+    struct store_error serr;
+    if (opt->max_store_bytes && store_set_max_size(st, opt->max_store_bytes, &serr)) {
+        snprintf(err, sizeof err, "%s (--max-store-size): give a larger --max-store-size, or "
+                                  "leave it out", serr.message);
+        goto done;
+    }
     if (fresh && snapshot_load(opt, &src, st, err, sizeof err))
         goto done;
     rc = follow(opt, &src, st);

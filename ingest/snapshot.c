@@ -76,6 +76,20 @@ static void progress_print(struct progress *p, bool done)
             (long long)p->rows, rate, left, done ? "\n" : "");
 }
 
+/* A commit of the load failed. A full store ends the load: what it wrote
+ * is at position 0, which the next run removes before loading again. */
+static int commit_failed(const struct store_error *serr, char *err, size_t errlen)
+{
+    if (serr->kind != STORE_ERR_LIMIT && serr->kind != STORE_ERR_NO_SPACE)
+        return fail(err, errlen, "%s", serr->message);
+    return fail(err, errlen, "%s. The initial load stopped; the next run removes what it wrote "
+                             "and loads again from the start: %s, then run straum-ingest again",
+                serr->message,
+                serr->kind == STORE_ERR_NO_SPACE ? "make room for data.mdb"
+                                                 : "raise --max-store-size (or "
+                                                   "STRAUM_STORE_MAX_MAP_MB)");
+}
+
 /* Commits what is pending (position 0: still loading) when the writer holds
  * more than the budget, so that the commit's eviction bounds memory. */
 static int commit_if_big(struct store *st, char *err, size_t errlen)
@@ -84,7 +98,7 @@ static int commit_if_big(struct store *st, char *err, size_t errlen)
         return 0;
     struct store_error serr;
     if (store_commit(st, &(struct store_position){0}, &serr))
-        return fail(err, errlen, "%s", serr.message);
+        return commit_failed(&serr, err, errlen);
     return 0;
 }
 
@@ -281,7 +295,7 @@ int snapshot_load(const struct ingest_options *opt, struct source *src, struct s
     struct store_error serr;
     struct store_position pos = {consistent, now_usec(), now_usec(), 0};
     if (store_commit(st, &pos, &serr)) {
-        fail(err, errlen, "%s", serr.message);
+        commit_failed(&serr, err, errlen);
         goto done;
     }
     log_info("snapshot loaded in %.1f s; position %s", (double)(now_usec() - started) / 1e6,

@@ -147,7 +147,9 @@ static int resolve_table(PGconn *c, struct source_table *t, char *err, size_t er
         return -1;
     if (PQntuples(r) != 1) {
         PQclear(r);
-        return fail(err, errlen, "table %s does not exist", t->qualified);
+        return fail(err, errlen, "table %s does not exist; the views read it: create it, or "
+                                 "change the views (a store built from it then needs "
+                                 "straum-ingest run --rebuild)", t->qualified);
     }
     const char *kind = PQgetvalue(r, 0, 5);
     if (strcmp(kind, "r") != 0 && strcmp(kind, "p") != 0) {

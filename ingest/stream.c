@@ -38,6 +38,8 @@ struct follower {
     struct source *src;
     struct store *st;
     PGconn *repl;
+    PGconn *catalog;           /* a plain connection for upstream_check */
+    int64_t last_check;
     int proto;
     bool binary;
 
@@ -57,9 +59,14 @@ struct follower {
     uint32_t stream_xid;
 
     uint64_t target_lsn;       /* exit_when_caught_up: stop once stored >= this */
+    enum store_error_kind store_failure; /* why the last store commit failed */
     char *err;
     size_t errlen;
 };
+
+/* A store commit failed for want of space, and none has succeeded since:
+ * the next one that does says so. Ingest is one follower per process. */
+static bool waiting_for_room;
 
 static int fail(struct follower *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int fail(struct follower *f, const char *fmt, ...)
@@ -76,13 +83,50 @@ static int fail(struct follower *f, const char *fmt, ...)
 
 /* ---- Store commits and feedback ----------------------------------------------- */
 
+/* A failed commit wrote nothing: says so, where the store stands and what
+ * to do, by why it failed. */
+static int store_failed(struct follower *f, const struct store_error *serr)
+{
+    char lsn[32];
+    lsn_text(f->stored_lsn, lsn);
+    f->store_failure = serr->kind;
+    const char *kept = "Nothing of the batch was written: the store keeps its last commit";
+    switch (serr->kind) {
+    case STORE_ERR_LIMIT:
+        return fail(f, "%s. %s (%s), straum-serve goes on serving it and the slot keeps every "
+                       "change since. %s and start straum-ingest again: it resumes from %s",
+                    serr->message, kept, lsn,
+                    f->opt->max_store_bytes ? "Raise --max-store-size"
+                                            : "Raise STRAUM_STORE_MAX_MAP_MB (or unset it)",
+                    lsn);
+    case STORE_ERR_NO_SPACE:
+        waiting_for_room = true;
+        return fail(f, "%s. %s (%s), straum-serve goes on serving it and the slot keeps every "
+                       "change since. Make room for data.mdb: %s %s",
+                    serr->message, kept, lsn,
+                    f->opt->exit_when_caught_up ? "then run straum-ingest again; it resumes from"
+                                                : "straum-ingest retries by itself and resumes from",
+                    lsn);
+    case STORE_ERR_REPLAY:
+        return fail(f, "%s (%s)", serr->message, lsn);
+    default:
+        return fail(f, "%s", serr->message);
+    }
+}
+
 static int store_position_now(struct follower *f, uint64_t lsn, int64_t commit_time)
 {
     struct store_error serr;
     struct store_position pos = {lsn, commit_time, f->last_contact,
                                  f->server_lsn > lsn ? f->server_lsn - lsn : 0};
     if (store_commit(f->st, &pos, &serr))
-        return fail(f, "%s", serr.message);
+        return store_failed(f, &serr);
+    if (waiting_for_room) {
+        char text[32];
+        log_info("the store at %s has room again; resumed at %s", store_dir(f->st),
+                 lsn_text(lsn, text));
+        waiting_for_room = false;
+    }
     f->stored_lsn = lsn;
     f->dirty = false;
     f->pending_rows = 0;
@@ -449,6 +493,13 @@ static bool fatal_server_error(const char *msg)
            strstr(msg, "permission denied") || strstr(msg, "can only be used");
 }
 
+/* The walsender's error when a change needs a publication that was
+ * dropped: "publication "straum" does not exist". */
+static bool publication_gone(const char *msg)
+{
+    return strstr(msg, "publication") && strstr(msg, "does not exist");
+}
+
 static int start(struct follower *f)
 {
     if (!(f->repl = source_connect(f->opt->source, true, f->err, f->errlen)))
@@ -472,6 +523,8 @@ static int start(struct follower *f)
             fail(f, "the replication slot \"%s\" does not exist any more, so the changes since "
                     "%s are lost to Straum; rerun with --rebuild to load the tables again",
                  f->opt->slot, lsn_text(f->stored_lsn, lsn));
+        else if (publication_gone(f->err))
+            upstream_publication_gone(f->opt, f->stored_lsn, f->err, f->errlen);
         return fatal_server_error(f->err) ? -1 : 1;
     }
     PQclear(r);
@@ -497,13 +550,39 @@ static bool caught_up(const struct follower *f)
            f->stored_lsn >= f->target_lsn;
 }
 
+/* How often the follower asks the catalog whether the tables and the
+ * publication are still there (upstream.c): a dropped one sends nothing. */
+#define UPSTREAM_CHECK_US 2000000
+
+/* Between transactions: stops (-1) when a table or the publication is gone,
+ * after storing the whole transactions applied before; 1 to reconnect when
+ * the catalog cannot be asked. */
+static int check_upstream(struct follower *f)
+{
+    f->last_check = now_usec();
+    int rc = upstream_check(f->catalog, f->src, f->opt, true, f->stored_lsn, f->err, f->errlen);
+    if (rc >= 0)
+        return rc;
+    if (!f->dirty)
+        return -1;
+    if (maybe_store(f, true)) /* so the message names the position stored */
+        return -1;
+    rc = upstream_check(f->catalog, f->src, f->opt, true, f->stored_lsn, f->err, f->errlen);
+    return rc == 1 ? 1 : -1; /* 0: err still holds the first answer */
+}
+
 /* Housekeeping between messages: commits, feedback, asking for the
- * server's position when idle. */
+ * server's position when idle, checking upstream. -1 fatal, 1 reconnect. */
 static int tick(struct follower *f)
 {
     if (maybe_store(f, false))
         return -1;
     int64_t now = now_usec();
+    if (!f->in_txn && now - f->last_check > UPSTREAM_CHECK_US) {
+        int rc = check_upstream(f);
+        if (rc)
+            return rc;
+    }
     /* How often an idle follower asks where the server is: often enough that
      * the stored position (and the lag serve reports) follows the server
      * within a few group commits, never more than once a second. */
@@ -527,17 +606,24 @@ static int loop(struct follower *f)
         if (n > 0) {
             int rc = on_frame(f, (const uint8_t *)buf, (size_t)n);
             PQfreemem(buf);
+            /* A keepalive's reply that cannot be sent is a lost connection,
+             * not a fatal error: a PostgreSQL shutting down asks for one and
+             * closes the socket (found by tests/e2e/test_chaos.c, where
+             * ingest stopped on a PostgreSQL restart instead of reconnecting). */
             if (rc)
-                return -1;
+                return strstr(f->err, "sending feedback") ? 1 : -1;
         } else if (n == 0) {
             if (wait_socket(f, 5))
                 return 1;
         } else {
             fail(f, "the replication stream ended: %s", PQerrorMessage(f->repl));
+            if (publication_gone(f->err)) /* decoding cannot go past it: stop */
+                return upstream_publication_gone(f->opt, f->stored_lsn, f->err, f->errlen);
             return 1;
         }
-        if (tick(f))
-            return strstr(f->err, "sending feedback") ? 1 : -1;
+        int rc = tick(f);
+        if (rc)
+            return rc > 0 || strstr(f->err, "sending feedback") ? 1 : -1;
     }
 }
 
@@ -547,7 +633,9 @@ static uint64_t current_wal_lsn(const struct ingest_options *opt, char *err, siz
     uint64_t lsn = 0;
     if (!c)
         return 0;
-    PGresult *r = PQexec(c, "SELECT pg_current_wal_lsn()");
+    /* The insert position, not the write one: with asynchronous commit a
+     * transaction committed before this call may not be written yet. */
+    PGresult *r = PQexec(c, "SELECT pg_current_wal_insert_lsn()");
     if (PQresultStatus(r) == PGRES_TUPLES_OK)
         lsn_parse(PQgetvalue(r, 0, 0), &lsn);
     PQclear(r);
@@ -574,18 +662,33 @@ int stream_follow(const struct ingest_options *opt, struct source *src, struct s
     for (int i = 0; i < src->ntables; i++)
         src->tables[i].relation_seen = false; /* a new stream sends Relations again */
     f.last_store = f.last_feedback = f.last_data = now_usec();
-    int rc = start(&f);
+    if (!(f.catalog = source_connect(opt->source, false, err, errlen)))
+        return 1;
+    int rc = check_upstream(&f);
+    if (rc == 0)
+        rc = start(&f);
     if (rc == 0)
         rc = loop(&f);
     /* Keep what is whole; drop a transaction cut off mid-way. */
     if (f.in_txn || rc < 0)
         store_rollback(st);
-    else if (maybe_store(&f, true))
+    /* Only a failed store commit is fatal here: the feedback after it goes
+     * over the connection that was just lost (PostgreSQL restarting), and
+     * the store holds the batch either way (found by tests/e2e/test_chaos.c:
+     * ingest stopped on a PostgreSQL restart instead of reconnecting). */
+    else if (maybe_store(&f, true) && !strstr(err, "sending feedback"))
         rc = -1;
     else if (f.repl && PQstatus(f.repl) == CONNECTION_OK)
         send_feedback(&f, false);
     for (int i = f.nstreams - 1; i >= 0; i--)
         stream_drop(&f, &f.streams[i]);
     PQfinish(f.repl);
+    PQfinish(f.catalog);
+    /* A full filesystem may get room back; a batch the map outgrew goes
+     * again at once. Either way the server resends from the stored position. */
+    if (rc < 0 && f.store_failure == STORE_ERR_NO_SPACE && !opt->exit_when_caught_up)
+        return 2;
+    if (rc < 0 && f.store_failure == STORE_ERR_REPLAY)
+        return 1;
     return rc;
 }

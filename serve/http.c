@@ -8,6 +8,11 @@
  * one client can hold: header bytes (the per-connection memory pool: a
  * header flood gets MHD's 431/413, not more memory), idle time (the
  * connection timeout drops slow and half-open clients) and connections.
+ * MHD's timeout counts idle time only, so a client sending a byte a second
+ * would never reach it: a sweeper thread also cuts a connection whose
+ * request has not arrived whole within the same timeout of its first byte
+ * (of the connection, or of the previous answer). Neither holds a worker:
+ * a connection waiting for bytes costs an epoll entry, not a thread.
  *
  * Routes and statuses:
  *   POST /ask      200 engine JSON; 400 body (request.c) or ask syntax; 404
@@ -43,6 +48,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -85,6 +91,23 @@ struct serve_server {
     bool quiet;
     atomic_int inflight;        /* requests between their first call and completion */
     struct MHD_Response *healthz;
+
+    /* Request deadlines (see the top): every open connection, its socket
+     * and since when it has been receiving a request. */
+    unsigned timeout_s;
+    pthread_mutex_t clocks_lock;
+    struct conn_clock *clocks;
+    pthread_t sweeper;
+    bool sweeping;
+    int sweep_pipe[2];          /* a byte: stop sweeping */
+};
+
+struct conn_clock {
+    int fd;
+    int64_t since_ns;           /* started receiving a request */
+    bool answering;             /* the request arrived whole */
+    bool cut;
+    struct conn_clock *prev, *next;
 };
 
 /* ---- Logging ----------------------------------------------------------------- */
@@ -536,6 +559,110 @@ static enum MHD_Result do_ask(struct serve_server *s, struct MHD_Connection *c, 
     return rc;
 }
 
+/* ---- Request deadlines -------------------------------------------------------------------- */
+
+/* A new connection: its clock starts now. NULL when out of memory (the
+ * connection then has MHD's idle timeout only). */
+static struct conn_clock *clock_start(struct serve_server *s, struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    struct conn_clock *k = ci ? calloc(1, sizeof *k) : NULL;
+    if (!k)
+        return NULL;
+    k->fd = ci->connect_fd;
+    k->since_ns = mono_ns();
+    pthread_mutex_lock(&s->clocks_lock);
+    k->next = s->clocks;
+    if (s->clocks)
+        s->clocks->prev = k;
+    s->clocks = k;
+    pthread_mutex_unlock(&s->clocks_lock);
+    return k;
+}
+
+/* MHD notifies the close before it closes the socket: once this returns,
+ * the sweeper no longer knows the descriptor, so it never shuts down a
+ * number the kernel has given to another connection. */
+static void clock_stop(struct serve_server *s, struct conn_clock *k)
+{
+    if (!k)
+        return;
+    pthread_mutex_lock(&s->clocks_lock);
+    if (k->prev)
+        k->prev->next = k->next;
+    else
+        s->clocks = k->next;
+    if (k->next)
+        k->next->prev = k->prev;
+    pthread_mutex_unlock(&s->clocks_lock);
+    free(k);
+}
+
+/* answering: the request has arrived whole (its deadline no longer runs);
+ * false: the answer went out, the next request's time starts. */
+static void clock_answering(struct serve_server *s, struct MHD_Connection *c, bool answering)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    struct conn_clock *k = ci ? ci->socket_context : NULL;
+    if (!k)
+        return;
+    pthread_mutex_lock(&s->clocks_lock);
+    k->answering = answering;
+    if (!answering)
+        k->since_ns = mono_ns();
+    pthread_mutex_unlock(&s->clocks_lock);
+}
+
+/* Once a second, shuts down the socket of every connection whose request
+ * has been arriving for longer than the timeout; MHD then sees the socket
+ * end and closes the connection in its own thread. */
+static void *sweep(void *arg)
+{
+    struct serve_server *s = arg;
+    for (;;) {
+        struct pollfd p = {.fd = s->sweep_pipe[0], .events = POLLIN};
+        if (poll(&p, 1, 1000) > 0)
+            return NULL;
+        int64_t limit = mono_ns() - (int64_t)s->timeout_s * 1000000000;
+        pthread_mutex_lock(&s->clocks_lock);
+        for (struct conn_clock *k = s->clocks; k; k = k->next)
+            if (!k->answering && !k->cut && k->since_ns < limit) {
+                shutdown(k->fd, SHUT_RDWR);
+                k->cut = true;
+            }
+        pthread_mutex_unlock(&s->clocks_lock);
+    }
+}
+
+static int sweeper_start(struct serve_server *s)
+{
+    if (pipe2(s->sweep_pipe, O_CLOEXEC) != 0)
+        return -1;
+    int rc = pthread_create(&s->sweeper, NULL, sweep, s);
+    if (rc != 0) {
+        errno = rc;
+        return -1;
+    }
+    s->sweeping = true;
+    return 0;
+}
+
+static void sweeper_stop(struct serve_server *s)
+{
+    if (s->sweeping) {
+        char c = 1;
+        ssize_t rc = write(s->sweep_pipe[1], &c, 1);
+        (void)rc; /* an empty pipe takes a byte */
+        pthread_join(s->sweeper, NULL);
+        s->sweeping = false;
+    }
+    for (int i = 0; i < 2; i++)
+        if (s->sweep_pipe[i] >= 0) {
+            close(s->sweep_pipe[i]);
+            s->sweep_pipe[i] = -1;
+        }
+}
+
 /* ---- The MHD callbacks ------------------------------------------------------------------- */
 
 /* Per-request state of a /ask: the body as it arrives. GET routes answer on
@@ -673,8 +800,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 {
     (void)version;
     struct serve_server *s = cls;
-    if (*state == NULL)
-        return first_call(s, c, url, method, state);
+    if (*state == NULL) {
+        enum MHD_Result rc = first_call(s, c, url, method, state);
+        if (*state == &answered) /* answered on the headers */
+            clock_answering(s, c, true);
+        return rc;
+    }
+    if (*upload_data_size == 0) /* the request has arrived whole */
+        clock_answering(s, c, true);
     if (*state == &answered) { /* nothing more to read for a request answered */
         *upload_data_size = 0;
         return MHD_YES;
@@ -735,9 +868,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 static void on_completed(void *cls, struct MHD_Connection *c, void **state,
                          enum MHD_RequestTerminationCode toe)
 {
-    (void)c;
     (void)toe;
     struct serve_server *s = cls;
+    clock_answering(s, c, false); /* the next request's time starts now */
     if (*state == NULL)
         return;
     if (*state != &answered && *state != &pending) {
@@ -752,10 +885,12 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **state,
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_state,
                           enum MHD_ConnectionNotificationCode toe)
 {
-    (void)c;
-    (void)socket_state;
     struct serve_server *s = cls;
     metrics_connection(s->metrics, toe == MHD_CONNECTION_NOTIFY_STARTED ? 1 : -1);
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED)
+        *socket_state = clock_start(s, c);
+    else
+        clock_stop(s, *socket_state);
 }
 
 /* ---- Start and stop ------------------------------------------------------------------------ */
@@ -766,6 +901,7 @@ void serve_stop(struct serve_server *s)
 {
     if (!s)
         return;
+    sweeper_stop(s);
     if (s->daemon) {
         /* Stop accepting, let requests in flight finish (bounded), then
          * close every connection. */
@@ -783,6 +919,7 @@ void serve_stop(struct serve_server *s)
     engine_close(s->engine);
     metrics_free(s->metrics);
     free(s->token);
+    pthread_mutex_destroy(&s->clocks_lock);
     free(s);
 }
 
@@ -796,6 +933,9 @@ struct serve_server *serve_start(const struct serve_options *o, char *err, size_
         return NULL;
     }
     s->listen_fd = -1;
+    s->sweep_pipe[0] = s->sweep_pipe[1] = -1;
+    pthread_mutex_init(&s->clocks_lock, NULL);
+    s->timeout_s = o->connection_timeout_s ? o->connection_timeout_s : CONNECTION_TIMEOUT_S;
     s->max_body = o->max_body ? o->max_body : SERVE_DEFAULT_MAX_BODY;
     s->max_lag_us = o->max_lag_us;
     s->quiet = o->quiet;
@@ -808,7 +948,7 @@ struct serve_server *serve_start(const struct serve_options *o, char *err, size_
         .max_ask_bytes = 64 * 1024,
         .max_params = 256,
     };
-    struct store_error serr = {{0}};
+    struct store_error serr = {0};
     s->engine = engine_open(o->store_dir, &lim, &serr);
     if (!s->engine) {
         snprintf(err, errlen, "cannot open the store %s: %s", o->store_dir, serr.message);
@@ -848,8 +988,7 @@ struct serve_server *serve_start(const struct serve_options *o, char *err, size_
         MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
         MHD_OPTION_LISTEN_SOCKET, (MHD_socket)s->listen_fd,
         MHD_OPTION_THREAD_POOL_SIZE, threads > 1 ? threads : 0u,
-        MHD_OPTION_CONNECTION_TIMEOUT,
-        o->connection_timeout_s ? o->connection_timeout_s : (unsigned)CONNECTION_TIMEOUT_S,
+        MHD_OPTION_CONNECTION_TIMEOUT, s->timeout_s,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONNECTION_LIMIT,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
@@ -857,6 +996,10 @@ struct serve_server *serve_start(const struct serve_options *o, char *err, size_
         MHD_OPTION_END);
     if (!s->daemon) {
         snprintf(err, errlen, "libmicrohttpd could not start on %s", s->addr);
+        goto fail;
+    }
+    if (sweeper_start(s) != 0) {
+        snprintf(err, errlen, "cannot start the request deadline thread: %s", strerror(errno));
         goto fail;
     }
     return s;

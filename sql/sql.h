@@ -349,5 +349,10 @@ void sql_ask_free(struct sql_ask *ask);
 #define SQL_MAX_TEXT_BYTES (1u << 20)
 #define SQL_MAX_DEPTH 64
 #define SQL_MAX_PARAMS 256
+/* The longest bucket width (date_bin's interval and every width of a view):
+ * 100 years. The store's span arithmetic (64 buckets a span, from any
+ * origin, at any time it keeps: STORE_MIN_TIME..STORE_MAX_TIME) must fit in
+ * int64, and with widths of millennia it would not (fuzz_view checks it). */
+#define SQL_MAX_WIDTH_USEC (36525LL * SQL_USEC_PER_DAY)
 
 #endif

@@ -131,6 +131,9 @@ static bool parse_bucket_item(struct view_builder *b, struct raw_item *it)
     char why[160];
     if (!sql_parse_interval(stride.text, &it->stride, why, sizeof why))
         return fail_at(p, st, SQL_ERR_INVALID, "%s", why);
+    if (it->stride > SQL_MAX_WIDTH_USEC)
+        return fail_at(p, st, SQL_ERR_INVALID, "date_bin's interval \"%.40s\" is longer than "
+                       "the 100 years a width may span", stride.text);
     if (!expect_op(p, ",") || !parse_colref(p, &it->col))
         return false;
     it->has_col = true;
@@ -761,6 +764,9 @@ static bool parse_widths(struct view_builder *b)
             int64_t width;
             if (!sql_parse_interval(one, &width, why, sizeof why))
                 return fail_at(p, t, SQL_ERR_INVALID, "%s", why);
+            if (width > SQL_MAX_WIDTH_USEC)
+                return fail_at(p, t, SQL_ERR_INVALID,
+                               "width \"%s\" is longer than the 100 years a width may span", one);
             if (width % stride != 0)
                 return fail_at(p, t, SQL_ERR_INVALID,
                                "width \"%s\" is not a multiple of the date_bin stride", one);

@@ -75,8 +75,13 @@ size_t store_code_format(const struct store_column_type *t, int64_t code, char *
     case STORE_TYPE_DATE:
         return format_date(code, buf, len);
     case STORE_TYPE_TIMESTAMP: {
+        /* rest from the remainder, not code - days * day: within a day of
+         * INT64_MIN that product overflows (found formatting the time of a
+         * row store_apply refuses). */
         int64_t days = floor_div(code, 86400000000LL);
-        int64_t rest = code - days * 86400000000LL;
+        int64_t rest = code % 86400000000LL;
+        if (rest < 0)
+            rest += 86400000000LL;
         char date[32];
         format_date(days, date, sizeof date);
         int64_t s = rest / 1000000, us = rest % 1000000;

@@ -9,6 +9,7 @@
 #include "store/internal.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,20 @@ static size_t max_map_from_env(void)
     return DEFAULT_MAX_MAP_BYTES;
 }
 
+/* A process that dies inside a read transaction (a straum-serve replica
+ * SIGKILLed or OOM-killed mid-ask) leaves its LMDB reader slot taken, at
+ * that snapshot: LMDB then reuses no page freed after it, so data.mdb grows
+ * with every commit and never stops (found by tests/e2e/test_chaos.c: a
+ * store of 2 MiB of data reached 400 MiB within a minute after one replica
+ * kill), and the slots of dead processes add up towards MDB_READERS_FULL.
+ * mdb_reader_check frees the slots whose process is gone (LMDB tells by the
+ * lock each reader process holds on lock.mdb). */
+static void clear_dead_readers(struct store *s)
+{
+    int dead = 0;
+    mdb_reader_check(s->env, &dead);
+}
+
 static int open_env(struct store *s, const char *dir, bool create, struct store_error *err)
 {
     int rc = mdb_env_create(&s->env);
@@ -59,11 +74,20 @@ static int open_env(struct store *s, const char *dir, bool create, struct store_
     MDB_envinfo info;
     mdb_env_info(s->env, &info);
     s->map_size = info.me_mapsize;
+    clear_dead_readers(s);
     return 0;
 }
 
 int store_txn_begin(struct store *s, unsigned flags, MDB_txn **txn, struct store_error *err)
 {
+    /* The writer clears dead readers too, at most once a second: a replica
+     * killed and never started again must not pin the store either. */
+    static _Atomic int64_t last_clear;
+    int64_t now = now_usec();
+    if (!(flags & MDB_RDONLY) && now - atomic_load(&last_clear) >= 1000000) {
+        atomic_store(&last_clear, now);
+        clear_dead_readers(s);
+    }
     for (int attempt = 0;; attempt++) {
         int rc = mdb_txn_begin(s->env, NULL, flags, txn);
         if (rc == MDB_MAP_RESIZED && attempt < 3) {
@@ -247,7 +271,22 @@ int store_open(const char *dir, enum store_mode mode, struct store **out,
     if (!s)
         return store_fail(err, "out of memory");
     MDB_txn *txn;
-    if (open_env(s, dir, false, err) || store_txn_begin(s, MDB_RDONLY, &txn, err))
+    if (open_env(s, dir, false, err))
+        goto fail;
+    /* A writer SIGKILLed inside mdb_txn_commit, after its meta page was
+     * written but before it published the new transaction id in lock.mdb,
+     * leaves a commit that is on disk but that read transactions do not see
+     * yet: LMDB publishes it when the next writer takes the write lock. So
+     * ingest takes it once before reading its position; otherwise it would
+     * resume from the older position and apply again, on top of the newer
+     * state, the transactions that commit already holds (found by
+     * tests/e2e/test_chaos.c: rows doubled after an ingest kill). */
+    if (mode == STORE_READ_WRITE) {
+        if (store_txn_begin(s, 0, &txn, err))
+            goto fail;
+        mdb_txn_abort(txn);
+    }
+    if (store_txn_begin(s, MDB_RDONLY, &txn, err))
         goto fail;
     int rc = open_dbis(s, txn, false, err) || load_catalog(s, txn, err);
     /* DBI handles opened in a read transaction stay valid after commit. */

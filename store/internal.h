@@ -66,6 +66,12 @@ int store_lmdb_error(struct store_error *err, int rc, const char *doing);
 int store_fail(struct store_error *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* A store that cannot grow (space.c): data.mdb at its size limit
+ * (STORE_ERR_LIMIT), or a write failure from LMDB told apart as a full
+ * filesystem (STORE_ERR_NO_SPACE) from the rest. Both return -1. */
+int store_limit_error(struct store *s, struct store_error *err);
+int store_write_error(struct store *s, struct store_error *err, int rc, const char *doing);
+
 /* Catalog keys. */
 #define CATALOG_VERSION "format_version"
 #define CATALOG_VIEWS "views"

@@ -172,6 +172,7 @@ void types_free(const struct sql_view_list *views, struct store_column_type **ty
 int store_fail(struct store_error *err, const char *fmt, ...)
 {
     if (err) {
+        err->kind = STORE_ERR_OTHER;
         va_list ap;
         va_start(ap, fmt);
         vsnprintf(err->message, sizeof err->message, fmt, ap);

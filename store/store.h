@@ -39,14 +39,35 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_FORMAT_VERSION 2
+#define STORE_FORMAT_VERSION 3 /* 3: segment blocks of format 2 (a directory checksum) */
 #define STORE_NULL INT64_MIN
+
+/* The times a row's bucket column may hold, in usec since 1970:
+ * PostgreSQL's first day (4713-11-24 BC) up to 100000-01-01. Within them,
+ * and with widths of at most SQL_MAX_WIDTH_USEC, bucket and span arithmetic
+ * from any origin fits in int64; near INT64_MAX (year 294247, which ingest
+ * could decode) it overflowed (fuzz_view). store_apply refuses the rest. */
+#define STORE_MIN_TIME (-210866803200000000LL)
+#define STORE_MAX_TIME 3093527980800000000LL
 
 struct store;
 struct store_read;
 
+/* Why a store call failed, for callers that act on it: a full store is
+ * not a broken one. Every error has a message; most are STORE_ERR_OTHER. */
+enum store_error_kind {
+    STORE_ERR_OTHER = 0,
+    STORE_ERR_LIMIT,      /* data.mdb reached its size limit (store_set_max_size,
+                             STRAUM_STORE_MAX_MAP_MB): raise it, then retry */
+    STORE_ERR_NO_SPACE,   /* the filesystem refused to grow data.mdb (ENOSPC,
+                             EDQUOT, EFBIG): retry once space is freed */
+    STORE_ERR_REPLAY,     /* the map filled mid-batch and has grown: apply the
+                             batch again from the stored position */
+};
+
 struct store_error {
     char message[320];
+    enum store_error_kind kind;
 };
 
 /* ---- Column types ------------------------------------------------------ */
@@ -91,6 +112,12 @@ int store_create(const char *dir, const char *views_text,
 int store_open(const char *dir, enum store_mode mode, struct store **out,
                struct store_error *err);
 void store_close(struct store *s);
+
+/* Caps data.mdb at bytes (rounded down to whole pages): a commit that would
+ * grow it past the cap fails with STORE_ERR_LIMIT and writes nothing. A
+ * writer's call, after open or create; refused when the store already uses
+ * more than bytes. */
+int store_set_max_size(struct store *s, uint64_t bytes, struct store_error *err);
 
 /* The compiled views of the store (parsed from the catalog at open). */
 const struct sql_view_list *store_views(const struct store *s);
@@ -147,7 +174,8 @@ struct store_vc_delta {
  * the counts are positive, taken away when negative. */
 struct store_delta {
     int view;
-    int64_t time;              /* the row's bucket column, usec */
+    int64_t time;              /* the row's bucket column, usec; from
+                                  STORE_MIN_TIME to before STORE_MAX_TIME */
     const int64_t *keys;       /* view->ncell_keys codes */
     const int64_t *counts;     /* view->ncounts deltas */
     const struct store_sum *sums; /* view->nsums deltas */
@@ -193,7 +221,9 @@ struct store_position {
 
 /* Writes every pending change and the position in one LMDB transaction,
  * growing the map when it is full. On failure nothing is written and the
- * pending changes are dropped (the caller replays from the last position). */
+ * pending changes are dropped (the caller replays from the last position);
+ * err->kind tells a full store (STORE_ERR_LIMIT, STORE_ERR_NO_SPACE) or a
+ * batch to replay at once (STORE_ERR_REPLAY) from other failures. */
 int store_commit(struct store *s, const struct store_position *pos, struct store_error *err);
 
 /* Drops pending changes without writing them. */

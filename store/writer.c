@@ -233,6 +233,15 @@ int store_apply(struct store *s, const struct store_delta *d, struct store_error
         return -1;
     if (d->view < 0 || d->view >= s->views->nviews)
         return store_fail(err, "view %d does not exist", d->view);
+    /* Before bucket_of: outside these times its arithmetic overflows. */
+    if (d->time < STORE_MIN_TIME || d->time >= STORE_MAX_TIME) {
+        char when[64];
+        store_code_format(&(struct store_column_type){STORE_TYPE_TIMESTAMP, 0, 0}, d->time, when,
+                          sizeof when);
+        return store_fail(err, "a row of view \"%s\" has the time %s, outside the times a "
+                          "store keeps (4713 BC to the year 100000)",
+                          s->views->views[d->view].name, when);
+    }
     struct pending *p = s->pending;
     if (p->bytes > 2 * s->cache_bytes && spill(s, err))
         return -1;
@@ -600,15 +609,13 @@ static int write_batch(struct store *s, const struct encoded *enc, size_t n,
     }
     if (rc == 0 || rc == MDB_MAP_FULL || rc == -1)
         return rc;
-    return store_lmdb_error(err, rc, "writing a batch to the store");
+    return store_write_error(s, err, rc, "writing a batch");
 }
 
 static int grow_map(struct store *s, struct store_error *err)
 {
     if (s->map_size >= s->max_map_size)
-        return store_fail(err, "the store at %s is full: its map reached the limit of %zu "
-                               "MiB (free disk space or raise STRAUM_STORE_MAX_MAP_MB)",
-                          s->dir, s->max_map_size >> 20);
+        return store_limit_error(s, err);
     size_t size = s->map_size * 2 < s->max_map_size ? s->map_size * 2 : s->max_map_size;
     int rc = mdb_env_set_mapsize(s->env, size);
     if (rc)
@@ -653,11 +660,13 @@ static int batch_lost(struct store *s, int rc, struct store_error *err)
     if (rc == MDB_MAP_FULL) {
         if (grow_map(s, err))
             return -1;
-        return store_fail(err, "the store's map filled up during a large batch; it has grown "
-                               "to %zu MiB and the batch must be applied again from the stored "
-                               "position (restart straum-ingest)", s->map_size >> 20);
+        store_fail(err, "the store's map filled up during a large batch; it has grown to %zu "
+                        "MiB and the batch must be applied again from the stored position",
+                   s->map_size >> 20);
+        err->kind = STORE_ERR_REPLAY;
+        return -1;
     }
-    return rc == -1 ? -1 : store_lmdb_error(err, rc, "writing a large batch");
+    return rc == -1 ? -1 : store_write_error(s, err, rc, "writing a large batch");
 }
 
 static int truncate_in_txn(struct store *s, MDB_txn *txn, struct store_error *err)

@@ -14,6 +14,7 @@ PACKAGES=(
   libcriterion-dev
   util-linux                      # runuser: the test server runs as postgres
   tzdata                          # time zones of asks (serve reads /usr/share/zoneinfo)
+  wrk                             # taxi load: 1,000 keep-alive connections against serve
 )
 
 missing_packages() {

@@ -1,15 +1,23 @@
 /* test_ingest_faults.c -- straum-ingest survives what production does to it:
  * kill -9 at random moments while streaming (each time restarted), and
  * PostgreSQL restarting under it. At the end every cell equals PostgreSQL,
- * and the slot is never told a position the store does not hold. */
+ * and the slot is never told a position the store does not hold. What it
+ * cannot follow -- a dropped slot, publication or table, a table taken out
+ * of the publication, a column type whose values would change meaning --
+ * stops it with a message saying what happened and what to run, and the
+ * store keeps its last consistent state (it verifies, and equals
+ * PostgreSQL as it was). */
 #include "tests/e2e/oracle.h"
 #include "tests/e2e/taxi_db.h"
 #include "tests/pg/pgtmp.h"
 
 #include <criterion/criterion.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -168,4 +176,196 @@ Test(ingest_faults, column_type_changes_are_followed_or_stop_ingest, .timeout = 
     cr_assert_neq(rc, 0);
     cr_assert(strstr(log, "fare_amount") && strstr(log, "--rebuild"), "%s", log);
     taxi_db_destroy(&db);
+}
+
+/* ---- Upstream changes Straum cannot follow ------------------------------------------ */
+
+/* A following straum-ingest (as taxi_ingest_start) with stderr into log. */
+static void ingest_start_logged(struct taxi_db *db, const char *log)
+{
+    char views[4096];
+    snprintf(views, sizeof views, "%s/bench/taxi_views.sql", STRAUM_SOURCE_DIR);
+    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    cr_assert_geq(fd, 0);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        dup2(fd, 2);
+        execl(STRAUM_INGEST_BIN, STRAUM_INGEST_BIN, "run", "--source", db->conninfo, "--views",
+              views, "--store", db->store, "--slot", db->slot, "--commit-interval", "5ms",
+              (char *)NULL);
+        _exit(127);
+    }
+    close(fd);
+    db->ingest = pid;
+}
+
+/* Waits for the following ingest to stop by itself; its exit status. */
+static int ingest_wait_stop(struct taxi_db *db, int timeout_s)
+{
+    int status = 0;
+    pid_t got = 0;
+    for (int i = 0; i < timeout_s * 10 && (got = waitpid(db->ingest, &status, WNOHANG)) == 0; i++)
+        usleep(100000);
+    cr_assert_eq(got, db->ingest, "ingest did not stop within %d s", timeout_s);
+    db->ingest = 0;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Log lines are logfmt: quotes inside msg="..." come escaped. */
+static void unescape_quotes(char *s)
+{
+    char *o = s;
+    for (; *s; s++)
+        if (!(s[0] == '\\' && s[1] == '"'))
+            *o++ = *s;
+    *o = '\0';
+}
+
+static void read_text(const char *path, char *out, size_t len)
+{
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(out, 1, len - 1, f) : 0;
+    out[n] = '\0';
+    if (f)
+        fclose(f);
+    unescape_quotes(out);
+}
+
+/* The store verifies, and equals PostgreSQL once restore (SQL undoing the
+ * upstream change, run inside a transaction rolled back afterwards) has
+ * put back what the store last saw. */
+static void check_last_state(struct taxi_db *db, const char *restore, const char *when)
+{
+    char cmd[4400], out[8192], diff[4096];
+    snprintf(cmd, sizeof cmd, "%s --store %s verify 2>&1", STRAUM_DUMP_BIN, db->store);
+    FILE *p = popen(cmd, "r");
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    int status = pclose(p);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s: straum-dump verify: %s", when,
+              out);
+    oracle_exec(db->pg, "BEGIN");
+    if (restore)
+        oracle_exec(db->pg, restore);
+    int rc = oracle_compare(db->pg, db->store, diff, sizeof diff);
+    oracle_exec(db->pg, "ROLLBACK");
+    cr_assert_eq(rc, 0, "%s: the store is not PostgreSQL's last state it saw: %s", when, diff);
+}
+
+struct upstream_case {
+    const char *name;
+    const char *before;   /* SQL run before the change (a copy to restore from), or NULL */
+    const char *change;   /* what happens upstream */
+    const char *after;    /* a change made after it, which must not reach the store, or NULL */
+    const char *restore;  /* undoes change and after, in a transaction rolled back */
+    const char *says[5];  /* in the message of the follower that stops; NULL-ended */
+    const char *restart;  /* in the message of a restart */
+};
+
+static void upstream_change_stops_ingest(const struct upstream_case *c)
+{
+    struct taxi_db db;
+    taxi_db_create(&db, NULL, 300);
+    char log[8192], path[128];
+    cr_assert_eq(taxi_ingest_once(&db, log, sizeof log), 0, "%s", log);
+    snprintf(path, sizeof path, "%s.log", db.store);
+    ingest_start_logged(&db, path);
+    for (int b = 0; b < 3; b++)
+        taxi_random_batch(&db);
+    taxi_check(&db, c->name);
+    if (c->before)
+        taxi_exec(db.pg, "%s", c->before);
+    taxi_exec(db.pg, "%s", c->change);
+    if (c->after)
+        taxi_exec(db.pg, "%s", c->after);
+    int status = ingest_wait_stop(&db, 30);
+    read_text(path, log, sizeof log);
+    cr_assert_eq(status, 1, "%s: ingest exits 1 (status %d): %s", c->name, status, log);
+    const char *line = strstr(log, "level=error");
+    cr_assert_not_null(line, "%s: an error line: %s", c->name, log);
+    for (int i = 0; c->says[i]; i++)
+        cr_assert(strstr(line, c->says[i]), "%s: the message says \"%s\": %s", c->name,
+                  c->says[i], line);
+    check_last_state(&db, c->restore, c->name);
+    /* Restarted, it refuses the same way and changes nothing. */
+    cr_assert_eq(taxi_ingest_once(&db, log, sizeof log), 1, "%s: %s", c->name, log);
+    unescape_quotes(log);
+    cr_assert(strstr(log, c->restart) && strstr(log, "--rebuild"), "%s, restarted: %s", c->name,
+              log);
+    check_last_state(&db, c->restore, c->name);
+    unlink(path);
+    taxi_db_destroy(&db);
+}
+
+Test(ingest_faults, a_dropped_publication_stops_ingest_with_what_to_run, .timeout = 180)
+{
+    static const struct upstream_case c = {
+        "a dropped publication", NULL, "DROP PUBLICATION straum",
+        "SELECT straum_generate_trips(50, 0.7, 8000000)",
+        "DELETE FROM yellow_trips WHERE id > 8000000",
+        {"the publication \"straum\" does not exist any more", "lost to Straum",
+         "keeps serving its state as of", "rerun with --rebuild"},
+        "the publication \"straum\" does not exist any more"};
+    upstream_change_stops_ingest(&c);
+}
+
+Test(ingest_faults, a_dropped_publication_then_rebuild_follows_again, .timeout = 180)
+{
+    /* What the message says to run works. */
+    struct taxi_db db;
+    taxi_db_create(&db, NULL, 300);
+    char log[8192];
+    cr_assert_eq(taxi_ingest_once(&db, log, sizeof log), 0, "%s", log);
+    taxi_exec(db.pg, "DROP PUBLICATION straum");
+    taxi_db_add_trips(&db, 40, 0.2);
+    cr_assert_eq(taxi_ingest_once(&db, log, sizeof log), 1, "%s", log);
+    taxi_exec(db.pg, "CREATE PUBLICATION straum FOR TABLE yellow_trips, taxi_zones");
+    const char *const rebuild[] = {"--rebuild", NULL};
+    cr_assert_eq(taxi_ingest_once_with(&db, rebuild, log, sizeof log), 0, "%s", log);
+    taxi_ingest_start(&db, NULL);
+    taxi_random_batch(&db);
+    taxi_check(&db, "rebuilt after the publication came back");
+    taxi_ingest_stop(&db);
+    taxi_db_destroy(&db);
+}
+
+Test(ingest_faults, a_dropped_fact_table_stops_ingest_with_what_to_run, .timeout = 180)
+{
+    static const struct upstream_case c = {
+        "a dropped fact table", "CREATE TABLE trips_saved AS TABLE yellow_trips",
+        "DROP TABLE yellow_trips", NULL, "ALTER TABLE trips_saved RENAME TO yellow_trips",
+        {"table \"public\".\"yellow_trips\" was dropped upstream",
+         "as the fact table of view \"trips\"", "keeps serving its state as of",
+         "rerun with --rebuild"},
+        "table \"public\".\"yellow_trips\" does not exist"};
+    upstream_change_stops_ingest(&c);
+}
+
+Test(ingest_faults, a_dropped_dim_table_stops_ingest_with_what_to_run, .timeout = 180)
+{
+    static const struct upstream_case c = {
+        "a dropped dim table", "CREATE TABLE zones_saved AS TABLE taxi_zones",
+        "DROP TABLE taxi_zones", NULL, "ALTER TABLE zones_saved RENAME TO taxi_zones",
+        {"table \"public\".\"taxi_zones\" was dropped upstream", "as a dim of view \"trips\"",
+         "keeps serving its state as of", "rerun with --rebuild"},
+        "table \"public\".\"taxi_zones\" does not exist"};
+    upstream_change_stops_ingest(&c);
+}
+
+Test(ingest_faults, a_table_taken_out_of_the_publication_stops_ingest, .timeout = 180)
+{
+    static const struct upstream_case c = {
+        "a table out of the publication",
+        "CREATE TABLE taxi_zones_orig AS SELECT zone FROM taxi_zones WHERE location_id = 1",
+        "ALTER PUBLICATION straum DROP TABLE taxi_zones",
+        "UPDATE taxi_zones SET zone = 'Unseen' WHERE location_id = 1",
+        "UPDATE taxi_zones t SET zone = z.zone FROM (SELECT zone FROM taxi_zones_orig) z "
+        "WHERE t.location_id = 1",
+        {"table \"public\".\"taxi_zones\" is not in the publication \"straum\" any more",
+         "ALTER PUBLICATION \"straum\" ADD TABLE \"public\".\"taxi_zones\"",
+         "rerun with --rebuild"},
+        "is not in the publication \"straum\" any more"};
+    upstream_change_stops_ingest(&c);
 }

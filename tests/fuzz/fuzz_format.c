@@ -1,24 +1,29 @@
 /* fuzz_format.c -- libFuzzer target for segment blocks.
  *
- * Each input is used twice:
+ * Each input is used three ways:
  *  1. As a block: opened with and without the trailer check, verified, and
- *     every column decoded (and read in place when RAW). Nothing may crash or
- *     read out of bounds; every failure must carry a message; a block that
- *     verifies must decode every column, agree with its raw view, and
- *     survive a re-encode round trip.
- *     The same bytes are then tried again with every column checksum and
- *     the trailer recomputed, so that mutated column data gets past the
- *     checksums and reaches the decoders themselves.
+ *     every column decoded (and read in place when RAW), whole and in
+ *     slices (format_block_decode_range, as serve reads it). Nothing may
+ *     crash or read out of bounds; every failure must carry a message; a
+ *     block that verifies must decode every column, agree with its raw
+ *     view and with its slices, and survive a re-encode round trip.
+ *     The same bytes are then tried again with the directory checksum, and
+ *     then every column checksum and the trailer, recomputed, so that
+ *     mutated headers, directories and column data get past the checksums
+ *     and reach the structural checks and the decoders themselves.
  *  2. As values: the bytes after the first, shaped by the first (raw, small
  *     deltas, few bits, extremes), become an i64, an i128 and an f64 column,
  *     encoded with both policies and every codec that can hold them; each
  *     must decode to exactly its input, or the target aborts.
+ *  3. As a bit-packed stream for bitpack_unpack_at (see as_bitpack).
  * Column buffers are capped at 1 << 20 elements to keep the fuzzer's RSS low
  * (a legal 30-byte directory entry may describe 2^28 equal values). */
+#include "format/bitpack.h"
 #include "format/checksum.h"
 #include "format/column.h"
 #include "format/format.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +73,59 @@ static void roundtrip(const struct format_column *cols, int ncols, enum format_p
     free(buf);
 }
 
+/* format_block_decode_range over slices of column i (ci), against the
+ * whole column `all` as format_block_decode gave it (NULL when that
+ * failed): the read path serve takes for the bucket-start, key and value-
+ * count columns, where RAW and BITPACK columns read only the slice asked
+ * (bitpack_unpack_at from a bit offset inside a byte). Each slice must equal
+ * the same elements of the whole; a slice past the end must fail; and a
+ * column that does not decode whole must not decode in part either, unless
+ * its codec reads only the slice (RAW and BITPACK cannot fail). */
+static void check_ranges(const struct format_block *b, int i, const struct format_column_info *ci,
+                         const uint8_t *all)
+{
+    const uint32_t n = ci->n;
+    const size_t size = format_type_size(ci->type);
+    struct format_error err;
+    /* Long slices of short columns; short slices (at odd bit offsets) of
+     * long ones, and only one of a long DELTA or LZ4 column, which decodes
+     * whole for every slice: each input stays well under a millisecond. */
+    uint32_t m = n < 64 ? n : 64;
+    uint32_t slices[][2] = {
+        {0, n <= 4096 ? n : m}, {0, 0}, {n, 0}, {n - m, m}, {n / 2, n / 2 < 17 ? n / 2 : 17},
+        {n / 7, n <= 4096 ? n - n / 7 : 1}, {n / 3, n <= 4096 ? n / 2 - n / 3 : 3},
+    };
+    size_t nslices = sizeof slices / sizeof slices[0];
+    if (n > 4096 && ci->codec != FORMAT_RAW && ci->codec != FORMAT_BITPACK)
+        nslices = 1;
+    for (size_t k = 0; k < nslices; k++) {
+        uint32_t first = slices[k][0], count = slices[k][1];
+        /* Exactly count elements, so ASan sees a write past the slice. */
+        uint8_t *out = malloc(count ? (size_t)count * size : 1);
+        if (!out)
+            abort();
+        err.message[0] = '\0';
+        int ok = format_block_decode_range(b, i, first, count, out, &err) == 0;
+        if (!ok)
+            check_error(&err);
+        if (all && !ok)
+            abort(); /* the whole decoded; a part of it must too */
+        if (!all && ok && ci->codec != FORMAT_RAW && ci->codec != FORMAT_BITPACK)
+            abort(); /* DELTA and LZ4 decode from the start: the same failure */
+        if (all && count && memcmp(out, all + (size_t)first * size, (size_t)count * size) != 0)
+            abort();
+        free(out);
+    }
+    /* Past the end, and a first + count that wraps 32 bits. */
+    uint8_t one[16];
+    if (format_block_decode_range(b, i, n, 1, one, &err) == 0)
+        abort();
+    check_error(&err);
+    if (format_block_decode_range(b, i, UINT32_MAX, 2, one, &err) == 0)
+        abort();
+    check_error(&err);
+}
+
 static void as_block(const uint8_t *data, size_t size)
 {
     for (int verify = 0; verify < 2; verify++) {
@@ -112,6 +170,7 @@ static void as_block(const uint8_t *data, size_t size)
                 abort();
             if (raw && bytes && memcmp(raw, out, bytes) != 0)
                 abort();
+            check_ranges(&b, i, &ci, ok ? out : NULL);
             if (verified && ndecoded < 8) {
                 decoded[ndecoded] = (struct format_column){ci.role, ci.index, ci.type, ci.n, out};
                 mem[ndecoded++] = out;
@@ -129,24 +188,48 @@ static void as_block(const uint8_t *data, size_t size)
     }
 }
 
-/* Recomputes the checksums of a block whose structure opens, so that the
- * fuzzer's changes to column data reach the decoders. */
+/* The directory checksum of buf (its ncolumns read from the header), or
+ * false when the directory does not fit. */
+static bool fix_directory(uint8_t *buf, size_t size)
+{
+    uint16_t ncols;
+    memcpy(&ncols, buf + 6, 2);
+    size_t end = FORMAT_HEADER_BYTES + (size_t)ncols * FORMAT_DIR_ENTRY_BYTES;
+    if (end > size)
+        return false;
+    uint32_t d = format_directory_checksum(buf, end);
+    memcpy(buf + 12, &d, 4);
+    return true;
+}
+
+/* Recomputes a block's checksums, so that the fuzzer's changes get past
+ * them: first the directory checksum, so that header and directory edits
+ * reach the structural checks of open; then, for a block whose structure
+ * opens, every column checksum (they live in the directory, so the
+ * directory checksum again) and the trailer, so that changes to column
+ * data reach the decoders themselves. */
 static void as_fixed_block(const uint8_t *data, size_t size)
 {
-    struct format_block b;
-    struct format_error err;
-    if (format_block_open(&b, data, size, false, &err) != 0)
+    if (size < FORMAT_HEADER_BYTES + FORMAT_TRAILER_BYTES)
         return;
     uint8_t *buf = malloc(size);
     if (!buf)
         abort();
     memcpy(buf, data, size);
+    struct format_block b;
+    struct format_error err;
+    if (!fix_directory(buf, size) || format_block_open(&b, buf, size, false, &err) != 0) {
+        as_block(buf, size);
+        free(buf);
+        return;
+    }
     for (int i = 0; i < b.ncolumns; i++) {
         struct format_column_info ci;
         format_block_column(&b, i, &ci);
         uint64_t h = format_checksum(buf + ci.offset, ci.length);
         memcpy(buf + FORMAT_HEADER_BYTES + (size_t)i * FORMAT_DIR_ENTRY_BYTES + 32, &h, 8);
     }
+    fix_directory(buf, size);
     uint64_t h = format_checksum(buf, size - FORMAT_TRAILER_BYTES);
     memcpy(buf + size - FORMAT_TRAILER_BYTES, &h, 8);
     if (format_block_open(&b, buf, size, true, &err) != 0)
@@ -238,6 +321,43 @@ static void as_values(const uint8_t *data, size_t size)
     free(d);
 }
 
+/* bitpack_unpack_at straight on the input: byte 0 the width (0..64),
+ * bytes 1-2 where to start, byte 3 how many; the rest is the packed
+ * stream, copied to an exact-size buffer so that ASan sees a read past
+ * it. (10 bits of start reach every bit offset and keep it cheap.) Starting at value `first` must give the same values as unpacking
+ * from 0 and skipping, whenever the stream holds them all; a short stream
+ * gives garbage but never a read past it. */
+static void as_bitpack(const uint8_t *data, size_t size)
+{
+    if (size < 4)
+        return;
+    unsigned bits = data[0] % 65;
+    size_t first = (size_t)data[1] | (size_t)(data[2] & 0x03) << 8, n = data[3];
+    size_t len = size - 4;
+    uint8_t *in = malloc(len ? len : 1);
+    uint8_t *at = malloc(n * 8 + 1), *all = malloc((first + n) * 8 + 1);
+    if (!in || !at || !all)
+        abort();
+    if (len)
+        memcpy(in, data + 4, len);
+    bitpack_unpack_at(in, len, first, n, bits, at);
+    bitpack_unpack(in, len, first + n, bits, all);
+    if (bitpack_bytes(first + n, bits) <= len) {
+        if (n && memcmp(at, all + first * 8, n * 8) != 0)
+            abort();
+        const uint64_t mask = bits >= 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t v;
+            memcpy(&v, at + i * 8, 8);
+            if (v & ~mask)
+                abort();
+        }
+    }
+    free(in);
+    free(at);
+    free(all);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -245,5 +365,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     as_block(data, size);
     as_fixed_block(data, size);
     as_values(data, size);
+    as_bitpack(data, size);
     return 0;
 }

@@ -9,6 +9,7 @@
 
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -463,6 +464,66 @@ Test(serve_http, slow_clients_are_dropped, .timeout = 60)
     ssize_t n = recv(fd, b, sizeof b, 0);
     cr_assert_leq(n, 0, "the stalled connection got %zd bytes instead of being closed", n);
     close(fd);
+    serve_stop(s2);
+}
+
+/* A connection still open after the server's timeout: false when the
+ * server closed it (recv gets 0 or an error). Non-blocking peek. */
+static bool still_open(int fd)
+{
+    char b;
+    ssize_t n = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+}
+
+Test(serve_http, a_byte_a_second_is_dropped_and_others_go_on, .timeout = 60)
+{
+    /* Idle time alone never runs out for a client that keeps trickling:
+     * a request must arrive whole within the timeout of its first byte. */
+    struct serve_options o = {.store_dir = the_store, .connection_timeout_s = 2};
+    struct serve_server *s2 = fixture_serve(&o);
+    int p2 = serve_port(s2);
+    static const char headers[] = "POST /ask HTTP/1.1\r\nHost: x\r\nContent-Length: 9000\r\n"
+                                  "X-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    int slow[2] = {hc_connect(p2), hc_connect(p2)};
+    /* The second trickles its body, its headers sent whole. */
+    const char *whole = "POST /ask HTTP/1.1\r\nHost: x\r\nContent-Length: 9000\r\n\r\n";
+    hc_send(slow[1], whole, strlen(whole));
+    /* A kept-alive client asking every 300 ms is never cut: each answer
+     * starts its next request's time afresh. */
+    int steady = hc_connect(p2);
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    bool open[2] = {true, true};
+    double closed_at[2] = {0, 0};
+    for (int i = 0; i < 30 && (open[0] || open[1]); i++) {
+        for (int k = 0; k < 2; k++) {
+            if (open[k] && (!hc_send(slow[k], k ? "{" : &headers[i % (sizeof headers - 1)], 1) ||
+                            !still_open(slow[k]))) {
+                open[k] = false;
+                clock_gettime(CLOCK_MONOTONIC, &t);
+                closed_at[k] = (double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9;
+            }
+        }
+        struct hc_response r;
+        hc_request(steady, "POST", "/ask", NULL, trips_ask, strlen(trips_ask), &r);
+        cr_assert_eq(r.status, 200, "a steady client beside slow ones: %d", r.status);
+        cr_assert(!r.closed);
+        hc_free(&r);
+        usleep(300000);
+    }
+    for (int k = 0; k < 2; k++) {
+        cr_assert(!open[k], "the %s trickle was never dropped", k ? "body" : "header");
+        cr_assert(closed_at[k] >= 1.5 && closed_at[k] < 5.0,
+                  "the %s trickle was dropped after %.1f s, want about 2 s", k ? "body" : "header",
+                  closed_at[k]);
+        close(slow[k]);
+    }
+    struct hc_response r;
+    hc_request(steady, "GET", "/healthz", NULL, NULL, 0, &r);
+    cr_assert_eq(r.status, 200, "the steady client kept its connection past the timeout");
+    hc_free(&r);
+    close(steady);
     serve_stop(s2);
 }
 

@@ -4,6 +4,7 @@
 #ifndef STRAUM_TESTS_FORMAT_UTIL_H
 #define STRAUM_TESTS_FORMAT_UTIL_H
 
+#include "format/checksum.h"
 #include "format/column.h"
 #include "format/format.h"
 
@@ -189,8 +190,25 @@ static inline uint8_t *encode_block(const struct format_block_info *info,
     return buf;
 }
 
-/* Recomputes a block's trailer after a test edited it. */
+/* Recomputes a block's directory checksum (when its directory fits in len)
+ * and trailer after a test edited it, so that the edit itself is what the
+ * structural checks have to catch. */
 static inline void fix_trailer(uint8_t *buf, size_t len)
+{
+    uint16_t ncols;
+    memcpy(&ncols, buf + 6, 2);
+    size_t dir_end = 32 + 40 * (size_t)ncols;
+    if (dir_end <= len) {
+        uint32_t d = format_directory_checksum(buf, dir_end);
+        memcpy(buf + 12, &d, 4);
+    }
+    uint64_t h = XXH64(buf, len - 8, 0);
+    memcpy(buf + len - 8, &h, 8);
+}
+
+/* Recomputes the trailer only: header and directory edits stay visible to
+ * the directory checksum. */
+static inline void fix_trailer_only(uint8_t *buf, size_t len)
 {
     uint64_t h = XXH64(buf, len - 8, 0);
     memcpy(buf + len - 8, &h, 8);

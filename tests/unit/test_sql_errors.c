@@ -40,6 +40,14 @@ static struct bad_input cases[] = {
     {false, "CREATE VIEW v WITH (buckets = '1 hour, 90 minutes') AS\n"
             "SELECT date_bin('1 hour', t.ts, timestamptz 'epoch') b, count(*) FROM f t GROUP BY 1",
      SQL_ERR_INVALID, 1, 31, "width \"90 minutes\" is not a multiple of the date_bin stride"},
+    /* Widths past 100 years would overflow the store's span arithmetic. */
+    {false, "CREATE VIEW v WITH (buckets = '1 hour, 36526 days') AS\n"
+            "SELECT date_bin('1 hour', t.ts, timestamptz 'epoch') b, count(*) FROM f t GROUP BY 1",
+     SQL_ERR_INVALID, 1, 31, "width \"36526 days\" is longer than the 100 years a width may span"},
+    {false, "CREATE VIEW v AS SELECT date_bin('5300 weeks', t.ts, timestamptz 'epoch') b, "
+            "count(*) FROM f t GROUP BY 1",
+     SQL_ERR_INVALID, 1, 34,
+     "date_bin's interval \"5300 weeks\" is longer than the 100 years a width may span"},
     {false, "CREATE VIEW v WITH (buckets = '1 hour, 1 day, 24 hours') AS\n"
             "SELECT date_bin('1 hour', t.ts, timestamptz 'epoch') b, count(*) FROM f t GROUP BY 1",
      SQL_ERR_INVALID, 1, 31, "width \"24 hours\" is listed twice"},

@@ -445,3 +445,43 @@ Test(store_model, bad_deltas_are_refused_at_commit)
     store_close(s);
     fixture_remove(dir);
 }
+
+/* fuzz_view: with an origin before 1970, a row near the top of int64 time
+ * (year 294247, which ingest decodes from PostgreSQL) overflowed bucket and
+ * span arithmetic. The store keeps STORE_MIN_TIME..STORE_MAX_TIME, where it
+ * fits (UBSan checks it here), and refuses the rest with a message. */
+Test(store_model, times_at_the_edges_of_what_a_store_keeps)
+{
+    static const char views[] =
+        "CREATE VIEW old WITH (buckets = '1 hour, 1 day, 36525 days') AS\n"
+        "SELECT date_bin('1 hour', r.at, timestamptz '1000-01-01 00:00:00+00') AS bucket,\n"
+        "  count(*) AS n FROM rides r GROUP BY 1;\n";
+    char dir[64] = "/tmp/straum-store-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    struct store_column_type types[1] = {{STORE_TYPE_TIMESTAMP, 0, 1184}};
+    struct store_view_types vt = {types};
+    struct store *s;
+    struct store_error err;
+    cr_assert_eq(store_create(dir, views, &vt, &s, &err), 0, "%s", err.message);
+    int64_t counts[1] = {1}, keys[1] = {0}; /* the view has no keys */
+    const int64_t kept[] = {STORE_MIN_TIME, -1, 0, STORE_MAX_TIME - 1};
+    for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++) {
+        struct store_delta d = {.view = 0, .time = kept[i], .keys = keys, .counts = counts};
+        cr_assert_eq(store_apply(s, &d, &err), 0, "%lld: %s", (long long)kept[i], err.message);
+    }
+    const int64_t refused[] = {STORE_MAX_TIME, INT64_MAX, STORE_MIN_TIME - 1, INT64_MIN + 1};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        struct store_delta d = {.view = 0, .time = refused[i], .keys = keys, .counts = counts};
+        cr_assert_neq(store_apply(s, &d, &err), 0, "%lld", (long long)refused[i]);
+        cr_assert(strstr(err.message, "outside the times a store keeps") != NULL, "%s",
+                  err.message);
+    }
+    cr_assert_eq(store_commit(s, &(struct store_position){.lsn = 1}, &err), 0, "%s", err.message);
+    struct store_read *rd;
+    cr_assert_eq(store_read_begin(s, &rd, &err), 0, "%s", err.message);
+    for (int w = 0; w < 3; w++)
+        cr_assert_eq(fixture_total_rows(rd, 0, w), 4, "width %d", w);
+    store_read_end(rd);
+    store_close(s);
+    fixture_remove(dir);
+}

@@ -1,0 +1,143 @@
+/* upstream.c -- is PostgreSQL still publishing what the views read?
+ *
+ * A table dropped, a table taken out of the publication, or the publication
+ * dropped: the slot then sends nothing for those tables (or fails only once
+ * a change needs decoding), and a follower would go on serving a store that
+ * silently stopped moving. So the follower asks the catalog every few
+ * seconds, and before a first load, and stops with what happened and what
+ * to run. The store keeps serving its last consistent state: nothing is
+ * written after the check fails.
+ *
+ * Tables are followed by OID (Relation messages name them so), so a rename
+ * is not a change here; a table dropped and created again under its name
+ * is, since the store holds the old one's rows. */
+#include "ingest/internal.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int fail(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, len, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* "as the fact table of view "trips"" or "as a dim of view "trips"": the
+ * first view that reads t, for messages. */
+static void use_text(const struct source *src, const struct source_table *t, char *buf, size_t len)
+{
+    if (t->nfacts)
+        snprintf(buf, len, "as the fact table of view \"%s\"",
+                 src->views->views[t->facts[0].view].name);
+    else if (t->ndims)
+        snprintf(buf, len, "as a dim of view \"%s\"", src->views->views[t->dims[0].view].name);
+    else
+        snprintf(buf, len, "in the views");
+}
+
+/* The OID the table's name resolves to now, 0 when none. */
+static uint32_t oid_by_name(PGconn *c, const struct source_table *t)
+{
+    const char *params[] = {t->qualified};
+    PGresult *r = PQexecParams(c, "SELECT to_regclass($1)::oid", 1, NULL, params, NULL, NULL, 0);
+    uint32_t oid = 0;
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 && !PQgetisnull(r, 0, 0))
+        oid = (uint32_t)strtoul(PQgetvalue(r, 0, 0), NULL, 10);
+    PQclear(r);
+    return oid;
+}
+
+int upstream_publication_gone(const struct ingest_options *opt, uint64_t stored_lsn, char *err,
+                              size_t errlen)
+{
+    char lsn[32];
+    return fail(err, errlen,
+                "the publication \"%s\" does not exist any more (dropped upstream): PostgreSQL "
+                "cannot decode the changes made since through the slot \"%s\", so they are lost "
+                "to Straum. The store keeps serving its state as of %s. Create the publication "
+                "again (straum-ingest plan prints the SQL) and rerun with --rebuild to load the "
+                "tables again",
+                opt->publication, opt->slot, lsn_text(stored_lsn, lsn));
+}
+
+int upstream_check(PGconn *c, const struct source *src, const struct ingest_options *opt,
+                   bool loaded, uint64_t stored_lsn, char *err, size_t errlen)
+{
+    /* '{1234,5678}': the tables' OIDs as an array parameter. */
+    char oids[16 * 64] = "{";
+    size_t k = 1;
+    for (int i = 0; i < src->ntables && k + 16 < sizeof oids; i++)
+        k += (size_t)snprintf(oids + k, sizeof oids - k, "%s%u", i ? "," : "",
+                              src->tables[i].relid);
+    snprintf(oids + k, sizeof oids - k, "}");
+    const char *params[] = {opt->publication, oids};
+    PGresult *r = PQexecParams(
+        c,
+        "SELECT (SELECT count(*) FROM pg_publication WHERE pubname = $1), t.relid,"
+        " EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = t.relid),"
+        " EXISTS (SELECT 1 FROM pg_publication_tables pt"
+        "         JOIN pg_namespace n ON n.nspname = pt.schemaname"
+        "         JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = pt.tablename"
+        "         WHERE pt.pubname = $1 AND c.oid = t.relid)"
+        " FROM unnest($2::oid[]) AS t(relid)",
+        2, NULL, params, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != src->ntables) {
+        fail(err, errlen, "checking the publication failed: %s", PQerrorMessage(c));
+        PQclear(r);
+        return 1;
+    }
+    char lsn[32], use[200];
+    lsn_text(stored_lsn, lsn);
+    int rc = 0;
+    if (strcmp(PQgetvalue(r, 0, 0), "0") == 0) {
+        rc = loaded ? upstream_publication_gone(opt, stored_lsn, err, errlen)
+                    : fail(err, errlen, "the publication \"%s\" does not exist: run the SQL that "
+                                        "straum-ingest plan prints, then start again",
+                           opt->publication);
+    }
+    for (int i = 0; rc == 0 && i < src->ntables; i++) {
+        const struct source_table *t = &src->tables[i];
+        bool exists = strcmp(PQgetvalue(r, i, 2), "t") == 0;
+        bool published = strcmp(PQgetvalue(r, i, 3), "t") == 0;
+        use_text(src, t, use, sizeof use);
+        if (!exists) {
+            uint32_t now = oid_by_name(c, t);
+            if (now)
+                rc = fail(err, errlen,
+                          "table %s was dropped and created again upstream (OID %u, now %u); "
+                          "the store holds the old table's rows and keeps serving its state as "
+                          "of %s. Add the new table to the publication \"%s\" if it is not, "
+                          "then rerun with --rebuild to load it",
+                          t->qualified, t->relid, now, lsn, opt->publication);
+            else
+                rc = fail(err, errlen,
+                          "table %s was dropped upstream; the views read it (%s). The store "
+                          "keeps serving its state as of %s. Create the table again and rerun "
+                          "with --rebuild, or change the views not to read it and rerun with "
+                          "--rebuild",
+                          t->qualified, use, lsn);
+        } else if (!published) {
+            rc = loaded ? fail(err, errlen,
+                               "table %s is not in the publication \"%s\" any more, so its "
+                               "changes no longer reach Straum; the views read it (%s). The "
+                               "store keeps serving its state as of %s. Run ALTER PUBLICATION "
+                               "\"%s\" ADD TABLE %s; then rerun with --rebuild (changes made "
+                               "while it was out are not in the slot)",
+                               t->qualified, opt->publication, use, lsn, opt->publication,
+                               t->qualified)
+                        : fail(err, errlen,
+                               "table %s is not in the publication \"%s\"; the views read it "
+                               "(%s): run ALTER PUBLICATION \"%s\" ADD TABLE %s; (straum-ingest "
+                               "plan prints the SQL), then start again",
+                               t->qualified, opt->publication, use, opt->publication,
+                               t->qualified);
+        }
+    }
+    PQclear(r);
+    return rc;
+}

@@ -1,0 +1,1 @@
+SELECT zone_name, n, big, q1, kinds FROM rides WHERE bucket >= $1 AND bucket < $2 AND "Kind" IN ('a', $3) AND zone <> 7 GROUP BY zone_name ORDER BY big DESC NULLS FIRST, 1 LIMIT ALL

@@ -1,0 +1,1 @@
+SELECT bucket, "Kind", dist, fare FROM rides WHERE bucket >= $1 AND bucket < $2 AND "Kind" NOT IN ($3, $4) AND zone_name IS NOT NULL GROUP BY bucket, "Kind" ORDER BY 1, 2 DESC LIMIT 10

@@ -1,0 +1,1 @@
+select date_bin('1 hour', r.bucket) as h, least, most, fares from rides as r where r.bucket >= '2024-02-29T23:45:00.5-04:30' and r.bucket < $1 and zone is null group by h order by most offset $2 -- hours
