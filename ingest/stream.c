@@ -47,6 +47,7 @@ struct follower {
     uint64_t received_lsn;
     uint64_t server_lsn;       /* the server's sent / WAL end position */
     bool dirty;                /* whole transactions applied, not yet stored */
+    bool compact;              /* the store may hold delta blocks to fold */
     bool in_txn;               /* between Begin and Commit */
     int64_t pending_rows;
     int64_t last_store, last_feedback, last_contact, last_data, last_ask;
@@ -83,6 +84,7 @@ static int store_position_now(struct follower *f, uint64_t lsn, int64_t commit_t
                                  f->server_lsn > lsn ? f->server_lsn - lsn : 0};
     if (store_commit(f->st, &pos, &serr))
         return fail(f, "%s", serr.message);
+    f->compact |= f->dirty;
     f->stored_lsn = lsn;
     f->dirty = false;
     f->pending_rows = 0;
@@ -497,13 +499,33 @@ static bool caught_up(const struct follower *f)
            f->stored_lsn >= f->target_lsn;
 }
 
-/* Housekeeping between messages: commits, feedback, asking for the
- * server's position when idle. */
+/* Folds delta blocks into their bases once nothing has arrived for a
+ * while, so that asks read bases and their rollups again (store.h). Not
+ * sooner: folding re-encodes whole segments, the very cost delta blocks
+ * spare a stream of small commits. A slice at a time: a transaction
+ * arriving meanwhile waits at most about that long. */
+static int compact_when_idle(struct follower *f, int64_t now)
+{
+    enum { IDLE_BEFORE_US = 2000000, SLICE_US = 50000 };
+    if (!f->compact || f->in_txn || f->dirty || f->nstreams || now - f->last_data < IDLE_BEFORE_US)
+        return 0;
+    int left;
+    struct store_error serr;
+    if (store_compact(f->st, SLICE_US, &left, &serr))
+        return fail(f, "%s", serr.message);
+    f->compact = left > 0;
+    return 0;
+}
+
+/* Housekeeping between messages: commits, feedback, folding delta blocks
+ * and asking for the server's position when idle. */
 static int tick(struct follower *f)
 {
     if (maybe_store(f, false))
         return -1;
     int64_t now = now_usec();
+    if (compact_when_idle(f, now))
+        return -1;
     /* How often an idle follower asks where the server is: often enough that
      * the stored position (and the lag serve reports) follows the server
      * within a few group commits, never more than once a second. */
@@ -558,7 +580,8 @@ static uint64_t current_wal_lsn(const struct ingest_options *opt, char *err, siz
 int stream_follow(const struct ingest_options *opt, struct source *src, struct store *st,
                   char *err, size_t errlen)
 {
-    struct follower f = {.opt = opt, .src = src, .st = st, .err = err, .errlen = errlen};
+    struct follower f = {.opt = opt, .src = src, .st = st, .err = err, .errlen = errlen,
+                         .compact = true};
     struct store_read *r;
     struct store_catalog cat;
     struct store_error serr;

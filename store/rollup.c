@@ -263,7 +263,12 @@ static int64_t merge_runs(struct run *runs, size_t n)
         else
             runs[out++] = runs[i];
     }
-    return (int64_t)out;
+    /* A delta block's runs may cancel out (store.h): no run of zero rows. */
+    size_t kept = 0;
+    for (size_t i = 0; i < out; i++)
+        if (runs[i].rows != 0)
+            runs[kept++] = runs[i];
+    return (int64_t)kept;
 }
 
 /* ---- Building a family ------------------------------------------------------------ */
