@@ -511,7 +511,7 @@ static int compact_when_idle(struct follower *f, int64_t now)
         return 0;
     int left;
     struct store_error serr;
-    if (store_compact(f->st, SLICE_US, &left, &serr))
+    if (store_compact(f->st, SLICE_US, false, &left, &serr))
         return fail(f, "%s", serr.message);
     f->compact = left > 0;
     return 0;

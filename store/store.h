@@ -208,11 +208,13 @@ void store_rollback(struct store *s);
  * base. */
 void store_set_bulk(struct store *s, bool bulk);
 
-/* Folds the deltas of segments into their bases, oldest spans first, each
+/* Folds the deltas of segments into their bases, in key order, each
  * segment in its own write transaction, until none is left or max_us has
- * passed; answers do not change. *left: segments still holding deltas.
- * Only between commits (no pending changes). */
-int store_compact(struct store *s, int64_t max_us, int *left, struct store_error *err);
+ * passed; answers do not change. Only segments whose deltas hold an eighth
+ * of the base's cells or half the delta numbers, unless `all`. *left:
+ * segments still to fold. Only between commits (no pending changes). */
+int store_compact(struct store *s, int64_t max_us, bool all, int *left,
+                  struct store_error *err);
 
 /* Bounds the decoded segments kept between commits (default 64 MiB). */
 void store_set_cache_bytes(struct store *s, size_t bytes);

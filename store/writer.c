@@ -946,10 +946,31 @@ void store_rollback(struct store *s)
 
 /* ---- Compaction --------------------------------------------------------------------------- */
 
-/* The first segment key at or after `from` that has delta blocks; 1 found,
- * 0 none, else an LMDB code. */
+/* Whether a segment's deltas are worth folding when the writer is idle:
+ * they hold an eighth of the base's cells, or half the delta numbers are
+ * taken. Lighter ones cost an ask little, and folding re-encodes the whole
+ * segment (the widest width's one segment holds every row). */
+static bool heavy_deltas(struct store *s, MDB_txn *txn, const uint8_t key[SEG_KEY_BYTES])
+{
+    MDB_val blocks[1 + STORE_MAX_DELTAS];
+    int n;
+    if (segment_blocks(s, txn, key, blocks, &n) || n == 0)
+        return true; /* let the fold report it */
+    uint64_t base = 0, deltas = 0;
+    for (int i = 0; i < n; i++) {
+        struct format_block b;
+        struct format_error ferr;
+        if (format_block_open(&b, blocks[i].mv_data, blocks[i].mv_size, false, &ferr))
+            return true;
+        *(i ? &deltas : &base) += b.info.ncells;
+    }
+    return n - 1 >= STORE_MAX_DELTAS / 2 || deltas * 8 >= base;
+}
+
+/* The first segment key at or after `from` that has delta blocks (heavy
+ * ones unless `all`); 1 found, 0 none, else an LMDB code. */
 static int next_with_deltas(struct store *s, MDB_txn *txn, const uint8_t *from, size_t from_len,
-                            uint8_t key[SEG_KEY_BYTES])
+                            bool all, uint8_t key[SEG_KEY_BYTES])
 {
     MDB_cursor *cur;
     int rc = mdb_cursor_open(txn, s->seg, &cur);
@@ -958,7 +979,7 @@ static int next_with_deltas(struct store *s, MDB_txn *txn, const uint8_t *from, 
     MDB_val k = {from_len, (void *)from}, v;
     for (rc = mdb_cursor_get(cur, &k, &v, from_len ? MDB_SET_RANGE : MDB_FIRST); rc == 0;
          rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT))
-        if (k.mv_size == DELTA_KEY_BYTES) {
+        if (k.mv_size == DELTA_KEY_BYTES && (all || heavy_deltas(s, txn, k.mv_data))) {
             memcpy(key, k.mv_data, SEG_KEY_BYTES);
             break;
         }
@@ -996,7 +1017,7 @@ static int compact_segment(struct store *s, MDB_txn *txn, const uint8_t key[SEG_
     return rc;
 }
 
-int store_compact(struct store *s, int64_t max_us, int *left, struct store_error *err)
+int store_compact(struct store *s, int64_t max_us, bool all, int *left, struct store_error *err)
 {
     *left = 0;
     if (need_writer(s, err))
@@ -1015,11 +1036,11 @@ int store_compact(struct store *s, int64_t max_us, int *left, struct store_error
         if (store_txn_begin(s, 0, &txn, err))
             return -1;
         uint8_t key[SEG_KEY_BYTES];
-        int rc = next_with_deltas(s, txn, from, from_len, key);
+        int rc = next_with_deltas(s, txn, from, from_len, all, key);
         clock_gettime(CLOCK_MONOTONIC, &t);
         int64_t spent = (t.tv_sec - t0.tv_sec) * 1000000 + (t.tv_nsec - t0.tv_nsec) / 1000;
         if (rc != 1 || spent > max_us) { /* count what is left, and leave */
-            for (; rc == 1; rc = next_with_deltas(s, txn, from, from_len, key)) {
+            for (; rc == 1; rc = next_with_deltas(s, txn, from, from_len, all, key)) {
                 (*left)++;
                 memcpy(from, key, SEG_KEY_BYTES);
                 from[SEG_KEY_BYTES] = 0xff; /* past every delta of key, before the next key */

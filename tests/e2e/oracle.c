@@ -424,7 +424,7 @@ void oracle_compact(const char *store_dir)
     struct store_error err;
     int left;
     cr_assert_eq(store_open(store_dir, STORE_READ_WRITE, &s, &err), 0, "%s", err.message);
-    cr_assert_eq(store_compact(s, INT64_MAX, &left, &err), 0, "%s", err.message);
+    cr_assert_eq(store_compact(s, INT64_MAX, true, &left, &err), 0, "%s", err.message);
     cr_assert_eq(left, 0);
     store_close(s);
 }

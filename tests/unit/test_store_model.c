@@ -249,7 +249,7 @@ Test(store_model, random_batches_equal_the_model)
         deltas_seen += fixture_delta_blocks(s);
         if (batch % 10 == 0) { /* folding the deltas changes no cell */
             int left;
-            cr_assert_eq(store_compact(s, INT64_MAX, &left, &err), 0, "%s", err.message);
+            cr_assert_eq(store_compact(s, INT64_MAX, true, &left, &err), 0, "%s", err.message);
             cr_assert_eq(left, 0);
             cr_assert_eq(fixture_delta_blocks(s), 0);
             snprintf(when, sizeof when, "compacted after batch %d", batch);
@@ -491,6 +491,12 @@ Test(store_model, deltas_are_numbered_folded_and_checked)
         int want = c <= STORE_MAX_DELTAS ? c * per_commit : per_commit;
         cr_assert_eq(fixture_delta_blocks(s), want, "after %d small commits", c);
     }
+    /* One light delta per segment: an idle writer leaves it, `all` folds it. */
+    int left;
+    cr_assert_eq(store_compact(s, INT64_MAX, false, &left, &err), 0, "%s", err.message);
+    cr_assert_eq(fixture_delta_blocks(s), per_commit);
+    cr_assert_eq(store_compact(s, INT64_MAX, true, &left, &err), 0, "%s", err.message);
+    cr_assert_eq(fixture_delta_blocks(s), 0);
     struct ride more[BASE * 2];
     for (int i = 0; i < BASE * 2; i++) {
         more[i] = fixture_ride(&rng);
@@ -504,8 +510,7 @@ Test(store_model, deltas_are_numbered_folded_and_checked)
     ghost.zone = 99;
     fixture_apply(s, &ghost, -1);
     cr_assert_eq(store_commit(s, &(struct store_position){.lsn = 20}, &err), 0, "%s", err.message);
-    int left;
-    cr_assert_neq(store_compact(s, INT64_MAX, &left, &err), 0);
+    cr_assert_neq(store_compact(s, INT64_MAX, true, &left, &err), 0);
     cr_assert(strstr(err.message, "went negative") != NULL, "%s", err.message);
     store_close(s);
     fixture_remove(dir);
