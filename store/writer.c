@@ -472,6 +472,27 @@ struct encoded {
 static int materialize(struct store *s, struct bytemap_entry *e, struct store_error *err);
 static int spill_segment(struct store *s, struct bytemap_entry *e, struct store_error *err);
 
+/* A stored segment's blocks (base and deltas: *n) and their cells, from
+ * the blocks' headers. 1 when all is there, 0 when it is not stored or a
+ * block does not open (merging will name the damage), -(LMDB code). */
+static int segment_census(struct store *s, MDB_txn *txn, const uint8_t *key, int *n,
+                          uint64_t *base, uint64_t *deltas)
+{
+    MDB_val blocks[1 + STORE_MAX_DELTAS];
+    *base = *deltas = 0;
+    int rc = segment_blocks(s, txn, key, blocks, n);
+    if (rc)
+        return -rc;
+    for (int i = 0; i < *n; i++) {
+        struct format_block b;
+        struct format_error ferr;
+        if (format_block_open(&b, blocks[i].mv_data, blocks[i].mv_size, false, &ferr))
+            return 0;
+        *(i ? deltas : base) += b.info.ncells;
+    }
+    return *n > 0;
+}
+
 /* How a dirty overlay is written (SPEC.md "Delta blocks"). */
 enum write_plan {
     WRITE_BASE,        /* merged with the stored blocks into a new base */
@@ -494,21 +515,14 @@ static int plan_write(struct store *s, const struct cellmap *o, const uint8_t *k
         return 0;
     if (batch_view(s, &txn, &own, err))
         return -1;
-    MDB_val blocks[1 + STORE_MAX_DELTAS];
-    int n, rc = segment_blocks(s, txn, key, blocks, &n);
-    uint64_t base = 0, deltas = o->ncells;
-    bool sane = rc == 0 && n > 0;
-    for (int i = 0; sane && i < n; i++) {
-        struct format_block b;
-        struct format_error ferr;
-        sane = format_block_open(&b, blocks[i].mv_data, blocks[i].mv_size, false, &ferr) == 0;
-        *(i ? &deltas : &base) += sane ? b.info.ncells : 0; /* a damaged block: merging names it */
-    }
+    int n;
+    uint64_t base, deltas;
+    int rc = segment_census(s, txn, key, &n, &base, &deltas);
     if (own)
         mdb_txn_abort(txn);
-    if (rc)
-        return store_lmdb_error(err, rc, "reading a segment");
-    if (sane && deltas <= base) {
+    if (rc < 0)
+        return store_lmdb_error(err, -rc, "reading a segment");
+    if (rc == 1 && deltas + o->ncells <= base) {
         *plan = n <= STORE_MAX_DELTAS ? WRITE_DELTA : WRITE_ONE_DELTA;
         *seq = n <= STORE_MAX_DELTAS ? n : 1;
     }
@@ -952,18 +966,10 @@ void store_rollback(struct store *s)
  * segment (the widest width's one segment holds every row). */
 static bool heavy_deltas(struct store *s, MDB_txn *txn, const uint8_t key[SEG_KEY_BYTES])
 {
-    MDB_val blocks[1 + STORE_MAX_DELTAS];
     int n;
-    if (segment_blocks(s, txn, key, blocks, &n) || n == 0)
+    uint64_t base, deltas;
+    if (segment_census(s, txn, key, &n, &base, &deltas) != 1)
         return true; /* let the fold report it */
-    uint64_t base = 0, deltas = 0;
-    for (int i = 0; i < n; i++) {
-        struct format_block b;
-        struct format_error ferr;
-        if (format_block_open(&b, blocks[i].mv_data, blocks[i].mv_size, false, &ferr))
-            return true;
-        *(i ? &deltas : &base) += b.info.ncells;
-    }
     return n - 1 >= STORE_MAX_DELTAS / 2 || deltas * 8 >= base;
 }
 
