@@ -286,6 +286,7 @@ int snapshot_load(const struct ingest_options *opt, struct source *src, struct s
         exec_ok(c, sql, err, errlen) || exec_ok(c, "SET LOCAL TIME ZONE 'UTC'", err, errlen))
         goto done;
     store_set_cache_bytes(st, LOAD_MEMORY_BUDGET / 2);
+    store_set_bulk(st, true); /* whole segments, kept decoded between batches */
     int64_t started = now_usec();
     for (int i = 0; i < src->ntables; i++)
         if (load_table(c, &src->tables[i], src, st, opt, err, errlen))
@@ -302,6 +303,7 @@ int snapshot_load(const struct ingest_options *opt, struct source *src, struct s
              lsn_text(consistent, lsn));
     rc = 0;
 done:
+    store_set_bulk(st, false);
     PQfinish(c);
     PQfinish(repl);
     return rc;

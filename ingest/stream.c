@@ -49,6 +49,7 @@ struct follower {
     uint64_t received_lsn;
     uint64_t server_lsn;       /* the server's sent / WAL end position */
     bool dirty;                /* whole transactions applied, not yet stored */
+    bool compact;              /* the store may hold delta blocks to fold */
     bool in_txn;               /* between Begin and Commit */
     int64_t pending_rows;
     int64_t last_store, last_feedback, last_contact, last_data, last_ask;
@@ -121,6 +122,7 @@ static int store_position_now(struct follower *f, uint64_t lsn, int64_t commit_t
                                  f->server_lsn > lsn ? f->server_lsn - lsn : 0};
     if (store_commit(f->st, &pos, &serr))
         return store_failed(f, &serr);
+    f->compact |= f->dirty;
     if (waiting_for_room) {
         char text[32];
         log_info("the store at %s has room again; resumed at %s", store_dir(f->st),
@@ -571,8 +573,27 @@ static int check_upstream(struct follower *f)
     return rc == 1 ? 1 : -1; /* 0: err still holds the first answer */
 }
 
-/* Housekeeping between messages: commits, feedback, asking for the
- * server's position when idle, checking upstream. -1 fatal, 1 reconnect. */
+/* Folds delta blocks into their bases once nothing has arrived for a
+ * while, so that asks read bases and their rollups again (store.h). Not
+ * sooner: folding re-encodes whole segments, the very cost delta blocks
+ * spare a stream of small commits. A slice at a time: a transaction
+ * arriving meanwhile waits at most about that long. */
+static int compact_when_idle(struct follower *f, int64_t now)
+{
+    enum { IDLE_BEFORE_US = 2000000, SLICE_US = 50000 };
+    if (!f->compact || f->in_txn || f->dirty || f->nstreams || now - f->last_data < IDLE_BEFORE_US)
+        return 0;
+    int left;
+    struct store_error serr;
+    if (store_compact(f->st, SLICE_US, false, &left, &serr))
+        return store_failed(f, &serr);
+    f->compact = left > 0;
+    return 0;
+}
+
+/* Housekeeping between messages: commits, feedback, folding delta blocks
+ * and asking for the server's position when idle, checking upstream. -1
+ * fatal, 1 reconnect. */
 static int tick(struct follower *f)
 {
     if (maybe_store(f, false))
@@ -583,6 +604,8 @@ static int tick(struct follower *f)
         if (rc)
             return rc;
     }
+    if (compact_when_idle(f, now))
+        return -1;
     /* How often an idle follower asks where the server is: often enough that
      * the stored position (and the lag serve reports) follows the server
      * within a few group commits, never more than once a second. */
@@ -646,7 +669,8 @@ static uint64_t current_wal_lsn(const struct ingest_options *opt, char *err, siz
 int stream_follow(const struct ingest_options *opt, struct source *src, struct store *st,
                   char *err, size_t errlen)
 {
-    struct follower f = {.opt = opt, .src = src, .st = st, .err = err, .errlen = errlen};
+    struct follower f = {.opt = opt, .src = src, .st = st, .err = err, .errlen = errlen,
+                         .compact = true};
     struct store_read *r;
     struct store_catalog cat;
     struct store_error serr;

@@ -588,6 +588,26 @@ static int scan_segment(struct exec *x, const struct store_segment *s, int span,
     return rc;
 }
 
+/* A segment's base block, then each delta block as cells (they carry no
+ * rollups): every accumulator adds, so folding the changes of later
+ * commits after the base gives what one merged block would. */
+static int scan_with_deltas(struct exec *x, const struct store_segment *s, int width,
+                            int64_t from, int64_t to, struct ask_error *err)
+{
+    int span = store_span_buckets(x->v, width);
+    int64_t w = x->v->widths[width];
+    int rc = scan_segment(x, s, span, w, from, to, err);
+    for (int i = 0; rc == 0 && i < s->ndeltas; i++) {
+        struct store_segment d = *s;
+        d.block = s->deltas[i].block;
+        d.bytes = s->deltas[i].bytes;
+        d.len = s->deltas[i].len;
+        x->folded_deltas = true;
+        rc = scan_segment(x, &d, span, w, from, to, err);
+    }
+    return rc;
+}
+
 static int scan_range(struct exec *x, int width, int64_t from, int64_t to, struct ask_error *err)
 {
     struct store_segment_iter it;
@@ -595,10 +615,10 @@ static int scan_range(struct exec *x, int width, int64_t from, int64_t to, struc
     struct store_error serr;
     if (store_segments_begin(x->r, x->view, width, from, to, &it, &serr))
         return ask_fail(err, 500, "corrupt_store", "%s", serr.message);
+    it.raw = true;
     int rc, got;
     for (rc = 0; rc == 0 && (got = store_segments_next(&it, &s, &serr)) == 1;) {
-        rc = scan_segment(x, &s, store_span_buckets(x->v, width), x->v->widths[width], from, to,
-                          err);
+        rc = scan_with_deltas(x, &s, width, from, to, err);
         if (rc == 0 && x->e->limits.max_ask_us > 0 &&
             now_us() - x->started_us > x->e->limits.max_ask_us)
             rc = ask_fail(err, 503, "ask_timeout", "the ask ran past its time limit of %lld ms",
@@ -672,6 +692,7 @@ static int plan_needs(struct exec *x, struct ask_error *err)
         if (m->value_counts >= 0)
             x->need_vc[m->value_counts] = true;
     }
+    x->need_count[0] = true; /* a group exists while its rows do (drop_empty_groups) */
     x->groups.nkey = 1 + x->ask->ngroup_keys;
     /* The keys read: group keys, conditions, and inner joins (they drop
      * cells whose key has no dim row). */
@@ -706,10 +727,43 @@ static int plan_needs(struct exec *x, struct ask_error *err)
     return 0;
 }
 
+/* Groups whose every row a delta block took away: there are none in
+ * PostgreSQL's answer. Fewer than no rows means a delta took away what was
+ * never there (the writer only checks that when it folds deltas): an error,
+ * never an answer. */
+static int drop_empty_groups(struct exec *x, struct ask_error *err)
+{
+    struct group_map *m = &x->groups;
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < m->n; i++)
+        if (m->all[i]->counts[0] < 0)
+            return ask_fail(err, 500, "corrupt_store", "a delta block takes away rows that "
+                            "were never stored (straum-dump verify names the segment)");
+    for (uint32_t i = 0; i < m->n; i++) {
+        if (m->all[i]->counts[0] != 0)
+            m->all[kept++] = m->all[i];
+        else
+            group_free(x->v, m->all[i]);
+    }
+    m->n = kept;
+    m->last = NULL;
+    if (m->slots)
+        memset(m->slots, 0, sizeof *m->slots * m->nslots);
+    for (uint32_t i = 0; i < m->n; i++) {
+        uint32_t h = (uint32_t)key_hash(m->all[i]->key, m->nkey) & (m->nslots - 1);
+        while (m->slots[h])
+            h = (h + 1) & (m->nslots - 1);
+        m->slots[h] = m->all[i];
+    }
+    return 0;
+}
+
 int exec_scan(struct exec *x, struct ask_error *err)
 {
     x->started_us = now_us();
     if (plan_needs(x, err) || cover(x, x->v->nwidths - 1, x->b.from, x->b.to, err))
+        return -1;
+    if (x->folded_deltas && drop_empty_groups(x, err))
         return -1;
     /* An ask without GROUP BY answers one row, even over no cells. */
     if (!x->ask->group_by_bucket && x->ask->ngroup_keys == 0 && x->groups.n == 0) {

@@ -124,6 +124,7 @@ struct exec {
                                  group keys, inner joins); -1 none, -2 more */
     int64_t started_us;
     uint64_t cells_read;
+    bool folded_deltas;       /* a delta block was folded: groups may be empty */
 };
 
 /* Covers [from, to) with the widest cells that fit and folds every cell

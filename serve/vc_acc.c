@@ -8,7 +8,9 @@
  * codes that fit in VC_WINDOW consecutive codes, the group moves to a dense
  * window of counters: the merges that dominate percentile asks (a span's
  * fares in cents, say) then cost an array add per run instead of a hash
- * probe, and come out already in code order. Codes outside the window keep
+ * probe, and come out already in code order. Rows may be negative while
+ * folding (delta blocks take rows away); the runs handed out hold only
+ * values with rows left. Codes outside the window keep
  * going to the hash. Codes of every type but text are ordered like their
  * values (store.h), so the answer walks them in code order. */
 #include "serve/internal.h"
@@ -215,9 +217,15 @@ const struct vc_run *vc_acc_runs(struct vc_acc *a, uint32_t *n, int64_t *total)
         vc_acc_free(a);
         *a = done;
     }
-    *n = a->nsorted;
+    /* Delta blocks take rows away: a value can end at zero rows, and then it
+     * is not there (min, max and distinct counts must not see it). */
+    uint32_t kept = 0;
     *total = 0;
     for (uint32_t i = 0; i < a->nsorted; i++)
-        *total += a->sorted[i].rows;
+        if (a->sorted[i].rows != 0) {
+            *total += a->sorted[i].rows;
+            a->sorted[kept++] = a->sorted[i];
+        }
+    *n = a->nsorted = kept;
     return a->sorted ? a->sorted : (const struct vc_run *)a; /* non-NULL when empty */
 }

@@ -415,21 +415,14 @@ static int build_columns(const struct cellmap *m, struct cell **cells, uint32_t 
     return 0;
 }
 
-int cellmap_encode(struct cellmap *m, void **out, size_t *len, struct store_error *err)
+/* Encodes n sorted cells, with the rollup families when asked. */
+static int encode_cells(struct cellmap *m, struct cell **cells, uint32_t n, bool rollups,
+                        void **out, size_t *len, struct store_error *err)
 {
-    uint32_t n;
-    *out = NULL;
-    *len = 0;
-    struct cell **cells = live_cells(m, &n, err);
-    if (!cells)
-        return -1;
-    if (n == 0) {
-        free(cells);
-        return 0;
-    }
     struct block_columns bc = {0};
     int rc = -1;
-    if (build_columns(m, cells, n, &bc) || rollup_build(m->view, m->types, m->width, &bc, n)) {
+    if (build_columns(m, cells, n, &bc) ||
+        (rollups && rollup_build(m->view, m->types, m->width, &bc, n))) {
         store_fail(err, "out of memory");
         goto done;
     }
@@ -451,6 +444,51 @@ int cellmap_encode(struct cellmap *m, void **out, size_t *len, struct store_erro
     rc = 0;
 done:
     block_columns_free(&bc);
+    return rc;
+}
+
+int cellmap_encode(struct cellmap *m, void **out, size_t *len, struct store_error *err)
+{
+    uint32_t n;
+    *out = NULL;
+    *len = 0;
+    struct cell **cells = live_cells(m, &n, err);
+    if (!cells)
+        return -1;
+    int rc = n ? encode_cells(m, cells, n, true, out, len, err) : 0;
+    free(cells);
+    return rc;
+}
+
+/* Whether an overlay's cell changes anything. */
+static bool cell_changes(const struct sql_view *v, const struct cell *c)
+{
+    for (int i = 0; i < v->ncounts; i++)
+        if (c->counts[i])
+            return true;
+    for (int i = 0; i < v->nsums; i++)
+        if (c->sums[i].exact || c->sums[i].real != 0)
+            return true;
+    for (int i = 0; i < v->nvalue_counts; i++)
+        if (c->vcs[i].n)
+            return true;
+    return false;
+}
+
+int cellmap_encode_delta(struct cellmap *m, void **out, size_t *len, struct store_error *err)
+{
+    *out = NULL;
+    *len = 0;
+    struct cell **cells = malloc((m->ncells ? m->ncells : 1) * sizeof *cells);
+    if (!cells)
+        return store_fail(err, "out of memory");
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < m->nslots; i++)
+        if (m->slots[i] && cell_changes(m->view, m->slots[i]))
+            cells[n++] = m->slots[i];
+    int nkeys = m->view->ncell_keys;
+    qsort_r(cells, n, sizeof *cells, cell_cmp, &nkeys);
+    int rc = n ? encode_cells(m, cells, n, true, out, len, err) : 0;
     free(cells);
     return rc;
 }
@@ -632,4 +670,24 @@ int cellmap_load(struct cellmap *m, const void *block, size_t len, struct store_
     loaded_free(m->view, &lc);
     free(cells);
     return rc;
+}
+
+int cellmap_load_segment(struct cellmap *m, const MDB_val *blocks, int nblocks,
+                         struct store_error *err)
+{
+    if (nblocks < 1 || cellmap_load(m, blocks[0].mv_data, blocks[0].mv_size, err))
+        return -1;
+    for (int i = 1; i < nblocks; i++) {
+        struct cellmap *d = cellmap_new(m->view, m->types, m->view_index, m->width, m->span_start);
+        int rc = d ? cellmap_load(d, blocks[i].mv_data, blocks[i].mv_size, err)
+                   : store_fail(err, "out of memory");
+        if (rc == 0)
+            rc = cellmap_merge(m, d, err);
+        cellmap_free(d);
+        if (rc) {
+            struct store_error inner = *err;
+            return store_fail(err, "delta block %d: %s", i, inner.message);
+        }
+    }
+    return 0;
 }

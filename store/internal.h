@@ -12,7 +12,7 @@
  * Integers in keys are big-endian, signed ones with the sign bit flipped,
  * so LMDB's bytewise order is numeric order. */
 
-enum { SEG_KEY_BYTES = 11, PROJ_KEY_BYTES = 12, VALUE_KEY_BYTES = 12, DICT_REV_KEY_BYTES = 12 };
+enum { SEG_KEY_BYTES = 11, DELTA_KEY_BYTES = 12, PROJ_KEY_BYTES = 12, VALUE_KEY_BYTES = 12, DICT_REV_KEY_BYTES = 12 };
 
 void put_u16be(uint8_t *p, uint16_t v);
 void put_u64be(uint8_t *p, uint64_t v);
@@ -22,6 +22,8 @@ void put_i64key(uint8_t *p, int64_t v); /* sign-flipped big-endian */
 int64_t get_i64key(const uint8_t *p);
 
 void seg_key(uint8_t out[SEG_KEY_BYTES], int view, int width, int64_t span_start);
+/* A delta block's key: its segment's key, then its number 1..STORE_MAX_DELTAS. */
+void delta_key(uint8_t out[DELTA_KEY_BYTES], const uint8_t seg[SEG_KEY_BYTES], int seq);
 
 /* Long texts cannot be LMDB keys (511 bytes at most): their dictionary key is
  * a prefix and a hash, and lookups confirm the text through the reverse map. */
@@ -58,6 +60,7 @@ struct store {
     struct store_read *free_reads;
 
     struct pending *pending;          /* writer only */
+    bool bulk;                        /* store_set_bulk */
     size_t cache_bytes;
 };
 
@@ -151,6 +154,19 @@ int cellmap_apply(struct cellmap *m, uint32_t bucket, const struct store_delta *
  * (bucket, keys). *out is malloc'd; *len 0 when no cell is left. Fails when
  * a cell's counts went negative or a cell without rows kept other values. */
 int cellmap_encode(struct cellmap *m, void **out, size_t *len, struct store_error *err);
+/* Encodes an overlay as a delta block: every cell with a non-zero count,
+ * sum or run, whatever its sign, and the rollups of those cells (sums are
+ * sums: a delta's rollups fold like a base's). *len 0 when nothing
+ * changed. */
+int cellmap_encode_delta(struct cellmap *m, void **out, size_t *len, struct store_error *err);
+/* Loads a stored segment whole: the base block, then each delta merged in.
+ * blocks[0] is the base; m must be empty. */
+int cellmap_load_segment(struct cellmap *m, const MDB_val *blocks, int nblocks,
+                         struct store_error *err);
+/* Reads the base and delta blocks of a segment key in txn: *n 0 when the
+ * segment does not exist. blocks point into txn's snapshot. An LMDB code. */
+int segment_blocks(struct store *s, MDB_txn *txn, const uint8_t key[SEG_KEY_BYTES],
+                   MDB_val blocks[1 + STORE_MAX_DELTAS], int *n);
 
 /* ---- Block columns and rollups (rollup.c) -------------------------------- */
 

@@ -44,6 +44,12 @@ void seg_key(uint8_t out[SEG_KEY_BYTES], int view, int width, int64_t span_start
     put_i64key(out + 3, span_start);
 }
 
+void delta_key(uint8_t out[DELTA_KEY_BYTES], const uint8_t seg[SEG_KEY_BYTES], int seq)
+{
+    memcpy(out, seg, SEG_KEY_BYTES);
+    out[SEG_KEY_BYTES] = (uint8_t)seq;
+}
+
 void triple_key(uint8_t out[12], int view, int a, int64_t code)
 {
     put_u16be(out, (uint16_t)view);

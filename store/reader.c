@@ -4,6 +4,7 @@
  * until store_read_end. */
 #include "store/internal.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 int store_segments_begin(struct store_read *r, int view, int width, int64_t from, int64_t to,
@@ -29,22 +30,70 @@ int store_segments_begin(struct store_read *r, int view, int width, int64_t from
     return 0;
 }
 
-int store_segments_next(struct store_segment_iter *it, struct store_segment *seg,
+/* The next entry of the walk: the one the cursor stands on when a delta
+ * scan stopped there, else the next. An LMDB code. */
+static int next_entry(struct store_segment_iter *it, MDB_val *k, MDB_val *v)
+{
+    MDB_cursor *cur = it->cursor;
+    if (!it->started) {
+        uint8_t key[SEG_KEY_BYTES];
+        seg_key(key, it->view, it->width, it->from);
+        *k = (MDB_val){sizeof key, key};
+        it->started = true;
+        return mdb_cursor_get(cur, k, v, MDB_SET_RANGE);
+    }
+    if (it->pending) {
+        it->pending = false;
+        return mdb_cursor_get(cur, k, v, MDB_GET_CURRENT);
+    }
+    return mdb_cursor_get(cur, k, v, MDB_NEXT);
+}
+
+/* Collects the delta blocks following a base (keys: the base's, then a
+ * number), leaving the cursor on the entry after them. */
+static int collect_deltas(struct store_segment_iter *it, const uint8_t base[SEG_KEY_BYTES],
+                          MDB_val *blocks, int *n, struct store_error *err)
+{
+    MDB_val k, v;
+    int rc;
+    while ((rc = mdb_cursor_get(it->cursor, &k, &v, MDB_NEXT)) == 0) {
+        if (k.mv_size != DELTA_KEY_BYTES || memcmp(k.mv_data, base, SEG_KEY_BYTES) != 0) {
+            it->pending = true;
+            return 0;
+        }
+        if (*n == 1 + STORE_MAX_DELTAS)
+            return store_fail(err, "more than %d delta blocks", STORE_MAX_DELTAS);
+        blocks[(*n)++] = v;
+    }
+    return rc == MDB_NOTFOUND ? 0 : store_lmdb_error(err, rc, "reading delta blocks");
+}
+
+/* Merged mode: the base and its deltas as one fresh block; 1 when no cell
+ * is left (the writer folds such a segment away, but a reader must not
+ * rely on it). */
+static int merge_blocks(struct store_segment_iter *it, const MDB_val *blocks, int n,
+                        int64_t span_start, MDB_val *out, struct store_error *err)
+{
+    struct store *s = it->r->s;
+    struct cellmap *m = cellmap_new(&s->views->views[it->view], s->types[it->view], it->view,
+                                    it->width, span_start);
+    free(it->merged);
+    it->merged = NULL;
+    int rc = m ? cellmap_load_segment(m, blocks, n, err) : store_fail(err, "out of memory");
+    if (rc == 0)
+        rc = cellmap_encode(m, &it->merged, &out->mv_size, err);
+    cellmap_free(m);
+    out->mv_data = it->merged;
+    return rc == 0 && !it->merged ? 1 : rc;
+}
+
+static int segment_next(struct store_segment_iter *it, struct store_segment *seg,
                         struct store_error *err)
 {
     if (it->done)
         return 0;
     MDB_val k, v;
-    int rc;
-    if (!it->started) {
-        uint8_t key[SEG_KEY_BYTES];
-        seg_key(key, it->view, it->width, it->from);
-        k = (MDB_val){sizeof key, key};
-        rc = mdb_cursor_get(it->cursor, &k, &v, MDB_SET_RANGE);
-        it->started = true;
-    } else {
-        rc = mdb_cursor_get(it->cursor, &k, &v, MDB_NEXT);
-    }
+    int rc = next_entry(it, &k, &v);
     if (rc == MDB_NOTFOUND) {
         it->done = true;
         return 0;
@@ -55,22 +104,58 @@ int store_segments_next(struct store_segment_iter *it, struct store_segment *seg
         return store_lmdb_error(err, rc, "reading segments");
     }
     const uint8_t *key = k.mv_data;
-    if (k.mv_size != SEG_KEY_BYTES || get_u16be(key) != it->view || key[2] != it->width ||
+    if (k.mv_size < SEG_KEY_BYTES || get_u16be(key) != it->view || key[2] != it->width ||
         get_i64key(key + 3) >= it->to) {
         it->done = true;
         return 0;
     }
+    const char *name = it->r->s->views->views[it->view].name;
     seg->view = it->view;
     seg->width = it->width;
     seg->span_start = get_i64key(key + 3);
     seg->bytes = v.mv_data;
     seg->len = v.mv_size;
+    seg->ndeltas = 0;
+    if (k.mv_size != SEG_KEY_BYTES)
+        return store_fail(err, "segment of view \"%s\", width %d, span %lld: a delta block "
+                               "without its base", name, it->width, (long long)seg->span_start);
+    uint8_t base[SEG_KEY_BYTES];
+    memcpy(base, key, sizeof base);
+    MDB_val blocks[1 + STORE_MAX_DELTAS] = {v};
+    int n = 1, rc2 = 0;
+    struct store_error inner;
     struct format_error ferr;
-    if (format_block_open(&seg->block, v.mv_data, v.mv_size, false, &ferr))
-        return store_fail(err, "segment of view \"%s\", width %d, span %lld: %s",
-                          it->r->s->views->views[it->view].name, it->width,
-                          (long long)seg->span_start, ferr.message);
+    if (collect_deltas(it, base, blocks, &n, &inner) ||
+        (n > 1 && !it->raw &&
+         (rc2 = merge_blocks(it, blocks, n, seg->span_start, &blocks[0], &inner)) < 0))
+        return store_fail(err, "segment of view \"%s\", width %d, span %lld: %s", name,
+                          it->width, (long long)seg->span_start, inner.message);
+    if (rc2 == 1)
+        return 2; /* nothing left: the caller walks on */
+    seg->bytes = blocks[0].mv_data;
+    seg->len = blocks[0].mv_size;
+    if (format_block_open(&seg->block, seg->bytes, seg->len, false, &ferr))
+        return store_fail(err, "segment of view \"%s\", width %d, span %lld: %s", name,
+                          it->width, (long long)seg->span_start, ferr.message);
+    for (int i = 1; it->raw && i < n; i++) {
+        struct store_block_ref *d = &seg->deltas[seg->ndeltas++];
+        d->bytes = blocks[i].mv_data;
+        d->len = blocks[i].mv_size;
+        if (format_block_open(&d->block, d->bytes, d->len, false, &ferr))
+            return store_fail(err, "segment of view \"%s\", width %d, span %lld, delta block "
+                                   "%d: %s", name, it->width, (long long)seg->span_start, i,
+                              ferr.message);
+    }
     return 1;
+}
+
+int store_segments_next(struct store_segment_iter *it, struct store_segment *seg,
+                        struct store_error *err)
+{
+    int rc;
+    while ((rc = segment_next(it, seg, err)) == 2)
+        ;
+    return rc;
 }
 
 void store_segments_end(struct store_segment_iter *it)
@@ -78,6 +163,28 @@ void store_segments_end(struct store_segment_iter *it)
     if (it->cursor)
         mdb_cursor_close(it->cursor);
     it->cursor = NULL;
+    free(it->merged);
+    it->merged = NULL;
+}
+
+int segment_blocks(struct store *s, MDB_txn *txn, const uint8_t key[SEG_KEY_BYTES],
+                   MDB_val blocks[1 + STORE_MAX_DELTAS], int *n)
+{
+    MDB_cursor *cur;
+    *n = 0;
+    int rc = mdb_cursor_open(txn, s->seg, &cur);
+    if (rc)
+        return rc;
+    MDB_val k = {SEG_KEY_BYTES, (void *)key}, v;
+    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_KEY);
+    while (rc == 0 && *n < 1 + STORE_MAX_DELTAS) {
+        blocks[(*n)++] = v;
+        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+        if (rc == 0 && (k.mv_size != DELTA_KEY_BYTES || memcmp(k.mv_data, key, SEG_KEY_BYTES)))
+            break;
+    }
+    mdb_cursor_close(cur);
+    return rc == MDB_NOTFOUND ? 0 : rc;
 }
 
 int store_dict_lookup(struct store_read *r, int view, int fact_column, int64_t id,

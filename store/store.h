@@ -9,7 +9,8 @@
  *   dict      text dictionaries: (view, fact column, text) -> id, and back
  *   proj      dim projections: (view, join, dim key code) -> dim row
  *   seg       segment blocks (format/): (view, width, span start) -> block,
- *             ordered so a range over one width is one cursor walk in time
+ *             ordered so a range over one width is one cursor walk in time;
+ *             each base block followed by its delta blocks, if any
  *   values    per-view sorted value dictionaries of value-counted columns
  *
  * SPEC.md "The store" documents every key and value byte for byte.
@@ -39,7 +40,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_FORMAT_VERSION 3 /* 3: segment blocks of format 2 (a directory checksum) */
+#define STORE_FORMAT_VERSION 4 /* 4: delta blocks; 3: segment blocks of format 2 (a directory checksum) */
 #define STORE_NULL INT64_MIN
 
 /* The times a row's bucket column may hold, in usec since 1970:
@@ -229,6 +230,22 @@ int store_commit(struct store *s, const struct store_position *pos, struct store
 /* Drops pending changes without writing them. */
 void store_rollback(struct store *s);
 
+/* Bulk mode (an initial load): commits write touched segments whole and keep
+ * them decoded for the next batch. Out of it (following changes, the
+ * default), a commit writes the changes of a stored segment as a delta
+ * block (past STORE_MAX_DELTAS, the deltas are merged into one), and folds
+ * them into a new base only when the deltas would hold more cells than the
+ * base. */
+void store_set_bulk(struct store *s, bool bulk);
+
+/* Folds the deltas of segments into their bases, in key order, each
+ * segment in its own write transaction, until none is left or max_us has
+ * passed; answers do not change. Only segments whose deltas hold an eighth
+ * of the base's cells or half the delta numbers, unless `all`. *left:
+ * segments still to fold. Only between commits (no pending changes). */
+int store_compact(struct store *s, int64_t max_us, bool all, int *left,
+                  struct store_error *err);
+
 /* Bounds the decoded segments kept between commits (default 64 MiB). */
 void store_set_cache_bytes(struct store *s, size_t bytes);
 /* Bytes the writer holds decoded now, pending or cached: a loader commits
@@ -253,23 +270,46 @@ struct store_catalog {
 int store_read_catalog(struct store_read *r, struct store_catalog *out,
                        struct store_error *err);
 
+/* A segment is a base block and up to STORE_MAX_DELTAS delta blocks, each
+ * the cell changes of one later commit (SPEC.md "Delta blocks"): a small
+ * transaction writes its changes instead of re-encoding every segment it
+ * touches, and the deltas are folded into the base later (store_compact)
+ * or when they grow. A delta block is encoded like a base, rollups
+ * included, but its counts, sums and value-count rows may be negative or
+ * zero. */
+#define STORE_MAX_DELTAS 8
+
 /* Iterates the segments of one view and width whose span overlaps
  * [from, to) in time order. Blocks point into the map (zero-copy) and stay
- * valid until store_read_end. */
+ * valid until store_read_end. By default a segment with deltas is handed
+ * out merged into one fresh block (owned by the iterator, valid until the
+ * next call), so a reader sees whole cells; set `raw` after begin to get
+ * the base and its deltas apart (serve folds them itself). */
 struct store_segment_iter {
     struct store_read *r;
     int view, width;
     int64_t from, to;
     void *cursor;
     bool started, done;
+    bool raw;
+    bool pending;               /* the cursor stands on an entry not yet handed out */
+    void *merged;               /* merged mode: the block handed out last */
+};
+
+struct store_block_ref {
+    struct format_block block;  /* opened without the trailer check */
+    const void *bytes;
+    size_t len;
 };
 
 struct store_segment {
     int view, width;
     int64_t span_start;
-    struct format_block block;   /* opened without the trailer check */
-    const void *bytes;           /* the block as stored */
+    struct format_block block;   /* the base; opened without the trailer check */
+    const void *bytes;           /* the block as stored (merged mode: as merged) */
     size_t len;
+    int ndeltas;                 /* raw mode: the deltas, in commit order */
+    struct store_block_ref deltas[STORE_MAX_DELTAS];
 };
 
 int store_segments_begin(struct store_read *r, int view, int width, int64_t from, int64_t to,
@@ -315,8 +355,10 @@ int store_values_walk(struct store_read *r, int view, int vc, store_value_fn fn,
 
 /* Checks one segment: the block's checksums, that every column decodes, and
  * the store's invariants (cells sorted and unique, bucket indexes inside the
- * span, row counts positive, value-count runs ascending with positive rows).
- * The error names the segment. */
+ * span, row counts positive, value-count runs ascending with positive rows,
+ * rollups equal to the cells); a raw segment's deltas too (checksums, cells
+ * sorted and unique, and base plus deltas never negative). The error names
+ * the segment. */
 int store_verify_segment(struct store_read *r, const struct store_segment *seg,
                          struct store_error *err);
 

@@ -40,8 +40,10 @@ static int check_bucket_starts(const struct format_block *b, int span, const int
     return rc;
 }
 
+/* A delta block's counts may be negative or zero (store.h); a base's are
+ * positive. */
 static int check_cells(const struct sql_view *v, int width, const struct format_block *b,
-                       struct store_error *err)
+                       bool delta, struct store_error *err)
 {
     int span = store_span_buckets(v, width);
     uint32_t n = b->info.ncells;
@@ -58,7 +60,7 @@ static int check_cells(const struct sql_view *v, int width, const struct format_
         if (bucket[i] < 0 || bucket[i] >= span)
             rc = store_fail(err, "cell %u has bucket index %lld outside the span", i,
                             (long long)bucket[i]);
-        else if (rows[i] <= 0)
+        else if (rows[i] <= 0 && !delta)
             rc = store_fail(err, "cell %u has %lld rows", i, (long long)rows[i]);
         else if (i > 0) {
             int cmp = bucket[i] < bucket[i - 1] ? -1 : bucket[i] > bucket[i - 1];
@@ -80,7 +82,7 @@ static int check_cells(const struct sql_view *v, int width, const struct format_
 }
 
 static int check_value_counts(const struct sql_view *v, const struct format_block *b,
-                              struct store_error *err)
+                              bool delta, struct store_error *err)
 {
     uint32_t n = b->info.ncells;
     for (int k = 0; k < v->nvalue_counts; k++) {
@@ -102,7 +104,7 @@ static int check_value_counts(const struct sql_view *v, const struct format_bloc
             rc = -1;
         for (uint32_t i = 0; rc == 0 && i < n; i++)
             for (int64_t r = off[i]; rc == 0 && r < off[i + 1]; r++) {
-                if (rows[r] <= 0)
+                if (rows[r] == 0 || (rows[r] < 0 && !delta))
                     rc = store_fail(err, "value count %d of cell %u has a run of %lld rows", k,
                                     i, (long long)rows[r]);
                 else if (r > off[i] && codes[r] <= codes[r - 1])
@@ -131,7 +133,7 @@ static void *column_at(const struct format_block *b, int i, size_t *bytes, struc
  * the block's cells now (a block may lack a family: serve then reads the
  * cells). The cells were checked first, so re-encoding them is safe. */
 static int check_rollups(struct store *s, int view, int width, const struct format_block *b,
-                         struct store_error *err)
+                         bool delta, struct store_error *err)
 {
     const struct sql_view *v = &s->views->views[view];
     struct cellmap *m = cellmap_new(v, s->types[view], view, width, b->info.span_start);
@@ -141,7 +143,9 @@ static int check_rollups(struct store *s, int view, int width, const struct form
     struct format_error ferr;
     int rc = m ? 0 : store_fail(err, "out of memory");
     if (rc == 0)
-        rc = cellmap_load(m, b->base, b->len, err) || cellmap_encode(m, &fresh, &len, err);
+        rc = cellmap_load(m, b->base, b->len, err) ||
+             (delta ? cellmap_encode_delta(m, &fresh, &len, err)
+                    : cellmap_encode(m, &fresh, &len, err));
     if (rc == 0 && len > 0 && format_block_open(&fb, fresh, len, false, &ferr))
         rc = store_fail(err, "re-encoding the cells: %s", ferr.message);
     for (int i = 0; rc == 0 && len > 0 && i < b->ncolumns; i++) {
@@ -170,22 +174,54 @@ static int check_rollups(struct store *s, int view, int width, const struct form
     return rc;
 }
 
+/* One block of a segment: checksums, the key's span and width, the cells. */
+static int check_block(const struct sql_view *v, int width, int64_t span_start,
+                       const struct format_block *b, bool delta, struct store_error *err)
+{
+    struct format_error ferr;
+    if (format_block_verify(b, &ferr))
+        return store_fail(err, "%s", ferr.message);
+    if (b->info.span_start != span_start || b->info.width != v->widths[width])
+        return store_fail(err, "the block says span %lld, width %lld; its key says otherwise",
+                          (long long)b->info.span_start, (long long)b->info.width);
+    return check_cells(v, width, b, delta, err) || check_value_counts(v, b, delta, err);
+}
+
+/* The deltas merged into the base leave no count or run negative. */
+static int check_merge(struct store *s, const struct store_segment *seg, struct store_error *err)
+{
+    MDB_val blocks[1 + STORE_MAX_DELTAS] = {{seg->len, (void *)seg->bytes}};
+    for (int i = 0; i < seg->ndeltas; i++)
+        blocks[1 + i] = (MDB_val){seg->deltas[i].len, (void *)seg->deltas[i].bytes};
+    struct cellmap *m = cellmap_new(&s->views->views[seg->view], s->types[seg->view], seg->view,
+                                    seg->width, seg->span_start);
+    void *block = NULL;
+    size_t len;
+    int rc = m ? cellmap_load_segment(m, blocks, 1 + seg->ndeltas, err)
+               : store_fail(err, "out of memory");
+    if (rc == 0)
+        rc = cellmap_encode(m, &block, &len, err);
+    free(block);
+    cellmap_free(m);
+    return rc;
+}
+
 int store_verify_segment(struct store_read *r, const struct store_segment *seg,
                          struct store_error *err)
 {
     const struct sql_view *v = &r->s->views->views[seg->view];
     struct store_error inner;
-    struct format_error ferr;
-    int rc = 0;
-    if (format_block_verify(&seg->block, &ferr))
-        rc = store_fail(&inner, "%s", ferr.message);
-    else if (seg->block.info.span_start != seg->span_start ||
-             seg->block.info.width != v->widths[seg->width])
-        rc = store_fail(&inner, "the block says span %lld, width %lld; its key says otherwise",
-                        (long long)seg->block.info.span_start, (long long)seg->block.info.width);
-    else
-        rc = check_cells(v, seg->width, &seg->block, &inner) || check_value_counts(v, &seg->block, &inner) ||
-             check_rollups(r->s, seg->view, seg->width, &seg->block, &inner);
+    int rc = check_block(v, seg->width, seg->span_start, &seg->block, false, &inner) ||
+             check_rollups(r->s, seg->view, seg->width, &seg->block, false, &inner);
+    int d = 0;
+    for (; rc == 0 && d < seg->ndeltas; d++)
+        rc = check_block(v, seg->width, seg->span_start, &seg->deltas[d].block, true, &inner) ||
+             check_rollups(r->s, seg->view, seg->width, &seg->deltas[d].block, true, &inner);
+    if (rc && d > 0)
+        return store_fail(err, "segment of view \"%s\", width %d, span %lld, delta block %d: %s",
+                          v->name, seg->width, (long long)seg->span_start, d, inner.message);
+    if (rc == 0 && seg->ndeltas)
+        rc = check_merge(r->s, seg, &inner);
     if (rc)
         return store_fail(err, "segment of view \"%s\", width %d, span %lld: %s", v->name,
                           seg->width, (long long)seg->span_start, inner.message);

@@ -29,6 +29,7 @@
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <xxhash.h>
 
 enum proj_op_kind { PROJ_PUT, PROJ_DELETE, PROJ_TRUNCATE };
@@ -120,6 +121,17 @@ void pending_free(struct store *s)
 
 void store_set_cache_bytes(struct store *s, size_t bytes) { s->cache_bytes = bytes; }
 
+void store_set_bulk(struct store *s, bool bulk)
+{
+    s->bulk = bulk;
+    if (!bulk && s->pending) /* decoded segments would take changes whole: drop the clean ones */
+        BYTEMAP_EACH(&s->pending->segments, e)
+        {
+            if (!((struct cellmap *)e->ptr)->dirty)
+                forget_segment(s->pending, e);
+        }
+}
+
 size_t store_cached_bytes(struct store *s) { return s->pending ? s->pending->bytes : 0; }
 
 static int need_writer(struct store *s, struct store_error *err)
@@ -159,23 +171,32 @@ int64_t store_span_start(const struct sql_view *v, int width, int64_t bucket)
 
 /* ---- Segments ---------------------------------------------------------------------- */
 
-/* Loads a segment as this batch last left it: from the batch's own write
- * transaction once it spilled (it sees its writes), else from the store. */
+/* The transaction that sees the store as this batch last left it: the
+ * batch's own once it spilled (it sees its writes), else a fresh read one
+ * (*own set: abort it after). */
+static int batch_view(struct store *s, MDB_txn **txn, bool *own, struct store_error *err)
+{
+    *txn = s->pending->txn;
+    *own = !*txn;
+    return *own ? store_txn_begin(s, MDB_RDONLY, txn, err) : 0;
+}
+
+/* Loads a segment as this batch last left it, deltas merged into the base. */
 static int load_segment(struct store *s, struct cellmap *m, const uint8_t key[SEG_KEY_BYTES],
                         bool *found, struct store_error *err)
 {
-    MDB_txn *txn = s->pending->txn;
-    if (!txn && store_txn_begin(s, MDB_RDONLY, &txn, err))
+    MDB_txn *txn;
+    bool own;
+    if (batch_view(s, &txn, &own, err))
         return -1;
-    MDB_val k = {SEG_KEY_BYTES, (void *)key}, v;
-    int rc = mdb_get(txn, s->seg, &k, &v);
-    int ret = 0;
-    *found = rc == 0;
-    if (rc == 0)
-        ret = cellmap_load(m, v.mv_data, v.mv_size, err);
-    else if (rc != MDB_NOTFOUND)
+    MDB_val blocks[1 + STORE_MAX_DELTAS];
+    int n, rc = segment_blocks(s, txn, key, blocks, &n), ret = 0;
+    *found = rc == 0 && n > 0;
+    if (rc)
         ret = store_lmdb_error(err, rc, "reading a segment");
-    if (txn != s->pending->txn)
+    else if (n > 0)
+        ret = cellmap_load_segment(m, blocks, n, err);
+    if (own)
         mdb_txn_abort(txn);
     return ret;
 }
@@ -192,9 +213,9 @@ static struct cellmap *get_segment(struct store *s, int view, int width, int64_t
         return NULL;
     }
     if (!e->ptr) {
-        /* Not decoded: the batch's deltas collect in an overlay, merged
-         * with the stored block when it is written. A view emptied in this
-         * batch has nothing stored to merge with. */
+        /* Not decoded: the batch's deltas collect in an overlay, written as
+         * a delta block or merged with the stored blocks at commit. A view
+         * emptied in this batch has nothing stored to merge with. */
         struct cellmap *m = cellmap_new(&s->views->views[view], s->types[view], view, width, span);
         if (!m) {
             store_fail(err, "out of memory");
@@ -448,18 +469,160 @@ static int delete_prefix(MDB_txn *txn, MDB_dbi dbi, const uint8_t *prefix, size_
     return rc == MDB_NOTFOUND ? 0 : rc;
 }
 
+/* A block ready to write: a base (it replaces the segment and its deltas;
+ * NULL deletes them all) or a delta (added after the stored ones). */
 struct encoded {
-    uint8_t key[SEG_KEY_BYTES];
-    void *block; /* NULL: the segment has no cell left */
+    uint8_t key[DELTA_KEY_BYTES];
+    size_t key_len;           /* SEG_KEY_BYTES or DELTA_KEY_BYTES */
+    void *block;
     size_t len;
 };
 
 static int materialize(struct store *s, struct bytemap_entry *e, struct store_error *err);
 static int spill_segment(struct store *s, struct bytemap_entry *e, struct store_error *err);
 
-/* Encodes every dirty segment, overlays merged with their stored blocks
- * first. When the merged segments outgrow the cache budget, the rest go
- * straight into the batch's transaction instead of being held. */
+/* A stored segment's blocks (base and deltas: *n) and their cells, from
+ * the blocks' headers. 1 when all is there, 0 when it is not stored or a
+ * block does not open (merging will name the damage), -(LMDB code). */
+static int segment_census(struct store *s, MDB_txn *txn, const uint8_t *key, int *n,
+                          uint64_t *base, uint64_t *deltas)
+{
+    MDB_val blocks[1 + STORE_MAX_DELTAS];
+    *base = *deltas = 0;
+    int rc = segment_blocks(s, txn, key, blocks, n);
+    if (rc)
+        return -rc;
+    for (int i = 0; i < *n; i++) {
+        struct format_block b;
+        struct format_error ferr;
+        if (format_block_open(&b, blocks[i].mv_data, blocks[i].mv_size, false, &ferr))
+            return 0;
+        *(i ? deltas : base) += b.info.ncells;
+    }
+    return *n > 0;
+}
+
+/* How a dirty overlay is written (SPEC.md "Delta blocks"). */
+enum write_plan {
+    WRITE_BASE,        /* merged with the stored blocks into a new base */
+    WRITE_DELTA,       /* as the next delta block */
+    WRITE_ONE_DELTA,   /* merged with the stored deltas into delta 1 */
+};
+
+/* The plan for an overlay and its delta number. A new base when the
+ * segment is not stored yet or the deltas would hold more cells than the
+ * base (an ask reading the segment then does at most twice the base's
+ * work); the deltas merged into one when their numbers run out, so that a
+ * stream of small commits costs what it changes, not the base. */
+static int plan_write(struct store *s, const struct cellmap *o, const uint8_t *key,
+                      enum write_plan *plan, int *seq, struct store_error *err)
+{
+    MDB_txn *txn;
+    bool own;
+    *plan = WRITE_BASE;
+    if (!o->overlay || s->bulk)
+        return 0;
+    if (batch_view(s, &txn, &own, err))
+        return -1;
+    int n;
+    uint64_t base, deltas;
+    int rc = segment_census(s, txn, key, &n, &base, &deltas);
+    if (own)
+        mdb_txn_abort(txn);
+    if (rc < 0)
+        return store_lmdb_error(err, -rc, "reading a segment");
+    if (rc == 1 && deltas + o->ncells <= base) {
+        *plan = n <= STORE_MAX_DELTAS ? WRITE_DELTA : WRITE_ONE_DELTA;
+        *seq = n <= STORE_MAX_DELTAS ? n : 1;
+    }
+    return 0;
+}
+
+/* WRITE_ONE_DELTA: the stored deltas and the overlay, in one cellmap. */
+static int merge_deltas(struct store *s, struct cellmap *o, const uint8_t *key,
+                        struct cellmap **out, struct store_error *err)
+{
+    MDB_txn *txn;
+    bool own;
+    if (batch_view(s, &txn, &own, err))
+        return -1;
+    MDB_val blocks[1 + STORE_MAX_DELTAS];
+    int n, rc = segment_blocks(s, txn, key, blocks, &n);
+    *out = cellmap_new(o->view, o->types, o->view_index, o->width, o->span_start);
+    if (rc)
+        rc = store_lmdb_error(err, rc, "reading a segment");
+    else if (!*out)
+        rc = store_fail(err, "out of memory");
+    else if (n > 1) /* deltas load like a base: nothing checks their signs */
+        rc = cellmap_load_segment(*out, blocks + 1, n - 1, err);
+    if (rc == 0)
+        rc = cellmap_merge(*out, o, err);
+    if (own)
+        mdb_txn_abort(txn);
+    return rc;
+}
+
+/* Encodes one dirty segment by its plan. */
+static int encode_segment(struct store *s, struct bytemap_entry *e, struct encoded *out,
+                          struct store_error *err)
+{
+    memcpy(out->key, e->key, SEG_KEY_BYTES);
+    out->key_len = SEG_KEY_BYTES;
+    struct cellmap *o = e->ptr, *merged = NULL;
+    enum write_plan plan;
+    int seq = 0, rc = plan_write(s, o, e->key, &plan, &seq, err);
+    if (rc || plan == WRITE_BASE)
+        return rc || materialize(s, e, err) || cellmap_encode(e->ptr, &out->block, &out->len, err);
+    if (plan == WRITE_ONE_DELTA && merge_deltas(s, o, e->key, &merged, err)) {
+        cellmap_free(merged);
+        return -1;
+    }
+    delta_key(out->key, e->key, seq);
+    out->key_len = DELTA_KEY_BYTES;
+    rc = cellmap_encode_delta(merged ? merged : o, &out->block, &out->len, err);
+    cellmap_free(merged);
+    if (rc == 0 && !out->block && plan == WRITE_DELTA)
+        out->key_len = 0; /* the changes cancel out: nothing to write */
+    return rc;
+}
+
+/* Deletes the delta blocks of a segment key from number `from` on (an
+ * LMDB code). */
+static int delete_deltas(MDB_txn *txn, MDB_dbi dbi, const uint8_t key[SEG_KEY_BYTES], int from)
+{
+    for (int seq = from; seq <= STORE_MAX_DELTAS; seq++) {
+        uint8_t dk[DELTA_KEY_BYTES];
+        delta_key(dk, key, seq);
+        MDB_val k = {sizeof dk, dk};
+        int rc = mdb_del(txn, dbi, &k, NULL);
+        if (rc == MDB_NOTFOUND)
+            return 0; /* deltas are numbered from 1 without gaps */
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* Writes one encoded block in txn (an LMDB code). A base replaces its
+ * deltas; delta 1 replaces the deltas it merged. Deltas stay numbered
+ * from 1 without gaps. */
+static int put_encoded(struct store *s, MDB_txn *txn, const struct encoded *enc)
+{
+    if (enc->key_len == 0)
+        return 0;
+    MDB_val k = {enc->key_len, (void *)enc->key}, v = {enc->len, enc->block};
+    bool delta = enc->key_len == DELTA_KEY_BYTES;
+    if (delta && enc->key[SEG_KEY_BYTES] > 1)
+        return mdb_put(txn, s->seg, &k, &v, 0);
+    int rc = enc->block ? mdb_put(txn, s->seg, &k, &v, 0) : mdb_del(txn, s->seg, &k, NULL);
+    if (rc && rc != MDB_NOTFOUND)
+        return rc;
+    return delete_deltas(txn, s->seg, enc->key, delta ? 2 : 1);
+}
+
+/* Encodes every dirty segment. When the merged segments outgrow the cache
+ * budget, the rest go straight into the batch's transaction instead of
+ * being held. */
 static int encode_dirty(struct store *s, struct encoded **out, size_t *n,
                         struct store_error *err)
 {
@@ -477,8 +640,7 @@ static int encode_dirty(struct store *s, struct encoded **out, size_t *n,
                 goto fail;
             continue;
         }
-        memcpy(enc[k].key, e->key, SEG_KEY_BYTES);
-        if (materialize(s, e, err) || cellmap_encode(e->ptr, &enc[k].block, &enc[k].len, err))
+        if (encode_segment(s, e, &enc[k], err))
             goto fail;
         k++;
     }
@@ -572,15 +734,9 @@ static int delete_truncated(struct store *s, MDB_txn *txn)
 static int write_segments(struct store *s, MDB_txn *txn, const struct encoded *enc, size_t n)
 {
     int rc = delete_truncated(s, txn);
-    if (rc)
-        return rc;
-    for (size_t i = 0; i < n; i++) {
-        MDB_val k = {SEG_KEY_BYTES, (void *)enc[i].key}, v = {enc[i].len, enc[i].block};
-        rc = enc[i].block ? mdb_put(txn, s->seg, &k, &v, 0) : mdb_del(txn, s->seg, &k, NULL);
-        if (rc && rc != MDB_NOTFOUND)
-            return rc;
-    }
-    return 0;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = put_encoded(s, txn, &enc[i]);
+    return rc;
 }
 
 /* One attempt at the write transaction: the batch's own when it spilled.
@@ -735,14 +891,12 @@ static int spill_segment(struct store *s, struct bytemap_entry *e, struct store_
     struct pending *p = s->pending;
     if (!p->txn && open_batch_txn(s, err))
         return -1;
-    void *block;
-    size_t len;
-    if (materialize(s, e, err) || cellmap_encode(e->ptr, &block, &len, err))
+    struct encoded enc = {0};
+    if (encode_segment(s, e, &enc, err))
         return batch_lost(s, -1, err);
-    MDB_val k = {SEG_KEY_BYTES, e->key}, v = {len, block};
-    int rc = len ? mdb_put(p->txn, s->seg, &k, &v, 0) : mdb_del(p->txn, s->seg, &k, NULL);
-    free(block);
-    if (rc && rc != MDB_NOTFOUND)
+    int rc = put_encoded(s, p->txn, &enc);
+    free(enc.block);
+    if (rc)
         return batch_lost(s, rc, err);
     forget_segment(p, e);
     return 0;
@@ -785,7 +939,7 @@ int store_commit(struct store *s, const struct store_position *pos, struct store
     BYTEMAP_EACH(&p->segments, e)
     {
         struct cellmap *m = e->ptr;
-        if (m->overlay) /* never applied to: nothing to keep */
+        if (m->overlay || !s->bulk) /* outside bulk mode changes go to overlays only */
             forget_segment(p, e);
         else
             m->dirty = false;
@@ -811,4 +965,115 @@ void store_rollback(struct store *s)
 {
     if (s->pending)
         pending_reset(s->pending, s->views);
+}
+
+/* ---- Compaction --------------------------------------------------------------------------- */
+
+/* Whether a segment's deltas are worth folding when the writer is idle:
+ * they hold an eighth of the base's cells, or half the delta numbers are
+ * taken. Lighter ones cost an ask little, and folding re-encodes the whole
+ * segment (the widest width's one segment holds every row). */
+static bool heavy_deltas(struct store *s, MDB_txn *txn, const uint8_t key[SEG_KEY_BYTES])
+{
+    int n;
+    uint64_t base, deltas;
+    if (segment_census(s, txn, key, &n, &base, &deltas) != 1)
+        return true; /* let the fold report it */
+    return n - 1 >= STORE_MAX_DELTAS / 2 || deltas * 8 >= base;
+}
+
+/* The first segment key at or after `from` that has delta blocks (heavy
+ * ones unless `all`); 1 found, 0 none, else an LMDB code. */
+static int next_with_deltas(struct store *s, MDB_txn *txn, const uint8_t *from, size_t from_len,
+                            bool all, uint8_t key[SEG_KEY_BYTES])
+{
+    MDB_cursor *cur;
+    int rc = mdb_cursor_open(txn, s->seg, &cur);
+    if (rc)
+        return rc;
+    MDB_val k = {from_len, (void *)from}, v;
+    for (rc = mdb_cursor_get(cur, &k, &v, from_len ? MDB_SET_RANGE : MDB_FIRST); rc == 0;
+         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT))
+        if (k.mv_size == DELTA_KEY_BYTES && (all || heavy_deltas(s, txn, k.mv_data))) {
+            memcpy(key, k.mv_data, SEG_KEY_BYTES);
+            break;
+        }
+    mdb_cursor_close(cur);
+    return rc == 0 ? 1 : rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+/* Folds one segment's deltas into its base in txn: 0, an LMDB code, or -1
+ * with err. */
+static int compact_segment(struct store *s, MDB_txn *txn, const uint8_t key[SEG_KEY_BYTES],
+                           struct store_error *err)
+{
+    int view = get_u16be(key), width = key[2];
+    if (view >= s->views->nviews || width >= s->views->views[view].nwidths)
+        return store_fail(err, "a segment key names view %d, width %d, which do not exist",
+                          view, width);
+    MDB_val blocks[1 + STORE_MAX_DELTAS];
+    int n, rc = segment_blocks(s, txn, key, blocks, &n);
+    if (rc)
+        return store_lmdb_error(err, rc, "reading a segment");
+    if (n == 0)
+        return store_fail(err, "view \"%s\": delta blocks without their base",
+                          s->views->views[view].name);
+    struct cellmap *m = cellmap_new(&s->views->views[view], s->types[view], view, width,
+                                    get_i64key(key + 3));
+    struct encoded enc = {.key_len = SEG_KEY_BYTES};
+    memcpy(enc.key, key, SEG_KEY_BYTES);
+    rc = m ? cellmap_load_segment(m, blocks, n, err) : store_fail(err, "out of memory");
+    if (rc == 0)
+        rc = cellmap_encode(m, &enc.block, &enc.len, err);
+    cellmap_free(m);
+    if (rc == 0)
+        rc = put_encoded(s, txn, &enc);
+    free(enc.block);
+    return rc;
+}
+
+int store_compact(struct store *s, int64_t max_us, bool all, int *left, struct store_error *err)
+{
+    *left = 0;
+    if (need_writer(s, err))
+        return -1;
+    BYTEMAP_EACH(&s->pending->segments, e)
+    {
+        if (((struct cellmap *)e->ptr)->dirty)
+            return store_fail(err, "compaction between commits only: changes are pending");
+    }
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    uint8_t from[DELTA_KEY_BYTES] = {0};
+    size_t from_len = 0;
+    for (;;) {
+        MDB_txn *txn;
+        if (store_txn_begin(s, 0, &txn, err))
+            return -1;
+        uint8_t key[SEG_KEY_BYTES];
+        int rc = next_with_deltas(s, txn, from, from_len, all, key);
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        int64_t spent = (t.tv_sec - t0.tv_sec) * 1000000 + (t.tv_nsec - t0.tv_nsec) / 1000;
+        if (rc != 1 || spent > max_us) { /* count what is left, and leave */
+            for (; rc == 1; rc = next_with_deltas(s, txn, from, from_len, all, key)) {
+                (*left)++;
+                memcpy(from, key, SEG_KEY_BYTES);
+                from[SEG_KEY_BYTES] = 0xff; /* past every delta of key, before the next key */
+                from_len = DELTA_KEY_BYTES;
+            }
+            mdb_txn_abort(txn);
+            return rc ? store_lmdb_error(err, rc, "finding delta blocks") : 0;
+        }
+        rc = compact_segment(s, txn, key, err);
+        if (rc == 0)
+            rc = mdb_txn_commit(txn);
+        else
+            mdb_txn_abort(txn);
+        if (rc == MDB_MAP_FULL && grow_map(s, err) == 0)
+            continue; /* the same segment again, in a bigger map */
+        if (rc)
+            return rc == -1 ? -1 : store_write_error(s, err, rc, "compacting a segment");
+        memcpy(from, key, SEG_KEY_BYTES);
+        from_len = SEG_KEY_BYTES;
+    }
 }

@@ -392,6 +392,43 @@ static void store_lines(struct store *s, struct store_read *r, int view, int wid
     store_segments_end(&it);
 }
 
+int oracle_delta_blocks(const char *store_dir)
+{
+    struct store *s;
+    struct store_read *r;
+    struct store_error err;
+    cr_assert_eq(store_open(store_dir, STORE_READ_ONLY, &s, &err), 0, "%s", err.message);
+    cr_assert_eq(store_read_begin(s, &r, &err), 0, "%s", err.message);
+    int n = 0;
+    const struct sql_view_list *views = store_views(s);
+    for (int v = 0; v < views->nviews; v++)
+        for (int w = 0; w < views->views[v].nwidths; w++) {
+            struct store_segment_iter it;
+            struct store_segment seg;
+            cr_assert_eq(store_segments_begin(r, v, w, INT64_MIN, INT64_MAX, &it, &err), 0);
+            it.raw = true;
+            int rc;
+            while ((rc = store_segments_next(&it, &seg, &err)) == 1)
+                n += seg.ndeltas;
+            cr_assert_eq(rc, 0, "%s", err.message);
+            store_segments_end(&it);
+        }
+    store_read_end(r);
+    store_close(s);
+    return n;
+}
+
+void oracle_compact(const char *store_dir)
+{
+    struct store *s;
+    struct store_error err;
+    int left;
+    cr_assert_eq(store_open(store_dir, STORE_READ_WRITE, &s, &err), 0, "%s", err.message);
+    cr_assert_eq(store_compact(s, INT64_MAX, true, &left, &err), 0, "%s", err.message);
+    cr_assert_eq(left, 0);
+    store_close(s);
+}
+
 /* ---- Comparing ---------------------------------------------------------------------- */
 
 static int compare_lines(struct lines *want, struct lines *got, const char *what, char *diff,

@@ -16,6 +16,13 @@ int oracle_compare(PGconn *pg, const char *store_dir, char *diff, size_t difflen
 /* The store's position (LSN), or 0 if it cannot be read. */
 uint64_t oracle_store_position(const char *store_dir);
 
+/* Delta blocks the store at dir holds, over every view and width. */
+int oracle_delta_blocks(const char *store_dir);
+
+/* Folds every delta block of the store at dir into its base (opens it as
+ * the writer: ingest must not run). */
+void oracle_compact(const char *store_dir);
+
 /* pg_current_wal_lsn() */
 uint64_t oracle_current_lsn(PGconn *pg);
 

@@ -284,6 +284,12 @@ Test(serve_asks, five_hundred_generated_asks_equal_postgresql, .timeout = 900)
     for (int i = 0; i < 5; i++)
         taxi_random_batch(&db);
     cr_assert_eq(taxi_ingest_once(&db, log, sizeof log), 0, "%s", log);
+    /* The batches went in as delta blocks (store.h): the asks below fold
+     * them after their bases; the last ones run again once they are
+     * compacted. */
+    int deltas = oracle_delta_blocks(db.store);
+    cr_assert_gt(deltas, 0, "the streamed batches left delta blocks to fold");
+    cr_log_info("%d delta blocks to fold", deltas);
     struct store_error serr;
     struct engine *e = engine_open(db.store, NULL, &serr);
     cr_assert_not_null(e, "%s", serr.message);
@@ -312,6 +318,13 @@ Test(serve_asks, five_hundred_generated_asks_equal_postgresql, .timeout = 900)
         free(scanned);
     }
     engine_close(ce);
+    engine_close(e);
+    oracle_compact(db.store);
+    cr_assert_eq(oracle_delta_blocks(db.store), 0);
+    cr_assert(!oracle_compare(db.pg, db.store, log, sizeof log), "after compaction: %s", log);
+    e = engine_open(db.store, NULL, &serr);
+    cr_assert_not_null(e, "%s", serr.message);
+    check_seed_asks(e, db.pg, "after compaction");
     engine_close(e);
     taxi_db_destroy(&db);
 }

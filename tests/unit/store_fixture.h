@@ -180,6 +180,32 @@ static inline void fixture_apply(struct store *s, const struct ride *r, int sign
 }
 
 /* Total rows (count 0) over every segment of a view and width. */
+/* Delta blocks of every view and width (store.h). */
+static inline int fixture_delta_blocks(struct store *s)
+{
+    struct store_read *r;
+    struct store_error err;
+    cr_assert_eq(store_read_begin(s, &r, &err), 0, "%s", err.message);
+    int n = 0;
+    for (int v = 0; v < store_views(s)->nviews; v++)
+        for (int w = 0; w < store_views(s)->views[v].nwidths; w++) {
+            struct store_segment_iter it;
+            struct store_segment seg;
+            cr_assert_eq(store_segments_begin(r, v, w, INT64_MIN, INT64_MAX, &it, &err), 0);
+            it.raw = true;
+            int rc;
+            while ((rc = store_segments_next(&it, &seg, &err)) == 1) {
+                cr_assert_leq(seg.ndeltas, STORE_MAX_DELTAS);
+                cr_assert_eq(store_verify_segment(r, &seg, &err), 0, "%s", err.message);
+                n += seg.ndeltas;
+            }
+            cr_assert_eq(rc, 0, "%s", err.message);
+            store_segments_end(&it);
+        }
+    store_read_end(r);
+    return n;
+}
+
 static inline int64_t fixture_total_rows(struct store_read *r, int view, int width)
 {
     struct store_segment_iter it;

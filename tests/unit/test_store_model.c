@@ -209,6 +209,7 @@ Test(store_model, random_batches_equal_the_model)
     struct ride *rides = calloc(MAX_RIDES, sizeof *rides);
     int n = 0;
     uint64_t rng = 42;
+    int deltas_seen = 0;
     store_set_cache_bytes(s, 64 << 10); /* small: segments are evicted and reloaded */
     for (int batch = 1; batch <= 40; batch++) {
         int ops = 1 + (int)(fixture_rand(&rng) % 60);
@@ -245,7 +246,17 @@ Test(store_model, random_batches_equal_the_model)
         char when[32];
         snprintf(when, sizeof when, "after batch %d", batch);
         compare(s, rides, n, when);
+        deltas_seen += fixture_delta_blocks(s);
+        if (batch % 10 == 0) { /* folding the deltas changes no cell */
+            int left;
+            cr_assert_eq(store_compact(s, INT64_MAX, true, &left, &err), 0, "%s", err.message);
+            cr_assert_eq(left, 0);
+            cr_assert_eq(fixture_delta_blocks(s), 0);
+            snprintf(when, sizeof when, "compacted after batch %d", batch);
+            compare(s, rides, n, when);
+        }
     }
+    cr_assert_gt(deltas_seen, 0, "small batches over stored segments wrote delta blocks");
     store_close(s);
 
     /* What was committed is what a fresh reader sees. */
@@ -482,6 +493,65 @@ Test(store_model, times_at_the_edges_of_what_a_store_keeps)
     for (int w = 0; w < 3; w++)
         cr_assert_eq(fixture_total_rows(rd, 0, w), 4, "width %d", w);
     store_read_end(rd);
+    store_close(s);
+    fixture_remove(dir);
+}
+
+/* Deltas of one segment: each small commit adds one, up to STORE_MAX_DELTAS;
+ * the next merges them into one; a commit that would give the deltas more
+ * cells than the base folds them into a new base. Bulk mode writes
+ * none, and a delta that takes away rows never added is refused when
+ * folded. */
+Test(store_model, deltas_are_numbered_folded_and_checked)
+{
+    char dir[64];
+    struct store *s = fixture_create(dir);
+    struct store_error err;
+    uint64_t rng = 11;
+    enum { BASE = 400 };
+    struct ride rides[BASE];
+    store_set_bulk(s, true);
+    for (int i = 0; i < BASE; i++) {
+        rides[i] = fixture_ride(&rng);
+        fixture_apply(s, &rides[i], +1);
+    }
+    cr_assert_eq(store_commit(s, &(struct store_position){.lsn = 1}, &err), 0, "%s", err.message);
+    fixture_apply(s, &rides[0], -1);
+    cr_assert_eq(store_commit(s, &(struct store_position){.lsn = 2}, &err), 0, "%s", err.message);
+    cr_assert_eq(fixture_delta_blocks(s), 0, "bulk mode rewrites segments whole");
+    store_set_bulk(s, false);
+    fixture_apply(s, &rides[0], +1);
+    cr_assert_eq(store_commit(s, &(struct store_position){.lsn = 3}, &err), 0, "%s", err.message);
+    int per_commit = fixture_delta_blocks(s);
+    cr_assert_gt(per_commit, 0);
+    for (int c = 2; c <= STORE_MAX_DELTAS + 1; c++) {
+        fixture_apply(s, &rides[0], c % 2 ? +1 : -1);
+        cr_assert_eq(store_commit(s, &(struct store_position){.lsn = 2 + (uint64_t)c}, &err), 0,
+                     "%s", err.message);
+        int want = c <= STORE_MAX_DELTAS ? c * per_commit : per_commit;
+        cr_assert_eq(fixture_delta_blocks(s), want, "after %d small commits", c);
+    }
+    /* One light delta per segment: an idle writer leaves it, `all` folds it. */
+    int left;
+    cr_assert_eq(store_compact(s, INT64_MAX, false, &left, &err), 0, "%s", err.message);
+    cr_assert_eq(fixture_delta_blocks(s), per_commit);
+    cr_assert_eq(store_compact(s, INT64_MAX, true, &left, &err), 0, "%s", err.message);
+    cr_assert_eq(fixture_delta_blocks(s), 0);
+    struct ride more[BASE * 2];
+    for (int i = 0; i < BASE * 2; i++) {
+        more[i] = fixture_ride(&rng);
+        fixture_apply(s, &more[i], +1);
+    }
+    cr_assert_eq(store_commit(s, &(struct store_position){.lsn = 19}, &err), 0, "%s", err.message);
+    cr_assert_lt(fixture_delta_blocks(s), per_commit, "twice the base again is folded in");
+    /* A delta taking away a ride that was never there lands (nothing reads
+     * the base to check it) and is refused when folded. */
+    struct ride ghost = rides[1];
+    ghost.zone = 99;
+    fixture_apply(s, &ghost, -1);
+    cr_assert_eq(store_commit(s, &(struct store_position){.lsn = 20}, &err), 0, "%s", err.message);
+    cr_assert_neq(store_compact(s, INT64_MAX, true, &left, &err), 0);
+    cr_assert(strstr(err.message, "went negative") != NULL, "%s", err.message);
     store_close(s);
     fixture_remove(dir);
 }

@@ -52,6 +52,7 @@ static int width_totals(struct dump *d, struct store_read *r, int view, int widt
         dump_error("%s", err.message);
         return -1;
     }
+    it.raw = true; /* bytes as stored: delta blocks count */
     int rc;
     int64_t span;
     while ((rc = dump_segments_next(&it, &seg, &span, &err)) == 1) {
@@ -59,6 +60,8 @@ static int width_totals(struct dump *d, struct store_read *r, int view, int widt
         t->cells += seg.block.info.ncells;
         t->bytes += seg.len;
         t->vc_entries += vc_entries(&seg.block);
+        for (int i = 0; i < seg.ndeltas; i++)
+            t->bytes += seg.deltas[i].len;
     }
     store_segments_end(&it);
     if (rc < 0) {
@@ -207,6 +210,15 @@ static void segment_json(struct json *j, const struct sql_view *v, const struct 
     json_kv_str(j, "span_end", t);
     json_kv_uint(j, "cells", s->block.info.ncells);
     json_kv_uint(j, "bytes", s->len);
+    json_key(j, "deltas");
+    json_array_begin(j);
+    for (int i = 0; i < s->ndeltas; i++) {
+        json_object_begin_inline(j);
+        json_kv_uint(j, "cells", s->deltas[i].block.info.ncells);
+        json_kv_uint(j, "bytes", s->deltas[i].len);
+        json_object_end(j);
+    }
+    json_array_end(j);
     json_key(j, "columns");
     json_array_begin(j);
     for (int i = 0; i < s->block.ncolumns; i++) {
@@ -231,8 +243,12 @@ static void segment_human(FILE *f, const struct sql_view *v, const struct store_
     text_width(wt, v->widths[s->width]);
     text_time(from, s->span_start, TIME_PG);
     text_time(to, dump_span_end(v, s->width, s->span_start), TIME_PG);
-    fprintf(f, "%s  %s .. %s  cells %u  bytes %zu  columns:", wt, from, to,
+    fprintf(f, "%s  %s .. %s  cells %u  bytes %zu", wt, from, to,
             (unsigned)s->block.info.ncells, s->len);
+    for (int i = 0; i < s->ndeltas; i++)
+        fprintf(f, "  delta %d: cells %u bytes %zu", i + 1,
+                (unsigned)s->deltas[i].block.info.ncells, s->deltas[i].len);
+    fputs("  columns:", f);
     for (int i = 0; i < s->block.ncolumns; i++) {
         struct format_column_info ci = {0};
         format_block_column(&s->block, i, &ci);
@@ -276,6 +292,7 @@ int cmd_segments(struct dump *d, const struct dump_args *a)
             status = DUMP_FAILED;
             break;
         }
+        it.raw = true;
         int rc;
         int64_t span;
         while ((rc = dump_segments_next(&it, &seg, &span, &err)) != 0) {
