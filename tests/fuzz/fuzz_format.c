@@ -322,11 +322,11 @@ static void as_values(const uint8_t *data, size_t size)
 }
 
 /* bitpack_unpack_at straight on the input: byte 0 the width (0..64),
- * bytes 1-2 where to start, byte 3 how many; the rest is the packed
- * stream, copied to an exact-size buffer so that ASan sees a read past
- * it. (10 bits of start reach every bit offset and keep it cheap.) Starting at value `first` must give the same values as unpacking
- * from 0 and skipping, whenever the stream holds them all; a short stream
- * gives garbage but never a read past it. */
+ * bytes 1-2 where to start (10 bits: every bit offset, and cheap), byte 3
+ * how many; the rest is the packed stream, copied to an exact-size buffer
+ * so that ASan sees a read past it. Starting at value `first` must give the
+ * same values as unpacking from 0 and skipping, whenever the stream holds
+ * them all; a short stream gives garbage but never a read past it. */
 static void as_bitpack(const uint8_t *data, size_t size)
 {
     if (size < 4)

@@ -15,10 +15,11 @@
  *
  * Each input: byte 0 picks the segment (modulo their number) and the range
  * (the quotient's low bit); the rest is the value stored under its key (a
- * raw LMDB put, see open_writer), the engine answers the asks of that view
- * over that range, and the original block is put back. Every answer must be a 200, or a 500 "corrupt_store"
- * whose message names the segment's span; a 422 (too many groups, a sum
- * overflowing) only for a block that differs in length from the original.
+ * raw LMDB put, see put_segment), the engine answers the asks of that view
+ * over that range, and the original block is put back. Every answer must
+ * be a 200, or a 500 "corrupt_store" whose message names the segment's
+ * span; a 422 (too many groups, a sum overflowing) only for a block that
+ * differs in length from the original.
  * A block of the original's length with some bytes changed is a corrupted
  * block: then every 200 must be exactly the intact store's answer, since a
  * corruption may be caught or harmless but never change an answer.
@@ -219,8 +220,8 @@ static void write_seeds(const char *dir)
                  segs[i].width, i);
         FILE *f = fopen(path, "wb");
         uint8_t k = (uint8_t)i;
-        if (!f || fwrite(&k, 1, 1, f) != 1 || fwrite(segs[i].block, 1, segs[i].len, f) != segs[i].len ||
-            fclose(f) != 0)
+        if (!f || fwrite(&k, 1, 1, f) != 1 ||
+            fwrite(segs[i].block, 1, segs[i].len, f) != segs[i].len || fclose(f) != 0)
             fuzz_fail("cannot write %s", path);
     }
     fprintf(stderr, "fuzz_segment: wrote %d seeds to %s\n", nsegs, dir);

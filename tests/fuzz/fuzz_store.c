@@ -143,9 +143,10 @@ const char *fuzz_store_make(int trips)
                 counts[c] = 1; /* no NULLs and no filters in the taxi views */
             for (int c = 0; c < view->nsums; c++)
                 sums[c].exact = trip_value(&t, view->fact_columns[view->sums[c].fact_column].name);
-            for (int c = 0; c < view->nvalue_counts; c++)
-                vcs[c] = (struct store_vc_delta){
-                    c, trip_value(&t, view->fact_columns[view->value_counts[c].fact_column].name), 1};
+            for (int c = 0; c < view->nvalue_counts; c++) {
+                int col = view->value_counts[c].fact_column;
+                vcs[c] = (struct store_vc_delta){c, trip_value(&t, view->fact_columns[col].name), 1};
+            }
             struct store_delta d = {.view = v, .time = t.pickup_at, .keys = keys,
                                     .counts = counts, .sums = sums, .vcs = vcs,
                                     .nvcs = view->nvalue_counts};
