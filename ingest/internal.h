@@ -13,6 +13,9 @@
 /* ---- Logging (logfmt on stderr) -------------------------------------------- */
 
 void ingest_log(const char *level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Writes a message for the user into err (trailing newlines dropped: libpq
+ * ends its messages with one) and returns -1. */
+int ingest_fail(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 #define log_info(...) ingest_log("info", __VA_ARGS__)
 #define log_warn(...) ingest_log("warn", __VA_ARGS__)
 #define log_error(...) ingest_log("error", __VA_ARGS__)

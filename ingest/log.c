@@ -1,4 +1,4 @@
-/* log.c -- logfmt lines on stderr, LSN text, the clock.
+/* log.c -- logfmt lines on stderr, error messages, LSN text, the clock.
  *
  * One line per event, "ts=... level=info msg=...", so that journald, a
  * terminal and a log shipper all read it. */
@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 int64_t now_usec(void)
@@ -52,4 +53,16 @@ bool lsn_parse(const char *text, uint64_t *lsn)
         return false;
     *lsn = (uint64_t)hi << 32 | lo;
     return true;
+}
+
+int ingest_fail(char *err, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, len, fmt, ap);
+    va_end(ap);
+    size_t n = strlen(err);
+    while (n && err[n - 1] == '\n')
+        err[--n] = '\0';
+    return -1;
 }

@@ -20,16 +20,6 @@ struct decoded {
     struct pgvalue v;
 };
 
-static int fail(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t len, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, len, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 /* Decodes one column of a row, binary or text as it came. */
 static int decode_value(const struct source_table *t, int c, const struct row_value *rv,
                         struct decoded *out, char *err, size_t errlen)
@@ -39,7 +29,7 @@ static int decode_value(const struct source_table *t, int c, const struct row_va
     if (rv->is_null)
         return 0;
     if (rv->missing)
-        return fail(err, errlen, "table %s: column \"%s\" was not sent (unchanged TOAST "
+        return ingest_fail(err, errlen, "table %s: column \"%s\" was not sent (unchanged TOAST "
                                  "value) and no old row holds it; set REPLICA IDENTITY FULL",
                     t->qualified, col->name);
     char why[200];
@@ -48,7 +38,7 @@ static int decode_value(const struct source_table *t, int c, const struct row_va
                         : pgvalue_decode_text(col->type_oid, &col->type, (const char *)rv->data,
                                               rv->len, &out->v, why, sizeof why);
     if (rc)
-        return fail(err, errlen, "table %s, column \"%s\": %s", t->qualified, col->name, why);
+        return ingest_fail(err, errlen, "table %s, column \"%s\": %s", t->qualified, col->name, why);
     return 0;
 }
 
@@ -65,7 +55,7 @@ static int decode_row(const struct source_table *t, const struct row_value *row,
 static struct decoded *scratch_for(struct source_table *t, char *err, size_t errlen)
 {
     if (!t->scratch && !(t->scratch = calloc((size_t)t->ncols + 1, sizeof(struct decoded))))
-        fail(err, errlen, "out of memory");
+        ingest_fail(err, errlen, "out of memory");
     return t->scratch;
 }
 
@@ -156,7 +146,7 @@ static int code_of(struct store *st, int view, int fact_col, const struct source
     }
     struct store_error serr;
     if (store_dict_intern(st, view, fact_col, d->v.text, d->v.len, code, &serr))
-        return fail(err, errlen, "%s", serr.message);
+        return ingest_fail(err, errlen, "%s", serr.message);
     return 0;
 }
 
@@ -206,7 +196,7 @@ static int apply_view(struct store *st, const struct source_table *t, const stru
     struct store_delta d = {u->view, time->v.code, keys, counts, sums, vcs, nvcs};
     struct store_error serr;
     if (store_apply(st, &d, &serr))
-        return fail(err, errlen, "%s", serr.message);
+        return ingest_fail(err, errlen, "%s", serr.message);
     return 0;
 }
 
@@ -225,7 +215,7 @@ int rows_apply_fact(struct store *st, struct source_table *t, const struct row_v
         if (v->ncell_keys > MAX_ACCUMULATORS || v->ncounts > MAX_ACCUMULATORS ||
             v->nsums > MAX_ACCUMULATORS || v->nvalue_counts > MAX_ACCUMULATORS ||
             v->nfilters > MAX_ACCUMULATORS)
-            rc = fail(err, errlen, "view \"%s\" has more than %d keys or accumulators", v->name,
+            rc = ingest_fail(err, errlen, "view \"%s\" has more than %d keys or accumulators", v->name,
                       MAX_ACCUMULATORS);
         else
             rc = apply_view(st, t, &t->facts[f], d, sign, v, err, errlen);
@@ -266,7 +256,7 @@ int rows_put_dim(struct store *st, struct source_table *t, const struct row_valu
         bool present;
         int64_t key;
         if (!vals || !bufs)
-            rc = fail(err, errlen, "out of memory");
+            rc = ingest_fail(err, errlen, "out of memory");
         else if (!(rc = dim_key(st, t, u, d, &present, &key, err, errlen)) && present) {
             for (int c = 0; c < n; c++) {
                 const struct decoded *x = &d[u->cols[c]];
@@ -284,7 +274,7 @@ int rows_put_dim(struct store *st, struct source_table *t, const struct row_valu
             }
             struct store_error serr;
             if (store_projection_put(st, u->view, u->join, key, vals, &serr))
-                rc = fail(err, errlen, "%s", serr.message);
+                rc = ingest_fail(err, errlen, "%s", serr.message);
         }
         free(vals);
         free(bufs);
@@ -313,7 +303,7 @@ int rows_delete_dim(struct store *st, struct source_table *t, const struct row_v
         if ((rc = dim_key(st, t, u, d, &present, &key, err, errlen)) || !present)
             continue;
         if (store_projection_delete(st, u->view, u->join, key, &serr))
-            rc = fail(err, errlen, "%s", serr.message);
+            rc = ingest_fail(err, errlen, "%s", serr.message);
     }
     return rc;
 }

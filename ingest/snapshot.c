@@ -19,26 +19,13 @@
 /* What the writer may hold decoded while loading. */
 #define LOAD_MEMORY_BUDGET ((size_t)192 << 20)
 
-static int fail(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t len, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, len, fmt, ap);
-    va_end(ap);
-    size_t n = strlen(err);
-    while (n && err[n - 1] == '\n')
-        err[--n] = '\0';
-    return -1;
-}
-
 static int exec_ok(PGconn *c, const char *sql, char *err, size_t errlen)
 {
     PGresult *r = PQexec(c, sql);
     ExecStatusType s = PQresultStatus(r);
     PQclear(r);
     if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK)
-        return fail(err, errlen, "%s: %s", sql, PQerrorMessage(c));
+        return ingest_fail(err, errlen, "%s: %s", sql, PQerrorMessage(c));
     return 0;
 }
 
@@ -81,8 +68,8 @@ static void progress_print(struct progress *p, bool done)
 static int commit_failed(const struct store_error *serr, char *err, size_t errlen)
 {
     if (serr->kind != STORE_ERR_LIMIT && serr->kind != STORE_ERR_NO_SPACE)
-        return fail(err, errlen, "%s", serr->message);
-    return fail(err, errlen, "%s. The initial load stopped; the next run removes what it wrote "
+        return ingest_fail(err, errlen, "%s", serr->message);
+    return ingest_fail(err, errlen, "%s. The initial load stopped; the next run removes what it wrote "
                              "and loads again from the start: %s, then run straum-ingest again",
                 serr->message,
                 serr->kind == STORE_ERR_NO_SPACE ? "make room for data.mdb"
@@ -112,7 +99,7 @@ static int copy_table(PGconn *c, struct source_table *t, struct store *st, const
         cap += 2 * strlen(t->cols[i].name) + 4;
     char *sql = malloc(cap + 64);
     if (!sql)
-        return fail(err, errlen, "out of memory");
+        return ingest_fail(err, errlen, "out of memory");
     size_t k = (size_t)sprintf(sql, "COPY (SELECT ");
     for (int i = 0; i < t->ncols; i++) {
         char q[300];
@@ -124,7 +111,7 @@ static int copy_table(PGconn *c, struct source_table *t, struct store *st, const
     free(sql);
     if (PQresultStatus(r) != PGRES_COPY_OUT) {
         PQclear(r);
-        return fail(err, errlen, "COPY of %s failed: %s", t->qualified, PQerrorMessage(c));
+        return ingest_fail(err, errlen, "COPY of %s failed: %s", t->qualified, PQerrorMessage(c));
     }
     PQclear(r);
 
@@ -132,16 +119,16 @@ static int copy_table(PGconn *c, struct source_table *t, struct store *st, const
     copy_parser_init(&parser);
     struct copy_tuple *tuple = malloc(sizeof *tuple);
     struct row_value *row = calloc((size_t)t->ncols + 1, sizeof *row);
-    int rc = tuple && row ? 0 : fail(err, errlen, "out of memory");
+    int rc = tuple && row ? 0 : ingest_fail(err, errlen, "out of memory");
     char *buf;
     int n;
     while (rc == 0 && (n = PQgetCopyData(c, &buf, 0)) > 0) {
-        rc = copy_parser_feed(&parser, buf, (size_t)n) ? fail(err, errlen, "out of memory") : 0;
+        rc = copy_parser_feed(&parser, buf, (size_t)n) ? ingest_fail(err, errlen, "out of memory") : 0;
         PQfreemem(buf);
         int got;
         while (rc == 0 && (got = copy_parser_next(&parser, tuple)) == 1) {
             if (tuple->nfields != t->ncols) {
-                rc = fail(err, errlen, "COPY of %s sent %d fields, expected %d", t->qualified,
+                rc = ingest_fail(err, errlen, "COPY of %s sent %d fields, expected %d", t->qualified,
                           tuple->nfields, t->ncols);
                 break;
             }
@@ -157,15 +144,15 @@ static int copy_table(PGconn *c, struct source_table *t, struct store *st, const
             progress_print(prog, false);
         }
         if (rc == 0 && got < 0)
-            rc = fail(err, errlen, "COPY of %s: %s", t->qualified, parser.error);
+            rc = ingest_fail(err, errlen, "COPY of %s: %s", t->qualified, parser.error);
     }
     if (rc == 0 && n == -2)
-        rc = fail(err, errlen, "COPY of %s failed: %s", t->qualified, PQerrorMessage(c));
+        rc = ingest_fail(err, errlen, "COPY of %s failed: %s", t->qualified, PQerrorMessage(c));
     if (rc == 0 && copy_parser_finish(&parser))
-        rc = fail(err, errlen, "COPY of %s: %s", t->qualified, parser.error);
+        rc = ingest_fail(err, errlen, "COPY of %s: %s", t->qualified, parser.error);
     while ((r = PQgetResult(c)) != NULL) {
         if (rc == 0 && PQresultStatus(r) != PGRES_COMMAND_OK)
-            rc = fail(err, errlen, "COPY of %s failed: %s", t->qualified, PQerrorMessage(c));
+            rc = ingest_fail(err, errlen, "COPY of %s failed: %s", t->qualified, PQerrorMessage(c));
         PQclear(r);
     }
     copy_parser_free(&parser);
@@ -267,7 +254,7 @@ int snapshot_load(const struct ingest_options *opt, struct source *src, struct s
     uint64_t consistent;
     if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1 ||
         !lsn_parse(PQgetvalue(r, 0, 1), &consistent)) {
-        fail(err, errlen, "creating the replication slot %s failed: %s", opt->slot,
+        ingest_fail(err, errlen, "creating the replication slot %s failed: %s", opt->slot,
              PQerrorMessage(repl));
         PQclear(r);
         goto done;

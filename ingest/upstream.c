@@ -17,16 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int fail(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t len, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, len, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 /* "as the fact table of view "trips"" or "as a dim of view "trips"": the
  * first view that reads t, for messages. */
 static void use_text(const struct source *src, const struct source_table *t, char *buf, size_t len)
@@ -56,7 +46,7 @@ int upstream_publication_gone(const struct ingest_options *opt, uint64_t stored_
                               size_t errlen)
 {
     char lsn[32];
-    return fail(err, errlen,
+    return ingest_fail(err, errlen,
                 "the publication \"%s\" does not exist any more (dropped upstream): PostgreSQL "
                 "cannot decode the changes made since through the slot \"%s\", so they are lost "
                 "to Straum. The store keeps serving its state as of %s. Create the publication "
@@ -87,7 +77,7 @@ int upstream_check(PGconn *c, const struct source *src, const struct ingest_opti
         " FROM unnest($2::oid[]) AS t(relid)",
         2, NULL, params, NULL, NULL, 0);
     if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != src->ntables) {
-        fail(err, errlen, "checking the publication failed: %s", PQerrorMessage(c));
+        ingest_fail(err, errlen, "checking the publication failed: %s", PQerrorMessage(c));
         PQclear(r);
         return 1;
     }
@@ -96,7 +86,7 @@ int upstream_check(PGconn *c, const struct source *src, const struct ingest_opti
     int rc = 0;
     if (strcmp(PQgetvalue(r, 0, 0), "0") == 0) {
         rc = loaded ? upstream_publication_gone(opt, stored_lsn, err, errlen)
-                    : fail(err, errlen, "the publication \"%s\" does not exist: run the SQL that "
+                    : ingest_fail(err, errlen, "the publication \"%s\" does not exist: run the SQL that "
                                         "straum-ingest plan prints, then start again",
                            opt->publication);
     }
@@ -108,21 +98,21 @@ int upstream_check(PGconn *c, const struct source *src, const struct ingest_opti
         if (!exists) {
             uint32_t now = oid_by_name(c, t);
             if (now)
-                rc = fail(err, errlen,
+                rc = ingest_fail(err, errlen,
                           "table %s was dropped and created again upstream (OID %u, now %u); "
                           "the store holds the old table's rows and keeps serving its state as "
                           "of %s. Add the new table to the publication \"%s\" if it is not, "
                           "then rerun with --rebuild to load it",
                           t->qualified, t->relid, now, lsn, opt->publication);
             else
-                rc = fail(err, errlen,
+                rc = ingest_fail(err, errlen,
                           "table %s was dropped upstream; the views read it (%s). The store "
                           "keeps serving its state as of %s. Create the table again and rerun "
                           "with --rebuild, or change the views not to read it and rerun with "
                           "--rebuild",
                           t->qualified, use, lsn);
         } else if (!published) {
-            rc = loaded ? fail(err, errlen,
+            rc = loaded ? ingest_fail(err, errlen,
                                "table %s is not in the publication \"%s\" any more, so its "
                                "changes no longer reach Straum; the views read it (%s). The "
                                "store keeps serving its state as of %s. Run ALTER PUBLICATION "
@@ -130,7 +120,7 @@ int upstream_check(PGconn *c, const struct source *src, const struct ingest_opti
                                "while it was out are not in the slot)",
                                t->qualified, opt->publication, use, lsn, opt->publication,
                                t->qualified)
-                        : fail(err, errlen,
+                        : ingest_fail(err, errlen,
                                "table %s is not in the publication \"%s\"; the views read it "
                                "(%s): run ALTER PUBLICATION \"%s\" ADD TABLE %s; (straum-ingest "
                                "plan prints the SQL), then start again",

@@ -283,3 +283,18 @@ const char *taxi_random_batch(struct taxi_db *db)
     }
 }
 
+uint64_t taxi_slot_confirmed(struct taxi_db *db)
+{
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = '%s'",
+             db->slot);
+    PGresult *r = PQexec(db->pg, sql);
+    cr_assert_eq(PQresultStatus(r), PGRES_TUPLES_OK, "%s", PQerrorMessage(db->pg));
+    cr_assert_eq(PQntuples(r), 1, "the slot %s exists", db->slot);
+    unsigned hi = 0, lo = 0;
+    if (!PQgetisnull(r, 0, 0))
+        sscanf(PQgetvalue(r, 0, 0), "%X/%X", &hi, &lo);
+    PQclear(r);
+    return (uint64_t)hi << 32 | lo;
+}

@@ -51,4 +51,7 @@ void taxi_exec(PGconn *pg, const char *fmt, ...) __attribute__((format(printf, 2
  * every cell, value count and projection equals PostgreSQL's. */
 void taxi_check(struct taxi_db *db, const char *when);
 
+/* The slot's confirmed_flush_lsn: never past the store's position. */
+uint64_t taxi_slot_confirmed(struct taxi_db *db);
+
 #endif

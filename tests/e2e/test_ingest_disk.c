@@ -206,22 +206,6 @@ static int64_t serve_trips(int port)
     return n;
 }
 
-static uint64_t slot_confirmed(struct taxi_db *db)
-{
-    char sql[256];
-    snprintf(sql, sizeof sql,
-             "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = '%s'",
-             db->slot);
-    PGresult *r = PQexec(db->pg, sql);
-    cr_assert_eq(PQresultStatus(r), PGRES_TUPLES_OK, "%s", PQerrorMessage(db->pg));
-    cr_assert_eq(PQntuples(r), 1, "the slot %s exists", db->slot);
-    unsigned hi = 0, lo = 0;
-    if (!PQgetisnull(r, 0, 0))
-        sscanf(PQgetvalue(r, 0, 0), "%X/%X", &hi, &lo);
-    PQclear(r);
-    return (uint64_t)hi << 32 | lo;
-}
-
 /* ---- The store at its position --------------------------------------------------- */
 
 struct batches {
@@ -251,7 +235,7 @@ static int check_store_at_position(struct taxi_db *db, const struct batches *b, 
     char out[8192];
     int rc = dump_verify(db->store, out, sizeof out);
     cr_assert_eq(rc, 0, "%s: straum-dump verify exited %d:\n%s", when, rc, out);
-    uint64_t stored = oracle_store_position(db->store), confirmed = slot_confirmed(db);
+    uint64_t stored = oracle_store_position(db->store), confirmed = taxi_slot_confirmed(db);
     cr_assert_neq(stored, 0, "%s: the store has a position", when);
     cr_assert_leq(confirmed, stored, "%s: the slot confirmed %llX, past the store's %llX", when,
                   (unsigned long long)confirmed, (unsigned long long)stored);

@@ -21,22 +21,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static uint64_t slot_confirmed(struct taxi_db *db)
-{
-    char sql[256];
-    snprintf(sql, sizeof sql,
-             "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = '%s'",
-             db->slot);
-    PGresult *r = PQexec(db->pg, sql);
-    cr_assert_eq(PQresultStatus(r), PGRES_TUPLES_OK, "%s", PQerrorMessage(db->pg));
-    cr_assert_eq(PQntuples(r), 1, "the slot %s exists", db->slot);
-    unsigned hi = 0, lo = 0;
-    if (!PQgetisnull(r, 0, 0))
-        sscanf(PQgetvalue(r, 0, 0), "%X/%X", &hi, &lo);
-    PQclear(r);
-    return (uint64_t)hi << 32 | lo;
-}
-
 Test(ingest_faults, kill_9_while_streaming_loses_and_doubles_nothing, .timeout = 600)
 {
     struct taxi_db db;
@@ -59,7 +43,7 @@ Test(ingest_faults, kill_9_while_streaming_loses_and_doubles_nothing, .timeout =
         }
         taxi_ingest_kill(&db);
         kills++;
-        uint64_t stored = oracle_store_position(db.store), confirmed = slot_confirmed(&db);
+        uint64_t stored = oracle_store_position(db.store), confirmed = taxi_slot_confirmed(&db);
         cr_assert_leq(confirmed, stored,
                       "round %d: the slot confirmed %llX, past the store's %llX", round,
                       (unsigned long long)confirmed, (unsigned long long)stored);
