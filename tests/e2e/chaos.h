@@ -21,8 +21,9 @@
 
 struct chaos_knobs {
     int seconds;         /* how long the chaos runs, before the final checks */
-    int ingest_kills;    /* SIGKILLs of straum-ingest, one at a random moment of
-                            each equal slice of the run */
+    int ingest_kills;    /* SIGKILLs of straum-ingest: the first in the middle of
+                            its first load, the others one at a random moment
+                            of each equal slice of the run */
     int pg_restarts;     /* PostgreSQL restarts, spread over the run; every
                             second one is a crash (kill -9 of the postmaster) */
     int replica_kill_ms; /* mean time between SIGKILLs of a serve replica; 0: none */
@@ -31,7 +32,10 @@ struct chaos_knobs {
     int trips;           /* trips in the database before the chaos begins */
     int writer_sleep_ms; /* the writer sleeps up to this long between transactions */
     uint64_t seed;       /* the writer's and the scheduler's random choices */
-    bool verbose;        /* one line per event on stderr */
+    bool verbose;        /* one line per event on stderr; the logs of ingest,
+                            serve and the writer (each commit's totals and WAL
+                            position) stay in /tmp/straum-chaos-*, with a copy
+                            of the store at the first wrong total */
 };
 
 struct chaos_report {
