@@ -117,7 +117,7 @@ void taxi_db_destroy(struct taxi_db *db)
     nftw(db->store, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
 }
 
-static pid_t spawn(struct taxi_db *db, const char *const *extra, bool once, int err_fd)
+pid_t taxi_ingest_spawn(struct taxi_db *db, const char *const *extra, bool once, int err_fd)
 {
     char views[4096];
     snprintf(views, sizeof views, "%s/bench/taxi_views.sql", STRAUM_SOURCE_DIR);
@@ -146,7 +146,7 @@ static pid_t spawn(struct taxi_db *db, const char *const *extra, bool once, int 
 void taxi_ingest_start(struct taxi_db *db, const char *const *extra)
 {
     cr_assert_eq(db->ingest, 0, "ingest already running");
-    db->ingest = spawn(db, extra, false, -1);
+    db->ingest = taxi_ingest_spawn(db, extra, false, -1);
 }
 
 void taxi_ingest_stop(struct taxi_db *db)
@@ -176,7 +176,7 @@ int taxi_ingest_once_with(struct taxi_db *db, const char *const *extra, char *lo
     char path[] = "/tmp/straum-ingest-log-XXXXXX";
     int fd = mkstemp(path);
     cr_assert_geq(fd, 0);
-    pid_t pid = spawn(db, extra, true, fd);
+    pid_t pid = taxi_ingest_spawn(db, extra, true, fd);
     int status;
     waitpid(pid, &status, 0);
     if (log) {

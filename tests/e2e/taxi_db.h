@@ -29,6 +29,10 @@ void taxi_db_destroy(struct taxi_db *db);
 void taxi_db_add_trips(struct taxi_db *db, int n, double seed);
 
 /* Starts straum-ingest run on the database (extra args appended). */
+/* straum-ingest run on the database (--exit-when-caught-up when once, then
+ * extra, NULL-terminated), its stderr on err_fd unless -1; not tracked in
+ * db->ingest. */
+pid_t taxi_ingest_spawn(struct taxi_db *db, const char *const *extra, bool once, int err_fd);
 void taxi_ingest_start(struct taxi_db *db, const char *const *extra);
 /* SIGTERM and wait: asserts a clean exit. */
 void taxi_ingest_stop(struct taxi_db *db);

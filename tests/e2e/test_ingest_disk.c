@@ -58,26 +58,9 @@
  * caught-up when once. extra is NULL-terminated. */
 static pid_t ingest_spawn(struct taxi_db *db, const char *log, bool once, const char *const *extra)
 {
-    char views[4096];
-    snprintf(views, sizeof views, "%s/bench/taxi_views.sql", STRAUM_SOURCE_DIR);
-    const char *argv[32] = {STRAUM_INGEST_BIN, "run", "--source", db->conninfo, "--views", views,
-                            "--store", db->store, "--slot", db->slot, "--commit-interval", "5ms"};
-    int n = 12;
-    if (once)
-        argv[n++] = "--exit-when-caught-up";
-    for (int i = 0; extra && extra[i] && n < 30; i++)
-        argv[n++] = extra[i];
-    argv[n] = NULL;
     int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     cr_assert_geq(fd, 0, "%s: %s", log, strerror(errno));
-    pid_t pid = fork();
-    cr_assert_geq(pid, 0);
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        dup2(fd, 2);
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
+    pid_t pid = taxi_ingest_spawn(db, extra, once, fd);
     close(fd);
     return pid;
 }
@@ -150,17 +133,6 @@ static int dump_verify(const char *store, char *out, size_t len)
     out[n] = '\0';
     int status = pclose(p);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-    getsockname(fd, (struct sockaddr *)&a, &len);
-    close(fd);
-    return ntohs(a.sin_port);
 }
 
 static pid_t serve_spawn(const char *store, int port)
@@ -267,7 +239,7 @@ Test(ingest_disk, a_size_limit_stops_ingest_and_a_larger_one_resumes, .timeout =
     const char *const limited[] = {"--max-store-size", "2MiB", NULL};
     char out[8192];
     cr_assert_eq(ingest_once(&db, limited, out, sizeof out), 0, "%s", out);
-    int port = free_port();
+    int port = hc_free_port();
     pid_t serve = serve_spawn(db.store, port);
     cr_assert_eq(serve_trips(port), INITIAL_TRIPS);
 
@@ -367,7 +339,7 @@ Test(ingest_disk_tmpfs, a_full_filesystem_waits_for_room_and_resumes_by_itself, 
     snprintf(ballast, sizeof ballast, "%s/ballast", db.store);
     snprintf(log, sizeof log, "%s.log", db.store); /* beside the tmpfs, not in it */
     fill_up(db.store, ballast, ROOM_LEFT);
-    int port = free_port();
+    int port = hc_free_port();
     pid_t serve = serve_spawn(db.store, port);
 
     db.ingest = ingest_spawn(&db, log, false, NULL);

@@ -19,17 +19,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-    getsockname(fd, (struct sockaddr *)&a, &len);
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
 static pid_t start_serve(const char *store, int port)
 {
     char listen[64];
@@ -101,7 +90,7 @@ Test(serve_replicas, two_replicas_see_a_large_transaction_whole, .timeout = 300)
     char log[8192];
     cr_assert_eq(taxi_ingest_once(&db, log, sizeof log), 0, "%s", log);
     taxi_ingest_start(&db, NULL);
-    int ports[2] = {free_port(), free_port()};
+    int ports[2] = {hc_free_port(), hc_free_port()};
     pid_t serves[2] = {start_serve(db.store, ports[0]), start_serve(db.store, ports[1])};
     int fds[2] = {hc_connect(ports[0]), hc_connect(ports[1])};
     int64_t before = pg_count(db.pg);

@@ -56,6 +56,8 @@ struct hc_response {
     bool closed;         /* the server closed the connection after it */
 };
 
+/* A loopback port free now (the kernel's pick), for a server started next. */
+int hc_free_port(void);
 int hc_connect(int port);
 /* Sends all of data; false when the server closed or reset the connection. */
 bool hc_send(int fd, const void *data, size_t len);

@@ -48,17 +48,6 @@ static void teardown(void) { fixture_remove_store(the_store); }
 
 TestSuite(serve_readonly, .init = setup, .fini = teardown, .timeout = 120);
 
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-    getsockname(fd, (struct sockaddr *)&a, &len);
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
 /* Starts straum-serve on the store and a free port, as uid (when >= 0: the
  * child drops to it before exec); waits until it listens. */
 static pid_t serve_spawn(int port, int uid)
@@ -228,7 +217,7 @@ Test(serve_readonly, serving_never_writes_data_mdb)
     struct file_state before;
     file_state(data, &before);
     sleep(1); /* a write now would show in the mtime even on a coarse clock */
-    int port = free_port();
+    int port = hc_free_port();
     pid_t pid = serve_spawn(port, -1);
     serve_requests(port);
     cr_assert_gt(check_process_holds_read_only(pid), 0, "data.mdb is open");
@@ -256,7 +245,7 @@ Test(serve_readonly, serves_a_data_file_it_may_not_write)
     }
     struct file_state before;
     file_state(data, &before);
-    int port = free_port();
+    int port = hc_free_port();
     pid_t pid = serve_spawn(port, uid);
     serve_requests(port);
     check_process_holds_read_only(pid);
