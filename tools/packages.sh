@@ -15,6 +15,9 @@ PACKAGES=(
   util-linux                      # runuser: the test server runs as postgres
   tzdata                          # time zones of asks (serve reads /usr/share/zoneinfo)
   wrk                             # taxi load: 1,000 keep-alive connections against serve
+  libedit-dev                     # straum-shell: line editing and history
+  libcurl4-openssl-dev            # straum-shell: asks over HTTP
+  nginx-light                     # the replicas test: three serves behind nginx
 )
 
 missing_packages() {
