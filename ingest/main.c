@@ -89,7 +89,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (argc >= 2 && !strcmp(argv[1], "--version")) {
-        puts("straum-ingest 0.1");
+        puts("straum-ingest " STRAUM_VERSION);
         return 0;
     }
     if (argc < 2 || (strcmp(argv[1], "plan") && strcmp(argv[1], "run"))) {
@@ -104,7 +104,7 @@ int main(int argc, char **argv)
         bool takes = strcmp(a, "--rebuild") && strcmp(a, "--exit-when-caught-up") &&
                      strcmp(a, "--help");
         if (takes && !v) {
-            fprintf(stderr, "straum-ingest: %s needs a value\n", a);
+            fprintf(stderr, "straum-ingest: %s needs a value (see --help)\n", a);
             return 2;
         }
         if (!strcmp(a, "--help")) {
@@ -137,15 +137,16 @@ int main(int argc, char **argv)
                  (!strcmp(a, "--max-lag") && parse_duration(v, &opt.max_lag_us) == 0))
             ;
         else {
-            fprintf(stderr, "straum-ingest: unknown or bad option %s%s%s\n", a, takes ? " " : "",
-                    takes ? v : "");
+            fprintf(stderr, "straum-ingest: unknown or bad option %s%s%s (see --help)\n", a,
+                    takes ? " " : "", takes ? v : "");
             return 2;
         }
         if (takes)
             i++;
     }
     if (!opt.views_path || (run && !opt.store_dir)) {
-        fprintf(stderr, "straum-ingest: %s needs --views%s\n", argv[1], run ? " and --store" : "");
+        fprintf(stderr, "straum-ingest: %s needs --views%s (see --help)\n", argv[1],
+                run ? " and --store" : "");
         return 2;
     }
     if (!run) {

@@ -116,7 +116,7 @@ int main(int argc, char **argv)
             return 0;
         }
         if (!strcmp(a, "--version")) {
-            puts("straum-serve 0.1");
+            puts("straum-serve " STRAUM_VERSION);
             return 0;
         }
         if (!strcmp(a, "--reuse-port")) {

@@ -18,6 +18,7 @@ PACKAGES=(
   libedit-dev                     # straum-shell: line editing and history
   libcurl4-openssl-dev            # straum-shell: asks over HTTP
   nginx-light                     # the replicas test: three serves behind nginx
+  groff-base                      # test_install: manual pages render without warnings
 )
 
 missing_packages() {

@@ -14,7 +14,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#define DUMP_VERSION "0.1"
+#define DUMP_VERSION STRAUM_VERSION /* from project() in CMakeLists.txt */
 
 /* Exit statuses. */
 enum {
