@@ -117,7 +117,7 @@ int main(int argc, char **argv)
     } else {
         repl_stream(&s, stdin);
     }
-    int rc = s.failures ? 1 : 0;
+    int rc = s.failures && !s.interactive ? 1 : 0; /* psql: a session at the prompt ends 0 */
     shell_free(&s);
     free(commands);
     curl_global_cleanup();
