@@ -9,6 +9,7 @@
 
 #include <ctype.h>
 #include <editline/readline.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,8 +100,21 @@ void repl_text(struct shell *s, const char *text)
     finish(s, &p);
 }
 
+/* Ctrl-C at the prompt drops the line and the ask being typed, as in psql,
+ * instead of ending the shell. */
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    interrupted = 1;
+}
+
 void repl_interactive(struct shell *s)
 {
+    struct sigaction sa = {.sa_handler = on_sigint}, old; /* no SA_RESTART: the read ends */
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old);
     char history[4096] = "";
     const char *home = getenv("HOME");
     if (home && *home)
@@ -115,7 +129,14 @@ void repl_interactive(struct shell *s)
         if (p.text.len)
             scan_statement(p.text.data, p.text.len, &in_quote);
         const char *prompt = !p.text.len ? "straum=> " : in_quote ? "straum'> " : "straum-> ";
+        interrupted = 0;
         char *line = readline(prompt);
+        if (interrupted) {
+            free(line);
+            p.text.len = 0;
+            printf("\n");
+            continue;
+        }
         if (!line) { /* Ctrl-D */
             printf("\\q\n");
             break;
@@ -129,4 +150,5 @@ void repl_interactive(struct shell *s)
     if (history[0] && write_history(history) != 0)
         fprintf(stderr, "straum-shell: cannot write the history to %s\n", history);
     clear_history();
+    sigaction(SIGINT, &old, NULL);
 }
