@@ -32,6 +32,14 @@ static char *join(const char *a, const char *b)
     return s;
 }
 
+/* Ctrl-C while waiting for an answer abandons the request. */
+static int progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                    curl_off_t ulnow)
+{
+    (void)arg, (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+    return shell_interrupted ? 1 : 0;
+}
+
 struct backend *backend_open(const char *url, const char *store_dir, const char *token,
                              char *err, size_t errlen)
 {
@@ -86,6 +94,8 @@ struct backend *backend_open(const char *url, const char *store_dir, const char 
     curl_easy_setopt(b->curl, CURLOPT_HTTPHEADER, b->headers);
     curl_easy_setopt(b->curl, CURLOPT_ERRORBUFFER, b->curl_err);
     curl_easy_setopt(b->curl, CURLOPT_USERAGENT, "straum-shell/" STRAUM_VERSION);
+    curl_easy_setopt(b->curl, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(b->curl, CURLOPT_XFERINFOFUNCTION, progress);
     return b;
 }
 
@@ -166,8 +176,14 @@ static int http_do(struct backend *b, const char *path, const char *body, char *
     curl_easy_setopt(b->curl, CURLOPT_WRITEFUNCTION, collect);
     curl_easy_setopt(b->curl, CURLOPT_WRITEDATA, &resp);
     b->curl_err[0] = '\0';
+    shell_interrupted = 0;
     CURLcode rc = curl_easy_perform(b->curl);
     free(url);
+    if (rc == CURLE_ABORTED_BY_CALLBACK) {
+        fail(err, 0, "", "canceled: the ask was interrupted (Ctrl-C) before its answer came");
+        buf_free(&resp);
+        return -1;
+    }
     if (rc != CURLE_OK) {
         char msg[700];
         snprintf(msg, sizeof msg, "cannot reach straum-serve at %s: %s (is it running there? see --url)",

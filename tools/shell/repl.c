@@ -102,12 +102,12 @@ void repl_text(struct shell *s, const char *text)
 
 /* Ctrl-C at the prompt drops the line and the ask being typed, as in psql,
  * instead of ending the shell. */
-static volatile sig_atomic_t interrupted;
+volatile sig_atomic_t shell_interrupted;
 
 static void on_sigint(int sig)
 {
     (void)sig;
-    interrupted = 1;
+    shell_interrupted = 1;
 }
 
 void repl_interactive(struct shell *s)
@@ -129,9 +129,9 @@ void repl_interactive(struct shell *s)
         if (p.text.len)
             scan_statement(p.text.data, p.text.len, &in_quote);
         const char *prompt = !p.text.len ? "straum=> " : in_quote ? "straum'> " : "straum-> ";
-        interrupted = 0;
+        shell_interrupted = 0;
         char *line = readline(prompt);
-        if (interrupted) {
+        if (shell_interrupted) {
             free(line);
             p.text.len = 0;
             printf("\n");

@@ -10,6 +10,7 @@
 
 #include "serve/engine.h"
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -121,5 +122,8 @@ void repl_text(struct shell *s, const char *text);
 /* The interactive prompt: libedit line editing, history in
  * ~/.straum_history, asks continued over lines until ';'. */
 void repl_interactive(struct shell *s);
+/* Set by Ctrl-C at the prompt (repl.c): drops the line being typed, and
+ * abandons an ask waiting for straum-serve (backend.c). */
+extern volatile sig_atomic_t shell_interrupted;
 
 #endif
