@@ -234,6 +234,10 @@ static void render_json(FILE *f, const struct table *t)
 
 void render(FILE *f, const struct table *t, enum shell_format format, const char *title)
 {
+    if (t->failed) {
+        fputs("straum-shell: out of memory building the rows to print\n", stderr);
+        return;
+    }
     if (format == FORMAT_CSV)
         render_csv(f, t);
     else if (format == FORMAT_JSON)

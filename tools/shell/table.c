@@ -171,6 +171,8 @@ int table_from_answer(const char *json, struct table *t, char *err, size_t errle
             cJSON_ArrayForEach(v, row) {
                 if (k++ < ncols)
                     add_value(t, v, &nums);
+                else if (cJSON_IsNumber(v))
+                    nums.next++; /* a cell past the columns: its number is skipped too */
             }
             for (; k < ncols; k++)
                 table_add(t, CELL_NULL, NULL);
