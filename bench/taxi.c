@@ -4,6 +4,7 @@
  *
  *   taxi demo --pg CONNINFO --url URL [...]   the ten asks beside PostgreSQL
  *   taxi wait-ready --url URL [--timeout S]   poll GET /readyz until 200
+ *   taxi shell [--trips N] [...]              the setup, then straum-shell on it
  *   taxi load [--connections N] [--duration S] [...]  serve under wrk's load
  *   taxi asks|cold-start|memory|transactions|all [--trips N] [...]
  *        the benchmark: sets up PostgreSQL, ingest and serve itself
@@ -57,6 +58,10 @@ static const struct mode MODES[] = {
     {"time", taxi_time_main,
      "--url URL [--seconds S] [--asks LIST]\n"
      "        the ten asks against a running straum-serve only: fastest, median, p99"},
+    {"shell", taxi_shell_main,
+     "[--trips N] [...]\n"
+     "        sets up PostgreSQL, ingest and serve (200,000 trips by default), then\n"
+     "        straum-shell asking that serve; all removed when the shell ends"},
     {"wait-ready", taxi_wait_ready_main,
      "--url URL [--timeout SECONDS]\n"
      "        poll GET /readyz until it answers 200"},
