@@ -4,14 +4,17 @@
  * answer is checked against the fixture's own trips (fixture_count), and the
  * two backends must print the same bytes. Covers the three formats, -c,
  * asks piped in with backslash commands, errors and their exit statuses,
- * the bearer token, --help and --version. (The terminal path, libedit, is
- * not reachable here: stdin is a file, and the prompt must not appear.) */
+ * the bearer token, --help and --version; and, on a pseudo-terminal, the
+ * libedit prompt: Tab completion and the history file. */
 #include "tests/serve/serve_test.h"
 
 #include "serve/serve.h"
 
 #include <criterion/criterion.h>
 #include <fcntl.h>
+#include <ftw.h>
+#include <poll.h>
+#include <pty.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -498,4 +501,84 @@ Test(shell, help_version_and_usage)
     r = shell_run(NULL, "-c");
     cr_assert_eq(r.status, 2);
     run_free(&r);
+}
+
+/* ---- At a terminal ------------------------------------------------------------------ */
+
+/* Reads what the shell writes to the terminal until want appears in it or
+ * 20 s pass; the whole output so far is kept in seen. */
+static bool pty_wait_for(int fd, const char *want, char *seen, size_t cap, size_t *len)
+{
+    for (int waited = 0; waited < 20000; waited += 50) {
+        if (strstr(seen, want))
+            return true;
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, 50) > 0) {
+            ssize_t n = read(fd, seen + *len, cap - 1 - *len);
+            if (n <= 0)
+                return strstr(seen, want) != NULL;
+            *len += (size_t)n;
+            seen[*len] = '\0';
+        }
+    }
+    return false;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+Test(shell, terminal_completion_and_history)
+{
+    char home[] = "/tmp/straum-shell-home-XXXXXX";
+    cr_assert_not_null(mkdtemp(home));
+    int fd;
+    fflush(NULL);
+    pid_t pid = forkpty(&fd, NULL, NULL, NULL);
+    cr_assert_geq(pid, 0, "forkpty");
+    if (pid == 0) {
+        setenv("HOME", home, 1);
+        setenv("TERM", "dumb", 1);
+        execl(STRAUM_SHELL_BIN, STRAUM_SHELL_BIN, "--store", the_store, (char *)NULL);
+        _exit(127);
+    }
+    static char seen[1 << 16];
+    size_t len = 0;
+    seen[0] = '\0';
+    cr_assert(pty_wait_for(fd, "straum=> ", seen, sizeof seen, &len), "no prompt: %s", seen);
+
+    /* Every word but the bucket literals is cut short and completed by Tab:
+     * a keyword, a measure, a view and a backslash command. Uncompleted,
+     * the ask would be a syntax error; completed, it answers the count. */
+    const char *typed = "SEL\t tri\t FROM tri\t WHERE bucket >= '2024-01-01' "
+                        "AND bucket < '2024-01-02';\n";
+    cr_assert_eq(write(fd, typed, strlen(typed)), (ssize_t)strlen(typed));
+    char want[64];
+    snprintf(want, sizeof want, "%lld\r\n(1 row)",
+             (long long)fixture_count(-1, FROM_US, FROM_US + DAY_US));
+    cr_assert(pty_wait_for(fd, want, seen, sizeof seen, &len), "no answer %s in: %s", want, seen);
+    const char *more = "\\tim\t\n";
+    cr_assert_eq(write(fd, more, strlen(more)), (ssize_t)strlen(more));
+    cr_assert(pty_wait_for(fd, "Timing is on.", seen, sizeof seen, &len), "%s", seen);
+    cr_assert_eq(write(fd, "\\q\n", 3), 3);
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    close(fd);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d: %s", st, seen);
+
+    /* The history holds the ask as completed (libedit writes a space as
+     * \040, a backslash as \134). */
+    char path[128];
+    snprintf(path, sizeof path, "%s/.straum_history", home);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "no history file %s", path);
+    char history[4096];
+    size_t n = fread(history, 1, sizeof history - 1, f);
+    history[n] = '\0';
+    fclose(f);
+    cr_assert(strstr(history, "SELECT") && strstr(history, "FROM") && strstr(history, "\\134timing"),
+              "history: %s", history);
+    nftw(home, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
 }

@@ -1,7 +1,8 @@
 /* repl.c -- reading asks and backslash commands, a line at a time: from a
  * pipe or file, from a -c text, or at a terminal through libedit (line
- * editing, history in ~/.straum_history). Lines gather until a ';' outside
- * strings and comments ends an ask, as in psql, so an ask may span lines;
+ * editing, history in ~/.straum_history, Tab completion in complete.c).
+ * Lines gather until a ';' outside strings and comments ends an ask, as in
+ * psql, so an ask may span lines;
  * the end of the input (or of a -c text) ends the last one too. A line
  * starting with a backslash, outside a string or comment, is a command and
  * runs at once (an ask being typed is kept). */
@@ -121,6 +122,7 @@ void repl_interactive(struct shell *s)
         snprintf(history, sizeof history, "%s/.straum_history", home);
     using_history();
     stifle_history(1000);
+    complete_start(s);
     if (history[0])
         read_history(history);
     struct pending p = {0};
@@ -150,5 +152,6 @@ void repl_interactive(struct shell *s)
     if (history[0] && write_history(history) != 0)
         fprintf(stderr, "straum-shell: cannot write the history to %s\n", history);
     clear_history();
+    complete_stop();
     sigaction(SIGINT, &old, NULL);
 }

@@ -1,7 +1,7 @@
 /* shell.h -- straum-shell, a psql-like client for asks: what its parts
  * share. main.c reads the options; repl.c reads asks and backslash commands
  * (libedit at a terminal, plain lines from a pipe); scan.c finds where an
- * ask ends and which $n it uses; commands.c runs asks and backslash
+ * ask ends and which $n it uses; complete.c completes words on Tab; commands.c runs asks and backslash
  * commands; table.c turns answer and views JSON into rows; render.c prints
  * rows as an aligned table, CSV or JSON; backend.c asks straum-serve over
  * HTTP (libcurl) or the store directly through the serve engine. */
@@ -125,5 +125,12 @@ void repl_interactive(struct shell *s);
 /* Set by Ctrl-C at the prompt (repl.c): drops the line being typed, and
  * abandons an ask waiting for straum-serve (backend.c). */
 extern volatile sig_atomic_t shell_interrupted;
+
+/* ---- Tab completion (complete.c) ------------------------------------------ */
+
+/* Completes backslash commands, the language's words and, fetched at the
+ * first Tab, the views' names and columns; complete_stop frees them. */
+void complete_start(struct shell *s);
+void complete_stop(void);
 
 #endif
