@@ -64,7 +64,7 @@ void imetrics_position(const struct store_position *pos)
     SET(M.pos_bytes_behind, pos->bytes_behind);
 }
 
-void imetrics_batch_stored(const struct ingest_batch *b)
+static void imetrics_batch_stored(const struct ingest_batch *b)
 {
     if (b->txns)
         ADD(M.txns, b->txns);
@@ -81,7 +81,7 @@ static int64_t mono_ns(void)
 }
 
 int ingest_store_commit(struct store *st, const struct store_position *pos,
-                        struct store_error *err)
+                        const struct ingest_batch *batch, struct store_error *err)
 {
     int64_t t0 = mono_ns();
     if (store_commit(st, pos, err))
@@ -92,7 +92,14 @@ int ingest_store_commit(struct store *st, const struct store_position *pos,
         b++;
     ADD(M.commit_buckets[b], 1);
     ADD(M.commit_sum_ns, (uint_fast64_t)ns);
-    imetrics_position(pos);
+    if (batch)
+        imetrics_batch_stored(batch);
+    /* Last, and released: a scrape that reads this position (acquire)
+     * sees the counts above. */
+    atomic_store_explicit(&M.pos_commit_time, pos->commit_time, memory_order_relaxed);
+    atomic_store_explicit(&M.pos_contact_time, pos->contact_time, memory_order_relaxed);
+    atomic_store_explicit(&M.pos_bytes_behind, pos->bytes_behind, memory_order_relaxed);
+    atomic_store_explicit(&M.pos_lsn, pos->lsn, memory_order_release);
     struct store_logline l;
     if (store_log_begin(&l, STORE_LOG_DEBUG, "store commit")) {
         char lsn[32];
@@ -161,8 +168,13 @@ char *imetrics_text(const char *store_dir, int64_t now_us)
     for (int s = 0; s < INGEST_NSTATES; s++)
         put(&t, "straum_ingest_state{state=\"%s\"} %d\n", state_names[s], s == state);
 
-    struct store_position pos = {GET(M.pos_lsn), GET(M.pos_commit_time),
-                                 GET(M.pos_contact_time), GET(M.pos_bytes_behind)};
+    /* The position first (acquire): the counts read after it include
+     * every batch stored up to it. */
+    struct store_position pos;
+    pos.lsn = atomic_load_explicit(&M.pos_lsn, memory_order_acquire);
+    pos.commit_time = GET(M.pos_commit_time);
+    pos.contact_time = GET(M.pos_contact_time);
+    pos.bytes_behind = GET(M.pos_bytes_behind);
     uint64_t applied = GET(M.applied_lsn), source = GET(M.source_lsn);
     head(&t, "straum_store_position_lsn", "gauge",
          "LSN of the last PostgreSQL commit the store holds (0: not loaded yet).");

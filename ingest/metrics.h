@@ -41,17 +41,17 @@ void imetrics_applied_lsn(uint64_t lsn);
 void imetrics_source_lsn(uint64_t lsn);
 /* The position the store holds now (after a commit, or read at start). */
 void imetrics_position(const struct store_position *pos);
-void imetrics_batch_stored(const struct ingest_batch *b);
 void imetrics_snapshot_row(void);
 void imetrics_reconnect(void);
 /* Bytes streamed transactions hold in their spools now. */
 void imetrics_spool_bytes(uint64_t bytes);
 
 /* store_commit, timed and counted (straum_store_commits_total and the
- * commit duration histogram; successful commits only) and, on success, the
- * position recorded. */
+ * commit duration histogram; successful commits only); on success what the
+ * batch held (NULL: nothing counted) and then the position are recorded, in
+ * that order, so a scrape that sees the position sees the batch counted. */
 int ingest_store_commit(struct store *st, const struct store_position *pos,
-                        struct store_error *err);
+                        const struct ingest_batch *batch, struct store_error *err);
 
 /* Starts the metrics server on listen ("host:port", "[v6]:port", ":port"
  * for loopback; port 0 picks one) for the store in store_dir (for

@@ -85,7 +85,7 @@ static int commit_if_big(struct store *st, char *err, size_t errlen)
     if (store_cached_bytes(st) < LOAD_MEMORY_BUDGET)
         return 0;
     struct store_error serr;
-    if (ingest_store_commit(st, &(struct store_position){0}, &serr))
+    if (ingest_store_commit(st, &(struct store_position){0}, NULL, &serr))
         return commit_failed(&serr, err, errlen);
     return 0;
 }
@@ -292,7 +292,7 @@ int snapshot_load(const struct ingest_options *opt, struct source *src, struct s
         goto done;
     struct store_error serr;
     struct store_position pos = {consistent, now_usec(), now_usec(), 0};
-    if (ingest_store_commit(st, &pos, &serr)) {
+    if (ingest_store_commit(st, &pos, NULL, &serr)) {
         commit_failed(&serr, err, errlen);
         goto done;
     }

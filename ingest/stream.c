@@ -125,7 +125,7 @@ static int store_position_now(struct follower *f, uint64_t lsn, int64_t commit_t
     struct store_position pos = {lsn, commit_time, f->last_contact,
                                  f->server_lsn > lsn ? f->server_lsn - lsn : 0};
     int64_t t0 = now_usec();
-    if (ingest_store_commit(f->st, &pos, &serr))
+    if (ingest_store_commit(f->st, &pos, &f->batch, &serr))
         return store_failed(f, &serr);
     int64_t t1 = now_usec();
     struct store_logline l;
@@ -141,7 +141,6 @@ static int store_position_now(struct follower *f, uint64_t lsn, int64_t commit_t
         store_log_fmt(&l, "commit_ms", "%.3f", (double)(t1 - t0) / 1e3);
         store_log_end(&l);
     }
-    imetrics_batch_stored(&f->batch);
     f->batch = (struct ingest_batch){0};
     f->compact |= f->dirty;
     if (waiting_for_room) {
