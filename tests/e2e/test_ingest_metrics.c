@@ -291,6 +291,10 @@ Test(ingest_metrics, counters_follow_what_was_applied, .timeout = 300)
 {
     struct taxi_db db;
     taxi_db_create(&db, NULL, 2000);
+    /* Tiny decoding memory: a large transaction arrives streamed and goes
+     * through the spool; its changes count like the others. */
+    oracle_exec(db.pg, "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET "
+                       "logical_decoding_work_mem = ''64kB''', current_database()); END $$");
     int port = hc_free_port();
     char listen[64], logpath[] = "/tmp/straum-ingest-metrics-log-XXXXXX";
     snprintf(listen, sizeof listen, "127.0.0.1:%d", port);
@@ -328,10 +332,12 @@ Test(ingest_metrics, counters_follow_what_was_applied, .timeout = 300)
     cr_assert_eq(r.status, 404);
     hc_free(&r);
 
-    /* Known transactions (the first trips have ids 2 to 2001): 5 of 120 inserts each, 50 updates, 30 deletes,
-     * a rolled-back one (nothing), a dim update, a truncate of the dim. */
+    /* Known transactions (the first trips have ids 2 to 2001): 5 of 120
+     * inserts each, one of 20,000 (streamed), 50 updates, 30 deletes, a
+     * rolled-back one (nothing), a dim update, a truncate of the dim. */
     for (int i = 0; i < 5; i++)
         taxi_db_add_trips(&db, 120, 0.1 * i);
+    taxi_db_add_trips(&db, 20000, 0.9); /* streamed */
     taxi_exec(db.pg, "UPDATE yellow_trips SET tip_amount = tip_amount + 1 WHERE id BETWEEN 2 AND 51");
     taxi_exec(db.pg, "DELETE FROM yellow_trips WHERE id BETWEEN 52 AND 81");
     taxi_exec(db.pg, "BEGIN; DELETE FROM yellow_trips; ROLLBACK");
@@ -341,8 +347,8 @@ Test(ingest_metrics, counters_follow_what_was_applied, .timeout = 300)
 
     body = scrape_caught_up(&db, port);
     check_exposition(body);
-    cr_assert_eq(sample(body, "straum_ingest_transactions_total") - base_txns, 9, "%s", body);
-    const double want[4] = {600, 51, 30, 1};
+    cr_assert_eq(sample(body, "straum_ingest_transactions_total") - base_txns, 10, "%s", body);
+    const double want[4] = {20600, 51, 30, 1};
     for (int k = 0; k < 4; k++) {
         char series[80];
         snprintf(series, sizeof series, "straum_ingest_changes_total{kind=\"%s\"}", kinds[k]);
@@ -357,6 +363,7 @@ Test(ingest_metrics, counters_follow_what_was_applied, .timeout = 300)
     cr_assert_geq(sample(body, "straum_ingest_position_lsn"), pos, "%s", body);
     cr_assert_geq(sample(body, "straum_ingest_source_lsn"), pos, "%s", body);
     cr_assert_eq(sample(body, "straum_ingest_state{state=\"following\"}"), 1, "%s", body);
+    cr_assert_eq(sample(body, "straum_ingest_spool_bytes"), 0, "%s", body);
     double lag = sample(body, "straum_store_lag_seconds");
     cr_assert(lag >= 0 && lag < 5, "lag %f:\n%s", lag, body);
     free(body);
