@@ -25,6 +25,7 @@ struct ingest_options {
                                     (tests, benchmarks); normally run forever */
     int64_t snapshot_batch_rows; /* rows per time partition while loading; default 500k */
     uint64_t max_store_bytes;    /* cap on data.mdb; 0: none (SPEC.md "Disk full") */
+    const char *metrics_listen;  /* "host:port" for GET /metrics and /healthz; NULL: none */
 };
 
 /* Prints the SQL an administrator runs once (publication, replica identity)

@@ -12,13 +12,16 @@
 
 /* ---- Logging (logfmt on stderr) -------------------------------------------- */
 
-void ingest_log(const char *level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The store layer's logfmt writer (store_log_*, shared with straum-serve):
+ * these write a line with only a msg; lines with fields use
+ * store_log_begin and friends. */
 /* Writes a message for the user into err (trailing newlines dropped: libpq
  * ends its messages with one) and returns -1. */
 int ingest_fail(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-#define log_info(...) ingest_log("info", __VA_ARGS__)
-#define log_warn(...) ingest_log("warn", __VA_ARGS__)
-#define log_error(...) ingest_log("error", __VA_ARGS__)
+#define log_debug(...) store_logf(STORE_LOG_DEBUG, __VA_ARGS__)
+#define log_info(...) store_logf(STORE_LOG_INFO, __VA_ARGS__)
+#define log_warn(...) store_logf(STORE_LOG_WARN, __VA_ARGS__)
+#define log_error(...) store_logf(STORE_LOG_ERROR, __VA_ARGS__)
 
 /* "16/B374D848" */
 const char *lsn_text(uint64_t lsn, char buf[32]);

@@ -1,7 +1,7 @@
-/* log.c -- logfmt lines on stderr, error messages, LSN text, the clock.
- *
- * One line per event, "ts=... level=info msg=...", so that journald, a
- * terminal and a log shipper all read it. */
+/* log.c -- error messages, LSN text, the clock. Log lines themselves are
+ * the store layer's logfmt writer (store_log_*, internal.h's log_info and
+ * friends): one line per event, "ts=... level=info msg=... key=value", so
+ * that journald, a terminal and a log shipper all read it. */
 #include "ingest/internal.h"
 
 #include <inttypes.h>
@@ -15,28 +15,6 @@ int64_t now_usec(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-void ingest_log(const char *level, const char *fmt, ...)
-{
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    struct tm tm;
-    gmtime_r(&ts.tv_sec, &tm);
-    char when[32];
-    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
-    fprintf(stderr, "ts=%s.%03ldZ level=%s msg=\"", when, ts.tv_nsec / 1000000, level);
-    for (const char *c = msg; *c; c++) {
-        if (*c == '"' || *c == '\\')
-            fputc('\\', stderr);
-        fputc(*c == '\n' ? ' ' : *c, stderr);
-    }
-    fputs("\"\n", stderr);
 }
 
 const char *lsn_text(uint64_t lsn, char buf[32])

@@ -1,5 +1,6 @@
 /* main.c -- the straum-ingest command line. */
 #include "ingest/ingest.h"
+#include "store/store.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -31,6 +32,13 @@ static const char usage[] =
     "  --max-store-size SIZE  cap on the store's data.mdb (e.g. 512MiB, 20GiB); a\n"
     "                         commit that does not fit stops ingest with the store at\n"
     "                         its last commit (default: no cap)\n"
+    "  --metrics-listen ADDR  serve GET /metrics (Prometheus text: position, lag,\n"
+    "                         transactions and changes applied, commits and their\n"
+    "                         latency, spool, reconnects, state, data.mdb size) and\n"
+    "                         GET /healthz on host:port, [v6addr]:port or :port\n"
+    "                         (loopback), e.g. 127.0.0.1:9187 (default: none)\n"
+    "  --log-level LEVEL      debug, info, warn or error (default info): logfmt lines\n"
+    "                         on stderr; debug adds a line per store commit\n"
     "  --help, --version\n";
 
 static void on_signal(int sig)
@@ -124,6 +132,17 @@ int main(int argc, char **argv)
             opt.rebuild = true;
         else if (!strcmp(a, "--exit-when-caught-up"))
             opt.exit_when_caught_up = true;
+        else if (!strcmp(a, "--metrics-listen"))
+            opt.metrics_listen = v;
+        else if (!strcmp(a, "--log-level")) {
+            enum store_log_level level;
+            if (store_log_parse_level(v, &level)) {
+                fprintf(stderr, "straum-ingest: --log-level %s: give debug, info, warn or "
+                                "error\n", v);
+                return 2;
+            }
+            store_log_set_level(level);
+        }
         else if (!strcmp(a, "--snapshot-batch"))
             opt.snapshot_batch_rows = atoll(v);
         else if (!strcmp(a, "--max-store-size")) {

@@ -4,6 +4,7 @@
  * cannot follow) stop it with a message saying what to do; the store keeps
  * serving its last consistent state. */
 #include "ingest/internal.h"
+#include "ingest/metrics.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -183,6 +184,8 @@ static int follow(const struct ingest_options *opt, struct source *src, struct s
         }
         if (ingest_stop_requested)
             return 0;
+        imetrics_state(INGEST_RECONNECTING);
+        imetrics_reconnect();
         if (rc == 2) {
             log_error("%s (next try in %.0f s)", err, (double)space_delay / 1e6);
             backoff(&space_delay, 30000000);
@@ -204,8 +207,14 @@ int ingest_run(const struct ingest_options *opt)
     }
     struct source src = {0};
     struct store *st = NULL;
+    struct imetrics_server *ms = NULL;
     int rc = -1;
-    PGconn *c = source_connect(opt->source, false, err, sizeof err);
+    PGconn *c = NULL;
+    /* Before anything slow, so that a scrape sees a follower starting. */
+    if (opt->metrics_listen &&
+        !(ms = imetrics_serve(opt->metrics_listen, opt->store_dir, err, sizeof err)))
+        goto done;
+    c = source_connect(opt->source, false, err, sizeof err);
     if (!c || source_load(c, views, &src, err, sizeof err) ||
         source_compile_filters(&src, err, sizeof err))
         goto done;
@@ -223,14 +232,18 @@ int ingest_run(const struct ingest_options *opt)
                                   "leave it out", serr.message);
         goto done;
     }
+    if (fresh)
+        imetrics_state(INGEST_SNAPSHOT);
     if (fresh && snapshot_load(opt, &src, st, err, sizeof err))
         goto done;
+    imetrics_state(INGEST_STARTING);
     rc = follow(opt, &src, st);
     err[0] = '\0';
 done:
     if (rc && err[0])
         log_error("%s", err);
     PQfinish(c);
+    imetrics_stop(ms); /* before the store closes: a scrape reads data.mdb's size */
     store_close(st);
     source_free(&src);
     sql_view_list_free(views);

@@ -10,6 +10,7 @@
  * applied twice. */
 #include "ingest/copy_binary.h"
 #include "ingest/internal.h"
+#include "ingest/metrics.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -84,7 +85,7 @@ static int commit_if_big(struct store *st, char *err, size_t errlen)
     if (store_cached_bytes(st) < LOAD_MEMORY_BUDGET)
         return 0;
     struct store_error serr;
-    if (store_commit(st, &(struct store_position){0}, &serr))
+    if (ingest_store_commit(st, &(struct store_position){0}, NULL, &serr))
         return commit_failed(&serr, err, errlen);
     return 0;
 }
@@ -139,6 +140,8 @@ static int copy_table(PGconn *c, struct source_table *t, struct store *st, const
                 rc = rows_apply_fact(st, t, row, +1, err, errlen);
             if (rc == 0 && t->ndims)
                 rc = rows_put_dim(st, t, row, err, errlen);
+            if (rc == 0)
+                imetrics_snapshot_row();
             if (rc == 0 && ++prog->rows % 65536 == 0)
                 rc = commit_if_big(st, err, errlen);
             progress_print(prog, false);
@@ -219,9 +222,16 @@ static int load_table(PGconn *c, struct source_table *t, struct source *src, str
             rc = copy_table(c, t, st, where, &prog, err, errlen);
     }
     progress_print(&prog, true);
-    if (rc == 0)
-        log_info("loaded %s: %lld rows in %.1f s", t->qualified, (long long)prog.rows,
-                 (double)(now_usec() - prog.started) / 1e6);
+    struct store_logline l;
+    char msg[600];
+    snprintf(msg, sizeof msg, "loaded %s: %lld rows in %.1f s", t->qualified,
+             (long long)prog.rows, (double)(now_usec() - prog.started) / 1e6);
+    if (rc == 0 && store_log_begin(&l, STORE_LOG_INFO, msg)) {
+        store_log_str(&l, "table", t->qualified);
+        store_log_int(&l, "rows", prog.rows);
+        store_log_int(&l, "dur_ms", (now_usec() - prog.started) / 1000);
+        store_log_end(&l);
+    }
     return rc;
 }
 
@@ -282,12 +292,19 @@ int snapshot_load(const struct ingest_options *opt, struct source *src, struct s
         goto done;
     struct store_error serr;
     struct store_position pos = {consistent, now_usec(), now_usec(), 0};
-    if (store_commit(st, &pos, &serr)) {
+    if (ingest_store_commit(st, &pos, NULL, &serr)) {
         commit_failed(&serr, err, errlen);
         goto done;
     }
-    log_info("snapshot loaded in %.1f s; position %s", (double)(now_usec() - started) / 1e6,
-             lsn_text(consistent, lsn));
+    struct store_logline l;
+    char msg[200];
+    snprintf(msg, sizeof msg, "snapshot loaded in %.1f s; position %s",
+             (double)(now_usec() - started) / 1e6, lsn_text(consistent, lsn));
+    if (store_log_begin(&l, STORE_LOG_INFO, msg)) {
+        store_log_str(&l, "lsn", lsn);
+        store_log_int(&l, "dur_ms", (now_usec() - started) / 1000);
+        store_log_end(&l);
+    }
     rc = 0;
 done:
     store_set_bulk(st, false);

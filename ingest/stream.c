@@ -14,6 +14,7 @@
  *   applied. This keeps the slot from holding WAL back and lets a caller
  *   wait for "caught up". */
 #include "ingest/internal.h"
+#include "ingest/metrics.h"
 #include "ingest/pgoutput.h"
 #include "ingest/spool.h"
 
@@ -52,6 +53,9 @@ struct follower {
     bool compact;              /* the store may hold delta blocks to fold */
     bool in_txn;               /* between Begin and Commit */
     int64_t pending_rows;
+    struct ingest_batch batch;  /* what the pending changes hold, for /metrics */
+    uint64_t spool_total;      /* bytes in the streams' spools */
+    int64_t first_pending;     /* when the batch's first transaction began to be applied */
     int64_t last_store, last_feedback, last_contact, last_data, last_ask;
 
     struct streamed_txn streams[MAX_STREAMS];
@@ -120,8 +124,24 @@ static int store_position_now(struct follower *f, uint64_t lsn, int64_t commit_t
     struct store_error serr;
     struct store_position pos = {lsn, commit_time, f->last_contact,
                                  f->server_lsn > lsn ? f->server_lsn - lsn : 0};
-    if (store_commit(f->st, &pos, &serr))
+    int64_t t0 = now_usec();
+    if (ingest_store_commit(f->st, &pos, &f->batch, &serr))
         return store_failed(f, &serr);
+    int64_t t1 = now_usec();
+    struct store_logline l;
+    if (f->batch.txns && store_log_begin(&l, STORE_LOG_DEBUG, "applied")) {
+        char text[32];
+        store_log_str(&l, "lsn", lsn_text(lsn, text));
+        store_log_int(&l, "txns", (int64_t)f->batch.txns);
+        store_log_int(&l, "rows", f->pending_rows);
+        store_log_int(&l, "inserts", (int64_t)f->batch.changes[CHANGE_INSERT]);
+        store_log_int(&l, "updates", (int64_t)f->batch.changes[CHANGE_UPDATE]);
+        store_log_int(&l, "deletes", (int64_t)f->batch.changes[CHANGE_DELETE]);
+        store_log_fmt(&l, "txn_ms", "%.3f", (double)(t1 - f->first_pending) / 1e3);
+        store_log_fmt(&l, "commit_ms", "%.3f", (double)(t1 - t0) / 1e3);
+        store_log_end(&l);
+    }
+    f->batch = (struct ingest_batch){0};
     f->compact |= f->dirty;
     if (waiting_for_room) {
         char text[32];
@@ -290,6 +310,9 @@ static int on_change(struct follower *f, const struct pgo_message *m)
     free(old_row);
     free(new_row);
     f->pending_rows++;
+    f->batch.changes[m->kind == PGO_INSERT ? CHANGE_INSERT
+                     : m->kind == PGO_UPDATE ? CHANGE_UPDATE
+                                             : CHANGE_DELETE]++;
     return rc;
 }
 
@@ -304,8 +327,10 @@ static int on_truncate(struct follower *f, const struct pgo_message *m)
         for (int k = 0; t && k < t->ndims; k++)
             if (store_projection_truncate(f->st, t->dims[k].view, t->dims[k].join, &serr))
                 return fail(f, "%s", serr.message);
-        if (t)
+        if (t) {
+            f->batch.changes[CHANGE_TRUNCATE]++;
             log_info("TRUNCATE of %s applied", t->qualified);
+        }
     }
     return 0;
 }
@@ -325,6 +350,23 @@ static int apply_message(struct follower *f, const struct pgo_message *m)
     }
 }
 
+/* A transaction starts being applied: the batch's first one times it. */
+static void applying(struct follower *f)
+{
+    if (!f->dirty)
+        f->first_pending = now_usec();
+}
+
+/* A whole transaction has been applied to the pending changes. */
+static void committed(struct follower *f, uint64_t end_lsn, int64_t pg_time)
+{
+    f->applied_lsn = end_lsn;
+    f->applied_time = pg_time + PG_EPOCH_OFFSET_US;
+    f->dirty = true;
+    f->batch.txns++;
+    imetrics_applied_lsn(end_lsn);
+}
+
 /* ---- Streamed transactions ---------------------------------------------------------- */
 
 static struct streamed_txn *stream_for(struct follower *f, uint32_t xid, bool create)
@@ -342,6 +384,9 @@ static struct streamed_txn *stream_for(struct follower *f, uint32_t xid, bool cr
 
 static void stream_drop(struct follower *f, struct streamed_txn *s)
 {
+    uint64_t held = spool_bytes(&s->spool);
+    f->spool_total = f->spool_total > held ? f->spool_total - held : 0;
+    imetrics_spool_bytes(f->spool_total);
     spool_free(&s->spool);
     free(s->aborted);
     *s = f->streams[--f->nstreams];
@@ -373,25 +418,38 @@ static int on_stream_message(struct follower *f, const uint8_t *raw, size_t len)
     struct streamed_txn *s = stream_for(f, f->stream_xid, true);
     if (!s)
         return fail(f, "more than %d streamed transactions at once", MAX_STREAMS);
-    return spool_append(&s->spool, raw, len, f->err, f->errlen);
+    uint64_t before = spool_bytes(&s->spool);
+    if (spool_append(&s->spool, raw, len, f->err, f->errlen))
+        return -1;
+    f->spool_total += spool_bytes(&s->spool) - before;
+    imetrics_spool_bytes(f->spool_total);
+    return 0;
 }
 
 static int on_stream_commit(struct follower *f, const struct pgo_message *m)
 {
     struct streamed_txn *s = stream_for(f, m->xid, false);
+    applying(f);
     if (s) {
         struct replay r = {f, s};
         uint64_t bytes = spool_bytes(&s->spool);
         if (spool_replay(&s->spool, replay_one, &r, f->err, f->errlen))
             return -1;
-        if (bytes > SPOOL_MEMORY_BYTES)
-            log_info("applied a streamed transaction of %llu spooled bytes",
-                     (unsigned long long)bytes);
+        struct store_logline l;
+        char msg[120];
+        snprintf(msg, sizeof msg, "applied a streamed transaction of %llu spooled bytes",
+                 (unsigned long long)bytes);
+        if (store_log_begin(&l, bytes > SPOOL_MEMORY_BYTES ? STORE_LOG_INFO : STORE_LOG_DEBUG,
+                            msg)) {
+            char text[32];
+            store_log_str(&l, "lsn", lsn_text(m->end_lsn, text));
+            store_log_int(&l, "spooled_bytes", (int64_t)bytes);
+            store_log_int(&l, "xid", m->xid);
+            store_log_end(&l);
+        }
         stream_drop(f, s);
     }
-    f->applied_lsn = m->end_lsn;
-    f->applied_time = m->timestamp + PG_EPOCH_OFFSET_US;
-    f->dirty = true;
+    committed(f, m->end_lsn, m->timestamp);
     return 0;
 }
 
@@ -424,12 +482,11 @@ static int on_message(struct follower *f, const uint8_t *raw, size_t len)
     switch (m.kind) {
     case PGO_BEGIN:
         f->in_txn = true;
+        applying(f);
         break;
     case PGO_COMMIT:
         f->in_txn = false;
-        f->applied_lsn = m.end_lsn;
-        f->applied_time = m.timestamp + PG_EPOCH_OFFSET_US;
-        f->dirty = true;
+        committed(f, m.end_lsn, m.timestamp);
         break;
     case PGO_RELATION:
         rc = on_relation(f, &m);
@@ -467,8 +524,10 @@ static int on_frame(struct follower *f, const uint8_t *buf, size_t len)
     if (wal_frame_decode(buf, len, &fr, why, sizeof why))
         return fail(f, "decoding the replication stream: %s", why);
     f->last_contact = now_usec();
-    if (fr.wal_end > f->server_lsn)
+    if (fr.wal_end > f->server_lsn) {
         f->server_lsn = fr.wal_end;
+        imetrics_source_lsn(fr.wal_end);
+    }
     if (fr.kind == 'k') {
         /* Idle and nothing in flight: the sent position is safe to store.
          * Stored also when it has not moved, once a second, so that the
@@ -530,8 +589,18 @@ static int start(struct follower *f)
         return fatal_server_error(f->err) ? -1 : 1;
     }
     PQclear(r);
-    log_info("streaming from %s (pgoutput protocol %d%s)", lsn, f->proto,
+    struct store_logline l;
+    char msg[200];
+    snprintf(msg, sizeof msg, "streaming from %s (pgoutput protocol %d%s)", lsn, f->proto,
              f->binary ? ", binary, streaming" : "");
+    if (store_log_begin(&l, STORE_LOG_INFO, msg)) {
+        store_log_str(&l, "lsn", lsn);
+        store_log_str(&l, "slot", f->opt->slot);
+        store_log_int(&l, "protocol", f->proto);
+        store_log_str(&l, "binary", f->binary ? "true" : "false");
+        store_log_end(&l);
+    }
+    imetrics_state(INGEST_FOLLOWING);
     return 0;
 }
 
@@ -681,6 +750,8 @@ int stream_follow(const struct ingest_options *opt, struct source *src, struct s
     store_read_end(r);
     f.stored_lsn = f.applied_lsn = cat.position.lsn;
     f.applied_time = cat.position.commit_time;
+    imetrics_position(&cat.position);
+    imetrics_applied_lsn(cat.position.lsn);
     if (opt->exit_when_caught_up && !(f.target_lsn = current_wal_lsn(opt, err, errlen)))
         return 1;
     for (int i = 0; i < src->ntables; i++)

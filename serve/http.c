@@ -26,7 +26,7 @@
  *   GET  /healthz  200 {"status":"ok"} while the process serves
  *   GET  /readyz   200 {"status":"ready","lag_seconds","position"}, or 503
  *                  not_ready: no position yet, or lag over --max-lag (lag:
- *                  see metrics_lag_us)
+ *                  see store_lag_usec)
  *   GET  /metrics  Prometheus text
  *   anything else  404 not_found; a known path with another method 405 with
  *                  Allow; /ask and /views without the token (when
@@ -112,41 +112,11 @@ struct conn_clock {
 
 /* ---- Logging ----------------------------------------------------------------- */
 
-/* One logfmt line on stderr: ts=... level=... msg="..." then extra fields,
- * which callers write already in logfmt. */
-static void serve_log(const char *level, const char *msg, const char *fields, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void serve_vlog(const char *level, const char *msg, const char *fields, va_list ap)
+/* Log lines are logfmt on stderr, written by the store layer's writer
+ * (store_log_*), the one straum-ingest uses too. */
+static void serve_log(enum store_log_level level, const char *msg)
 {
-    char extra[512] = "";
-    if (fields)
-        vsnprintf(extra, sizeof extra, fields, ap);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    struct tm tm;
-    gmtime_r(&ts.tv_sec, &tm);
-    char when[32];
-    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
-    char quoted[1024];
-    size_t n = 0;
-    for (const char *c = msg; *c && n + 3 < sizeof quoted; c++) {
-        if (*c == '"' || *c == '\\')
-            quoted[n++] = '\\';
-        quoted[n++] = *c == '\n' || *c == '\r' ? ' ' : *c;
-    }
-    quoted[n] = '\0';
-    /* One fprintf per line, so lines from several threads do not mix. */
-    fprintf(stderr, "ts=%s.%03ldZ level=%s msg=\"%s\"%s%s\n", when, ts.tv_nsec / 1000000, level,
-            quoted, *extra ? " " : "", extra);
-}
-
-static void serve_log(const char *level, const char *msg, const char *fields, ...)
-{
-    va_list ap;
-    va_start(ap, fields);
-    serve_vlog(level, msg, fields, ap);
-    va_end(ap);
+    store_logf(level, "%s", msg);
 }
 
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
@@ -159,7 +129,11 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
     size_t n = strlen(msg);
     while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
         msg[--n] = '\0';
-    serve_log("warn", msg, "source=libmicrohttpd");
+    struct store_logline l;
+    if (store_log_begin(&l, STORE_LOG_WARN, msg)) {
+        store_log_str(&l, "source", "libmicrohttpd");
+        store_log_end(&l);
+    }
 }
 
 static int64_t mono_ns(void)
@@ -393,6 +367,19 @@ static bool authorized(const struct serve_server *s, struct MHD_Connection *c)
 static const char oom_body[] =
     "{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\"}}";
 
+/* A response queued: counted, and at debug level logged (an /ask's line,
+ * with its view and time, is do_ask's). */
+static void sent(struct serve_server *s, enum metrics_path path, int status)
+{
+    metrics_http(s->metrics, path, status);
+    struct store_logline l;
+    if (!s->quiet && path != METRICS_PATH_ASK && store_log_begin(&l, STORE_LOG_DEBUG, "request")) {
+        store_log_str(&l, "path", metrics_path_name(path));
+        store_log_int(&l, "status", status);
+        store_log_end(&l);
+    }
+}
+
 /* Queues a response whose body is b's bytes (taken: freed by MHD, or here). */
 static enum MHD_Result send_buf(struct serve_server *s, struct MHD_Connection *c,
                                 enum metrics_path path, int status, struct buf *b,
@@ -423,7 +410,7 @@ static enum MHD_Result send_buf(struct serve_server *s, struct MHD_Connection *c
         MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"straum\"");
     enum MHD_Result rc = MHD_queue_response(c, (unsigned)status, r);
     MHD_destroy_response(r);
-    metrics_http(s->metrics, path, status);
+    sent(s, path, status);
     return rc;
 }
 
@@ -458,10 +445,15 @@ static enum MHD_Result send_ask_error(struct serve_server *s, struct MHD_Connect
     err->message[sizeof err->message - 1] = '\0';
     if (!err->code[0])
         strcpy(err->code, "internal");
-    if (err->status == 500 && !s->quiet)
-        serve_log("error", err->message, "code=%s path=%s", err->code,
-                  path == METRICS_PATH_ASK ? "/ask" : path == METRICS_PATH_VIEWS ? "/views"
-                                                                                 : "other");
+    struct store_logline l;
+    if (err->status == 500 && !s->quiet && store_log_begin(&l, STORE_LOG_ERROR, err->message)) {
+        store_log_str(&l, "code", err->code);
+        store_log_str(&l, "path", path == METRICS_PATH_ASK     ? "/ask"
+                                  : path == METRICS_PATH_VIEWS ? "/views"
+                                                               : "other");
+        store_log_int(&l, "status", err->status);
+        store_log_end(&l);
+    }
     struct buf b = {0};
     error_json(&b, err->code, err->message, err->line, err->column);
     return send_buf(s, c, path, err->status, &b, "application/json", NULL);
@@ -494,7 +486,7 @@ static enum MHD_Result do_readyz(struct serve_server *s, struct MHD_Connection *
         snprintf(msg, sizeof msg, "cannot read the store's position: %s", err.message);
         return send_error(s, c, METRICS_PATH_READYZ, 503, "not_ready", msg, NULL);
     }
-    int64_t lag = metrics_lag_us(&pos, wall_us());
+    int64_t lag = store_lag_usec(&pos, wall_us());
     if (lag < 0 && s->max_lag_us > 0)
         return send_error(s, c, METRICS_PATH_READYZ, 503, "not_ready",
                           "the store has no source position yet: ingest has not committed "
@@ -555,7 +547,16 @@ static enum MHD_Result do_ask(struct serve_server *s, struct MHD_Connection *c, 
         }
         request_free(&rb);
     }
-    metrics_ask(s->metrics, view, status, mono_ns() - t0);
+    int64_t ns = mono_ns() - t0;
+    metrics_ask(s->metrics, view, status, ns);
+    struct store_logline l;
+    if (!s->quiet && store_log_begin(&l, STORE_LOG_DEBUG, "ask")) {
+        store_log_str(&l, "path", "/ask");
+        store_log_str(&l, "view", metrics_view_name(s->metrics, view));
+        store_log_int(&l, "status", status);
+        store_log_int(&l, "dur_us", ns / 1000);
+        store_log_end(&l);
+    }
     return rc;
 }
 
@@ -735,7 +736,7 @@ static enum MHD_Result answer(struct serve_server *s, struct MHD_Connection *c, 
         return do_views(s, c);
     case METRICS_PATH_HEALTHZ:
         rc = MHD_queue_response(c, MHD_HTTP_OK, s->healthz);
-        metrics_http(s->metrics, path, 200);
+        sent(s, path, 200);
         return rc;
     case METRICS_PATH_READYZ:
         return do_readyz(s, c);
@@ -1032,13 +1033,13 @@ int serve_run(const struct serve_options *o)
 {
     char err[600];
     if (serve_check_options(o, err, sizeof err) != 0) {
-        serve_log("error", err, NULL);
+        serve_log(STORE_LOG_ERROR, err);
         return 2;
     }
     if (stop_pipe_r < 0) {
         int p[2];
         if (pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) {
-            serve_log("error", "pipe failed", "error=\"%s\"", strerror(errno));
+            store_logf(STORE_LOG_ERROR, "pipe failed: %s", strerror(errno));
             return 1;
         }
         stop_pipe_r = p[0];
@@ -1047,15 +1048,19 @@ int serve_run(const struct serve_options *o)
     int64_t t0 = mono_ns();
     struct serve_server *s = serve_start(o, err, sizeof err);
     if (!s) {
-        serve_log("error", err, NULL);
+        serve_log(STORE_LOG_ERROR, err);
         return 1;
     }
-    if (!o->quiet) {
+    struct store_logline l;
+    if (!o->quiet && store_log_begin(&l, STORE_LOG_INFO, "straum-serve listening")) {
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
         int threads = o->threads > 0 ? o->threads : cpus > 0 ? (int)cpus : 1;
-        serve_log("info", "straum-serve listening", "addr=%s store=\"%s\" threads=%d "
-                  "token=%s start_ms=%.1f", s->addr, o->store_dir, threads,
-                  o->token_file ? "required" : "none", (double)(mono_ns() - t0) / 1e6);
+        store_log_str(&l, "addr", s->addr);
+        store_log_str(&l, "store", o->store_dir);
+        store_log_int(&l, "threads", threads);
+        store_log_str(&l, "token", o->token_file ? "required" : "none");
+        store_log_fmt(&l, "start_ms", "%.1f", (double)(mono_ns() - t0) / 1e6);
+        store_log_end(&l);
     }
     while (!atomic_load(&stop_requested)) {
         struct pollfd pfd = {.fd = stop_pipe_r, .events = POLLIN};
@@ -1065,11 +1070,12 @@ int serve_run(const struct serve_options *o)
         while (read(stop_pipe_r, drain, sizeof drain) > 0)
             ;
     }
-    if (!o->quiet)
-        serve_log("info", "stopping: finishing requests in flight", "inflight=%d",
-                  atomic_load(&s->inflight));
+    if (!o->quiet && store_log_begin(&l, STORE_LOG_INFO, "stopping: finishing requests in flight")) {
+        store_log_int(&l, "inflight", atomic_load(&s->inflight));
+        store_log_end(&l);
+    }
     serve_stop(s);
     if (!o->quiet)
-        serve_log("info", "straum-serve stopped", NULL);
+        serve_log(STORE_LOG_INFO, "straum-serve stopped");
     return 0;
 }

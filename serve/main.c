@@ -1,6 +1,7 @@
 /* main.c -- the straum-serve command line: options into struct
  * serve_options, signals, then serve_run (serve/http.c) does the rest. */
 #include "serve/serve.h"
+#include "store/store.h"
 
 #include <errno.h>
 #include <malloc.h>
@@ -28,6 +29,9 @@ static const char usage[] =
     "  --max-body BYTES     largest /ask body (default 1MiB; K, KiB, M, MiB suffixes)\n"
     "  --max-groups N       answer rows before an ask is refused with 422 (default 100000)\n"
     "  --ask-timeout DUR    time budget per ask, 503 beyond it (default: none)\n"
+    "  --log-level LEVEL    debug, info, warn or error (default info): logfmt lines on\n"
+    "                       stderr; debug adds one line per request (path, status,\n"
+    "                       and for asks view and dur_us)\n"
     "  --help, --version\n"
     "\n"
     "DUR is a number with us, ms, s, m or h (a bare number is milliseconds, as in\n"
@@ -158,7 +162,12 @@ int main(int argc, char **argv)
             ok = parse_duration(v, &o.ask_timeout_us) == 0;
         else if (!strcmp(name, "--max-body"))
             ok = parse_bytes(v, &o.max_body) == 0;
-        else if (!strcmp(name, "--max-groups"))
+        else if (!strcmp(name, "--log-level")) {
+            enum store_log_level level;
+            ok = store_log_parse_level(v, &level) == 0;
+            if (ok)
+                store_log_set_level(level);
+        } else if (!strcmp(name, "--max-groups"))
             ok = parse_int(v, 1, 1000000000, &o.max_groups) == 0;
         else {
             fprintf(stderr, "straum-serve: unknown option %s (see --help)\n", name);

@@ -154,6 +154,16 @@ int metrics_view_of(const struct metrics *m, const char *ask)
     return m->nviews;
 }
 
+const char *metrics_path_name(enum metrics_path path)
+{
+    return (int)path >= 0 && path < METRICS_NPATHS ? path_names[path] : "other";
+}
+
+const char *metrics_view_name(const struct metrics *m, int view)
+{
+    return m->names[view < 0 || view > m->nviews ? m->nviews : view];
+}
+
 /* ---- Counting ------------------------------------------------------------- */
 
 void metrics_ask(struct metrics *m, int view, int status, int64_t ns)
@@ -181,18 +191,6 @@ void metrics_http(struct metrics *m, enum metrics_path path, int status)
 void metrics_connection(struct metrics *m, int delta)
 {
     atomic_fetch_add_explicit(&m->connections, delta, memory_order_relaxed);
-}
-
-int64_t metrics_lag_us(const struct store_position *pos, int64_t now_us)
-{
-    int64_t since;
-    if (pos->bytes_behind == 0 && pos->contact_time > 0)
-        since = pos->contact_time;
-    else if (pos->commit_time > 0)
-        since = pos->commit_time;
-    else
-        return -1;
-    return now_us > since ? now_us - since : 0;
 }
 
 /* ---- Exposition ------------------------------------------------------------ */
@@ -293,12 +291,14 @@ void metrics_write(const struct metrics *m, const struct store_position *pos, in
                         "# TYPE straum_store_position_lsn gauge\n"
                         "straum_store_position_lsn %" PRIu64 "\n",
                    pos->lsn);
-        int64_t lag = metrics_lag_us(pos, now_us);
+        /* The same figure, under the same name, as straum-ingest's /metrics
+         * and straum-dump catalog (store_lag_usec). */
+        int64_t lag = store_lag_usec(pos, now_us);
         if (lag >= 0)
-            buf_printf(out, "# HELP straum_ingest_lag_seconds How far the store trails "
+            buf_printf(out, "# HELP straum_store_lag_seconds How far the store trails "
                             "PostgreSQL (see /readyz).\n"
-                            "# TYPE straum_ingest_lag_seconds gauge\n"
-                            "straum_ingest_lag_seconds %" PRId64 ".%06" PRId64 "\n",
+                            "# TYPE straum_store_lag_seconds gauge\n"
+                            "straum_store_lag_seconds %" PRId64 ".%06" PRId64 "\n",
                        lag / 1000000, lag % 1000000);
     }
 }

@@ -1,5 +1,5 @@
 /* metrics.h -- straum-serve's counters and their Prometheus text, and the
- * lag figure /readyz and /metrics share. Private to serve/.
+ * lag figure /readyz and /metrics share (store_lag_usec). Private to serve/.
  *
  * Every counter is a C11 atomic bumped with relaxed order: the hot path
  * takes no lock, and a scrape reads each number once (a scrape racing an ask
@@ -36,6 +36,10 @@ void metrics_free(struct metrics *m);
  * meaning: the engine alone decides what the ask reads. */
 int metrics_view_of(const struct metrics *m, const char *ask);
 
+/* The label of a route, and of a view index (nviews or out of range: "?"). */
+const char *metrics_path_name(enum metrics_path path);
+const char *metrics_view_name(const struct metrics *m, int view);
+
 /* One answered ask: its view index (or nviews), HTTP status, and the time
  * from the complete body to the answer, in nanoseconds. */
 void metrics_ask(struct metrics *m, int view, int status, int64_t ns);
@@ -51,13 +55,5 @@ void metrics_connection(struct metrics *m, int delta);
  * out. now_us is the wall clock. */
 void metrics_write(const struct metrics *m, const struct store_position *pos, int64_t now_us,
                    struct buf *out);
-
-/* How far the store's answers trail PostgreSQL, in microseconds, or -1 when
- * unknown (ingest has never committed a position). When the last contact
- * found nothing left to apply (bytes_behind == 0) the store was current at
- * that contact, so lag = now - contact_time: an idle source keeps its old
- * commit time but is not behind. Otherwise the store holds what was
- * committed at commit_time, so lag = now - commit_time. Never negative. */
-int64_t metrics_lag_us(const struct store_position *pos, int64_t now_us);
 
 #endif

@@ -252,6 +252,41 @@ Test(serve_cli, logs_serves_and_stops_on_sigterm)
     cr_assert(strstr(p.log, "straum-serve stopped"), "%s", p.log);
 }
 
+/* --log-level: debug adds a line per request (path, status; for asks view
+ * and dur_us); warn drops the info lines. */
+Test(serve_cli, log_levels)
+{
+    struct proc p;
+    spawn(&p, (const char *[]){"--store", the_store, "--listen", ":0", "--threads", "1",
+                               "--log-level", "debug", NULL});
+    int port = listening_port(&p);
+    cr_assert_gt(port, 0, "%s", p.log);
+    struct hc_response r;
+    hc_once(port, "GET", "/healthz", NULL, NULL, &r);
+    hc_free(&r);
+    const char *ask = "{\"ask\": \"SELECT trips FROM trips WHERE bucket >= $1 AND bucket < $2\", "
+                      "\"params\": [\"2024-01-01 00:00:00+00\", \"2024-01-08 00:00:00+00\"]}";
+    hc_once(port, "POST", "/ask", NULL, ask, &r);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    hc_free(&r);
+    cr_assert_eq(finish(&p, SIGTERM), 0, "%s", p.log);
+    cr_assert(strstr(p.log, " level=debug msg=\"request\" path=/healthz status=200\n"), "%s",
+              p.log);
+    cr_assert(strstr(p.log, " level=debug msg=\"ask\" path=/ask view=trips status=200 dur_us="),
+              "%s", p.log);
+
+    spawn(&p, (const char *[]){"--store", the_store, "--listen", ":0", "--threads", "1",
+                               "--log-level", "warn", NULL});
+    usleep(300000);
+    cr_assert_eq(finish(&p, SIGTERM), 0, "%s", p.log);
+    cr_assert_null(strstr(p.log, "level=info"), "%s", p.log);
+    cr_assert_null(strstr(p.log, "level=debug"), "%s", p.log);
+
+    cr_assert_eq(run((const char *[]){"--store", the_store, "--log-level", "loud", NULL}, &p), 2,
+                 "%s", p.log);
+    cr_assert(strstr(p.log, "--log-level"), "%s", p.log);
+}
+
 Test(serve_cli, reuse_port_shares_one_port)
 {
     struct proc a, b;

@@ -627,12 +627,24 @@ Test(serve_http, metrics_after_asks)
         "straum_http_requests_total{path=\"other\",status=\"404\"} 1\n",
         "# TYPE straum_open_connections gauge\nstraum_open_connections ",
         "straum_store_position_lsn 8613738312\n",
-        "# TYPE straum_ingest_lag_seconds gauge\nstraum_ingest_lag_seconds ",
+        "# TYPE straum_store_lag_seconds gauge\nstraum_store_lag_seconds ",
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         cr_assert(strstr(r.body, want[i]), "missing %s in\n%s", want[i], r.body);
     /* The connection asking for /metrics is open while it is written. */
     cr_assert_null(strstr(r.body, "straum_open_connections 0\n"), "%s", r.body);
+    const char *lag = strstr(r.body, "\nstraum_store_lag_seconds ");
+    double metric_lag = strtod(lag + strlen("\nstraum_store_lag_seconds "), NULL);
+    hc_free(&r);
+
+    /* The lag is /readyz's figure (store_lag_usec), read a moment later. */
+    hc_once(port, "GET", "/readyz", NULL, NULL, &r);
+    cJSON *j = cJSON_Parse(r.body);
+    cr_assert_not_null(j, "%s", r.body);
+    double ready_lag = cJSON_GetObjectItem(j, "lag_seconds")->valuedouble;
+    cr_assert(ready_lag >= metric_lag && ready_lag - metric_lag < 1.0, "metrics %f, readyz %f",
+              metric_lag, ready_lag);
+    cJSON_Delete(j);
     hc_free(&r);
 }
 

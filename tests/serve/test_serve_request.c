@@ -170,10 +170,10 @@ Test(request, lag)
 {
     struct store_position p = {.lsn = 1, .commit_time = 1000, .contact_time = 5000,
                                .bytes_behind = 0};
-    cr_assert_eq(metrics_lag_us(&p, 6000), 1000);  /* idle: since the contact */
+    cr_assert_eq(store_lag_usec(&p, 6000), 1000);  /* idle: since the contact */
     p.bytes_behind = 10;
-    cr_assert_eq(metrics_lag_us(&p, 6000), 5000);  /* behind: since the commit */
-    cr_assert_eq(metrics_lag_us(&p, 500), 0);      /* clock skew: never negative */
+    cr_assert_eq(store_lag_usec(&p, 6000), 5000);  /* behind: since the commit */
+    cr_assert_eq(store_lag_usec(&p, 500), 0);      /* clock skew: never negative */
     p = (struct store_position){0};
-    cr_assert_eq(metrics_lag_us(&p, 6000), -1);    /* never in touch */
+    cr_assert_eq(store_lag_usec(&p, 6000), -1);    /* never in touch */
 }

@@ -93,11 +93,15 @@ static void position_json(struct json *j, const struct store_position *p, int64_
     if (p->commit_time) {
         text_time(t, p->commit_time, TIME_RFC3339);
         json_kv_str(j, "commit_time", t);
-        json_kv_int(j, "lag_usec", now - p->commit_time);
     } else {
         json_kv_null(j, "commit_time");
-        json_kv_null(j, "lag_usec");
     }
+    /* The lag straum-serve and straum-ingest report (store_lag_usec). */
+    int64_t lag = store_lag_usec(p, now);
+    if (lag >= 0)
+        json_kv_int(j, "lag_usec", lag);
+    else
+        json_kv_null(j, "lag_usec");
     if (p->contact_time) {
         text_time(t, p->contact_time, TIME_RFC3339);
         json_kv_str(j, "contact_time", t);
@@ -387,8 +391,9 @@ int cmd_catalog(struct dump *d, const struct dump_args *a)
         text_time(t, p->contact_time, TIME_PG);
         fprintf(f, "last contact    %s\n", p->contact_time ? t : "unknown");
         fprintf(f, "bytes behind    %llu\n", (unsigned long long)p->bytes_behind);
-        text_duration(t, now - p->commit_time);
-        fprintf(f, "lag             %s\n", p->commit_time ? t : "unknown");
+        int64_t lag = store_lag_usec(p, now);
+        text_duration(t, lag);
+        fprintf(f, "lag             %s\n", lag >= 0 ? t : "unknown");
         for (int v = 0; v < d->views->nviews; v++)
             view_human(f, &d->views->views[v], store_fact_types(d->store, v));
     }

@@ -1,0 +1,406 @@
+/* metrics.c -- straum-ingest's counters and their Prometheus text, served
+ * by libmicrohttpd on --metrics-listen (metrics.h). SPEC.md "Logs and
+ * metrics" lists every series. */
+#include "ingest/metrics.h"
+#include "ingest/internal.h"
+
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+
+/* Upper bounds of the commit duration buckets, ns; +Inf follows. */
+static const int64_t bucket_ns[] = {
+    500000, 1000000, 2500000, 5000000, 10000000, 25000000, 50000000, 100000000,
+    250000000, 500000000, 1000000000, 2500000000, 5000000000, 10000000000,
+};
+static const char *const bucket_le[] = {
+    "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1",
+    "0.25", "0.5", "1", "2.5", "5", "10",
+};
+#define NBUCKETS ((int)(sizeof bucket_ns / sizeof bucket_ns[0]) + 1)
+
+static const char *const state_names[INGEST_NSTATES] = {
+    "starting", "snapshot", "following", "reconnecting",
+};
+static const char *const change_names[NCHANGES] = {"insert", "update", "delete", "truncate"};
+
+/* Static storage: zero is a valid initial value for these atomics. */
+static struct {
+    atomic_int state;
+    atomic_uint_fast64_t applied_lsn, source_lsn;
+    /* The stored position's four fields (a scrape may read them torn
+     * between two commits: each is a figure of one or the other). */
+    atomic_uint_fast64_t pos_lsn, pos_bytes_behind;
+    atomic_int_fast64_t pos_commit_time, pos_contact_time;
+    atomic_uint_fast64_t txns, changes[NCHANGES];
+    atomic_uint_fast64_t snapshot_rows, reconnects, spool_bytes;
+    atomic_uint_fast64_t commit_buckets[NBUCKETS], commit_sum_ns;
+} M;
+
+#define ADD(a, n) atomic_fetch_add_explicit(&(a), (n), memory_order_relaxed)
+#define SET(a, v) atomic_store_explicit(&(a), (v), memory_order_relaxed)
+#define GET(a) atomic_load_explicit(&(a), memory_order_relaxed)
+
+void imetrics_state(enum ingest_state state) { SET(M.state, (int)state); }
+void imetrics_applied_lsn(uint64_t lsn) { SET(M.applied_lsn, lsn); }
+void imetrics_source_lsn(uint64_t lsn) { SET(M.source_lsn, lsn); }
+void imetrics_snapshot_row(void) { ADD(M.snapshot_rows, 1); }
+void imetrics_reconnect(void) { ADD(M.reconnects, 1); }
+void imetrics_spool_bytes(uint64_t bytes) { SET(M.spool_bytes, bytes); }
+
+void imetrics_position(const struct store_position *pos)
+{
+    SET(M.pos_lsn, pos->lsn);
+    SET(M.pos_commit_time, pos->commit_time);
+    SET(M.pos_contact_time, pos->contact_time);
+    SET(M.pos_bytes_behind, pos->bytes_behind);
+}
+
+static void imetrics_batch_stored(const struct ingest_batch *b)
+{
+    if (b->txns)
+        ADD(M.txns, b->txns);
+    for (int k = 0; k < NCHANGES; k++)
+        if (b->changes[k])
+            ADD(M.changes[k], b->changes[k]);
+}
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int ingest_store_commit(struct store *st, const struct store_position *pos,
+                        const struct ingest_batch *batch, struct store_error *err)
+{
+    int64_t t0 = mono_ns();
+    if (store_commit(st, pos, err))
+        return -1;
+    int64_t ns = mono_ns() - t0;
+    int b = 0;
+    while (b < NBUCKETS - 1 && ns > bucket_ns[b])
+        b++;
+    ADD(M.commit_buckets[b], 1);
+    ADD(M.commit_sum_ns, (uint_fast64_t)ns);
+    if (batch)
+        imetrics_batch_stored(batch);
+    /* Last, and released: a scrape that reads this position (acquire)
+     * sees the counts above. */
+    atomic_store_explicit(&M.pos_commit_time, pos->commit_time, memory_order_relaxed);
+    atomic_store_explicit(&M.pos_contact_time, pos->contact_time, memory_order_relaxed);
+    atomic_store_explicit(&M.pos_bytes_behind, pos->bytes_behind, memory_order_relaxed);
+    atomic_store_explicit(&M.pos_lsn, pos->lsn, memory_order_release);
+    struct store_logline l;
+    if (store_log_begin(&l, STORE_LOG_DEBUG, "store commit")) {
+        char lsn[32];
+        store_log_str(&l, "lsn", lsn_text(pos->lsn, lsn));
+        store_log_int(&l, "dur_us", ns / 1000);
+        store_log_end(&l);
+    }
+    return 0;
+}
+
+/* ---- Exposition ------------------------------------------------------------ */
+
+struct text {
+    char *data;
+    size_t len, cap;
+    bool failed;
+};
+
+static void put(struct text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(struct text *t, const char *fmt, ...)
+{
+    if (t->failed)
+        return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(t->data ? t->data + t->len : NULL, t->data ? t->cap - t->len : 0, fmt,
+                          ap);
+        va_end(ap);
+        if (n < 0) {
+            t->failed = true;
+            return;
+        }
+        if (t->data && t->len + (size_t)n < t->cap) {
+            t->len += (size_t)n;
+            return;
+        }
+        size_t cap = t->cap ? t->cap : 4096;
+        while (cap <= t->len + (size_t)n)
+            cap *= 2;
+        char *d = realloc(t->data, cap);
+        if (!d) {
+            t->failed = true;
+            return;
+        }
+        t->data = d;
+        t->cap = cap;
+    }
+}
+
+static void head(struct text *t, const char *name, const char *type, const char *help)
+{
+    put(t, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void seconds(struct text *t, const char *name, int64_t us)
+{
+    put(t, "%s %lld.%06lld\n", name, (long long)(us / 1000000), (long long)(us % 1000000));
+}
+
+char *imetrics_text(const char *store_dir, int64_t now_us)
+{
+    struct text t = {0};
+    int state = GET(M.state);
+    head(&t, "straum_ingest_state", "gauge", "1 for the follower's state now, 0 for the others.");
+    for (int s = 0; s < INGEST_NSTATES; s++)
+        put(&t, "straum_ingest_state{state=\"%s\"} %d\n", state_names[s], s == state);
+
+    /* The position first (acquire): the counts read after it include
+     * every batch stored up to it. */
+    struct store_position pos;
+    pos.lsn = atomic_load_explicit(&M.pos_lsn, memory_order_acquire);
+    pos.commit_time = GET(M.pos_commit_time);
+    pos.contact_time = GET(M.pos_contact_time);
+    pos.bytes_behind = GET(M.pos_bytes_behind);
+    uint64_t applied = GET(M.applied_lsn), source = GET(M.source_lsn);
+    head(&t, "straum_store_position_lsn", "gauge",
+         "LSN of the last PostgreSQL commit the store holds (0: not loaded yet).");
+    put(&t, "straum_store_position_lsn %llu\n", (unsigned long long)pos.lsn);
+    head(&t, "straum_ingest_position_lsn", "gauge",
+         "LSN the follower has reached: the end of the last transaction applied, stored or "
+         "about to be (at most one group commit ahead of the store), or the store's when "
+         "further.");
+    put(&t, "straum_ingest_position_lsn %llu\n",
+        (unsigned long long)(applied > pos.lsn ? applied : pos.lsn));
+    if (source) {
+        head(&t, "straum_ingest_source_lsn", "gauge",
+             "The source's WAL end as the replication stream last reported it.");
+        put(&t, "straum_ingest_source_lsn %llu\n", (unsigned long long)source);
+        head(&t, "straum_ingest_lag_bytes", "gauge",
+             "Bytes of WAL between the source's WAL end and the store's position.");
+        put(&t, "straum_ingest_lag_bytes %llu\n",
+            (unsigned long long)(source > pos.lsn ? source - pos.lsn : 0));
+    }
+    int64_t lag = store_lag_usec(&pos, now_us);
+    if (pos.lsn && lag >= 0) {
+        head(&t, "straum_store_lag_seconds", "gauge",
+             "How far the store trails PostgreSQL (the figure straum-serve's /readyz reports).");
+        seconds(&t, "straum_store_lag_seconds", lag);
+    }
+
+    head(&t, "straum_ingest_transactions_total", "counter",
+         "Source transactions applied and stored since start.");
+    put(&t, "straum_ingest_transactions_total %llu\n", (unsigned long long)GET(M.txns));
+    head(&t, "straum_ingest_changes_total", "counter",
+         "Row changes applied and stored since start, by kind (truncate: one per table).");
+    for (int k = 0; k < NCHANGES; k++)
+        put(&t, "straum_ingest_changes_total{kind=\"%s\"} %llu\n", change_names[k],
+            (unsigned long long)GET(M.changes[k]));
+    head(&t, "straum_ingest_snapshot_rows_total", "counter",
+         "Rows read by the initial load since start.");
+    put(&t, "straum_ingest_snapshot_rows_total %llu\n", (unsigned long long)GET(M.snapshot_rows));
+    head(&t, "straum_ingest_spool_bytes", "gauge",
+         "Bytes streamed transactions hold in their spools (memory, then a temporary file).");
+    put(&t, "straum_ingest_spool_bytes %llu\n", (unsigned long long)GET(M.spool_bytes));
+    head(&t, "straum_ingest_reconnects_total", "counter",
+         "Times the follower connected again after a lost connection or a full disk.");
+    put(&t, "straum_ingest_reconnects_total %llu\n", (unsigned long long)GET(M.reconnects));
+
+    uint64_t counts[NBUCKETS], total = 0;
+    for (int b = 0; b < NBUCKETS; b++)
+        total += counts[b] = GET(M.commit_buckets[b]);
+    head(&t, "straum_store_commits_total", "counter", "Store write transactions committed.");
+    put(&t, "straum_store_commits_total %llu\n", (unsigned long long)total);
+    head(&t, "straum_store_commit_duration_seconds", "histogram",
+         "Time one store commit took (encoding and writing the batch).");
+    uint64_t cum = 0;
+    for (int b = 0; b < NBUCKETS; b++) {
+        cum += counts[b];
+        put(&t, "straum_store_commit_duration_seconds_bucket{le=\"%s\"} %llu\n",
+            b < NBUCKETS - 1 ? bucket_le[b] : "+Inf", (unsigned long long)cum);
+    }
+    uint64_t sum = GET(M.commit_sum_ns);
+    put(&t, "straum_store_commit_duration_seconds_sum %llu.%09llu\n",
+        (unsigned long long)(sum / 1000000000u), (unsigned long long)(sum % 1000000000u));
+    put(&t, "straum_store_commit_duration_seconds_count %llu\n", (unsigned long long)total);
+
+    char path[4096];
+    struct stat sb;
+    snprintf(path, sizeof path, "%s/data.mdb", store_dir);
+    if (stat(path, &sb) == 0) {
+        head(&t, "straum_store_data_bytes", "gauge", "Size of the store's data.mdb file.");
+        put(&t, "straum_store_data_bytes %lld\n", (long long)sb.st_size);
+    }
+    if (t.failed) {
+        free(t.data);
+        return NULL;
+    }
+    return t.data;
+}
+
+/* ---- The server ------------------------------------------------------------- */
+
+struct imetrics_server {
+    struct MHD_Daemon *d;
+    char *store_dir;
+};
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, char *body,
+                             bool owned, const char *type)
+{
+    struct MHD_Response *r =
+        owned ? MHD_create_response_from_buffer_with_free_callback(strlen(body), body, free)
+              : MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_PERSISTENT);
+    if (!r) {
+        if (owned)
+            free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    if (status == 405)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+    enum MHD_Result rc = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload_data, size_t *upload_size, void **state)
+{
+    (void)version;
+    (void)upload_data;
+    struct imetrics_server *s = cls;
+    static char seen;
+    if (!*state) { /* headers only: answer on the second call */
+        *state = &seen;
+        return MHD_YES;
+    }
+    *upload_size = 0; /* a body is ignored */
+    bool known = !strcmp(url, "/metrics") || !strcmp(url, "/healthz");
+    if (!known)
+        return reply(c, 404, "not found\n", false, "text/plain; charset=utf-8");
+    if (strcmp(method, "GET") && strcmp(method, "HEAD"))
+        return reply(c, 405, "method not allowed\n", false, "text/plain; charset=utf-8");
+    if (!strcmp(url, "/healthz"))
+        return reply(c, 200, "ok\n", false, "text/plain; charset=utf-8");
+    char *text = imetrics_text(s->store_dir, now_usec());
+    if (!text)
+        return reply(c, 500, "out of memory\n", false, "text/plain; charset=utf-8");
+    return reply(c, 200, text, true, "text/plain; version=0.0.4; charset=utf-8");
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    size_t n = strlen(msg);
+    while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
+        msg[--n] = '\0';
+    struct store_logline l;
+    if (store_log_begin(&l, STORE_LOG_WARN, msg)) {
+        store_log_str(&l, "source", "libmicrohttpd");
+        store_log_end(&l);
+    }
+}
+
+struct imetrics_server *imetrics_serve(const char *listen, const char *store_dir, char *err,
+                                       size_t errlen)
+{
+    char host[256];
+    const char *port;
+    if (listen[0] == '[') {
+        const char *close = strchr(listen, ']');
+        if (!close || close[1] != ':' || (size_t)(close - listen - 1) >= sizeof host) {
+            snprintf(err, errlen, "--metrics-listen %s: expected [address]:port", listen);
+            return NULL;
+        }
+        memcpy(host, listen + 1, (size_t)(close - listen - 1));
+        host[close - listen - 1] = '\0';
+        port = close + 2;
+    } else {
+        const char *colon = strrchr(listen, ':');
+        if (!colon || (size_t)(colon - listen) >= sizeof host || memchr(listen, ':', (size_t)(colon - listen))) {
+            snprintf(err, errlen, "--metrics-listen %s: expected host:port, [address]:port or "
+                                  ":port", listen);
+            return NULL;
+        }
+        memcpy(host, listen, (size_t)(colon - listen));
+        host[colon - listen] = '\0';
+        if (!*host)
+            strcpy(host, "127.0.0.1");
+        port = colon + 1;
+    }
+    char *end;
+    long p = strtol(port, &end, 10);
+    if (!*port || *end || p < 0 || p > 65535) {
+        snprintf(err, errlen, "--metrics-listen %s: the port must be a number from 0 to 65535",
+                 listen);
+        return NULL;
+    }
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV}, *ai = NULL;
+    int gai = getaddrinfo(host, port, &hints, &ai);
+    if (gai) {
+        snprintf(err, errlen, "--metrics-listen %s: %s", listen, gai_strerror(gai));
+        return NULL;
+    }
+    struct sockaddr_storage ss;
+    memcpy(&ss, ai->ai_addr, ai->ai_addrlen);
+    freeaddrinfo(ai);
+    struct imetrics_server *s = calloc(1, sizeof *s);
+    if (!s || !(s->store_dir = strdup(store_dir))) {
+        free(s);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+    if (ss.ss_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    s->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s,
+                            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
+                            MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
+                            MHD_OPTION_END);
+    if (!s->d) {
+        snprintf(err, errlen, "--metrics-listen %s: cannot listen there (in use, or not an "
+                              "address of this machine)", listen);
+        imetrics_stop(s);
+        return NULL;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
+    struct store_logline l;
+    if (store_log_begin(&l, STORE_LOG_INFO, "metrics listening")) {
+        char addr[300];
+        snprintf(addr, sizeof addr, strchr(host, ':') ? "[%s]:%u" : "%s:%u", host,
+                 info ? (unsigned)info->port : (unsigned)p);
+        store_log_str(&l, "addr", addr);
+        store_log_end(&l);
+    }
+    return s;
+}
+
+void imetrics_stop(struct imetrics_server *s)
+{
+    if (!s)
+        return;
+    if (s->d)
+        MHD_stop_daemon(s->d);
+    free(s->store_dir);
+    free(s);
+}

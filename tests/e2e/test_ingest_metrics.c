@@ -1,0 +1,508 @@
+/* test_ingest_metrics.c -- straum-ingest's /metrics and log lines.
+ *
+ * Metrics: ingest runs with --metrics-listen; after the load the snapshot
+ * row count is the tables' rows; after known transactions (inserts,
+ * updates, deletes, a truncate) the counters grow by exactly what was
+ * applied, the commit histogram counts every commit, the position reaches
+ * PostgreSQL's, the lag is small and agrees with straum-serve's and
+ * straum-dump catalog's (one definition, store_lag_usec), and every line of
+ * the exposition parses.
+ *
+ * Logs: every stderr line is logfmt starting ts=, level=; --log-level warn
+ * writes no info lines, debug more lines than info. */
+#include "serve/serve.h"
+#include "tests/e2e/oracle.h"
+#include "tests/e2e/taxi_db.h"
+#include "tests/serve/serve_test.h"
+
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <ctype.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <sys/socket.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- logfmt ------------------------------------------------------------------------------ */
+
+/* True when line (no newline) is logfmt pairs starting "ts=... level=L "
+ * with L one of the four levels and a msg; the level into level. */
+static bool logfmt_line(const char *line, char level[16])
+{
+    const char *p = line;
+    int pairs = 0;
+    bool msg = false;
+    level[0] = '\0';
+    while (*p) {
+        const char *k = p;
+        while (*p && *p != '=' && *p != ' ' && *p != '"')
+            p++;
+        if (*p != '=' || p == k)
+            return false;
+        size_t klen = (size_t)(p - k);
+        p++;
+        char val[256];
+        size_t n = 0;
+        if (*p == '"') {
+            for (p++; *p && *p != '"'; p++) {
+                if (*p == '\\') {
+                    p++;
+                    if (!strchr("\"\\nrtu", *p) || !*p)
+                        return false;
+                }
+                if (n + 1 < sizeof val)
+                    val[n++] = *p;
+            }
+            if (*p != '"')
+                return false;
+            p++;
+        } else {
+            for (; *p && *p != ' '; p++) {
+                if (*p == '"' || *p == '=' || (unsigned char)*p < ' ')
+                    return false;
+                if (n + 1 < sizeof val)
+                    val[n++] = *p;
+            }
+            if (n == 0)
+                return false;
+        }
+        val[n] = '\0';
+        if (pairs == 0 && (klen != 2 || strncmp(k, "ts", 2) || strlen(val) != 24 || val[23] != 'Z'))
+            return false;
+        if (pairs == 1) {
+            if (klen != 5 || strncmp(k, "level", 5))
+                return false;
+            if (strcmp(val, "debug") && strcmp(val, "info") && strcmp(val, "warn") &&
+                strcmp(val, "error"))
+                return false;
+            memcpy(level, val, strlen(val) + 1); /* one of the four: fits */
+        }
+        if (klen == 3 && !strncmp(k, "msg", 3))
+            msg = true;
+        pairs++;
+        if (*p == ' ')
+            p++;
+        else if (*p)
+            return false;
+    }
+    return pairs >= 3 && msg;
+}
+
+struct levels {
+    int lines, debug, info, warn, error;
+};
+
+/* Every line of log parses; counts by level. */
+static struct levels check_log(const char *log)
+{
+    struct levels c = {0};
+    const char *p = log;
+    while (*p) {
+        const char *nl = strchr(p, '\n');
+        cr_assert_not_null(nl, "a log line without its newline: %s", p);
+        char line[4200];
+        size_t n = (size_t)(nl - p) < sizeof line - 1 ? (size_t)(nl - p) : sizeof line - 1;
+        memcpy(line, p, n);
+        line[n] = '\0';
+        char level[16];
+        cr_assert(logfmt_line(line, level), "not a logfmt line: %s", line);
+        c.lines++;
+        c.debug += !strcmp(level, "debug");
+        c.info += !strcmp(level, "info");
+        c.warn += !strcmp(level, "warn");
+        c.error += !strcmp(level, "error");
+        p = nl + 1;
+    }
+    return c;
+}
+
+/* ---- The exposition ----------------------------------------------------------------------- */
+
+/* Every line is a comment (# HELP / # TYPE) or name{labels} value. */
+static void check_exposition(const char *body)
+{
+    const char *p = body;
+    int samples = 0;
+    while (*p) {
+        const char *nl = strchr(p, '\n');
+        cr_assert_not_null(nl, "the exposition ends without a newline");
+        char line[1024];
+        size_t n = (size_t)(nl - p);
+        cr_assert_lt(n, sizeof line);
+        memcpy(line, p, n);
+        line[n] = '\0';
+        p = nl + 1;
+        if (line[0] == '#') {
+            cr_assert(!strncmp(line, "# HELP straum_", 14) || !strncmp(line, "# TYPE straum_", 14),
+                      "%s", line);
+            if (!strncmp(line, "# TYPE", 6)) {
+                const char *type = strrchr(line, ' ') + 1;
+                cr_assert(!strcmp(type, "counter") || !strcmp(type, "gauge") ||
+                              !strcmp(type, "histogram"),
+                          "%s", line);
+            }
+            continue;
+        }
+        char *q = line;
+        cr_assert(isalpha((unsigned char)*q) || *q == '_', "%s", line);
+        while (isalnum((unsigned char)*q) || *q == '_' || *q == ':')
+            q++;
+        if (*q == '{') {
+            q++;
+            while (*q != '}') {
+                cr_assert(isalpha((unsigned char)*q) || *q == '_', "%s", line);
+                while (isalnum((unsigned char)*q) || *q == '_')
+                    q++;
+                cr_assert(q[0] == '=' && q[1] == '"', "%s", line);
+                for (q += 2; *q && *q != '"'; q++)
+                    if (*q == '\\')
+                        q++;
+                cr_assert_eq(*q, '"', "%s", line);
+                q++;
+                if (*q == ',')
+                    q++;
+                else
+                    cr_assert_eq(*q, '}', "%s", line);
+            }
+            q++;
+        }
+        cr_assert_eq(*q, ' ', "%s", line);
+        q++;
+        char *end;
+        if (strcmp(q, "+Inf") && strcmp(q, "-Inf") && strcmp(q, "NaN")) {
+            strtod(q, &end);
+            cr_assert(end != q && *end == '\0', "bad value in %s", line);
+        }
+        samples++;
+    }
+    cr_assert_gt(samples, 10);
+}
+
+/* The value of the sample named exactly series ("name" or "name{...}");
+ * NAN when absent. */
+static double sample(const char *body, const char *series)
+{
+    size_t n = strlen(series);
+    for (const char *p = body; (p = strstr(p, series)); p += n)
+        if ((p == body || p[-1] == '\n') && p[n] == ' ')
+            return strtod(p + n + 1, NULL);
+    return NAN;
+}
+
+static bool listening(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    bool up = connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
+    close(fd);
+    return up;
+}
+
+static char *scrape(int port)
+{
+    struct hc_response r;
+    hc_once(port, "GET", "/metrics", NULL, NULL, &r);
+    if (r.status != 200) {
+        hc_free(&r);
+        return NULL;
+    }
+    char ct[80];
+    cr_assert_str_eq(hc_header(&r, "Content-Type", ct, sizeof ct),
+                     "text/plain; version=0.0.4; charset=utf-8");
+    char *body = strdup(r.body);
+    hc_free(&r);
+    return body;
+}
+
+/* Scrapes until the store holds PostgreSQL's position now and ingest
+ * follows; returns that scrape. */
+static char *scrape_caught_up(struct taxi_db *db, int port)
+{
+    uint64_t target = oracle_current_lsn(db->pg);
+    for (int i = 0; i < 600; i++) {
+        char *body = listening(port) ? scrape(port) : NULL;
+        if (body && sample(body, "straum_store_position_lsn") >= (double)target &&
+            sample(body, "straum_ingest_state{state=\"following\"}") == 1)
+            return body;
+        free(body);
+        usleep(100000);
+    }
+    cr_assert_fail("ingest's /metrics did not reach LSN %llu within 60 s",
+                   (unsigned long long)target);
+    return NULL;
+}
+
+static int64_t count_sql(PGconn *pg, const char *sql)
+{
+    PGresult *r = PQexec(pg, sql);
+    cr_assert_eq(PQresultStatus(r), PGRES_TUPLES_OK, "%s", PQerrorMessage(pg));
+    int64_t n = atoll(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return n;
+}
+
+/* straum-dump --json catalog's lag_usec, in seconds. */
+static double dump_lag(const char *store)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "%s --json --store %s catalog", STRAUM_DUMP_BIN, store);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    static char out[1 << 16];
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    cr_assert_eq(pclose(p), 0, "%s", out);
+    cJSON *j = cJSON_Parse(out);
+    cr_assert_not_null(j, "%s", out);
+    cJSON *lag = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "position"), "lag_usec");
+    cr_assert(cJSON_IsNumber(lag), "%s", out);
+    double v = lag->valuedouble / 1e6;
+    cJSON_Delete(j);
+    return v;
+}
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void read_file(const char *path, char *out, size_t len)
+{
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "%s", path);
+    size_t n = fread(out, 1, len - 1, f);
+    out[n] = '\0';
+    fclose(f);
+}
+
+static const char *const kinds[] = {"insert", "update", "delete", "truncate"};
+
+Test(ingest_metrics, counters_follow_what_was_applied, .timeout = 300)
+{
+    struct taxi_db db;
+    taxi_db_create(&db, NULL, 2000);
+    /* Tiny decoding memory: a large transaction arrives streamed and goes
+     * through the spool; its changes count like the others. */
+    oracle_exec(db.pg, "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET "
+                       "logical_decoding_work_mem = ''64kB''', current_database()); END $$");
+    int port = hc_free_port();
+    char listen[64], logpath[] = "/tmp/straum-ingest-metrics-log-XXXXXX";
+    snprintf(listen, sizeof listen, "127.0.0.1:%d", port);
+    int fd = mkstemp(logpath);
+    cr_assert_geq(fd, 0);
+    const char *const extra[] = {"--metrics-listen", listen, NULL};
+    db.ingest = taxi_ingest_spawn(&db, extra, false, fd);
+
+    /* After the load: every row of both tables read once. */
+    char *body = scrape_caught_up(&db, port);
+    check_exposition(body);
+    int64_t rows = count_sql(db.pg, "SELECT (SELECT count(*) FROM yellow_trips) + "
+                                    "(SELECT count(*) FROM taxi_zones)");
+    cr_assert_eq(sample(body, "straum_ingest_snapshot_rows_total"), (double)rows, "%s", body);
+    cr_assert_eq(sample(body, "straum_ingest_state{state=\"snapshot\"}"), 0);
+    cr_assert_gt(sample(body, "straum_store_data_bytes"), 0, "%s", body);
+    cr_assert_eq(sample(body, "straum_ingest_spool_bytes"), 0, "%s", body);
+    cr_assert_eq(sample(body, "straum_ingest_reconnects_total"), 0, "%s", body);
+    double base_txns = sample(body, "straum_ingest_transactions_total"), base[4];
+    for (int k = 0; k < 4; k++) {
+        char series[80];
+        snprintf(series, sizeof series, "straum_ingest_changes_total{kind=\"%s\"}", kinds[k]);
+        base[k] = sample(body, series);
+        cr_assert(!isnan(base[k]), "%s missing:\n%s", series, body);
+    }
+    double base_commits = sample(body, "straum_store_commits_total");
+    cr_assert_geq(base_commits, 1);
+    free(body);
+
+    struct hc_response r;
+    hc_once(port, "GET", "/healthz", NULL, NULL, &r);
+    cr_assert_eq(r.status, 200);
+    hc_free(&r);
+    hc_once(port, "GET", "/nowhere", NULL, NULL, &r);
+    cr_assert_eq(r.status, 404);
+    hc_free(&r);
+
+    /* Known transactions (the first trips have ids 2 to 2001): 5 of 120
+     * inserts each, one of 20,000 (streamed), 50 updates, 30 deletes, a
+     * rolled-back one (nothing), a dim update, a truncate of the dim. */
+    for (int i = 0; i < 5; i++)
+        taxi_db_add_trips(&db, 120, 0.1 * i);
+    taxi_db_add_trips(&db, 20000, 0.9); /* streamed */
+    taxi_exec(db.pg, "UPDATE yellow_trips SET tip_amount = tip_amount + 1 WHERE id BETWEEN 2 AND 51");
+    taxi_exec(db.pg, "DELETE FROM yellow_trips WHERE id BETWEEN 52 AND 81");
+    taxi_exec(db.pg, "BEGIN; DELETE FROM yellow_trips; ROLLBACK");
+    taxi_exec(db.pg, "UPDATE taxi_zones SET zone = zone || '!' WHERE location_id = 1");
+    taxi_exec(db.pg, "TRUNCATE taxi_zones");
+    cr_assert_eq(count_sql(db.pg, "SELECT count(*) FROM yellow_trips WHERE id <= 81"), 50);
+
+    body = scrape_caught_up(&db, port);
+    check_exposition(body);
+    cr_assert_eq(sample(body, "straum_ingest_transactions_total") - base_txns, 10, "%s", body);
+    const double want[4] = {20600, 51, 30, 1};
+    for (int k = 0; k < 4; k++) {
+        char series[80];
+        snprintf(series, sizeof series, "straum_ingest_changes_total{kind=\"%s\"}", kinds[k]);
+        cr_assert_eq(sample(body, series) - base[k], want[k], "%s:\n%s", series, body);
+    }
+    double commits = sample(body, "straum_store_commits_total");
+    cr_assert_gt(commits, base_commits, "%s", body);
+    cr_assert_eq(sample(body, "straum_store_commit_duration_seconds_count"), commits, "%s", body);
+    cr_assert_eq(sample(body, "straum_store_commit_duration_seconds_bucket{le=\"+Inf\"}"),
+                 commits, "%s", body);
+    double pos = sample(body, "straum_store_position_lsn");
+    cr_assert_geq(sample(body, "straum_ingest_position_lsn"), pos, "%s", body);
+    cr_assert_geq(sample(body, "straum_ingest_source_lsn"), pos, "%s", body);
+    cr_assert_eq(sample(body, "straum_ingest_state{state=\"following\"}"), 1, "%s", body);
+    cr_assert_eq(sample(body, "straum_ingest_spool_bytes"), 0, "%s", body);
+    double lag = sample(body, "straum_store_lag_seconds");
+    cr_assert(lag >= 0 && lag < 5, "lag %f:\n%s", lag, body);
+    free(body);
+
+    /* straum-dump catalog reads the same figure from the stored position:
+     * equal but for the time between the two readings and the position
+     * stored meanwhile (an idle follower stores its contact once a second). */
+    double t0 = mono_s();
+    body = scrape(port);
+    double ingest_lag = sample(body, "straum_store_lag_seconds");
+    double dumped = dump_lag(db.store);
+    double elapsed = mono_s() - t0;
+    cr_assert_leq(fabs(dumped - ingest_lag), elapsed + 1.5, "ingest %f, dump %f", ingest_lag,
+                  dumped);
+    free(body);
+
+    taxi_ingest_stop(&db);
+    close(fd);
+    char log[1 << 16];
+    read_file(logpath, log, sizeof log);
+    unlink(logpath);
+    struct levels lv = check_log(log);
+    cr_assert_gt(lv.info, 0, "%s", log);
+    cr_assert_eq(lv.debug, 0, "info is the default level: %s", log);
+    cr_assert(strstr(log, "msg=\"metrics listening\" addr=127.0.0.1:"), "%s", log);
+
+    /* Ingest stopped, the position is fixed: straum-serve and straum-dump
+     * report one lag, to within the time between their readings. */
+    struct serve_options o = {.store_dir = db.store, .max_lag_us = 0};
+    struct serve_server *s = fixture_serve(&o);
+    t0 = mono_s();
+    dumped = dump_lag(db.store);
+    hc_once(serve_port(s), "GET", "/metrics", NULL, NULL, &r);
+    elapsed = mono_s() - t0;
+    double served = sample(r.body, "straum_store_lag_seconds");
+    cr_assert(!isnan(served), "%s", r.body);
+    cr_assert_leq(served - dumped, elapsed + 1e-3, "serve %f, dump %f", served, dumped);
+    cr_assert_geq(served - dumped, -1e-3, "serve %f, dump %f", served, dumped);
+    cr_assert(strstr(r.body, "straum_store_position_lsn "), "%s", r.body);
+    hc_free(&r);
+    serve_stop(s);
+    taxi_db_destroy(&db);
+}
+
+Test(ingest_metrics, metrics_listen_refuses_a_bad_address, .timeout = 120)
+{
+    struct taxi_db db;
+    taxi_db_create(&db, NULL, 10);
+    const char *const bad[] = {"--metrics-listen", "nonsense", NULL};
+    char log[8192];
+    cr_assert_eq(taxi_ingest_once_with(&db, bad, log, sizeof log), 1, "%s", log);
+    cr_assert(strstr(log, "level=error") && strstr(log, "--metrics-listen nonsense"), "%s", log);
+    check_log(log);
+    taxi_db_destroy(&db);
+}
+
+Test(ingest_metrics, log_levels, .timeout = 300)
+{
+    struct taxi_db db;
+    taxi_db_create(&db, NULL, 500);
+    char log[1 << 16];
+
+    /* warn: the load and its catch-up write nothing below warn. */
+    const char *const warn[] = {"--log-level", "warn", NULL};
+    cr_assert_eq(taxi_ingest_once_with(&db, warn, log, sizeof log), 0, "%s", log);
+    struct levels lv = check_log(log);
+    cr_assert_eq(lv.info + lv.debug, 0, "%s", log);
+
+    /* info (the default), then debug, after the same kind of change. */
+    taxi_db_add_trips(&db, 50, 0.3);
+    cr_assert_eq(taxi_ingest_once(&db, log, sizeof log), 0, "%s", log);
+    struct levels info = check_log(log);
+    cr_assert_gt(info.info, 0, "%s", log);
+    cr_assert_eq(info.debug, 0, "%s", log);
+
+    taxi_db_add_trips(&db, 50, 0.4);
+    const char *const debug[] = {"--log-level", "debug", NULL};
+    cr_assert_eq(taxi_ingest_once_with(&db, debug, log, sizeof log), 0, "%s", log);
+    struct levels dbg = check_log(log);
+    cr_assert_gt(dbg.debug, 0, "%s", log);
+    cr_assert_gt(dbg.lines, info.lines, "%s", log);
+    /* The batch's line: fields as logfmt pairs. */
+    cr_assert(strstr(log, "msg=\"applied\" lsn=") && strstr(log, " rows=50 ") &&
+                  strstr(log, " inserts=50 ") && strstr(log, " txn_ms="),
+              "%s", log);
+
+    const char *const bogus[] = {"--log-level", "loud", NULL};
+    cr_assert_eq(taxi_ingest_once_with(&db, bogus, log, sizeof log), 2, "%s", log);
+    cr_assert(strstr(log, "--log-level loud"), "%s", log);
+    taxi_db_destroy(&db);
+}
+
+/* The writer itself: quoting and escapes, levels. */
+Test(ingest_metrics, logfmt_writer_quotes_and_escapes)
+{
+    char path[] = "/tmp/straum-logfmt-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    fflush(stderr);
+    int saved = dup(2);
+    dup2(fd, 2);
+    store_log_set_level(STORE_LOG_INFO);
+    struct store_logline l;
+    cr_assert(store_log_begin(&l, STORE_LOG_WARN, "a \"quoted\" msg\nwith a newline"));
+    store_log_str(&l, "plain", "value");
+    store_log_str(&l, "spaced", "two words");
+    store_log_str(&l, "empty", "");
+    store_log_str(&l, "eq", "a=b");
+    store_log_str(&l, "back", "c:\\dir");
+    store_log_int(&l, "n", -42);
+    store_log_end(&l);
+    cr_assert_not(store_log_begin(&l, STORE_LOG_DEBUG, "hidden"));
+    store_log_str(&l, "k", "v");
+    store_log_end(&l);
+    char big[8000];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    cr_assert(store_log_begin(&l, STORE_LOG_ERROR, "long"));
+    store_log_str(&l, "big", big);
+    store_log_int(&l, "after", 1);
+    store_log_end(&l);
+    store_logf(STORE_LOG_INFO, "%d%%", 5);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    char log[1 << 15];
+    read_file(path, log, sizeof log);
+    close(fd);
+    unlink(path);
+    struct levels lv = check_log(log);
+    cr_assert_eq(lv.lines, 3, "%s", log);
+    cr_assert(strstr(log, " level=warn msg=\"a \\\"quoted\\\" msg\\nwith a newline\" plain=value "
+                          "spaced=\"two words\" empty=\"\" eq=\"a=b\" back=\"c:\\\\dir\" n=-42\n"),
+              "%s", log);
+    cr_assert(strstr(log, " level=error msg=\"long\" after=1 truncated=true\n"), "%s", log);
+    cr_assert(strstr(log, " level=info msg=\"5%\"\n"), "%s", log);
+    cr_assert_null(strstr(log, "hidden"), "%s", log);
+    enum store_log_level level;
+    cr_assert_eq(store_log_parse_level("DEBUG", &level), 0);
+    cr_assert_eq(level, STORE_LOG_DEBUG);
+    cr_assert_eq(store_log_parse_level("verbose", &level), -1);
+}
