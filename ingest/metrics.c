@@ -306,16 +306,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
     (void)cls;
-    char msg[512];
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    size_t n = strlen(msg);
-    while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
-        msg[--n] = '\0';
-    struct store_logline l;
-    if (store_log_begin(&l, STORE_LOG_WARN, msg)) {
-        store_log_str(&l, "source", "libmicrohttpd");
-        store_log_end(&l);
-    }
+    store_logv_from(STORE_LOG_WARN, "libmicrohttpd", fmt, ap);
 }
 
 struct imetrics_server *imetrics_serve(const char *listen, const char *store_dir, char *err,

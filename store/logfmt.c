@@ -207,3 +207,19 @@ int64_t store_lag_usec(const struct store_position *pos, int64_t now_usec)
         return -1;
     return now_usec > since ? now_usec - since : 0;
 }
+
+void store_logv_from(enum store_log_level level, const char *source, const char *fmt, va_list ap)
+{
+    if (!store_log_enabled(level))
+        return;
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    size_t n = strlen(msg);
+    while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
+        msg[--n] = '\0';
+    struct store_logline l;
+    if (store_log_begin(&l, level, msg)) {
+        store_log_str(&l, "source", source);
+        store_log_end(&l);
+    }
+}

@@ -36,6 +36,7 @@
 #include "format/format.h"
 #include "sql/sql.h"
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -407,6 +408,10 @@ void store_log_end(struct store_logline *l);
 /* A line with a printf-formatted msg and no other fields. */
 void store_logf(enum store_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* A library's own message (printf-style, as libmicrohttpd hands it over),
+ * trailing newlines and spaces trimmed, as one line with source=NAME. */
+void store_logv_from(enum store_log_level level, const char *source, const char *fmt,
+                     va_list ap) __attribute__((format(printf, 3, 0)));
 
 /* How far the store's answers trail PostgreSQL, in microseconds, from its
  * position as stored in the catalog; -1 when unknown (no commit time and
