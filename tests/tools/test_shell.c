@@ -383,6 +383,22 @@ Test(shell, syntax_error_names_the_place)
     run_free(&r);
 }
 
+Test(shell, view_names_as_sql_reads_them)
+{
+    /* Unquoted names fold to lower case; a quoted one is taken as written. */
+    struct run plain = both_run("\\d trips\n", "--format", "csv");
+    cr_assert_eq(plain.status, 0, "%s", plain.err);
+    cr_assert(strstr(plain.out, "median_fare"), "%s", plain.out);
+    const char *same[] = {"\\d TRIPS\n", "\\d Trips\n", "\\d \"trips\"\n"};
+    for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+        struct run r = both_run(same[i], "--format", "csv");
+        cr_assert_eq(r.status, 0, "%s: %s", same[i], r.err);
+        cr_assert_str_eq(r.out, plain.out, "%s", same[i]);
+        run_free(&r);
+    }
+    run_free(&plain);
+}
+
 Test(shell, engine_errors_and_the_rest_still_runs)
 {
     const char *input =
@@ -394,6 +410,8 @@ Test(shell, engine_errors_and_the_rest_still_runs)
         "\\tz UTC\n"
         "\\bogus\n"
         "\\d nope\n"
+        "\\d \"TRIPS\"\n"
+        "\\d \"trips\n"
         "\\format yaml\n"
         "\\bind x 1\n"
         "SELECT trips FROM trips WHERE bucket >= '2024-01-01' AND bucket < '2024-01-02';\n";
@@ -404,7 +422,9 @@ Test(shell, engine_errors_and_the_rest_still_runs)
     cr_assert_str_eq(r.out, want.s, "the asks after the errors still run");
     const char *expect[] = {"ERROR:  unknown_view: ", "$1, which is not bound: \\bind 1 VALUE",
                             "range_not_on_edge", "Mars/Olympus_Mons", "invalid command \\bogus",
-                            "unknown view \"nope\"", "unknown format \"yaml\"", "usage: \\bind N VALUE"};
+                            "unknown view \"nope\"", "unknown view \"TRIPS\"",
+                            "\\d \"trips: the quoted name is not closed",
+                            "unknown format \"yaml\"", "usage: \\bind N VALUE"};
     for (size_t i = 0; i < sizeof expect / sizeof expect[0]; i++)
         cr_assert(strstr(r.err, expect[i]), "missing %s in:\n%s", expect[i], r.err);
     run_free(&r);

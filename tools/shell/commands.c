@@ -245,10 +245,36 @@ static void measure_text(const cJSON *m, struct buf *b)
     buf_put(b, "", 1);
 }
 
-static int cmd_describe(struct shell *s, const char *name)
+/* A view name as SQL reads it: "Quoted" as written ("" a quote), anything
+ * else folded to lower case. False when a quote is not closed. */
+static bool view_name(const char *arg, char *out, size_t cap)
 {
-    if (!*name)
+    size_t n = 0;
+    if (*arg != '"') {
+        for (; *arg && n + 1 < cap; arg++)
+            out[n++] = (char)tolower((unsigned char)*arg);
+        out[n] = '\0';
+        return true;
+    }
+    for (arg++; *arg && n + 1 < cap; arg++) {
+        if (*arg == '"' && arg[1] != '"')
+            break;
+        arg += *arg == '"'; /* "" is one quote */
+        out[n++] = *arg;
+    }
+    out[n] = '\0';
+    return *arg == '"' && arg[1] == '\0';
+}
+
+static int cmd_describe(struct shell *s, const char *arg)
+{
+    if (!*arg)
         return cmd_views(s);
+    char name[256];
+    if (!view_name(arg, name, sizeof name)) {
+        fprintf(stderr, "ERROR:  \\d %s: the quoted name is not closed\n", arg);
+        return failed(s);
+    }
     cJSON *root = fetch_views(s);
     if (!root)
         return failed(s);
@@ -256,10 +282,6 @@ static int cmd_describe(struct shell *s, const char *name)
     cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(root, "views"))
         if (!strcmp(str(v, "name"), name))
             view = v;
-    if (!view) /* unquoted names fold to lower case */
-        cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(root, "views"))
-            if (!strcasecmp(str(v, "name"), name))
-                view = v;
     if (!view) {
         fprintf(stderr, "ERROR:  unknown view \"%s\" (\\views lists them)\n", name);
         cJSON_Delete(root);
