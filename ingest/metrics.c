@@ -43,6 +43,7 @@ static struct {
     atomic_uint_fast64_t txns, changes[NCHANGES];
     atomic_uint_fast64_t snapshot_rows, reconnects, spool_bytes;
     atomic_uint_fast64_t commit_buckets[NBUCKETS], commit_sum_ns;
+    atomic_uint_fast64_t commit_failures;
 } M;
 
 #define ADD(a, n) atomic_fetch_add_explicit(&(a), (n), memory_order_relaxed)
@@ -84,8 +85,10 @@ int ingest_store_commit(struct store *st, const struct store_position *pos,
                         const struct ingest_batch *batch, struct store_error *err)
 {
     int64_t t0 = mono_ns();
-    if (store_commit(st, pos, err))
+    if (store_commit(st, pos, err)) {
+        ADD(M.commit_failures, 1);
         return -1;
+    }
     int64_t ns = mono_ns() - t0;
     int b = 0;
     while (b < NBUCKETS - 1 && ns > bucket_ns[b])
@@ -224,6 +227,11 @@ char *imetrics_text(const char *store_dir, int64_t now_us)
         total += counts[b] = GET(M.commit_buckets[b]);
     head(&t, "straum_store_commits_total", "counter", "Store write transactions committed.");
     put(&t, "straum_store_commits_total %llu\n", (unsigned long long)total);
+    head(&t, "straum_store_commit_failures_total", "counter",
+         "Store commits that failed and wrote nothing (no space, the size limit); every retry "
+         "counts.");
+    put(&t, "straum_store_commit_failures_total %llu\n",
+        (unsigned long long)GET(M.commit_failures));
     head(&t, "straum_store_commit_duration_seconds", "histogram",
          "Time one store commit took (encoding and writing the batch).");
     uint64_t cum = 0;

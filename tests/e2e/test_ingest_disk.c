@@ -342,7 +342,11 @@ Test(ingest_disk_tmpfs, a_full_filesystem_waits_for_room_and_resumes_by_itself, 
     int port = hc_free_port();
     pid_t serve = serve_spawn(db.store, port);
 
-    db.ingest = ingest_spawn(&db, log, false, NULL);
+    int metrics_port = hc_free_port();
+    char metrics_addr[32];
+    snprintf(metrics_addr, sizeof metrics_addr, "127.0.0.1:%d", metrics_port);
+    const char *const with_metrics[] = {"--metrics-listen", metrics_addr, NULL};
+    db.ingest = ingest_spawn(&db, log, false, with_metrics);
     struct batches b = {0};
     bool full = false;
     while (!full) {
@@ -368,6 +372,13 @@ Test(ingest_disk_tmpfs, a_full_filesystem_waits_for_room_and_resumes_by_itself, 
     cr_assert(again >= held && again < b.n, "after retries: %d batches of %d, before %d", again,
               b.n, held);
     cr_assert(file_has(log, "next try in"), "ingest says when it tries again");
+    /* An operator sees it on /metrics too. */
+    struct hc_response m;
+    hc_once(metrics_port, "GET", "/metrics", NULL, NULL, &m);
+    cr_assert_eq(m.status, 200);
+    const char *failures = strstr(m.body, "\nstraum_store_commit_failures_total ");
+    cr_assert(failures && atoll(failures + 36) >= 1, "failed commits counted:\n%s", m.body);
+    hc_free(&m);
 
     cr_assert_eq(unlink(ballast), 0);
     taxi_check(&db, "after room was made on the filesystem");
