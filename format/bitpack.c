@@ -1,6 +1,9 @@
 /* bitpack.c -- the bulk reader for bit-packed runs (layout in bitpack.h).
  *
- * Reads the stream 8 bytes at a time into a 64-bit accumulator; a value that
+ * Widths up to 56 read each value from the 8 bytes at its first byte while
+ * those lie inside the input (fast_count). Otherwise (and for the last
+ * values) it
+ * reads the stream 8 bytes at a time into a 64-bit accumulator; a value that
  * straddles two words is stitched from the accumulator's remaining bits and
  * the next word. Every shift count stays below 64 (width 64 and an empty
  * accumulator are handled apart), and the last partial word is read byte by
@@ -14,6 +17,54 @@ void bitpack_unpack(const uint8_t *in, size_t len, size_t n, unsigned bits, uint
     bitpack_unpack_at(in, len, 0, n, bits, out);
 }
 
+/* How many values from `first` on lie whole within 8 bytes that can be
+ * loaded in bounds from their first byte (widths up to 56 only). */
+static size_t fast_count(size_t len, size_t first, size_t n, unsigned bits)
+{
+    if (bits == 0 || bits > 56 || len < 8)
+        return 0;
+    /* Value i qualifies while (i * bits) / 8 <= len - 8. */
+    uint64_t last = ((uint64_t)(len - 8) * 8) / bits + 1; /* values 0..last-1 */
+    if (last <= first)
+        return 0;
+    return last - first < n ? (size_t)(last - first) : n;
+}
+
+void bitpack_unpack_add(const uint8_t *in, size_t len, size_t first, size_t n, unsigned bits,
+                        uint64_t add, uint8_t *out)
+{
+    const uint64_t mask = bits >= 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1;
+    size_t fast = fast_count(len, first, n, bits);
+    uint64_t off = (uint64_t)first * bits;
+    for (size_t i = 0; i < fast; i++, off += bits)
+        store_u64(out + i * 8, ((load_u64(in + off / 8) >> (off % 8)) & mask) + add);
+    if (fast == n)
+        return;
+    bitpack_unpack_at(in, len, first + fast, n - fast, bits, out + fast * 8);
+    for (size_t i = fast; i < n; i++)
+        store_u64(out + i * 8, load_u64(out + i * 8) + add);
+}
+
+uint64_t bitpack_unpack_sum(const uint8_t *in, size_t len, size_t first, size_t n,
+                            unsigned bits, uint64_t step, uint64_t prev, uint8_t *out)
+{
+    const uint64_t mask = bits >= 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1;
+    size_t fast = fast_count(len, first, n, bits);
+    uint64_t off = (uint64_t)first * bits;
+    for (size_t i = 0; i < fast; i++, off += bits) {
+        prev += step + ((load_u64(in + off / 8) >> (off % 8)) & mask);
+        store_u64(out + i * 8, prev);
+    }
+    if (fast == n)
+        return prev;
+    bitpack_unpack_at(in, len, first + fast, n - fast, bits, out + fast * 8);
+    for (size_t i = fast; i < n; i++) {
+        prev += step + load_u64(out + i * 8);
+        store_u64(out + i * 8, prev);
+    }
+    return prev;
+}
+
 void bitpack_unpack_at(const uint8_t *in, size_t len, size_t first, size_t n, unsigned bits,
                        uint8_t *out)
 {
@@ -22,6 +73,13 @@ void bitpack_unpack_at(const uint8_t *in, size_t len, size_t first, size_t n, un
         return;
     }
     const uint64_t mask = bits >= 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1;
+    size_t fast = fast_count(len, first, n, bits);
+    uint64_t off = (uint64_t)first * bits;
+    for (size_t i = 0; i < fast; i++, off += bits)
+        store_u64(out + i * 8, (load_u64(in + off / 8) >> (off % 8)) & mask);
+    first += fast;
+    n -= fast;
+    out += fast * 8;
     uint64_t acc = 0;  /* unread bits, low nacc valid */
     unsigned nacc = 0; /* < 64 between values */
     size_t pos = first * bits / 8;

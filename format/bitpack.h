@@ -72,5 +72,12 @@ void bitpack_unpack(const uint8_t *in, size_t len, size_t n, unsigned bits, uint
 /* The same, starting at value `first` of the stream. */
 void bitpack_unpack_at(const uint8_t *in, size_t len, size_t first, size_t n, unsigned bits,
                        uint8_t *out);
+/* The same, each value plus add (mod 2^64): a frame of reference. */
+void bitpack_unpack_add(const uint8_t *in, size_t len, size_t first, size_t n, unsigned bits,
+                        uint64_t add, uint8_t *out);
+/* The same as running sums: out[i] = prev += step + value i (mod 2^64).
+ * Returns the last sum (prev when n is 0). */
+uint64_t bitpack_unpack_sum(const uint8_t *in, size_t len, size_t first, size_t n,
+                            unsigned bits, uint64_t step, uint64_t prev, uint8_t *out);
 
 #endif

@@ -387,8 +387,13 @@ int format_block_verify(const struct format_block *b, struct format_error *err)
         if (column_bytes(b, i, true, &ci, err) < 0)
             return -1;
         /* RAW, BITPACK and DELTA decode any bytes of the checked length;
-         * only LZ4 has to be tried. Open bounded its output to 256 times
-         * its length, so this allocation is bounded by the block's size. */
+         * PFOR and DPFOR are checked without decoding, LZ4 has to be tried.
+         * Open bounded its output to 256 times its length, so this
+         * allocation is bounded by the block's size. */
+        char why0[WHY_BYTES];
+        if (column_check_data(ci.codec, ci.bits, ci.n, b->base + ci.offset, ci.length, why0,
+                              sizeof why0) < 0)
+            return fail_column(err, i, ci.role, ci.index, "%s", why0);
         if (ci.codec != FORMAT_LZ4)
             continue;
         size_t raw = (size_t)ci.n * format_type_size(ci.type);

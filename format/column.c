@@ -27,11 +27,42 @@
  * LZ4      LZ4 block compression of the RAW bytes (LZ4_compress_default);
  *          decompression must give exactly n * size bytes. bits = 0,
  *          base = 0. Raw sizes above LZ4_MAX_INPUT_SIZE cannot use it.
+ * PFOR     I64 only; patched frame of reference, for columns of mostly small
+ *          values with a few large ones (value-count run rows: mostly 1).
+ *          base = the smallest value, u[i] = v[i] - base (mod 2^64). The
+ *          data: u32 nexc, u8 xbits, 3 zero bytes; then the n slots, the low
+ *          `bits` bits of each u[i], bit-packed; then the nexc exception
+ *          positions, strictly ascending, bit-packed at pbits = the width of
+ *          n - 1; then each exception's high part u[p] >> bits, bit-packed at
+ *          xbits. A value is an exception when u[i] does not fit in `bits`
+ *          bits. bits minimises the length: 8 + ceil(n * bits / 8) +
+ *          ceil(nexc * pbits / 8) + ceil(nexc * xbits / 8). n = 0: length 0.
+ *          Decoding: v[i] = base + slot[i] + (high << bits) at an exception.
+ * DPFOR    I64 only; deltas with patches, for columns ascending in stretches
+ *          (value-count run codes: ascending within a cell, back down at the
+ *          next cell). base = the smallest value. The data: u32 nexc, u8
+ *          xbits, 3 zero bytes, i64 dmin; then n slots of `bits` bits, then
+ *          nexc positions (as PFOR), then each exception's value v[p] - base
+ *          at xbits (the width of max - min). Position 0 and every multiple
+ *          of 128 are exceptions, and so is every i whose delta
+ *          d = v[i] - v[i-1] (mod 2^64, signed) is below dmin or whose
+ *          d - dmin does not fit in `bits` bits; other slots hold d - dmin,
+ *          an exception's slot 0. Decoding: v[p] = base + x at an exception,
+ *          else v[i] = v[i-1] + dmin + slot[i]; a slice starts at the last
+ *          exception at or before it, at most 127 values back. The encoder
+ *          tries dmin = the smallest non-negative delta and the smallest
+ *          delta, bits minimising the length 16 + the three packed parts.
+ *          n = 0: length 0.
+ *          Both: decoders check the header's zero bytes, nexc <= n, xbits
+ *          (<= 64, >= 1 and bits + xbits <= 64 for PFOR with exceptions),
+ *          the exact length, and every position (below n, strictly
+ *          ascending; DPFOR: the first 0, gaps at most 128, n - last at most
+ *          128) whenever they decode anything, even a slice.
  *
- * The SMALLEST policy sizes BITPACK and DELTA arithmetically, then lets LZ4
- * compress straight into the output with room for one byte less than the
- * best so far: no scratch memory, and ties go to RAW, BITPACK, DELTA, LZ4 in
- * that order.
+ * The SMALLEST policy sizes BITPACK, DELTA, PFOR and DPFOR arithmetically,
+ * then lets LZ4 compress straight into the output with room for one byte
+ * less than the best so far: no scratch memory, and ties go to RAW,
+ * BITPACK, DELTA, PFOR, DPFOR, LZ4 in that order.
  */
 #include "format/column.h"
 
@@ -75,6 +106,10 @@ const char *format_codec_name(enum format_codec codec)
         return "delta";
     case FORMAT_LZ4:
         return "lz4";
+    case FORMAT_PFOR:
+        return "pfor";
+    case FORMAT_DPFOR:
+        return "dpfor";
     }
     return "unknown";
 }
@@ -107,7 +142,7 @@ static bool type_known(unsigned type)
     return type == FORMAT_I64 || type == FORMAT_I128 || type == FORMAT_F64;
 }
 
-static bool codec_known(unsigned codec) { return codec <= FORMAT_LZ4; }
+static bool codec_known(unsigned codec) { return codec <= FORMAT_CODEC_LAST; }
 
 static bool codec_fits_type(unsigned codec, unsigned type)
 {
@@ -118,19 +153,31 @@ static bool codec_fits_type(unsigned codec, unsigned type)
     case FORMAT_BITPACK:
         return type == FORMAT_I64 || type == FORMAT_I128;
     case FORMAT_DELTA:
+    case FORMAT_PFOR:
+    case FORMAT_DPFOR:
         return type == FORMAT_I64;
     }
     return false;
 }
 
+/* PFOR and DPFOR: header bytes, and the stride of DPFOR's anchors. */
+#define PFOR_HEADER 8u
+#define DPFOR_HEADER 16u
+#define DPFOR_ANCHOR 128u
+
 static uint64_t lz4_bound(uint64_t raw) { return raw + raw / 255 + 16; }
 
 uint64_t column_bound(enum format_type type, uint32_t n)
 {
-    uint64_t raw = (uint64_t)n * format_type_size(type);
-    if (raw <= LZ4_MAX_INPUT_SIZE && lz4_bound(raw) > raw)
-        return lz4_bound(raw);
-    return raw;
+    uint64_t raw = (uint64_t)n * format_type_size(type), bound = raw;
+    if (raw <= LZ4_MAX_INPUT_SIZE && lz4_bound(raw) > bound)
+        bound = lz4_bound(raw);
+    /* A forced PFOR takes at most 8 + 8n bytes (at 64 bits: no exceptions);
+     * a forced DPFOR at most 16 + 8n and its anchors, 12 bytes each. */
+    uint64_t patched = type == FORMAT_I64 && n ? DPFOR_HEADER + raw +
+                                                     12 * ((uint64_t)(n - 1) / DPFOR_ANCHOR + 1)
+                                               : 0;
+    return patched > bound ? patched : bound;
 }
 
 /* ---- Planning: the size each codec would take ---------------------------- */
@@ -148,9 +195,19 @@ struct plan {
     bool ok;       /* the codec can hold these values */
     unsigned bits;
     int64_t base;
-    int64_t dmin;  /* DELTA: the smallest delta */
+    int64_t dmin;  /* DELTA, DPFOR: the smallest delta (DPFOR: of the slots) */
+    uint32_t nexc; /* PFOR, DPFOR: exceptions */
+    unsigned xbits;
     uint64_t size; /* encoded bytes */
 };
+
+
+static uint64_t patched_size(unsigned header, uint32_t n, unsigned bits, uint64_t nexc,
+                             unsigned xbits)
+{
+    return header + bitpack_bytes(n, bits) + bitpack_bytes(nexc, bitpack_width(n - 1)) +
+           bitpack_bytes(nexc, xbits);
+}
 
 static void plan_bitpack_i64(const uint8_t *v, uint32_t n, struct plan *p)
 {
@@ -218,6 +275,109 @@ static void plan_delta(const uint8_t *v, uint32_t n, struct plan *p)
     p->size = 8 + bitpack_bytes(n - 1, p->bits);
 }
 
+static void plan_pfor(const uint8_t *v, uint32_t n, struct plan *p)
+{
+    *p = (struct plan){.ok = true};
+    if (n == 0)
+        return;
+    int64_t min = INT64_MAX, max = INT64_MIN;
+    for (uint32_t i = 0; i < n; i++) {
+        int64_t x = i64_from_bits(get_u64(v, i));
+        if (x < min)
+            min = x;
+        if (x > max)
+            max = x;
+    }
+    uint64_t hist[65] = {0}, base = i64_bits(min), umax = i64_bits(max) - base;
+    for (uint32_t i = 0; i < n; i++)
+        hist[bitpack_width(get_u64(v, i) - base)]++;
+    p->base = min;
+    p->size = UINT64_MAX;
+    uint64_t above = n; /* values wider than b bits */
+    for (unsigned b = 0; b <= 64; b++) {
+        above -= hist[b];
+        unsigned xbits = b < 64 ? bitpack_width(umax >> b) : 0;
+        uint64_t size = patched_size(PFOR_HEADER, n, b, above, xbits);
+        if (size < p->size) {
+            p->size = size;
+            p->bits = b;
+            p->nexc = (uint32_t)above;
+            p->xbits = xbits;
+        }
+    }
+}
+
+/* Whether DPFOR with this plan's dmin and bits patches value i (i > 0),
+ * whose delta from the one before is d. */
+static bool dpfor_exception(uint32_t i, int64_t d, const struct plan *p)
+{
+    if (i % DPFOR_ANCHOR == 0 || d < p->dmin)
+        return true;
+    return p->bits < 64 && (i64_bits(d) - i64_bits(p->dmin)) >> p->bits != 0;
+}
+
+static void plan_dpfor(const uint8_t *v, uint32_t n, struct plan *p)
+{
+    *p = (struct plan){.ok = true};
+    if (n == 0)
+        return;
+    int64_t min = INT64_MAX, max = INT64_MIN;
+    int64_t dmin_all = INT64_MAX, dmin_pos = INT64_MAX; /* non-anchor deltas */
+    bool any = false, any_pos = false;
+    for (uint32_t i = 0; i < n; i++) {
+        int64_t x = i64_from_bits(get_u64(v, i));
+        if (x < min)
+            min = x;
+        if (x > max)
+            max = x;
+        if (i % DPFOR_ANCHOR == 0)
+            continue;
+        int64_t d = i64_from_bits(get_u64(v, i) - get_u64(v, i - 1));
+        any = true;
+        if (d < dmin_all)
+            dmin_all = d;
+        if (d >= 0 && d < dmin_pos) {
+            dmin_pos = d;
+            any_pos = true;
+        }
+    }
+    p->base = min;
+    p->xbits = bitpack_width(i64_bits(max) - i64_bits(min));
+    const uint64_t anchors = (n - 1) / DPFOR_ANCHOR + 1;
+    /* Without deltas every value is an anchor: 0 bits. */
+    p->nexc = (uint32_t)anchors;
+    if (!any) {
+        p->size = patched_size(DPFOR_HEADER, n, 0, anchors, p->xbits);
+        return;
+    }
+    p->size = UINT64_MAX;
+    int64_t cands[2] = {any_pos ? dmin_pos : dmin_all, dmin_all};
+    for (int c = 0; c < (cands[0] == cands[1] ? 1 : 2); c++) {
+        uint64_t hist[65] = {0}, below = 0;
+        for (uint32_t i = 1; i < n; i++) {
+            if (i % DPFOR_ANCHOR == 0)
+                continue;
+            int64_t d = i64_from_bits(get_u64(v, i) - get_u64(v, i - 1));
+            if (d < cands[c])
+                below++;
+            else
+                hist[bitpack_width(i64_bits(d) - i64_bits(cands[c]))]++;
+        }
+        uint64_t above = n - anchors - below; /* slots wider than b bits */
+        for (unsigned b = 0; b <= 64; b++) {
+            above -= hist[b];
+            uint64_t nexc = anchors + below + above;
+            uint64_t size = patched_size(DPFOR_HEADER, n, b, nexc, p->xbits);
+            if (size < p->size) {
+                p->size = size;
+                p->bits = b;
+                p->dmin = cands[c];
+                p->nexc = (uint32_t)nexc;
+            }
+        }
+    }
+}
+
 /* ---- Writers --------------------------------------------------------------- */
 
 static void write_bitpack_i64(const uint8_t *v, uint32_t n, const struct plan *p, uint8_t *out)
@@ -261,6 +421,75 @@ static void write_delta(const uint8_t *v, uint32_t n, const struct plan *p, uint
     bitpack_flush(&w);
 }
 
+static void write_pfor(const uint8_t *v, uint32_t n, const struct plan *p, uint8_t *out)
+{
+    if (n == 0)
+        return;
+    memset(out, 0, PFOR_HEADER);
+    store_u32(out, p->nexc);
+    out[4] = (uint8_t)p->xbits;
+    const uint64_t base = i64_bits(p->base);
+    const unsigned b = p->bits, pbits = bitpack_width(n - 1);
+    const uint64_t mask = b >= 64 ? UINT64_MAX : ((uint64_t)1 << b) - 1;
+    struct bitpack_writer w;
+    uint8_t *slots = out + PFOR_HEADER, *pos = slots + bitpack_bytes(n, b);
+    uint8_t *high = pos + bitpack_bytes(p->nexc, pbits);
+    bitpack_writer_init(&w, slots);
+    if (b)
+        for (uint32_t i = 0; i < n; i++)
+            bitpack_put(&w, (get_u64(v, i) - base) & mask, b);
+    bitpack_flush(&w);
+    if (p->nexc == 0)
+        return;
+    bitpack_writer_init(&w, pos);
+    for (uint32_t i = 0; i < n; i++)
+        if ((get_u64(v, i) - base) >> b)
+            bitpack_put(&w, i, pbits);
+    bitpack_flush(&w);
+    bitpack_writer_init(&w, high);
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t h = (get_u64(v, i) - base) >> b;
+        if (h)
+            bitpack_put(&w, h, p->xbits);
+    }
+    bitpack_flush(&w);
+}
+
+static void write_dpfor(const uint8_t *v, uint32_t n, const struct plan *p, uint8_t *out)
+{
+    if (n == 0)
+        return;
+    memset(out, 0, DPFOR_HEADER);
+    store_u32(out, p->nexc);
+    out[4] = (uint8_t)p->xbits;
+    store_i64(out + 8, p->dmin);
+    const uint64_t base = i64_bits(p->base), dmin = i64_bits(p->dmin);
+    const unsigned pbits = bitpack_width(n - 1);
+    uint8_t *slots = out + DPFOR_HEADER, *pos = slots + bitpack_bytes(n, p->bits);
+    uint8_t *abs = pos + bitpack_bytes(p->nexc, pbits);
+    struct bitpack_writer ws, wp, wa;
+    bitpack_writer_init(&ws, slots);
+    bitpack_writer_init(&wp, pos);
+    bitpack_writer_init(&wa, abs);
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t cur = get_u64(v, i);
+        int64_t d = i ? i64_from_bits(cur - get_u64(v, i - 1)) : 0;
+        if (i == 0 || dpfor_exception(i, d, p)) {
+            if (p->bits)
+                bitpack_put(&ws, 0, p->bits);
+            if (pbits)
+                bitpack_put(&wp, i, pbits);
+            if (p->xbits)
+                bitpack_put(&wa, cur - base, p->xbits);
+        } else if (p->bits) {
+            bitpack_put(&ws, i64_bits(d) - dmin, p->bits);
+        }
+    }
+    bitpack_flush(&ws);
+    bitpack_flush(&wp);
+    bitpack_flush(&wa);
+}
+
 /* Compresses into out with at most cap bytes; 0 if it does not fit. */
 static uint64_t write_lz4(const uint8_t *src, uint64_t raw, uint8_t *out, uint64_t cap)
 {
@@ -282,10 +511,12 @@ int column_encode(const struct format_column *col, enum format_policy policy, in
     const uint64_t raw = (uint64_t)n * format_type_size(col->type);
     const bool lz4_ok = raw <= LZ4_MAX_INPUT_SIZE;
 
-    struct plan bp = {0}, delta = {0};
+    struct plan bp = {0}, delta = {0}, pfor = {0}, dpfor = {0};
     if (type == FORMAT_I64) {
         plan_bitpack_i64(v, n, &bp);
         plan_delta(v, n, &delta);
+        plan_pfor(v, n, &pfor);
+        plan_dpfor(v, n, &dpfor);
     } else if (type == FORMAT_I128) {
         plan_bitpack_i128(v, n, &bp);
     }
@@ -300,6 +531,14 @@ int column_encode(const struct format_column *col, enum format_policy policy, in
         if (delta.ok && delta.size < size) {
             enc->codec = FORMAT_DELTA;
             size = delta.size;
+        }
+        if (pfor.ok && pfor.size < size) {
+            enc->codec = FORMAT_PFOR;
+            size = pfor.size;
+        }
+        if (dpfor.ok && dpfor.size < size) {
+            enc->codec = FORMAT_DPFOR;
+            size = dpfor.size;
         }
         if (lz4_ok && size > 0) {
             uint64_t room = size - 1 < cap ? size - 1 : cap;
@@ -324,6 +563,10 @@ int column_encode(const struct format_column *col, enum format_policy policy, in
             size = bp.size;
         } else if (codec == FORMAT_DELTA) {
             size = delta.size;
+        } else if (codec == FORMAT_PFOR) {
+            size = pfor.size;
+        } else if (codec == FORMAT_DPFOR) {
+            size = dpfor.size;
         } else if (codec == FORMAT_LZ4) {
             if (!lz4_ok)
                 return fail(why, whylen, "%llu bytes are too many for lz4",
@@ -359,6 +602,16 @@ int column_encode(const struct format_column *col, enum format_policy policy, in
         enc->bits = (uint8_t)delta.bits;
         enc->base = delta.base;
         write_delta(v, n, &delta, out);
+        break;
+    case FORMAT_PFOR:
+        enc->bits = (uint8_t)pfor.bits;
+        enc->base = pfor.base;
+        write_pfor(v, n, &pfor, out);
+        break;
+    case FORMAT_DPFOR:
+        enc->bits = (uint8_t)dpfor.bits;
+        enc->base = dpfor.base;
+        write_dpfor(v, n, &dpfor, out);
         break;
     case FORMAT_LZ4:
         break; /* written above */
@@ -404,6 +657,21 @@ int column_check(unsigned type, unsigned codec, unsigned bits, int64_t base, uin
             return fail(why, whylen, "lz4 length %u cannot hold %u %s values (%llu bytes)",
                         length, n, column_type_name(type), (unsigned long long)raw);
         return 0;
+    case FORMAT_PFOR:
+    case FORMAT_DPFOR: {
+        /* The exact length needs the data's header: decoders check it. */
+        if (bits > 64)
+            return fail(why, whylen, "bit width %u exceeds 64", bits);
+        unsigned header = codec == FORMAT_PFOR ? PFOR_HEADER : DPFOR_HEADER;
+        if (n == 0 && (bits != 0 || base != 0 || length != 0))
+            return fail(why, whylen, "%s column of 0 values with bit width %u, base %lld, "
+                        "length %u; expected all 0", cname, bits, (long long)base, length);
+        want = n ? header + bitpack_bytes(n, bits) : 0;
+        if (length < want)
+            return fail(why, whylen, "%s length %u is less than %u values of %u bits take "
+                        "(%llu bytes)", cname, length, n, bits, (unsigned long long)want);
+        return 0;
+    }
     case FORMAT_BITPACK:
     case FORMAT_DELTA:
         if (bits > 64)
@@ -437,13 +705,11 @@ static void decode_direct(enum format_type type, enum format_codec codec, unsign
     }
     if (n == 0)
         return;
-    /* Unpack n uint64 into the front of out, then add the base. */
-    bitpack_unpack_at(src, length, first, n, bits, o);
     if (type == FORMAT_I64) {
-        uint64_t b = i64_bits(base);
-        for (uint32_t i = 0; i < n; i++)
-            store_u64(o + (size_t)i * 8, load_u64(o + (size_t)i * 8) + b);
+        bitpack_unpack_add(src, length, first, n, bits, i64_bits(base), o);
     } else {
+        /* Unpack n uint64 into the front of out, then widen and add the base. */
+        bitpack_unpack_at(src, length, first, n, bits, o);
         /* Widen back to front: element i (bytes 16i..16i+16) only
          * overwrites packed values 2i and 2i+1, already consumed. */
         format_u128 b = (format_u128)(format_i128)base;
@@ -452,6 +718,216 @@ static void decode_direct(enum format_type type, enum format_codec codec, unsign
             memcpy(o + (size_t)i * 16, &x, 16);
         }
     }
+}
+
+/* ---- PFOR and DPFOR ---------------------------------------------------------- */
+
+/* A PFOR or DPFOR column's data, its header checked. */
+struct patched {
+    uint32_t nexc;
+    unsigned xbits, pbits;
+    uint64_t dmin; /* DPFOR */
+    const uint8_t *slots, *pos, *exc;
+    size_t slots_len, pos_len, exc_len;
+};
+
+static int patched_open(enum format_codec codec, unsigned bits, uint32_t n, const uint8_t *src,
+                        uint32_t length, struct patched *h, char *why, size_t whylen)
+{
+    const char *cname = format_codec_name(codec);
+    const unsigned header = codec == FORMAT_PFOR ? PFOR_HEADER : DPFOR_HEADER;
+    memset(h, 0, sizeof *h);
+    if (n == 0)
+        return length == 0 ? 0 : fail(why, whylen, "%s column of 0 values has %u bytes",
+                                      cname, length);
+    if (bits > 64 || length < header)
+        return fail(why, whylen, "%s column of %u bytes and bit width %u", cname, length,
+                    bits);
+    h->nexc = load_u32(src);
+    h->xbits = src[4];
+    h->pbits = bitpack_width(n - 1);
+    if (src[5] || src[6] || src[7])
+        return fail(why, whylen, "%s header has reserved bytes set", cname);
+    if (h->xbits > 64)
+        return fail(why, whylen, "%s exception width %u exceeds 64", cname, h->xbits);
+    if (h->nexc > n)
+        return fail(why, whylen, "%s has %u exceptions in %u values", cname, h->nexc, n);
+    if (codec == FORMAT_PFOR) {
+        if (h->nexc == 0 && h->xbits != 0)
+            return fail(why, whylen, "pfor has exception width %u but no exceptions",
+                        h->xbits);
+        if (h->nexc && (h->xbits == 0 || bits + h->xbits > 64))
+            return fail(why, whylen, "pfor exceptions of %u bits above %u bits", h->xbits,
+                        bits);
+    } else {
+        if (h->nexc == 0)
+            return fail(why, whylen, "dpfor has no exceptions; value 0 must be one");
+        h->dmin = load_u64(src + 8);
+    }
+    h->slots_len = bitpack_bytes(n, bits);
+    h->pos_len = bitpack_bytes(h->nexc, h->pbits);
+    h->exc_len = bitpack_bytes(h->nexc, h->xbits);
+    uint64_t want = header + h->slots_len + h->pos_len + h->exc_len;
+    if (length != want)
+        return fail(why, whylen,
+                    "%s length %u does not match %u values of %u bits and %u exceptions "
+                    "(%llu bytes)", cname, length, n, bits, h->nexc, (unsigned long long)want);
+    h->slots = src + header;
+    h->pos = h->slots + h->slots_len;
+    h->exc = h->pos + h->pos_len;
+    return 0;
+}
+
+/* Value i of a bit-packed stream. */
+static uint64_t packed_get(const uint8_t *in, size_t len, size_t i, unsigned bits)
+{
+    uint8_t o[8];
+    bitpack_unpack_at(in, len, i, 1, bits, o);
+    return load_u64(o);
+}
+
+#define PATCH_CHUNK 256u
+
+/* Checks every exception position: below n and strictly ascending; for
+ * DPFOR also the first 0 and no gap over DPFOR_ANCHOR (to the end too).
+ * Sets *upto to how many positions are <= first. */
+static int patched_positions(enum format_codec codec, const struct patched *h, uint32_t n,
+                             uint32_t first, uint32_t *upto, char *why, size_t whylen)
+{
+    const char *cname = format_codec_name(codec);
+    uint8_t buf[PATCH_CHUNK * 8];
+    uint64_t prev = 0;
+    *upto = 0;
+    for (uint32_t j0 = 0; j0 < h->nexc; j0 += PATCH_CHUNK) {
+        uint32_t k = h->nexc - j0 < PATCH_CHUNK ? h->nexc - j0 : PATCH_CHUNK;
+        bitpack_unpack_at(h->pos, h->pos_len, j0, k, h->pbits, buf);
+        for (uint32_t t = 0; t < k; t++) {
+            uint64_t p = load_u64(buf + (size_t)t * 8);
+            uint32_t j = j0 + t;
+            if (p >= n)
+                return fail(why, whylen, "%s exception %u at position %llu of %u values",
+                            cname, j, (unsigned long long)p, n);
+            if (j > 0 && p <= prev)
+                return fail(why, whylen, "%s exception positions not ascending (%llu after "
+                            "%llu)", cname, (unsigned long long)p, (unsigned long long)prev);
+            if (codec == FORMAT_DPFOR && (j == 0 ? p != 0 : p - prev > DPFOR_ANCHOR))
+                return fail(why, whylen, "dpfor exception %u at position %llu leaves a gap "
+                            "over %u", j, (unsigned long long)p, DPFOR_ANCHOR);
+            if (p <= first)
+                *upto = j + 1;
+            prev = p;
+        }
+    }
+    if (codec == FORMAT_DPFOR && n - prev > DPFOR_ANCHOR)
+        return fail(why, whylen, "dpfor's last exception at %llu of %u values leaves a gap "
+                    "over %u", (unsigned long long)prev, n, DPFOR_ANCHOR);
+    return 0;
+}
+
+int column_check_data(enum format_codec codec, unsigned bits, uint32_t n, const uint8_t *src,
+                      uint32_t length, char *why, size_t whylen)
+{
+    if (codec != FORMAT_PFOR && codec != FORMAT_DPFOR)
+        return 0;
+    struct patched h;
+    uint32_t upto;
+    if (patched_open(codec, bits, n, src, length, &h, why, whylen) < 0)
+        return -1;
+    return patched_positions(codec, &h, n, 0, &upto, why, whylen);
+}
+
+/* Exceptions [j, j + k) of a patched column, k <= PATCH_CHUNK: their
+ * positions and their values (PFOR: high parts; DPFOR: value - base). */
+static void patched_chunk(const struct patched *h, uint32_t j, uint32_t k, uint8_t *pos,
+                          uint8_t *exc)
+{
+    bitpack_unpack_at(h->pos, h->pos_len, j, k, h->pbits, pos);
+    bitpack_unpack_at(h->exc, h->exc_len, j, k, h->xbits, exc);
+}
+
+/* Values [first, first + count) of a PFOR column: the slots of the slice,
+ * then the exceptions that fall in it. */
+static int decode_pfor(unsigned bits, int64_t base, uint32_t n, uint32_t first, uint32_t count,
+                       const uint8_t *src, uint32_t length, uint8_t *o, char *why, size_t whylen)
+{
+    struct patched h;
+    uint32_t upto;
+    if (patched_open(FORMAT_PFOR, bits, n, src, length, &h, why, whylen) < 0 ||
+        patched_positions(FORMAT_PFOR, &h, n, first, &upto, why, whylen) < 0)
+        return -1;
+    if (count == 0)
+        return 0;
+    bitpack_unpack_add(h.slots, h.slots_len, first, count, bits, i64_bits(base), o);
+    /* upto counts positions <= first: the one at first, if any, is in. */
+    uint32_t j = upto;
+    if (j > 0 && packed_get(h.pos, h.pos_len, j - 1, h.pbits) == first)
+        j--;
+    const uint64_t end = (uint64_t)first + count;
+    uint8_t pos[PATCH_CHUNK * 8], exc[PATCH_CHUNK * 8];
+    while (j < h.nexc) {
+        uint32_t k = h.nexc - j < PATCH_CHUNK ? h.nexc - j : PATCH_CHUNK;
+        patched_chunk(&h, j, k, pos, exc);
+        for (uint32_t t = 0; t < k; t++) {
+            uint64_t p = load_u64(pos + (size_t)t * 8);
+            if (p >= end)
+                return 0;
+            uint8_t *at = o + (size_t)(p - first) * 8;
+            /* bits < 64 when there are exceptions: checked by open. */
+            store_u64(at, load_u64(at) + (load_u64(exc + (size_t)t * 8) << bits));
+        }
+        j += k;
+    }
+    return 0;
+}
+
+/* Values [first, first + count) of a DPFOR column. Every value between the
+ * last exception at or before first (at most DPFOR_ANCHOR - 1 back) and
+ * first is a delta: their sum gives the value before first; then the
+ * slice's slots are summed in place, exceptions setting values outright. */
+static int decode_dpfor(unsigned bits, int64_t base, uint32_t n, uint32_t first, uint32_t count,
+                        const uint8_t *src, uint32_t length, uint8_t *o, char *why, size_t whylen)
+{
+    struct patched h;
+    uint32_t upto;
+    if (patched_open(FORMAT_DPFOR, bits, n, src, length, &h, why, whylen) < 0 ||
+        patched_positions(FORMAT_DPFOR, &h, n, first, &upto, why, whylen) < 0)
+        return -1;
+    if (count == 0)
+        return 0;
+    const uint64_t b = i64_bits(base), dmin = h.dmin;
+    uint8_t pos[PATCH_CHUNK * 8], exc[PATCH_CHUNK * 8];
+    /* upto >= 1: position 0 is an exception. */
+    uint32_t j = upto - 1;
+    uint64_t a = packed_get(h.pos, h.pos_len, j, h.pbits);
+    uint64_t prev = 0; /* the value before first, when first is no exception */
+    if (a < first) {
+        prev = b + packed_get(h.exc, h.exc_len, j, h.xbits);
+        uint32_t k = (uint32_t)(first - a - 1); /* < DPFOR_ANCHOR <= PATCH_CHUNK */
+        prev = bitpack_unpack_sum(h.slots, h.slots_len, a + 1, k, bits, dmin, prev, pos);
+        j++;
+    }
+    const uint64_t end = (uint64_t)first + count;
+    uint64_t i = first; /* next value to decode */
+    while (j < h.nexc && i < end) {
+        uint32_t k = h.nexc - j < PATCH_CHUNK ? h.nexc - j : PATCH_CHUNK;
+        patched_chunk(&h, j, k, pos, exc);
+        for (uint32_t t = 0; t < k; t++) {
+            uint64_t p = load_u64(pos + (size_t)t * 8);
+            uint64_t stop = p < end ? p : end;
+            prev = bitpack_unpack_sum(h.slots, h.slots_len, i, stop - i, bits, dmin, prev,
+                                      o + (size_t)(i - first) * 8);
+            if (p >= end)
+                return 0;
+            prev = b + load_u64(exc + (size_t)t * 8);
+            store_u64(o + (size_t)(p - first) * 8, prev);
+            i = p + 1;
+        }
+        j += k;
+    }
+    if (i < end)
+        bitpack_unpack_sum(h.slots, h.slots_len, i, end - i, bits, dmin, prev,
+                           o + (size_t)(i - first) * 8);
+    return 0;
 }
 
 int column_decode_range(enum format_type type, enum format_codec codec, unsigned bits,
@@ -464,6 +940,10 @@ int column_decode_range(enum format_type type, enum format_codec codec, unsigned
         decode_direct(type, codec, bits, base, first, count, src, length, out);
         return 0;
     }
+    if (codec == FORMAT_PFOR)
+        return decode_pfor(bits, base, n, first, count, src, length, out, why, whylen);
+    if (codec == FORMAT_DPFOR)
+        return decode_dpfor(bits, base, n, first, count, src, length, out, why, whylen);
     if (first == 0 && count == n)
         return column_decode(type, codec, bits, base, n, src, length, out, why, whylen);
     /* DELTA and LZ4 run from the start: decode it all, keep the slice. */
@@ -492,16 +972,15 @@ int column_decode(enum format_type type, enum format_codec codec, unsigned bits,
     case FORMAT_DELTA: {
         if (n == 0)
             return 0;
-        uint64_t dmin = load_u64(src);
-        bitpack_unpack(src + 8, length - 8, n - 1, bits, o + 8);
-        uint64_t prev = i64_bits(base);
-        store_u64(o, prev);
-        for (uint32_t i = 1; i < n; i++) {
-            prev += dmin + load_u64(o + (size_t)i * 8);
-            store_u64(o + (size_t)i * 8, prev);
-        }
+        store_u64(o, i64_bits(base));
+        bitpack_unpack_sum(src + 8, length - 8, 0, n - 1, bits, load_u64(src), i64_bits(base),
+                           o + 8);
         return 0;
     }
+    case FORMAT_PFOR:
+        return decode_pfor(bits, base, n, 0, n, src, length, o, why, whylen);
+    case FORMAT_DPFOR:
+        return decode_dpfor(bits, base, n, 0, n, src, length, o, why, whylen);
     case FORMAT_LZ4: {
         uint8_t none[1];
         int r = LZ4_decompress_safe((const char *)src, raw ? (char *)o : (char *)none,

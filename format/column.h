@@ -43,15 +43,25 @@ int column_encode(const struct format_column *col, enum format_policy policy, in
 int column_check(unsigned type, unsigned codec, unsigned bits, int64_t base, uint32_t n,
                  uint32_t length, char *why, size_t whylen);
 
+/* Checks what column_check cannot without the column's bytes: for PFOR and
+ * DPFOR the data's header, exact length and every exception position (0
+ * for other codecs; LZ4 is checked by decoding). Allocates nothing.
+ * Returns 0, or -1 with why. */
+int column_check_data(enum format_codec codec, unsigned bits, uint32_t n, const uint8_t *src,
+                      uint32_t length, char *why, size_t whylen);
+
 /* Decodes a column that passed column_check into out (n elements of its
- * type, any alignment). Only LZ4 can fail here. Returns 0, or -1 with why. */
+ * type, any alignment). LZ4, PFOR and DPFOR can fail here (PFOR and DPFOR
+ * as column_check_data). Returns 0, or -1 with why. */
 int column_decode(enum format_type type, enum format_codec codec, unsigned bits, int64_t base,
                   uint32_t n, const uint8_t *src, uint32_t length, void *out, char *why,
                   size_t whylen);
 
 /* Decodes values [first, first + count) of such a column into out: RAW and
- * BITPACK read only those, DELTA and LZ4 decode the whole column to a
- * scratch buffer. Returns 0, or -1 with why. */
+ * BITPACK read only those, PFOR those and its exception list (checked
+ * whole), DPFOR those from at most 127 values before first (exceptions
+ * checked whole), DELTA and LZ4 decode the whole column to a scratch
+ * buffer. Returns 0, or -1 with why. */
 int column_decode_range(enum format_type type, enum format_codec codec, unsigned bits,
                         int64_t base, uint32_t n, uint32_t first, uint32_t count,
                         const uint8_t *src, uint32_t length, void *out, char *why, size_t whylen);

@@ -36,7 +36,7 @@
 /* Version 2 added the directory checksum (header bytes 12-15, reserved
  * and 0 in version 1): in version 1 a corrupted base, role or count in the
  * directory passed every check a reader makes and changed answers. */
-#define FORMAT_VERSION 2
+#define FORMAT_VERSION 3 /* 3: codecs PFOR and DPFOR */
 #define FORMAT_HEADER_BYTES 32
 #define FORMAT_DIR_ENTRY_BYTES 40
 #define FORMAT_TRAILER_BYTES 8
@@ -58,7 +58,15 @@ enum format_codec {
                            of reference (the smallest delta) + bit-packed;
                            exact definition in format/column.c */
     FORMAT_LZ4 = 3,     /* LZ4 block compression of the raw bytes */
+    FORMAT_PFOR = 4,    /* I64 only: patched frame of reference: value - base
+                           in `bits` bits, the few that do not fit patched
+                           from an exception list (position, high bits) */
+    FORMAT_DPFOR = 5,   /* I64 only: deltas minus the smallest in `bits`
+                           bits; exceptions (every 128th value, deltas that
+                           do not fit) hold the value itself, so a slice
+                           decodes from at most 127 values before it */
 };
+#define FORMAT_CODEC_LAST FORMAT_DPFOR
 
 /* Which codecs the encoder may pick for a column. */
 enum format_policy {

@@ -12,7 +12,7 @@
  *     mutated headers, directories and column data get past the checksums
  *     and reach the structural checks and the decoders themselves.
  *  2. As values: the bytes after the first, shaped by the first (raw, small
- *     deltas, few bits, extremes), become an i64, an i128 and an f64 column,
+ *     deltas, few bits with rare wide ones, extremes), become an i64, an i128 and an f64 column,
  *     encoded with both policies and every codec that can hold them; each
  *     must decode to exactly its input, or the target aborts.
  *  3. As a bit-packed stream for bitpack_unpack_at (see as_bitpack).
@@ -80,7 +80,9 @@ static void roundtrip(const struct format_column *cols, int ncols, enum format_p
  * (bitpack_unpack_at from a bit offset inside a byte). Each slice must equal
  * the same elements of the whole; a slice past the end must fail; and a
  * column that does not decode whole must not decode in part either, unless
- * its codec reads only the slice (RAW and BITPACK cannot fail). */
+ * its codec reads only the slice (RAW and BITPACK cannot fail; PFOR and
+ * DPFOR check their whole exception list for any slice, so they fail
+ * alike). */
 static void check_ranges(const struct format_block *b, int i, const struct format_column_info *ci,
                          const uint8_t *all)
 {
@@ -96,7 +98,8 @@ static void check_ranges(const struct format_block *b, int i, const struct forma
         {n / 7, n <= 4096 ? n - n / 7 : 1}, {n / 3, n <= 4096 ? n / 2 - n / 3 : 3},
     };
     size_t nslices = sizeof slices / sizeof slices[0];
-    if (n > 4096 && ci->codec != FORMAT_RAW && ci->codec != FORMAT_BITPACK)
+    if (n > 4096 && ci->codec != FORMAT_RAW && ci->codec != FORMAT_BITPACK &&
+        ci->codec != FORMAT_PFOR && ci->codec != FORMAT_DPFOR)
         nslices = 1;
     for (size_t k = 0; k < nslices; k++) {
         uint32_t first = slices[k][0], count = slices[k][1];
@@ -111,7 +114,8 @@ static void check_ranges(const struct format_block *b, int i, const struct forma
         if (all && !ok)
             abort(); /* the whole decoded; a part of it must too */
         if (!all && ok && ci->codec != FORMAT_RAW && ci->codec != FORMAT_BITPACK)
-            abort(); /* DELTA and LZ4 decode from the start: the same failure */
+            abort(); /* DELTA and LZ4 decode from the start, PFOR and DPFOR check
+                        every exception: the same failure */
         if (all && count && memcmp(out, all + (size_t)first * size, (size_t)count * size) != 0)
             abort();
         free(out);
@@ -254,8 +258,10 @@ static void shape_i64(uint8_t mode, const uint8_t *p, size_t n, int64_t *v)
             acc += (uint64_t)(int64_t)(int8_t)p[i * 8] * ((uint64_t)p[i * 8 + 1] + 1);
             u = acc;
             break;
-        case 2: /* few significant bits above a shared base */
-            u = (u & (((uint64_t)1 << bits) - 1)) + ((uint64_t)p[0] << 56);
+        case 2: /* few significant bits above a shared base, rarely (a last
+                   byte of 0xFF) a wide value: PFOR's exceptions */
+            if (p[i * 8 + 7] != 0xFF)
+                u = (u & (((uint64_t)1 << bits) - 1)) + ((uint64_t)p[0] << 56);
             break;
         default: /* extremes */
             u = (uint64_t)ext[p[i * 8] & 7];
@@ -294,7 +300,7 @@ static void as_values(const uint8_t *data, size_t size)
     };
     roundtrip(cols, 3, FORMAT_POLICY_SMALLEST, NULL);
     roundtrip(cols, 3, FORMAT_POLICY_RAW, NULL);
-    for (int codec = FORMAT_RAW; codec <= FORMAT_LZ4; codec++) {
+    for (int codec = FORMAT_RAW; codec <= FORMAT_CODEC_LAST; codec++) {
         int c64 = codec;
         roundtrip(&cols[0], 1, FORMAT_POLICY_SMALLEST, &c64);
         if (codec == FORMAT_RAW || codec == FORMAT_LZ4) {

@@ -78,3 +78,58 @@ Test(format_bitpack, width)
     cr_assert_eq(bitpack_bytes(FORMAT_MAX_VALUES, 64), (uint64_t)FORMAT_MAX_VALUES * 8);
     cr_assert_eq(bitpack_bytes(UINT32_MAX, 255), ((uint64_t)UINT32_MAX * 255 + 7) / 8);
 }
+
+/* unpack_at, unpack_add and unpack_sum from every start of a stream sized
+ * exactly (the fast path reads 8 bytes at a time while they are in bounds,
+ * then the careful one takes over): the same values as the reference. */
+Test(format_bitpack, offsets_add_and_sum)
+{
+    struct rng r = {4321};
+    enum { N = 90 };
+    uint64_t vals[N];
+    uint8_t packed[N * 8 + 8], out[N * 8 + 1];
+    for (unsigned bits = 0; bits <= 64; bits++) {
+        const uint64_t mask = bits == 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1;
+        for (unsigned i = 0; i < N; i++)
+            vals[i] = (i % 4 == 0 ? mask : rng_next(&r)) & mask;
+        struct bitpack_writer w;
+        bitpack_writer_init(&w, packed);
+        for (unsigned i = 0; i < N; i++)
+            bitpack_put(&w, vals[i], bits);
+        bitpack_flush(&w);
+        uint64_t len = bitpack_bytes(N, bits);
+        uint8_t *exact = malloc(len ? len : 1);
+        memcpy(exact, packed, len);
+        const uint64_t add = 0xFFFFFFFFFFFFFFF0ull, step = (uint64_t)INT64_MIN + 3;
+        for (unsigned first = 0; first <= N; first++) {
+            unsigned n = N - first;
+            bitpack_unpack_at(exact, len, first, n, bits, out + 1);
+            for (unsigned i = 0; i < n; i++) {
+                uint64_t got;
+                memcpy(&got, out + 1 + i * 8, 8);
+                cr_assert_eq(got, vals[first + i], "at bits %u first %u i %u", bits, first, i);
+            }
+            bitpack_unpack_add(exact, len, first, n, bits, add, out + 1);
+            for (unsigned i = 0; i < n; i++) {
+                uint64_t got;
+                memcpy(&got, out + 1 + i * 8, 8);
+                cr_assert_eq(got, vals[first + i] + add, "add bits %u first %u", bits, first);
+            }
+            uint64_t prev = 77, last = bitpack_unpack_sum(exact, len, first, n, bits, step, prev,
+                                                          out + 1);
+            for (unsigned i = 0; i < n; i++) {
+                uint64_t got;
+                memcpy(&got, out + 1 + i * 8, 8);
+                prev += step + vals[first + i];
+                cr_assert_eq(got, prev, "sum bits %u first %u i %u", bits, first, i);
+            }
+            cr_assert_eq(last, prev);
+        }
+        /* Short inputs: garbage, never a read past them (ASan). */
+        if (len) {
+            bitpack_unpack_add(exact, len - 1, 3, N - 3, bits, 1, out + 1);
+            bitpack_unpack_sum(exact, len / 2, 0, N, bits, 1, 0, out + 1);
+        }
+        free(exact);
+    }
+}

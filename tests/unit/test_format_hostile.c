@@ -79,9 +79,9 @@ Test(format_hostile, header)
     free(buf);
 
     EXPECT_OPEN(put16(buf + 4, 7),
-                "segment block has format version 7; this build reads version 2");
+                "segment block has format version 7; this build reads version 3");
     EXPECT_OPEN(put16(buf + 4, 0),
-                "segment block has format version 0; this build reads version 2");
+                "segment block has format version 0; this build reads version 3");
     EXPECT_OPEN(memcpy(buf, "XXXX", 4),
                 "not a segment block (magic 58585858, expected 42525453)");
     EXPECT_OPEN(put16(buf + 6, 5000),
@@ -449,5 +449,227 @@ Test(format_hostile, column_lookups)
     memset(&none, 0, sizeof none);
     cr_assert_eq(format_block_verify(&none, &err), -1);
     cr_assert_str_eq(err.message, "segment block is not open");
+    free(buf);
+}
+
+/* ---- PFOR and DPFOR: exception lists that lie ------------------------------- */
+
+/* One PFOR column of 10 values, base 1, 0 bits, at byte 72:
+ *   72  u32 nexc 2, u8 xbits 13, 3 zero bytes
+ *   80  positions 3 and 8 at 4 bits (one byte, 0x83)
+ *   81  high parts 999 and 4999 at 13 bits (4 bytes)          length 13
+ * One DPFOR column of 300 values (role 2), ascending by 1 within stretches
+ * of 50: exceptions at 0, 50, 100, 128, 150, 200, 250, 256 (the anchors
+ * every 128 and the resets). */
+static const int64_t pf10[10] = {1, 1, 1, 1000, 1, 1, 1, 1, 5000, 1};
+static int64_t dp300[300];
+
+static uint8_t *patched_block(size_t *len)
+{
+    for (int i = 0; i < 300; i++)
+        dp300[i] = 1000 * (i / 50) % 3000 + i % 50;
+    struct format_column cols[] = {{1, 0, FORMAT_I64, 10, pf10}, {2, 0, FORMAT_I64, 300, dp300}};
+    int codecs[] = {FORMAT_PFOR, FORMAT_DPFOR};
+    struct format_block_info info = {.span_start = 0, .width = 1, .ncells = 10};
+    uint8_t *buf = encode_block(&info, cols, 2, FORMAT_POLICY_SMALLEST, codecs, len);
+    uint32_t off, length, nexc;
+    memcpy(&off, entry(buf, 0) + E_OFFSET, 4);
+    memcpy(&length, entry(buf, 0) + E_LENGTH, 4);
+    cr_assert_eq(off, 112);
+    cr_assert_eq(length, 13);
+    cr_assert_eq(entry(buf, 0)[E_BITS], 0);
+    memcpy(&nexc, buf + 112, 4);
+    cr_assert_eq(nexc, 2);
+    cr_assert_eq(buf[116], 13);
+    cr_assert_eq(buf[120], 0x83);
+    memcpy(&off, entry(buf, 1) + E_OFFSET, 4);
+    cr_assert_eq(off, 128);
+    memcpy(&nexc, buf + 128, 4);
+    cr_assert_eq(nexc, 8);
+    return buf;
+}
+
+/* Every way of reading the column must fail with exactly this message:
+ * decode whole, decode any slice (even one without exceptions in it), and
+ * verify (which allocates nothing for these codecs). */
+static void expect_patched(uint8_t *buf, size_t len, int col, const char *message)
+{
+    fix_column_checksum(buf, col);
+    fix_trailer(buf, len);
+    struct format_block b;
+    struct format_error err = {{0}};
+    cr_assert_eq(format_block_open(&b, buf, len, true, &err), 0, "%s", err.message);
+    int64_t out[300];
+    cr_assert_eq(format_block_decode(&b, col, out, &err), -1, "decoded: want %s", message);
+    cr_assert_str_eq(err.message, message);
+    err.message[0] = '\0';
+    cr_assert_eq(format_block_decode_range(&b, col, 0, 1, out, &err), -1);
+    cr_assert_str_eq(err.message, message);
+    err.message[0] = '\0';
+    cr_assert_eq(format_block_decode_range(&b, col, 5, 0, out, &err), -1);
+    cr_assert_str_eq(err.message, message);
+    err.message[0] = '\0';
+    cr_assert_eq(format_block_verify(&b, &err), -1);
+    cr_assert_str_eq(err.message, message);
+}
+
+#define EXPECT_PATCHED(col, edit, message)                                                   \
+    do {                                                                                    \
+        size_t len_;                                                                        \
+        uint8_t *buf = patched_block(&len_);                                                \
+        edit;                                                                               \
+        expect_patched(buf, len_, col, message);                                            \
+        free(buf);                                                                          \
+    } while (0)
+
+Test(format_hostile, patched_intact)
+{
+    size_t len;
+    uint8_t *buf = patched_block(&len);
+    struct format_block b;
+    struct format_error err;
+    cr_assert_eq(format_block_open(&b, buf, len, true, &err), 0, "%s", err.message);
+    cr_assert_eq(format_block_verify(&b, &err), 0, "%s", err.message);
+    int64_t out[300];
+    cr_assert_eq(format_block_decode(&b, 0, out, &err), 0, "%s", err.message);
+    cr_assert_eq(memcmp(out, pf10, sizeof pf10), 0);
+    cr_assert_eq(format_block_decode(&b, 1, out, &err), 0, "%s", err.message);
+    cr_assert_eq(memcmp(out, dp300, sizeof dp300), 0);
+    cr_assert_eq(format_block_decode_range(&b, 1, 299, 1, out, &err), 0, "%s", err.message);
+    cr_assert_eq(out[0], dp300[299]);
+    free(buf);
+}
+
+Test(format_hostile, pfor_lies)
+{
+    EXPECT_PATCHED(0, put8(buf + 120, 0x38),
+                   "column 0 (role 1, index 0): pfor exception positions not ascending "
+                   "(3 after 8)");
+    EXPECT_PATCHED(0, put8(buf + 120, 0x33),
+                   "column 0 (role 1, index 0): pfor exception positions not ascending "
+                   "(3 after 3)");
+    EXPECT_PATCHED(0, put8(buf + 120, 0xA3),
+                   "column 0 (role 1, index 0): pfor exception 1 at position 10 of 10 values");
+    EXPECT_PATCHED(0, put8(buf + 120, 0xF3),
+                   "column 0 (role 1, index 0): pfor exception 1 at position 15 of 10 values");
+    EXPECT_PATCHED(0, put32(buf + 112, 11),
+                   "column 0 (role 1, index 0): pfor has 11 exceptions in 10 values");
+    EXPECT_PATCHED(0, put32(buf + 112, 3),
+                   "column 0 (role 1, index 0): pfor length 13 does not match 10 values of 0 "
+                   "bits and 3 exceptions (15 bytes)");
+    EXPECT_PATCHED(0, put32(buf + 112, 0xFFFFFFFF),
+                   "column 0 (role 1, index 0): pfor has 4294967295 exceptions in 10 values");
+    EXPECT_PATCHED(0, put8(buf + 116, 65),
+                   "column 0 (role 1, index 0): pfor exception width 65 exceeds 64");
+    EXPECT_PATCHED(0, put8(buf + 116, 12),
+                   "column 0 (role 1, index 0): pfor length 13 does not match 10 values of 0 "
+                   "bits and 2 exceptions (12 bytes)");
+    EXPECT_PATCHED(0, put8(buf + 116, 0),
+                   "column 0 (role 1, index 0): pfor exceptions of 0 bits above 0 bits");
+    EXPECT_PATCHED(0, put8(buf + 117, 1),
+                   "column 0 (role 1, index 0): pfor header has reserved bytes set");
+    EXPECT_PATCHED(0, put8(buf + 119, 0x80),
+                   "column 0 (role 1, index 0): pfor header has reserved bytes set");
+    /* No exceptions but an exception width; exceptions above 64 bits. */
+    EXPECT_PATCHED(0, (put32(buf + 112, 0), put32(entry(buf, 0) + E_LENGTH, 8)),
+                   "column 0 (role 1, index 0): pfor has exception width 13 but no exceptions");
+    EXPECT_PATCHED(0, (put8(entry(buf, 0) + E_BITS, 1), put8(buf + 116, 64),
+                       put32(entry(buf, 0) + E_LENGTH, 8 + 2 + 1 + 16)),
+                   "column 0 (role 1, index 0): pfor exceptions of 64 bits above 1 bits");
+}
+
+Test(format_hostile, pfor_directory_lies)
+{
+    EXPECT_OPEN((put8(entry(buf, 0) + E_CODEC, FORMAT_PFOR), put8(entry(buf, 0) + E_BITS, 65)),
+                "column 0 (role 1, index 2): bit width 65 exceeds 64");
+    EXPECT_OPEN((put8(entry(buf, 0) + E_CODEC, FORMAT_PFOR), put8(entry(buf, 0) + E_BITS, 60)),
+                "column 0 (role 1, index 2): pfor length 32 is less than 4 values of 60 bits "
+                "take (38 bytes)");
+    EXPECT_OPEN((put8(entry(buf, 0) + E_CODEC, FORMAT_DPFOR), put32(entry(buf, 0) + E_N, 0)),
+                "column 0 (role 1, index 2): dpfor column of 0 values with bit width 0, base 0, "
+                "length 32; expected all 0");
+    EXPECT_OPEN((put8(entry(buf, 0) + E_TYPE, FORMAT_I128), put8(entry(buf, 0) + E_CODEC, 4)),
+                "column 0 (role 1, index 2): codec pfor is not valid for i128 columns");
+    EXPECT_OPEN((put8(entry(buf, 0) + E_TYPE, FORMAT_F64), put8(entry(buf, 0) + E_CODEC, 5)),
+                "column 0 (role 1, index 2): codec dpfor is not valid for f64 columns");
+    EXPECT_OPEN(put8(entry(buf, 0) + E_CODEC, 6), "column 0 (role 1, index 2): unknown codec 6");
+}
+
+/* DPFOR's positions: byte 136 on, 9 bits each (n 300), exceptions at 0,
+ * 50, 100, 128, 150, 200, 250, 256. */
+static void put_positions(uint8_t *buf, const uint32_t *pos, int n)
+{
+    uint8_t *p = buf + 128 + 16 + (300 * entry(buf, 1)[E_BITS] + 7) / 8;
+    memset(p, 0, (size_t)(n * 9 + 7) / 8);
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < 9; k++)
+            if (pos[i] >> k & 1)
+                p[(i * 9 + k) / 8] |= (uint8_t)(1u << ((i * 9 + k) % 8));
+}
+
+Test(format_hostile, dpfor_lies)
+{
+    static const uint32_t first_not_0[] = {1, 50, 100, 128, 150, 200, 250, 256};
+    static const uint32_t gap[] = {0, 50, 100, 250, 256, 270, 280, 290};
+    static const uint32_t tail[] = {0, 50, 100, 128, 150, 160, 170, 171};
+    static const uint32_t down[] = {0, 50, 100, 128, 150, 200, 256, 250};
+    static const uint32_t past[] = {0, 50, 100, 128, 150, 200, 250, 300};
+    EXPECT_PATCHED(1, put_positions(buf, first_not_0, 8),
+                   "column 1 (role 2, index 0): dpfor exception 0 at position 1 leaves a gap "
+                   "over 128");
+    EXPECT_PATCHED(1, put_positions(buf, tail, 8),
+                   "column 1 (role 2, index 0): dpfor's last exception at 171 of 300 values "
+                   "leaves a gap over 128");
+    EXPECT_PATCHED(1, put_positions(buf, down, 8),
+                   "column 1 (role 2, index 0): dpfor exception positions not ascending (250 "
+                   "after 256)");
+    EXPECT_PATCHED(1, put_positions(buf, past, 8),
+                   "column 1 (role 2, index 0): dpfor exception 7 at position 300 of 300 values");
+    EXPECT_PATCHED(1, put32(buf + 128, 0),
+                   "column 1 (role 2, index 0): dpfor has no exceptions; value 0 must be one");
+    EXPECT_PATCHED(1, put8(buf + 132, 64 + 1),
+                   "column 1 (role 2, index 0): dpfor exception width 65 exceeds 64");
+    EXPECT_PATCHED(1, put8(buf + 134, 9),
+                   "column 1 (role 2, index 0): dpfor header has reserved bytes set");
+    /* A gap of 150 is refused even though every position is in range, and
+     * even for a slice after it. */
+    {
+        size_t len_;
+        uint8_t *buf = patched_block(&len_);
+        put_positions(buf, gap, 8);
+        fix_column_checksum(buf, 1);
+        fix_trailer(buf, len_);
+        struct format_block b;
+        struct format_error err;
+        cr_assert_eq(format_block_open(&b, buf, len_, true, &err), 0);
+        int64_t out[1];
+        cr_assert_eq(format_block_decode_range(&b, 1, 299, 1, out, &err), -1);
+        cr_assert_str_eq(err.message, "column 1 (role 2, index 0): dpfor exception 3 at "
+                                      "position 250 leaves a gap over 128");
+        free(buf);
+    }
+}
+
+/* Garbage slots and exception values decode to something (wrapping), no
+ * read outside the column: dmin and base at the extremes. */
+Test(format_hostile, dpfor_wrapping_garbage)
+{
+    size_t len;
+    uint8_t *buf = patched_block(&len);
+    uint8_t *e = entry(buf, 1);
+    put64(e + E_BASE, (uint64_t)INT64_MAX);
+    put64(buf + 128 + 8, (uint64_t)INT64_MIN);
+    cr_assert_eq(e[E_BITS], 0);
+    memset(buf + 128 + 16 + (8 * 9 + 7) / 8, 0xFF, (size_t)(8 * buf[132] + 7) / 8);
+    fix_column_checksum(buf, 1);
+    fix_trailer(buf, len);
+    struct format_block b;
+    struct format_error err;
+    cr_assert_eq(format_block_open(&b, buf, len, true, &err), 0, "%s", err.message);
+    cr_assert_eq(format_block_verify(&b, &err), 0, "%s", err.message);
+    int64_t out[300], part[7];
+    cr_assert_eq(format_block_decode(&b, 1, out, &err), 0, "%s", err.message);
+    cr_assert_eq(format_block_decode_range(&b, 1, 140, 7, part, &err), 0, "%s", err.message);
+    cr_assert_eq(memcmp(part, out + 140, sizeof part), 0);
     free(buf);
 }

@@ -70,12 +70,14 @@ static void random_column(struct rng *r, struct gcol *g)
     gen_column(r, type, (int)rng_below(r, (uint64_t)ndist), pick_n(r), g);
     if (rng_below(r, 2)) {
         /* Force one of the codecs valid for these values. */
-        int ok[4], nok = 0;
+        int ok[6], nok = 0;
         ok[nok++] = FORMAT_RAW;
         ok[nok++] = FORMAT_LZ4;
         if (type == FORMAT_I64) {
             ok[nok++] = FORMAT_BITPACK;
             ok[nok++] = FORMAT_DELTA;
+            ok[nok++] = FORMAT_PFOR;
+            ok[nok++] = FORMAT_DPFOR;
         } else if (type == FORMAT_I128 && i128_fits_bitpack(g->mem, g->col.n)) {
             ok[nok++] = FORMAT_BITPACK;
         }
@@ -233,7 +235,7 @@ Test(format_roundtrip, every_codec_every_distribution, .timeout = 120)
         int ndist = type == FORMAT_I64 ? DIST_I64 : type == FORMAT_I128 ? DIST_I128 : DIST_F64;
         for (int dist = 0; dist < ndist; dist++) {
             for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
-                for (int codec = COLUMN_CODEC_AUTO; codec <= FORMAT_LZ4; codec++) {
+                for (int codec = COLUMN_CODEC_AUTO; codec <= FORMAT_CODEC_LAST; codec++) {
                     for (int policy = 0; policy < 2; policy++) {
                         if (codec != COLUMN_CODEC_AUTO && policy == 1)
                             continue; /* a forced codec ignores the policy */
@@ -281,7 +283,7 @@ Test(format_roundtrip, every_codec_every_distribution, .timeout = 120)
 }
 
 /* The SMALLEST policy picks the shortest encoding, ties to the earliest of
- * RAW, BITPACK, DELTA, LZ4. */
+ * RAW, BITPACK, DELTA, PFOR, DPFOR, LZ4. */
 Test(format_roundtrip, smallest_is_smallest, .timeout = 120)
 {
     for (uint64_t seed = 1; seed <= 1000; seed++) {
@@ -289,10 +291,10 @@ Test(format_roundtrip, smallest_is_smallest, .timeout = 120)
         struct gcol g;
         random_column(&r, &g);
         g.codec = COLUMN_CODEC_AUTO;
-        uint32_t length[4];
-        bool ok[4] = {false};
+        uint32_t length[FORMAT_CODEC_LAST + 1];
+        bool ok[FORMAT_CODEC_LAST + 1] = {false};
         struct format_block_info info = {0};
-        for (int codec = FORMAT_RAW; codec <= FORMAT_LZ4; codec++) {
+        for (int codec = FORMAT_RAW; codec <= FORMAT_CODEC_LAST; codec++) {
             size_t cap = format_block_bound(&g.col, 1), len;
             uint8_t *buf = malloc(cap);
             struct format_error err;
@@ -312,10 +314,14 @@ Test(format_roundtrip, smallest_is_smallest, .timeout = 120)
         cr_assert_eq(format_block_open(&b, buf, len, true, &err), 0);
         struct format_column_info ci;
         format_block_column(&b, 0, &ci);
+        static const int order[] = {FORMAT_RAW,  FORMAT_BITPACK, FORMAT_DELTA,
+                                    FORMAT_PFOR, FORMAT_DPFOR,   FORMAT_LZ4};
         int want = -1;
-        for (int codec = FORMAT_RAW; codec <= FORMAT_LZ4; codec++)
+        for (size_t k = 0; k < sizeof order / sizeof *order; k++) {
+            int codec = order[k];
             if (ok[codec] && (want < 0 || length[codec] < length[want]))
                 want = codec;
+        }
         cr_assert_eq((int)ci.codec, want, "seed %llu: %s type %d n %u: picked %s (%u bytes)",
                      (unsigned long long)seed, format_codec_name((enum format_codec)want),
                      g.col.type, g.col.n, format_codec_name(ci.codec), ci.length);
@@ -563,7 +569,12 @@ Test(format_roundtrip, encode_errors)
     int64_t v[2] = {1, 2};
     struct format_column cf = {.role = 3, .index = 4, .type = FORMAT_F64, .n = 2, .values = d};
     struct format_column cw = {.role = 0, .index = 1, .type = FORMAT_I128, .n = 2, .values = w};
-    int delta = FORMAT_DELTA, bitpack = FORMAT_BITPACK, bogus = 7;
+    int delta = FORMAT_DELTA, bitpack = FORMAT_BITPACK, bogus = 7, pfor = FORMAT_PFOR,
+        dpfor = FORMAT_DPFOR;
+    expect_encode_error(&cw, 1, &pfor, FORMAT_POLICY_SMALLEST,
+                        "column 0 (role 0, index 1): codec pfor is not valid for i128 columns");
+    expect_encode_error(&cf, 1, &dpfor, FORMAT_POLICY_SMALLEST,
+                        "column 0 (role 3, index 4): codec dpfor is not valid for f64 columns");
     expect_encode_error(&cf, 1, &delta, FORMAT_POLICY_SMALLEST,
                         "column 0 (role 3, index 4): codec delta is not valid for f64 columns");
     expect_encode_error(&cf, 1, &bitpack, FORMAT_POLICY_SMALLEST,
@@ -602,9 +613,155 @@ Test(format_roundtrip, names)
     cr_assert_str_eq(format_codec_name(FORMAT_BITPACK), "bitpack");
     cr_assert_str_eq(format_codec_name(FORMAT_DELTA), "delta");
     cr_assert_str_eq(format_codec_name(FORMAT_LZ4), "lz4");
+    cr_assert_str_eq(format_codec_name(FORMAT_PFOR), "pfor");
+    cr_assert_str_eq(format_codec_name(FORMAT_DPFOR), "dpfor");
     cr_assert_str_eq(format_codec_name((enum format_codec)9), "unknown");
     cr_assert_eq(format_type_size(FORMAT_I64), 8);
     cr_assert_eq(format_type_size(FORMAT_I128), 16);
     cr_assert_eq(format_type_size(FORMAT_F64), 8);
     cr_assert_eq(format_type_size((enum format_type)0), 0);
+}
+
+/* ---- PFOR and DPFOR on the shapes they are for ------------------------------ */
+
+/* Encodes v[0..n) with codec forced (or AUTO), checks the whole column and
+ * every slice [first, first + count) over a grid of starts and lengths
+ * (around DPFOR's anchors too), and returns the directory entry. */
+static struct format_column_info shaped(const int64_t *v, uint32_t n, int codec)
+{
+    struct format_column col = {.role = 6, .index = 0, .type = FORMAT_I64, .n = n,
+                                .values = n ? v : NULL};
+    struct gcol g = {.col = col, .codec = codec};
+    struct format_block_info info = {0};
+    size_t len;
+    uint8_t *buf = encode_block(&info, &col, 1, FORMAT_POLICY_SMALLEST, &g.codec, &len);
+    check_block(buf, len, &info, &g, 1, FORMAT_POLICY_SMALLEST);
+    struct format_block b;
+    struct format_error err;
+    cr_assert_eq(format_block_open(&b, buf, len, true, &err), 0, "%s", err.message);
+    struct format_column_info ci;
+    format_block_column(&b, 0, &ci);
+    int64_t *out = malloc(((size_t)n + 1) * 8);
+    static const uint32_t starts[] = {0, 1, 2, 126, 127, 128, 129, 255, 256, 257, 1000};
+    static const uint32_t counts[] = {0, 1, 2, 3, 127, 128, 129, 300};
+    for (size_t a = 0; a < sizeof starts / sizeof *starts; a++)
+        for (size_t c = 0; c < sizeof counts / sizeof *counts; c++) {
+            uint32_t first = starts[a], count = counts[c];
+            if ((uint64_t)first + count > n)
+                continue;
+            cr_assert_eq(format_block_decode_range(&b, 0, first, count, out, &err), 0,
+                         "%s [%u, +%u): %s", format_codec_name(ci.codec), first, count,
+                         err.message);
+            for (uint32_t i = 0; i < count; i++)
+                cr_assert_eq(out[i], v[first + i], "%s n %u: value %u of [%u, +%u)",
+                             format_codec_name(ci.codec), n, first + i, first, count);
+        }
+    free(out);
+    free(buf);
+    return ci;
+}
+
+enum { SHAPED_N = 5000 };
+
+Test(format_roundtrip, pfor_all_ones)
+{
+    int64_t *v = malloc(SHAPED_N * sizeof *v);
+    for (int i = 0; i < SHAPED_N; i++)
+        v[i] = 1;
+    /* A constant is BITPACK at 0 bits; forced PFOR holds it too. */
+    cr_assert_eq(shaped(v, SHAPED_N, COLUMN_CODEC_AUTO).codec, FORMAT_BITPACK);
+    struct format_column_info ci = shaped(v, SHAPED_N, FORMAT_PFOR);
+    cr_assert_eq(ci.bits, 0);
+    cr_assert_eq(ci.length, 8, "header only, no exceptions");
+    ci = shaped(v, SHAPED_N, FORMAT_DPFOR);
+    cr_assert_eq(ci.codec, FORMAT_DPFOR);
+    free(v);
+}
+
+Test(format_roundtrip, pfor_ones_with_rare_large)
+{
+    int64_t *v = malloc(SHAPED_N * sizeof *v);
+    struct rng r = {11};
+    for (int i = 0; i < SHAPED_N; i++)
+        v[i] = rng_below(&r, 50) == 0 ? 1 + (int64_t)rng_below(&r, 100000) : 1;
+    v[0] = 70000; /* an exception at position 0 */
+    v[SHAPED_N - 1] = 99999; /* and at the last */
+    struct format_column_info ci = shaped(v, SHAPED_N, COLUMN_CODEC_AUTO);
+    cr_assert_eq(ci.codec, FORMAT_PFOR, "picked %s", format_codec_name(ci.codec));
+    cr_assert_eq(ci.bits, 0);
+    /* 17 bits a value bit-packed; about 2 % exceptions of 13 + 17 bits. */
+    cr_assert_lt(ci.length, SHAPED_N / 8 + 1, "%u bytes", ci.length);
+    /* Run rows: mostly 1, a tail of 2 to 30. */
+    for (int i = 0; i < SHAPED_N; i++)
+        v[i] = rng_below(&r, 4) ? 1 : 1 + (int64_t)rng_below(&r, rng_below(&r, 8) ? 3 : 30);
+    ci = shaped(v, SHAPED_N, COLUMN_CODEC_AUTO);
+    cr_assert_eq(ci.codec, FORMAT_PFOR, "picked %s", format_codec_name(ci.codec));
+    cr_assert_lt(ci.length, SHAPED_N * 5 / 8, "%u bytes", ci.length);
+    free(v);
+}
+
+/* Value codes of runs: ascending within a cell, reset at each cell. */
+Test(format_roundtrip, dpfor_ascending_with_resets)
+{
+    int64_t *v = malloc(SHAPED_N * sizeof *v);
+    struct rng r = {12};
+    for (int i = 0; i < SHAPED_N;) {
+        int runs = 1 + (int)rng_below(&r, 40);
+        int64_t x = 250 + (int64_t)rng_below(&r, 3000);
+        for (int k = 0; k < runs && i < SHAPED_N; k++, i++) {
+            v[i] = x;
+            x += 1 + (int64_t)rng_below(&r, rng_below(&r, 10) ? 60 : 5000);
+        }
+    }
+    struct format_column_info ci = shaped(v, SHAPED_N, COLUMN_CODEC_AUTO);
+    cr_assert_eq(ci.codec, FORMAT_DPFOR, "picked %s", format_codec_name(ci.codec));
+    struct format_column_info bp = shaped(v, SHAPED_N, FORMAT_BITPACK);
+    cr_assert_lt(ci.length, bp.length * 3 / 4, "dpfor %u bytes, bitpack %u", ci.length,
+                 bp.length);
+    shaped(v, SHAPED_N, FORMAT_PFOR);
+    /* Strictly descending: every delta negative, dmin the smallest. */
+    for (int i = 0; i < SHAPED_N; i++)
+        v[i] = 1000000 - 3 * (int64_t)i - (int64_t)rng_below(&r, 2);
+    ci = shaped(v, SHAPED_N, FORMAT_DPFOR);
+    cr_assert_lt(ci.length, 16 + SHAPED_N / 4 + (SHAPED_N / 128 + 1) * 6, "%u bytes",
+                 ci.length);
+    free(v);
+}
+
+Test(format_roundtrip, pfor_dpfor_extremes)
+{
+    static const int64_t ext[] = {INT64_MIN, INT64_MAX, 0, -1, 1, INT64_MIN + 1, INT64_MAX - 1};
+    int64_t v[600];
+    struct rng r = {13};
+    for (int shape = 0; shape < 4; shape++) {
+        for (int i = 0; i < 600; i++) {
+            switch (shape) {
+            case 0: v[i] = ext[rng_below(&r, 7)]; break;
+            case 1: v[i] = i % 2 ? INT64_MIN : INT64_MAX; break;
+            case 2: v[i] = rng_below(&r, 100) ? 5 : ext[rng_below(&r, 7)]; break;
+            default: v[i] = INT64_MIN + (int64_t)i * 7 + (i % 97 == 0 ? INT64_MAX : 0); break;
+            }
+        }
+        for (uint32_t n = 0; n <= 600; n = n ? n * 3 : 1) {
+            shaped(v, n, FORMAT_PFOR);
+            shaped(v, n, FORMAT_DPFOR);
+            shaped(v, n, COLUMN_CODEC_AUTO);
+        }
+    }
+}
+
+Test(format_roundtrip, pfor_dpfor_small_n)
+{
+    int64_t v[3] = {INT64_MAX, INT64_MIN, 42};
+    for (uint32_t n = 0; n <= 3; n++) {
+        struct format_column_info p = shaped(v, n, FORMAT_PFOR);
+        struct format_column_info d = shaped(v, n, FORMAT_DPFOR);
+        if (n == 0) {
+            cr_assert_eq(p.length, 0);
+            cr_assert_eq(d.length, 0);
+        }
+    }
+    /* n = 1: one anchor, nothing else. */
+    struct format_column_info d = shaped(v, 1, FORMAT_DPFOR);
+    cr_assert_eq(d.length, 16 + 0 + 0 + 0, "%u bytes", d.length);
 }
