@@ -201,7 +201,6 @@ struct plan {
     uint64_t size; /* encoded bytes */
 };
 
-
 static uint64_t patched_size(unsigned header, uint32_t n, unsigned bits, uint64_t nexc,
                              unsigned xbits)
 {
@@ -209,19 +208,27 @@ static uint64_t patched_size(unsigned header, uint32_t n, unsigned bits, uint64_
            bitpack_bytes(nexc, xbits);
 }
 
+/* The smallest and largest of n > 0 i64 values. */
+static void i64_range(const uint8_t *v, uint32_t n, int64_t *min, int64_t *max)
+{
+    *min = INT64_MAX;
+    *max = INT64_MIN;
+    for (uint32_t i = 0; i < n; i++) {
+        int64_t x = i64_from_bits(get_u64(v, i));
+        if (x < *min)
+            *min = x;
+        if (x > *max)
+            *max = x;
+    }
+}
+
 static void plan_bitpack_i64(const uint8_t *v, uint32_t n, struct plan *p)
 {
     *p = (struct plan){.ok = true};
     if (n == 0)
         return;
-    int64_t min = INT64_MAX, max = INT64_MIN;
-    for (uint32_t i = 0; i < n; i++) {
-        int64_t x = i64_from_bits(get_u64(v, i));
-        if (x < min)
-            min = x;
-        if (x > max)
-            max = x;
-    }
+    int64_t min, max;
+    i64_range(v, n, &min, &max);
     p->base = min;
     p->bits = bitpack_width(i64_bits(max) - i64_bits(min));
     p->size = bitpack_bytes(n, p->bits);
@@ -280,14 +287,8 @@ static void plan_pfor(const uint8_t *v, uint32_t n, struct plan *p)
     *p = (struct plan){.ok = true};
     if (n == 0)
         return;
-    int64_t min = INT64_MAX, max = INT64_MIN;
-    for (uint32_t i = 0; i < n; i++) {
-        int64_t x = i64_from_bits(get_u64(v, i));
-        if (x < min)
-            min = x;
-        if (x > max)
-            max = x;
-    }
+    int64_t min, max;
+    i64_range(v, n, &min, &max);
     uint64_t hist[65] = {0}, base = i64_bits(min), umax = i64_bits(max) - base;
     for (uint32_t i = 0; i < n; i++)
         hist[bitpack_width(get_u64(v, i) - base)]++;
