@@ -197,6 +197,31 @@ static int follow(const struct ingest_options *opt, struct source *src, struct s
     }
 }
 
+/* Connects for the start. PostgreSQL not answering yet (the machine's boot
+ * order, a restart) is waited for with backoff (1 s doubling to 30 s), as a
+ * lost connection is once following; anything else (a bad conninfo, a
+ * refused login, no such database) is an error to fix, reported at once.
+ * NULL with err; NULL with err empty when a stop was asked meanwhile. */
+static PGconn *connect_at_start(const struct ingest_options *opt, char *err, size_t errlen)
+{
+    int64_t delay = 1000000;
+    for (;;) {
+        PGconn *c = source_connect(opt->source, false, err, errlen);
+        if (c)
+            return c;
+        PGPing ping = PQping(opt->source);
+        if (ping != PQPING_NO_RESPONSE && ping != PQPING_REJECT)
+            return NULL;
+        log_warn("%s; PostgreSQL does not answer yet, next try in %.0f s", err,
+                 (double)delay / 1e6);
+        backoff(&delay, 30000000);
+        if (ingest_stop_requested) {
+            err[0] = '\0';
+            return NULL;
+        }
+    }
+}
+
 int ingest_run(const struct ingest_options *opt)
 {
     char err[1024], *views_text = NULL;
@@ -214,7 +239,9 @@ int ingest_run(const struct ingest_options *opt)
     if (opt->metrics_listen &&
         !(ms = imetrics_serve(opt->metrics_listen, opt->store_dir, err, sizeof err)))
         goto done;
-    c = source_connect(opt->source, false, err, sizeof err);
+    c = connect_at_start(opt, err, sizeof err);
+    if (!c && !err[0])
+        rc = 0; /* stopped while waiting for PostgreSQL */
     if (!c || source_load(c, views, &src, err, sizeof err) ||
         source_compile_filters(&src, err, sizeof err))
         goto done;

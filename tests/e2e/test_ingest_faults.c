@@ -14,6 +14,7 @@
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +79,77 @@ Test(ingest_faults, postgresql_restart_while_following, .timeout = 600)
         taxi_check(&db, when);
     }
     taxi_ingest_stop(&db);
+    taxi_db_destroy(&db);
+    pgtmp_stop(&pg);
+}
+
+/* Whether the file at path holds text. */
+static bool log_has(const char *path, const char *text)
+{
+    char buf[16384] = "";
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return strstr(buf, text) != NULL;
+}
+
+Test(ingest_faults, postgresql_down_at_start_is_waited_for, .timeout = 300)
+{
+    struct pgtmp pg;
+    char err[512];
+    cr_assert_eq(pgtmp_start(&pg, NULL, err, sizeof err), 0, "%s", err);
+    struct taxi_db db;
+    taxi_db_create(&db, pgtmp_conninfo(&pg), 1000);
+    /* Down hard, every commit on disk first (the cluster runs without
+     * synchronous commit). */
+    taxi_exec(db.pg, "CHECKPOINT");
+    pid_t pm = pgtmp_postmaster_pid(&pg);
+    cr_assert_gt(pm, 0);
+    kill(pm, SIGKILL);
+    for (int i = 0; i < 500 && pgtmp_postmaster_pid(&pg) > 0; i++)
+        usleep(20000);
+    cr_assert_leq(pgtmp_postmaster_pid(&pg), 0, "the postmaster survived SIGKILL");
+
+    char log[128];
+    snprintf(log, sizeof log, "%s.log", db.store);
+    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    cr_assert_geq(fd, 0);
+    db.ingest = taxi_ingest_spawn(&db, NULL, false, fd);
+    close(fd);
+    for (int i = 0; i < 100 && !log_has(log, "does not answer yet"); i++)
+        usleep(50000);
+    cr_assert(log_has(log, "does not answer yet"), "ingest says it waits for PostgreSQL");
+    usleep(1500000); /* a retry or two */
+    cr_assert_eq(waitpid(db.ingest, NULL, WNOHANG), 0, "ingest waits instead of exiting");
+
+    cr_assert_eq(pgtmp_restart(&pg, err, sizeof err), 0, "%s", err);
+    PQreset(db.pg);
+    cr_assert_eq(PQstatus(db.pg), CONNECTION_OK, "%s", PQerrorMessage(db.pg));
+    taxi_exec(db.pg, "SET synchronous_commit = on");
+    taxi_random_batch(&db);
+    taxi_check(&db, "after PostgreSQL came up under a waiting ingest");
+    taxi_ingest_stop(&db);
+
+    /* What waiting cannot fix is reported at once: no such database. */
+    struct taxi_db bad = db;
+    const char *wrong_db = " dbname=straum_no_such_db";
+    cr_assert_lt(strlen(db.conninfo) + strlen(wrong_db), sizeof bad.conninfo);
+    strcat(bad.conninfo, wrong_db);
+    fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    cr_assert_geq(fd, 0);
+    pid_t pid = taxi_ingest_spawn(&bad, NULL, false, fd);
+    close(fd);
+    int status = 0, waited = 0;
+    while (waitpid(pid, &status, WNOHANG) == 0 && waited++ < 200)
+        usleep(50000);
+    cr_assert_lt(waited, 200, "ingest must not wait for a database that does not exist");
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) != 0, "status %d", status);
+    cr_assert(log_has(log, "straum_no_such_db") && !log_has(log, "does not answer yet"),
+              "the error names the database, and nothing was retried");
+    unlink(log);
     taxi_db_destroy(&db);
     pgtmp_stop(&pg);
 }
