@@ -33,7 +33,6 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -41,7 +40,6 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -149,11 +147,7 @@ static pid_t serve_spawn(const char *store, int port)
         _exit(127);
     }
     for (int i = 0; i < 250; i++) { /* until it listens */
-        int fd = socket(AF_INET, SOCK_STREAM, 0);
-        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-                                .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-        bool up = connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
-        close(fd);
+        bool up = hc_listening(port);
         if (up)
             return pid;
         usleep(20000);

@@ -8,13 +8,11 @@
 
 #include <criterion/criterion.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,11 +31,7 @@ static pid_t start_serve(const char *store, int port)
         _exit(127);
     }
     for (int i = 0; i < 250; i++) { /* until it listens */
-        int fd = socket(AF_INET, SOCK_STREAM, 0);
-        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-                                .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-        bool up = connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
-        close(fd);
+        bool up = hc_listening(port);
         if (up) {
             struct hc_response r;
             hc_once(port, "GET", "/healthz", NULL, NULL, &r);

@@ -15,6 +15,7 @@
  * The input is also read as an interval and as a timestamp: an interval is
  * positive; a timestamp's day survives sql_civil_from_days and
  * sql_days_from_civil. ASan/LSan/UBSan watch for the rest. */
+#include "tests/fuzz/fuzz_check.h"
 #include "sql/sql.h"
 #include "tests/unit/source_file.h"
 
@@ -24,14 +25,6 @@
 #include <string.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                                          \
-    do {                                                                                     \
-        if (!(cond)) {                                                                       \
-            fprintf(stderr, "FUZZ FINDING: %s:%d: %s\n", __FILE__, __LINE__, #cond);          \
-            abort();                                                                         \
-        }                                                                                    \
-    } while (0)
 
 static const char OTHER_VIEWS[] =
     "CREATE VIEW rides WITH (buckets = '15 minutes, 1 hour, 1 day') AS\n"

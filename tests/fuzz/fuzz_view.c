@@ -16,6 +16,7 @@
  *   - an ask selecting every column of the view, grouped by every key,
  *     compiles against it (what serve's /views promises a client).
  * ASan/LSan/UBSan watch for the rest. */
+#include "tests/fuzz/fuzz_check.h"
 #include "sql/sql.h"
 #include "store/store.h"
 
@@ -26,14 +27,6 @@
 #include <string.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                                          \
-    do {                                                                                     \
-        if (!(cond)) {                                                                       \
-            fprintf(stderr, "FUZZ FINDING: %s:%d: %s\n", __FILE__, __LINE__, #cond);          \
-            abort();                                                                         \
-        }                                                                                    \
-    } while (0)
 
 static void check_error(const struct sql_error *err)
 {

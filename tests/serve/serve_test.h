@@ -58,6 +58,8 @@ struct hc_response {
 
 /* A loopback port free now (the kernel's pick), for a server started next. */
 int hc_free_port(void);
+/* Whether something accepts connections on the loopback port now. */
+bool hc_listening(int port);
 int hc_connect(int port);
 /* Sends all of data; false when the server closed or reset the connection. */
 bool hc_send(int fd, const void *data, size_t len);

@@ -20,14 +20,12 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
-#include <netinet/in.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -67,11 +65,7 @@ static pid_t serve_spawn(int port, int uid)
         _exit(127);
     }
     for (int i = 0; i < 250; i++) {
-        int fd = socket(AF_INET, SOCK_STREAM, 0);
-        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-                                .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-        bool up = connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
-        close(fd);
+        bool up = hc_listening(port);
         if (up)
             return pid;
         int status;

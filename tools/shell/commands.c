@@ -153,18 +153,20 @@ int shell_ask(struct shell *s, const char *text, size_t len)
 
 /* ---- \views and \d --------------------------------------------------------------- */
 
-static cJSON *fetch_views(struct shell *s)
+cJSON *shell_views(struct shell *s, bool quiet)
 {
     char *text = NULL;
     struct shell_error err;
     if (backend_views(s->backend, &text, &err) != 0) {
-        print_error(&err, NULL);
+        if (!quiet)
+            print_error(&err, NULL);
         return NULL;
     }
     cJSON *root = cJSON_Parse(text);
     free(text);
     if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(root, "views"))) {
-        fprintf(stderr, "ERROR:  the views answer is not {\"views\": [...]}\n");
+        if (!quiet)
+            fprintf(stderr, "ERROR:  the views answer is not {\"views\": [...]}\n");
         cJSON_Delete(root);
         return NULL;
     }
@@ -194,7 +196,7 @@ static void name_list(const cJSON *arr, const char *field, struct buf *b)
 
 static int cmd_views(struct shell *s)
 {
-    cJSON *root = fetch_views(s);
+    cJSON *root = shell_views(s, false);
     if (!root)
         return failed(s);
     if (s->format == FORMAT_JSON) {
@@ -275,7 +277,7 @@ static int cmd_describe(struct shell *s, const char *arg)
         fprintf(stderr, "ERROR:  \\d %s: the quoted name is not closed\n", arg);
         return failed(s);
     }
-    cJSON *root = fetch_views(s);
+    cJSON *root = shell_views(s, false);
     if (!root)
         return failed(s);
     const cJSON *v, *view = NULL;

@@ -60,12 +60,7 @@ static void add_names_of(const cJSON *view, const char *list)
 static void load_names(void)
 {
     comp.loaded = true;
-    char *text = NULL;
-    struct shell_error err;
-    if (backend_views(comp.shell->backend, &text, &err) != 0)
-        return;
-    cJSON *root = cJSON_Parse(text);
-    free(text);
+    cJSON *root = shell_views(comp.shell, true);
     const cJSON *v;
     cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(root, "views")) {
         const cJSON *name = cJSON_GetObjectItemCaseSensitive(v, "name");

@@ -112,6 +112,9 @@ void shell_free(struct shell *s);
 int shell_ask(struct shell *s, const char *text, size_t len);
 /* Runs one backslash command line ("\d trips"). 0, or -1 (printed). */
 int shell_command(struct shell *s, const char *line);
+/* The views answer parsed ({"views": [...]}, for cJSON_Delete), or NULL;
+ * the error is printed unless quiet (Tab completion fetches quietly). */
+struct cJSON *shell_views(struct shell *s, bool quiet);
 
 /* ---- Input (repl.c) --------------------------------------------------------- */
 
