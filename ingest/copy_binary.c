@@ -153,6 +153,8 @@ static int scan_tuple(struct copy_parser *p, struct copy_tuple *t)
     }
     if (t)
         t->nfields = nfields;
+    p->tuple_at = p->pos;
+    p->tuple_len = at;
     p->pos += at;
     return 1;
 }
@@ -172,6 +174,21 @@ int copy_parser_next(struct copy_parser *p, struct copy_tuple *t)
         return 0;
     }
     return scan_tuple(p, t);
+}
+
+int copy_tuple_decode(const uint8_t *data, size_t len, struct copy_tuple *t, char *err,
+                      size_t errlen)
+{
+    struct copy_parser p = {.buf = (uint8_t *)data, .len = len, .header_done = true};
+    int rc = scan_tuple(&p, t);
+    if (rc == 1 && p.pos == len)
+        return 0;
+    if (rc == 1 || (rc == 0 && p.trailer_seen))
+        fail(&p, "%zu bytes are not one tuple", len);
+    else if (rc == 0)
+        fail(&p, "a tuple cut short at %zu bytes", len);
+    snprintf(err, errlen, "%s", p.error);
+    return -1;
 }
 
 int copy_parser_finish(struct copy_parser *p)

@@ -31,6 +31,7 @@ struct copy_parser {
     uint8_t *buf;        /* bytes not yet consumed */
     size_t len, cap, pos;
     bool header_done, trailer_seen;
+    size_t tuple_at, tuple_len; /* the last tuple taken: its bytes in buf, until the next feed */
     char error[200];
 };
 
@@ -45,6 +46,12 @@ int copy_parser_feed(struct copy_parser *p, const void *data, size_t len);
  * or the trailer was reached (see trailer_seen), -1 on malformed input with
  * p->error set. */
 int copy_parser_next(struct copy_parser *p, struct copy_tuple *t);
+
+/* Decodes one tuple from exactly len bytes (as copy_parser_next took them,
+ * tuple_at and tuple_len): 0 with t's fields pointing into data, or -1 with
+ * err when the bytes are not one whole tuple. */
+int copy_tuple_decode(const uint8_t *data, size_t len, struct copy_tuple *t, char *err,
+                      size_t errlen);
 
 /* After the last chunk: 0 if the stream ended cleanly with the trailer and
  * nothing after it, -1 with p->error otherwise. */

@@ -81,11 +81,14 @@ static int64_t mono_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-int ingest_store_commit(struct store *st, const struct store_position *pos,
+typedef int (*commit_fn)(struct store *st, const struct store_position *pos,
+                         struct store_error *err);
+
+static int timed_commit(commit_fn commit, struct store *st, const struct store_position *pos,
                         const struct ingest_batch *batch, struct store_error *err)
 {
     int64_t t0 = mono_ns();
-    if (store_commit(st, pos, err)) {
+    if (commit(st, pos, err)) {
         ADD(M.commit_failures, 1);
         return -1;
     }
@@ -111,6 +114,18 @@ int ingest_store_commit(struct store *st, const struct store_position *pos,
         store_log_end(&l);
     }
     return 0;
+}
+
+int ingest_store_commit(struct store *st, const struct store_position *pos,
+                        const struct ingest_batch *batch, struct store_error *err)
+{
+    return timed_commit(store_commit, st, pos, batch, err);
+}
+
+int ingest_store_commit_cold(struct store *st, const struct store_position *pos,
+                             struct store_error *err)
+{
+    return timed_commit(store_commit_cold, st, pos, NULL, err);
 }
 
 /* ---- Exposition ------------------------------------------------------------ */

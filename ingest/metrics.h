@@ -52,6 +52,9 @@ void imetrics_spool_bytes(uint64_t bytes);
  * that order, so a scrape that sees the position sees the batch counted. */
 int ingest_store_commit(struct store *st, const struct store_position *pos,
                         const struct ingest_batch *batch, struct store_error *err);
+/* The same with store_commit_cold: a commit between a load's partitions. */
+int ingest_store_commit_cold(struct store *st, const struct store_position *pos,
+                             struct store_error *err);
 
 /* Starts the metrics server on listen ("host:port", "[v6]:port", ":port"
  * for loopback; port 0 picks one) for the store in store_dir (for

@@ -236,6 +236,14 @@ static double scaled_to_double(int64_t code, int scale)
     if (scale <= 0)
         return (double)code;
     uint64_t mag = code < 0 ? (uint64_t)0 - (uint64_t)code : (uint64_t)code;
+    /* Both operands exact in a double (2^53, 10^22): IEEE division rounds
+     * the exact quotient once, to nearest, as strtod does; equal to the
+     * last bit, and cheaper (strtod was 5% of a load, perf). */
+    static const double pow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                   1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                   1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    if (mag <= (1ULL << 53) && scale <= 22)
+        return (double)code / pow10[scale];
     char buf[48], *e = buf + sizeof buf, *q = e;
     *--q = '\0';
     for (int i = 0; i <= scale || mag > 0; i++) {

@@ -8,9 +8,11 @@
  * position 0, which marks the store as not yet loaded. The last commit writes the slot's consistent
  * point: streaming resumes exactly there, so no transaction is missed or
  * applied twice. */
+#include "ingest/bytes_be.h"
 #include "ingest/copy_binary.h"
 #include "ingest/internal.h"
 #include "ingest/metrics.h"
+#include "ingest/spool.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -53,8 +55,10 @@ struct progress {
 
 static void progress_print(struct progress *p, bool done)
 {
+    if (!p->tty) /* before the clock: this runs for every row */
+        return;
     int64_t now = now_usec();
-    if (!p->tty || (!done && now - p->last_print < 200000))
+    if (!done && now - p->last_print < 200000)
         return;
     p->last_print = now;
     double secs = (double)(now - p->started) / 1e6;
@@ -79,21 +83,26 @@ static int commit_failed(const struct store_error *serr, char *err, size_t errle
 }
 
 /* Commits what is pending (position 0: still loading) when the writer holds
- * more than the budget, so that the commit's eviction bounds memory. */
+ * more than the budget, so that the commit's eviction bounds memory. The
+ * segments still being filled stay pending (store_commit_cold). */
 static int commit_if_big(struct store *st, char *err, size_t errlen)
 {
     if (store_cached_bytes(st) < LOAD_MEMORY_BUDGET)
         return 0;
     struct store_error serr;
-    if (ingest_store_commit(st, &(struct store_position){0}, NULL, &serr))
+    if (ingest_store_commit_cold(st, &(struct store_position){0}, &serr))
         return commit_failed(&serr, err, errlen);
     return 0;
 }
 
-/* One COPY of a table (rows matching where, "" for all), each tuple applied
- * as it completes. */
-static int copy_table(PGconn *c, struct source_table *t, struct store *st, const char *where,
-                      struct progress *prog, char *err, size_t errlen)
+/* What one tuple of a COPY is handed to: the tuple, and its bytes as sent. */
+typedef int (*tuple_fn)(void *ctx, const struct copy_tuple *tuple, const uint8_t *bytes,
+                        size_t len, char *err, size_t errlen);
+
+/* One COPY of a table's needed columns (rows matching where, "" for all),
+ * each tuple handed to fn as it completes. */
+static int copy_table(PGconn *c, const struct source_table *t, const char *where, tuple_fn fn,
+                      void *ctx, char *err, size_t errlen)
 {
     size_t cap = 64 + strlen(t->qualified) + strlen(where);
     for (int i = 0; i < t->ncols; i++)
@@ -119,8 +128,7 @@ static int copy_table(PGconn *c, struct source_table *t, struct store *st, const
     struct copy_parser parser;
     copy_parser_init(&parser);
     struct copy_tuple *tuple = malloc(sizeof *tuple);
-    struct row_value *row = calloc((size_t)t->ncols + 1, sizeof *row);
-    int rc = tuple && row ? 0 : ingest_fail(err, errlen, "out of memory");
+    int rc = tuple ? 0 : ingest_fail(err, errlen, "out of memory");
     char *buf;
     int n;
     while (rc == 0 && (n = PQgetCopyData(c, &buf, 0)) > 0) {
@@ -128,23 +136,11 @@ static int copy_table(PGconn *c, struct source_table *t, struct store *st, const
         PQfreemem(buf);
         int got;
         while (rc == 0 && (got = copy_parser_next(&parser, tuple)) == 1) {
-            if (tuple->nfields != t->ncols) {
-                rc = ingest_fail(err, errlen, "COPY of %s sent %d fields, expected %d", t->qualified,
-                          tuple->nfields, t->ncols);
-                break;
-            }
-            for (int i = 0; i < t->ncols; i++)
-                row[i] = (struct row_value){tuple->fields[i].is_null, false, true,
-                                            tuple->fields[i].data, tuple->fields[i].len};
-            if (t->nfacts)
-                rc = rows_apply_fact(st, t, row, +1, err, errlen);
-            if (rc == 0 && t->ndims)
-                rc = rows_put_dim(st, t, row, err, errlen);
-            if (rc == 0)
-                imetrics_snapshot_row();
-            if (rc == 0 && ++prog->rows % 65536 == 0)
-                rc = commit_if_big(st, err, errlen);
-            progress_print(prog, false);
+            if (tuple->nfields != t->ncols)
+                rc = ingest_fail(err, errlen, "COPY of %s sent %d fields, expected %d",
+                                 t->qualified, tuple->nfields, t->ncols);
+            else
+                rc = fn(ctx, tuple, parser.buf + parser.tuple_at, parser.tuple_len, err, errlen);
         }
         if (rc == 0 && got < 0)
             rc = ingest_fail(err, errlen, "COPY of %s: %s", t->qualified, parser.error);
@@ -160,9 +156,58 @@ static int copy_table(PGconn *c, struct source_table *t, struct store *st, const
     }
     copy_parser_free(&parser);
     free(tuple);
-    free(row);
     return rc;
 }
+
+/* ---- Applying tuples ------------------------------------------------------------- */
+
+struct applier {
+    struct source_table *t;
+    struct store *st;
+    struct progress *prog;
+    struct row_value *row;      /* t->ncols */
+    struct copy_tuple *tuple;   /* a spooled tuple, decoded */
+    char *err;                  /* for spool_replay, whose callback has none */
+    size_t errlen;
+};
+
+static int apply_tuple(void *ctx, const struct copy_tuple *tuple, const uint8_t *bytes, size_t len,
+                       char *err, size_t errlen)
+{
+    (void)bytes;
+    (void)len;
+    struct applier *a = ctx;
+    struct source_table *t = a->t;
+    for (int i = 0; i < t->ncols; i++)
+        a->row[i] = (struct row_value){tuple->fields[i].is_null, false, true,
+                                       tuple->fields[i].data, tuple->fields[i].len};
+    int rc = 0;
+    if (t->nfacts)
+        rc = rows_apply_fact(a->st, t, a->row, +1, err, errlen);
+    if (rc == 0 && t->ndims)
+        rc = rows_put_dim(a->st, t, a->row, err, errlen);
+    if (rc == 0)
+        imetrics_snapshot_row();
+    if (rc == 0 && ++a->prog->rows % 65536 == 0)
+        rc = commit_if_big(a->st, err, errlen);
+    progress_print(a->prog, false);
+    return rc;
+}
+
+/* A tuple set aside in a spool, applied. */
+static int replay_tuple(void *ctx, const uint8_t *bytes, size_t len)
+{
+    struct applier *a = ctx;
+    struct copy_tuple *tuple = a->tuple;
+    if (copy_tuple_decode(bytes, len, tuple, a->err, a->errlen))
+        return -1;
+    if (tuple->nfields != a->t->ncols)
+        return ingest_fail(a->err, a->errlen, "a spooled tuple of %s has %d fields, expected %d",
+                           a->t->qualified, tuple->nfields, a->t->ncols);
+    return apply_tuple(a, tuple, bytes, len, a->err, a->errlen);
+}
+
+/* ---- Time partitions ----------------------------------------------------------------- */
 
 /* The time range of a fact table's bucket column, in whole hours (seconds
  * since the epoch); false when the table is empty. */
@@ -184,43 +229,150 @@ static bool time_range(PGconn *c, const struct source_table *t, const char *col,
     return ok;
 }
 
+/* Whether the table's rows lie on disk in the order of its bucket column:
+ * PostgreSQL's statistics say so (|correlation| at least 0.9). Then a time
+ * partition is an index range scan reading the heap nearly in order;
+ * otherwise each would read the whole table. */
+static bool stored_in_time_order(PGconn *c, const struct source_table *t, const char *col)
+{
+    const char *params[3] = {t->schema, t->name, col};
+    PGresult *r = PQexecParams(c,
+                               "SELECT abs(correlation) >= 0.9 FROM pg_stats"
+                               " WHERE schemaname = $1 AND tablename = $2 AND attname = $3",
+                               3, NULL, params, NULL, NULL, 0);
+    bool ordered = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 &&
+                   !PQgetisnull(r, 0, 0) && PQgetvalue(r, 0, 0)[0] == 't';
+    PQclear(r);
+    return ordered;
+}
+
+/* A table read once, its tuples set aside per time partition: spools in
+ * memory up to SPOOL_BYTES each, then in unlinked temporary files. */
+struct partitioner {
+    struct spool *parts;        /* nparts time partitions, then the NULLs */
+    int nparts, col;            /* col: the bucket column's index in a tuple */
+    int64_t lo_usec, step_usec; /* PostgreSQL's timestamp epoch, 2000-01-01 */
+    const char *table;
+};
+
+enum { SPOOL_BYTES = 1 << 20 };
+
+static int spool_tuple(void *ctx, const struct copy_tuple *tuple, const uint8_t *bytes, size_t len,
+                       char *err, size_t errlen)
+{
+    struct partitioner *pp = ctx;
+    const struct copy_field *f = &tuple->fields[pp->col];
+    int k = pp->nparts;
+    if (!f->is_null) {
+        if (f->len != 8)
+            return ingest_fail(err, errlen, "COPY of %s sent a bucket time of %u bytes, not 8",
+                               pp->table, f->len);
+        int64_t usec = be_i64(f->data);
+        /* Unsigned: the distance from lo fits even from -infinity to infinity. */
+        uint64_t i = usec < pp->lo_usec ? 0 : ((uint64_t)usec - (uint64_t)pp->lo_usec) / (uint64_t)pp->step_usec;
+        k = i >= (uint64_t)pp->nparts ? pp->nparts - 1 : (int)i;
+    }
+    return spool_append(&pp->parts[k], bytes, len, err, errlen);
+}
+
+/* Reads the table in one COPY (one sequential scan), sets its tuples aside
+ * by time partition, then applies the partitions in time order, NULLs
+ * last. */
+static int load_spooled(PGconn *c, struct applier *a, const char *col, int64_t lo, int64_t step,
+                        int nparts, char *err, size_t errlen)
+{
+    struct source_table *t = a->t;
+    struct partitioner pp = {calloc((size_t)nparts + 1, sizeof *pp.parts), nparts, -1,
+                             (lo - 946684800) * 1000000, step * 1000000, t->qualified};
+    for (int i = 0; i < t->ncols; i++)
+        if (strcmp(t->cols[i].name, col) == 0)
+            pp.col = i;
+    if (!pp.parts)
+        return ingest_fail(err, errlen, "out of memory");
+    for (int k = 0; k <= nparts; k++)
+        pp.parts[k].memory_bytes = SPOOL_BYTES;
+    int64_t started = now_usec();
+    int rc = pp.col < 0 ? ingest_fail(err, errlen, "%s has no column %s", t->qualified, col)
+                        : copy_table(c, t, "", spool_tuple, &pp, err, errlen);
+    uint64_t rows = 0, bytes = 0;
+    for (int k = 0; k <= nparts; k++) {
+        rows += pp.parts[k].count;
+        bytes += spool_bytes(&pp.parts[k]);
+    }
+    if (rc == 0)
+        log_info("read %s in one scan: %llu rows, %.0f MiB set aside by time partition, in %.1f s",
+                 t->qualified, (unsigned long long)rows, (double)bytes / (1 << 20),
+                 (double)(now_usec() - started) / 1e6);
+    a->err = err;
+    a->errlen = errlen;
+    for (int k = 0; k <= nparts; k++) {
+        if (rc == 0)
+            rc = spool_replay(&pp.parts[k], replay_tuple, a, err, errlen);
+        spool_free(&pp.parts[k]);
+        if (rc == 0)
+            rc = commit_if_big(a->st, err, errlen);
+    }
+    free(pp.parts);
+    return rc;
+}
+
+/* Reads a fact table by index range scans of its time partitions, then its
+ * NULLs, applying tuples as they arrive. */
+static int load_by_ranges(PGconn *c, struct applier *a, const char *qcol, int64_t lo, int64_t hi,
+                          int64_t step, char *err, size_t errlen)
+{
+    char where[1024];
+    int rc = 0;
+    for (int64_t at = lo; rc == 0 && at < hi; at += step) {
+        snprintf(where, sizeof where, " WHERE %s >= to_timestamp(%lld) AND %s < to_timestamp(%lld)",
+                 qcol, (long long)at, qcol, (long long)(at + step));
+        rc = copy_table(c, a->t, where, apply_tuple, a, err, errlen);
+        if (rc == 0)
+            rc = commit_if_big(a->st, err, errlen);
+    }
+    snprintf(where, sizeof where, " WHERE %s IS NULL", qcol);
+    return rc ? rc : copy_table(c, a->t, where, apply_tuple, a, err, errlen);
+}
+
 /* Loads one table. A large fact table is read in time partitions of its
- * bucket column (an index range scan each, all in the one snapshot), so
- * that the cells being built at any moment are those of a few segments:
- * commits between partitions evict the finished ones and memory stays
- * bounded by LOAD_MEMORY_BUDGET whatever the table's size or row order. */
+ * bucket column, so that the cells being built at any moment are those of
+ * a few segments: commits between partitions evict the finished ones and
+ * memory stays bounded by LOAD_MEMORY_BUDGET whatever the table's size or
+ * row order. A table stored in time order is read by index range scans; any
+ * other in one scan, set aside by partition on local disk (a range scan of
+ * it would read the whole table each time). */
 static int load_table(PGconn *c, struct source_table *t, struct source *src, struct store *st,
                       const struct ingest_options *opt, char *err, size_t errlen)
 {
     struct progress prog = {t->name, t->reltuples, 0, now_usec(), 0, isatty(2)};
     double per_part = opt->snapshot_batch_rows > 0 ? (double)opt->snapshot_batch_rows : 5e5;
     int64_t lo, hi;
-    char col[300];
-    int rc = 0;
+    const char *col = NULL;
+    char qcol[300];
+    struct copy_tuple *scratch = malloc(sizeof *scratch);
+    struct row_value *row = calloc((size_t)t->ncols + 1, sizeof *row);
+    struct applier a = {t, st, &prog, row, scratch, err, errlen};
+    int rc = scratch && row ? 0 : ingest_fail(err, errlen, "out of memory");
     if (t->nfacts && t->reltuples > per_part) {
         const struct sql_view *v = &src->views->views[t->facts[0].view];
-        quote_ident(col, sizeof col, v->fact_columns[v->bucket_fact_column].name);
+        col = v->fact_columns[v->bucket_fact_column].name;
+        quote_ident(qcol, sizeof qcol, col);
     }
-    if (!t->nfacts || t->reltuples <= per_part || !time_range(c, t, col, &lo, &hi)) {
-        rc = copy_table(c, t, st, "", &prog, err, errlen);
-    } else {
+    if (rc == 0 && (!col || !time_range(c, t, qcol, &lo, &hi))) {
+        rc = copy_table(c, t, "", apply_tuple, &a, err, errlen);
+    } else if (rc == 0) {
         int64_t parts = (int64_t)(t->reltuples / per_part) + 1;
         int64_t step = ((hi - lo) / parts + 3599) / 3600 * 3600;
-        log_info("loading %s in %lld time partitions of %s", t->qualified,
-                 (long long)((hi - lo + step - 1) / step), col);
-        char where[1024];
-        for (int64_t a = lo; rc == 0 && a < hi; a += step) {
-            snprintf(where, sizeof where,
-                     " WHERE %s >= to_timestamp(%lld) AND %s < to_timestamp(%lld)", col,
-                     (long long)a, col, (long long)(a + step));
-            rc = copy_table(c, t, st, where, &prog, err, errlen);
-            if (rc == 0)
-                rc = commit_if_big(st, err, errlen);
-        }
-        snprintf(where, sizeof where, " WHERE %s IS NULL", col);
-        if (rc == 0)
-            rc = copy_table(c, t, st, where, &prog, err, errlen);
+        int nparts = (int)((hi - lo + step - 1) / step);
+        bool ordered = stored_in_time_order(c, t, col);
+        log_info("loading %s in %d time partitions of %s (%s)", t->qualified, nparts, qcol,
+                 ordered ? "stored in time order: an index range scan each"
+                         : "not stored in time order: one scan, set aside by partition");
+        rc = ordered ? load_by_ranges(c, &a, qcol, lo, hi, step, err, errlen)
+                     : load_spooled(c, &a, col, lo, step, nparts, err, errlen);
     }
+    free(scratch);
+    free(row);
     progress_print(&prog, true);
     struct store_logline l;
     char msg[600];

@@ -21,7 +21,8 @@ int spool_append(struct spool *s, const uint8_t *msg, size_t len, char *err, siz
         return -1;
     }
     s->count++;
-    if (!s->file && s->len + 4 + len <= SPOOL_MEMORY_BYTES) {
+    size_t limit = s->memory_bytes ? s->memory_bytes : SPOOL_MEMORY_BYTES;
+    if (!s->file && s->len + 4 + len <= limit) {
         if (s->len + 4 + len > s->cap) {
             size_t cap = s->cap ? s->cap : 64 << 10;
             while (cap < s->len + 4 + len)

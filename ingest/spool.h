@@ -16,6 +16,7 @@
 #define SPOOL_MEMORY_BYTES (4u << 20)
 
 struct spool {
+    size_t memory_bytes; /* the memory part's limit; 0 for SPOOL_MEMORY_BYTES */
     uint8_t *mem;
     size_t len, cap;
     FILE *file;          /* NULL until the memory part is full */

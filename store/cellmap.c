@@ -222,31 +222,77 @@ static int runs_add(struct cellmap *m, struct vc_runs *r, int64_t code, int64_t 
     return 0;
 }
 
+/* Adds sorted runs to sorted runs in one pass, from the back so that the
+ * result can share r's array: every write lands at or above the next run
+ * of r still to read. Runs that reach zero rows are dropped. */
+static int runs_merge(struct cellmap *m, struct vc_runs *r, const struct vc_runs *add,
+                      struct store_error *err)
+{
+    if (add->n <= 2) { /* an insertion or two: no need to move every run */
+        for (uint32_t j = 0; j < add->n; j++)
+            if (runs_add(m, r, add->codes[j], add->rows[j], err))
+                return -1;
+        return 0;
+    }
+    uint32_t old_cap = r->cap, total = r->n + add->n;
+    if (runs_reserve(r, total))
+        return store_fail(err, "out of memory");
+    m->bytes += (r->cap - old_cap) * 16;
+    uint32_t i = r->n, j = add->n, k = total;
+    while (j > 0) {
+        int64_t code, rows;
+        if (i > 0 && r->codes[i - 1] > add->codes[j - 1]) {
+            code = r->codes[i - 1];
+            rows = r->rows[--i];
+        } else if (i > 0 && r->codes[i - 1] == add->codes[j - 1]) {
+            code = r->codes[--i];
+            if (__builtin_add_overflow(r->rows[i], add->rows[--j], &rows))
+                return store_fail(err, "a value count overflowed");
+        } else {
+            code = add->codes[--j];
+            rows = add->rows[j];
+        }
+        if (rows != 0) {
+            r->codes[--k] = code;
+            r->rows[k] = rows;
+        }
+    }
+    /* r's first i runs stay; the merged ones sit at [k, total). */
+    if (k > i) {
+        memmove(r->codes + i, r->codes + k, (total - k) * sizeof *r->codes);
+        memmove(r->rows + i, r->rows + k, (total - k) * sizeof *r->rows);
+    }
+    r->n = i + (total - k);
+    return 0;
+}
+
+int cell_accumulate(const struct sql_view *v, const struct store_column_type *types,
+                    int64_t *counts, struct store_sum *sums, const int64_t *add_counts,
+                    const struct store_sum *add_sums, struct store_error *err)
+{
+    for (int i = 0; i < v->ncounts; i++)
+        if (__builtin_add_overflow(counts[i], add_counts[i], &counts[i]))
+            return store_fail(err, "a count of view \"%s\" overflowed", v->name);
+    for (int i = 0; i < v->nsums; i++) {
+        if (types[v->sums[i].fact_column].type == STORE_TYPE_FLOAT)
+            sums[i].real += add_sums[i].real;
+        else if (__builtin_add_overflow(sums[i].exact, add_sums[i].exact, &sums[i].exact))
+            return store_fail(err, "a sum of view \"%s\" overflowed 128 bits", v->name);
+    }
+    return 0;
+}
+
 /* Adds counts and sums to the cell at (bucket, keys), creating it. */
 static struct cell *add_accumulators(struct cellmap *m, uint32_t bucket, const int64_t *keys,
                                      const int64_t *counts, const struct store_sum *sums,
                                      struct store_error *err)
 {
-    const struct sql_view *v = m->view;
     struct cell *c = find_or_add(m, bucket, keys);
     if (!c) {
         store_fail(err, "out of memory");
         return NULL;
     }
-    for (int i = 0; i < v->ncounts; i++)
-        if (__builtin_add_overflow(c->counts[i], counts[i], &c->counts[i])) {
-            store_fail(err, "a count of view \"%s\" overflowed", v->name);
-            return NULL;
-        }
-    for (int i = 0; i < v->nsums; i++) {
-        if (m->types[v->sums[i].fact_column].type == STORE_TYPE_FLOAT)
-            c->sums[i].real += sums[i].real;
-        else if (__builtin_add_overflow(c->sums[i].exact, sums[i].exact, &c->sums[i].exact)) {
-            store_fail(err, "a sum of view \"%s\" overflowed 128 bits", v->name);
-            return NULL;
-        }
-    }
-    return c;
+    return cell_accumulate(m->view, m->types, c->counts, c->sums, counts, sums, err) ? NULL : c;
 }
 
 int cellmap_apply(struct cellmap *m, uint32_t bucket, const struct store_delta *d,
@@ -267,20 +313,26 @@ int cellmap_apply(struct cellmap *m, uint32_t bucket, const struct store_delta *
     return 0;
 }
 
+int cellmap_add_cell(struct cellmap *m, uint32_t bucket, const int64_t *keys,
+                     const int64_t *counts, const struct store_sum *sums,
+                     const struct vc_runs *runs, struct store_error *err)
+{
+    struct cell *c = add_accumulators(m, bucket, keys, counts, sums, err);
+    if (!c)
+        return -1;
+    for (int k = 0; k < m->view->nvalue_counts; k++)
+        if (runs_merge(m, &c->vcs[k], &runs[k], err))
+            return -1;
+    m->dirty = true;
+    return 0;
+}
+
 int cellmap_merge(struct cellmap *base, const struct cellmap *overlay, struct store_error *err)
 {
-    const struct sql_view *v = base->view;
     for (uint32_t i = 0; i < overlay->nslots; i++) {
         const struct cell *o = overlay->slots[i];
-        if (!o)
-            continue;
-        struct cell *c = add_accumulators(base, o->bucket, o->keys, o->counts, o->sums, err);
-        if (!c)
+        if (o && cellmap_add_cell(base, o->bucket, o->keys, o->counts, o->sums, o->vcs, err))
             return -1;
-        for (int k = 0; k < v->nvalue_counts; k++)
-            for (uint32_t j = 0; j < o->vcs[k].n; j++)
-                if (runs_add(base, &c->vcs[k], o->vcs[k].codes[j], o->vcs[k].rows[j], err))
-                    return -1;
     }
     base->dirty = true;
     return 0;

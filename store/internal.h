@@ -147,6 +147,17 @@ void *store_decode_column(const struct format_block *b, uint16_t role, uint16_t 
  * negative) into the base, which then holds both; -1 on overflow or out of
  * memory. */
 int cellmap_merge(struct cellmap *base, const struct cellmap *overlay, struct store_error *err);
+/* Adds one cell's worth of counts, sums and sorted value-count runs (as
+ * cellmap_merge adds an overlay's cell) to the cell at bucket index b,
+ * creating it; -1 on overflow or out of memory. */
+int cellmap_add_cell(struct cellmap *m, uint32_t bucket, const int64_t *keys,
+                     const int64_t *counts, const struct store_sum *sums,
+                     const struct vc_runs *runs, struct store_error *err);
+/* Adds counts and sums (one row's or one cell's) to a cell's accumulators;
+ * -1 with err when a count or an exact sum overflows. */
+int cell_accumulate(const struct sql_view *v, const struct store_column_type *types,
+                    int64_t *counts, struct store_sum *sums, const int64_t *add_counts,
+                    const struct store_sum *add_sums, struct store_error *err);
 /* Adds a delta to the cell at bucket index b, creating it. */
 int cellmap_apply(struct cellmap *m, uint32_t bucket, const struct store_delta *d,
                   struct store_error *err);
@@ -189,6 +200,34 @@ int block_add_bucket_starts(struct block_columns *bc, uint16_t role, int span,
  * sorted by bucket then keys). -1 when out of memory. */
 int rollup_build(const struct sql_view *v, const struct store_column_type *types, int width,
                  struct block_columns *bc, uint32_t ncells);
+
+/* ---- Bulk staging (bulk.c) -----------------------------------------------
+ * An initial load's rows of one view, summed per finest-width cell before
+ * they reach the cellmaps. */
+
+struct bulk;
+
+/* Where a drain sends what it summed: each cell of the finest width (its
+ * bucket start, keys, counts, sums and one sorted run list per value
+ * count, none of zero rows), then each (value count, code) whose rows
+ * changed. Either returns -1 with err to stop the drain. */
+struct bulk_sink {
+    void *ctx;
+    int (*cell)(void *ctx, int64_t time, const int64_t *keys, const int64_t *counts,
+                const struct store_sum *sums, const struct vc_runs *runs,
+                struct store_error *err);
+    int (*value)(void *ctx, int vc, int64_t code, int64_t rows, struct store_error *err);
+};
+
+struct bulk *bulk_new(const struct sql_view *view, const struct store_column_type *types);
+void bulk_free(struct bulk *b);
+/* Stages a row whose finest bucket starts at time. */
+int bulk_add(struct bulk *b, int64_t time, const struct store_delta *d, struct store_error *err);
+/* Sends everything staged to the sink and empties the staging. */
+int bulk_drain(struct bulk *b, const struct bulk_sink *sink, struct store_error *err);
+void bulk_clear(struct bulk *b);
+bool bulk_empty(const struct bulk *b);
+size_t bulk_bytes(const struct bulk *b);
 
 /* ---- Pending writer state ------------------------------------------------ */
 

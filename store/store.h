@@ -228,6 +228,15 @@ struct store_position {
  * batch to replay at once (STORE_ERR_REPLAY) from other failures. */
 int store_commit(struct store *s, const struct store_position *pos, struct store_error *err);
 
+/* A commit between the partitions of a load in time order (bulk mode): it
+ * writes the segments not used since the last commit, which the load is
+ * done with, and keeps the others decoded and pending for the next commit,
+ * so that the widest width's segment, which every partition touches, is
+ * encoded once rather than at every commit. Those it keeps are written
+ * after all when they hold more than twice the cache budget. Outside bulk mode,
+ * store_commit. */
+int store_commit_cold(struct store *s, const struct store_position *pos, struct store_error *err);
+
 /* Drops pending changes without writing them. */
 void store_rollback(struct store *s);
 

@@ -50,7 +50,10 @@ struct pending {
     struct proj_op *proj;
     size_t nproj, proj_cap;
     bool *truncated;          /* per view: emptied in this batch */
+    struct bulk **bulk;       /* per view: rows staged in bulk mode (bulk.c), NULL until one */
     uint64_t clock;
+    uint64_t committed_clock; /* the clock at the last commit: a segment used
+                                 since is hot (store_commit_cold) */
     size_t bytes;             /* decoded bytes of the segments held */
     MDB_txn *txn;             /* the batch's write transaction, once it spilled */
 };
@@ -58,7 +61,8 @@ struct pending {
 int pending_new(struct store *s, struct store_error *err)
 {
     s->pending = calloc(1, sizeof *s->pending);
-    if (!s->pending || !(s->pending->truncated = calloc((size_t)s->views->nviews, 1)))
+    if (!s->pending || !(s->pending->truncated = calloc((size_t)s->views->nviews, 1)) ||
+        !(s->pending->bulk = calloc((size_t)s->views->nviews, sizeof *s->pending->bulk)))
         return store_fail(err, "out of memory");
     return 0;
 }
@@ -105,6 +109,9 @@ static void pending_reset(struct pending *p, const struct sql_view_list *views)
         free(p->proj[i].row);
     p->nproj = 0;
     memset(p->truncated, 0, (size_t)views->nviews);
+    for (int v = 0; v < views->nviews; v++)
+        if (p->bulk[v])
+            bulk_clear(p->bulk[v]);
 }
 
 void pending_free(struct store *s)
@@ -115,6 +122,9 @@ void pending_free(struct store *s)
     bytemap_clear(&s->pending->segments);
     free(s->pending->proj);
     free(s->pending->truncated);
+    for (int v = 0; s->pending->bulk && v < s->views->nviews; v++)
+        bulk_free(s->pending->bulk[v]);
+    free(s->pending->bulk);
     free(s->pending);
     s->pending = NULL;
 }
@@ -132,7 +142,16 @@ void store_set_bulk(struct store *s, bool bulk)
         }
 }
 
-size_t store_cached_bytes(struct store *s) { return s->pending ? s->pending->bytes : 0; }
+size_t store_cached_bytes(struct store *s)
+{
+    if (!s->pending)
+        return 0;
+    size_t bytes = s->pending->bytes;
+    for (int v = 0; v < s->views->nviews; v++)
+        if (s->pending->bulk[v])
+            bytes += bulk_bytes(s->pending->bulk[v]);
+    return bytes;
+}
 
 static int need_writer(struct store *s, struct store_error *err)
 {
@@ -248,6 +267,85 @@ static int add_value_deltas(struct pending *p, const struct store_delta *d,
 static int spill(struct store *s, struct store_error *err);
 static int truncate_in_txn(struct store *s, MDB_txn *txn, struct store_error *err);
 
+/* ---- Bulk staging: rows summed per finest cell first (bulk.c) ---------------------- */
+
+struct drain {
+    struct store *s;
+    int view;
+    struct cellmap **last; /* per width: the segment the last cell went to */
+};
+
+/* A finest-width cell, added to its cell at every width. */
+static int drain_cell(void *ctx, int64_t time, const int64_t *keys, const int64_t *counts,
+                      const struct store_sum *sums, const struct vc_runs *runs,
+                      struct store_error *err)
+{
+    struct drain *dr = ctx;
+    struct store *s = dr->s;
+    const struct sql_view *v = &s->views->views[dr->view];
+    for (int w = 0; w < v->nwidths; w++) {
+        int64_t bucket = bucket_of(v, w, time);
+        int64_t span = store_span_start(v, w, bucket);
+        struct cellmap *m = dr->last[w];
+        if ((!m || m->span_start != span) && !(m = dr->last[w] = get_segment(s, dr->view, w, span, err)))
+            return -1;
+        size_t before = m->bytes;
+        if (cellmap_add_cell(m, (uint32_t)((bucket - span) / v->widths[w]), keys, counts, sums, runs, err))
+            return -1;
+        s->pending->bytes += m->bytes - before;
+    }
+    return 0;
+}
+
+static int drain_value(void *ctx, int vc, int64_t code, int64_t rows, struct store_error *err)
+{
+    struct drain *dr = ctx;
+    uint8_t key[VALUE_KEY_BYTES];
+    triple_key(key, dr->view, vc, code);
+    struct bytemap_entry *e = bytemap_upsert(&dr->s->pending->values, key, sizeof key);
+    if (!e)
+        return store_fail(err, "out of memory");
+    e->num += rows;
+    return 0;
+}
+
+/* Moves a view's staged rows into its cellmaps. Nothing frees a cellmap
+ * meanwhile (spills happen between rows), so drain.last stays valid. */
+static int drain_view(struct store *s, int view, struct store_error *err)
+{
+    struct bulk *b = s->pending->bulk[view];
+    if (!b || bulk_empty(b))
+        return 0;
+    struct drain dr = {s, view, calloc((size_t)s->views->views[view].nwidths, sizeof *dr.last)};
+    if (!dr.last)
+        return store_fail(err, "out of memory");
+    struct bulk_sink sink = {&dr, drain_cell, drain_value};
+    int rc = bulk_drain(b, &sink, err);
+    free(dr.last);
+    return rc;
+}
+
+static int drain_all(struct store *s, struct store_error *err)
+{
+    for (int v = 0; v < s->views->nviews; v++)
+        if (drain_view(s, v, err))
+            return -1;
+    return 0;
+}
+
+/* Stages a row; a quarter of the cache budget staged is drained. */
+static int stage_row(struct store *s, const struct store_delta *d, struct store_error *err)
+{
+    struct pending *p = s->pending;
+    const struct sql_view *v = &s->views->views[d->view];
+    if (!p->bulk[d->view] && !(p->bulk[d->view] = bulk_new(v, s->types[d->view])))
+        return store_fail(err, "out of memory");
+    struct bulk *b = p->bulk[d->view];
+    if (bulk_add(b, bucket_of(v, 0, d->time), d, err))
+        return -1;
+    return bulk_bytes(b) > s->cache_bytes / 16 ? drain_view(s, d->view, err) : 0;
+}
+
 int store_apply(struct store *s, const struct store_delta *d, struct store_error *err)
 {
     if (need_writer(s, err))
@@ -267,6 +365,8 @@ int store_apply(struct store *s, const struct store_delta *d, struct store_error
     if (p->bytes > 2 * s->cache_bytes && spill(s, err))
         return -1;
     const struct sql_view *v = &s->views->views[d->view];
+    if (s->bulk)
+        return stage_row(s, d, err);
     for (int w = 0; w < v->nwidths; w++) {
         int64_t bucket = bucket_of(v, w, d->time);
         int64_t span = store_span_start(v, w, bucket);
@@ -288,6 +388,8 @@ int store_truncate_view(struct store *s, int view, struct store_error *err)
     if (view < 0 || view >= s->views->nviews)
         return store_fail(err, "view %d does not exist", view);
     struct pending *p = s->pending;
+    if (p->bulk[view]) /* rows staged before the truncate are gone with it */
+        bulk_clear(p->bulk[view]);
     BYTEMAP_EACH(&p->segments, e)
     {
         if (((struct cellmap *)e->ptr)->view_index == view)
@@ -623,7 +725,14 @@ static int put_encoded(struct store *s, MDB_txn *txn, const struct encoded *enc)
 /* Encodes every dirty segment. When the merged segments outgrow the cache
  * budget, the rest go straight into the batch's transaction instead of
  * being held. */
-static int encode_dirty(struct store *s, struct encoded **out, size_t *n,
+/* Whether a commit leaves this segment pending: one that keeps hot
+ * segments, and this one was used since the last commit. */
+static bool kept_hot(const struct pending *p, const struct cellmap *m, bool keep_hot)
+{
+    return keep_hot && m->last_used > p->committed_clock;
+}
+
+static int encode_dirty(struct store *s, bool keep_hot, struct encoded **out, size_t *n,
                         struct store_error *err)
 {
     struct pending *p = s->pending;
@@ -633,7 +742,7 @@ static int encode_dirty(struct store *s, struct encoded **out, size_t *n,
     size_t k = 0;
     BYTEMAP_EACH(&p->segments, e)
     {
-        if (!((struct cellmap *)e->ptr)->dirty)
+        if (!((struct cellmap *)e->ptr)->dirty || kept_hot(p, e->ptr, keep_hot))
             continue;
         if (p->bytes > s->cache_bytes) {
             if (spill_segment(s, e, err)) /* it forgets e alone, or everything: leave */
@@ -916,14 +1025,28 @@ static int spill(struct store *s, struct store_error *err)
     return 0;
 }
 
-int store_commit(struct store *s, const struct store_position *pos, struct store_error *err)
+static int commit(struct store *s, const struct store_position *pos, bool keep_hot,
+                  struct store_error *err)
 {
     if (need_writer(s, err))
         return -1;
     struct encoded *enc = NULL;
     size_t n = 0;
     struct pending *p = s->pending;
-    int rc = encode_dirty(s, &enc, &n, err);
+    if (drain_all(s, err)) {
+        pending_reset(p, s->views);
+        return -1;
+    }
+    if (keep_hot) { /* hot segments past twice the budget (where spills begin) are written after all */
+        size_t hot = 0;
+        BYTEMAP_EACH(&p->segments, e)
+        {
+            if (kept_hot(p, e->ptr, true))
+                hot += ((struct cellmap *)e->ptr)->bytes;
+        }
+        keep_hot = hot <= 2 * s->cache_bytes;
+    }
+    int rc = encode_dirty(s, keep_hot, &enc, &n, err);
     bool spilled = p->txn != NULL; /* a retry would lose what went into it */
     while (rc == 0 && (rc = write_batch(s, enc, n, pos, err)) == MDB_MAP_FULL && !spilled)
         rc = grow_map(s, err);
@@ -939,11 +1062,14 @@ int store_commit(struct store *s, const struct store_position *pos, struct store
     BYTEMAP_EACH(&p->segments, e)
     {
         struct cellmap *m = e->ptr;
+        if (kept_hot(p, m, keep_hot))
+            continue;
         if (m->overlay || !s->bulk) /* outside bulk mode changes go to overlays only */
             forget_segment(p, e);
         else
             m->dirty = false;
     }
+    p->committed_clock = p->clock;
     bytemap_clear(&p->values);
     BYTEMAP_EACH(&p->dict, e) free(e->ptr);
     bytemap_clear(&p->dict);
@@ -959,6 +1085,16 @@ int store_commit(struct store *s, const struct store_position *pos, struct store
     if (spilled)
         malloc_trim(0);
     return 0;
+}
+
+int store_commit(struct store *s, const struct store_position *pos, struct store_error *err)
+{
+    return commit(s, pos, false, err);
+}
+
+int store_commit_cold(struct store *s, const struct store_position *pos, struct store_error *err)
+{
+    return commit(s, pos, s->bulk, err);
 }
 
 void store_rollback(struct store *s)
@@ -1037,6 +1173,9 @@ int store_compact(struct store *s, int64_t max_us, bool all, int *left, struct s
     *left = 0;
     if (need_writer(s, err))
         return -1;
+    for (int v = 0; v < s->views->nviews; v++)
+        if (s->pending->bulk[v] && !bulk_empty(s->pending->bulk[v]))
+            return store_fail(err, "compaction between commits only: changes are pending");
     BYTEMAP_EACH(&s->pending->segments, e)
     {
         if (((struct cellmap *)e->ptr)->dirty)

@@ -425,6 +425,37 @@ Test(ingest_pgvalue, binary_numeric_malformed)
                      "numeric value has invalid digit -1");
 }
 
+/* A numeric's double is strtod of its text, to the last bit, whether it
+ * comes from a division of exact doubles (magnitudes to 2^53) or from
+ * strtod itself (larger ones): random codes at every scale. */
+Test(ingest_pgvalue, numeric_doubles_equal_strtod_at_every_scale)
+{
+    uint64_t rng = 12345;
+    for (int i = 0; i < 20000; i++) {
+        rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+        int scale = (int)(rng >> 59) % 19;
+        int bits = 1 + (int)((rng >> 40) % 63);
+        int64_t code = (int64_t)((rng >> 1) >> (63 - bits));
+        if (rng & 1)
+            code = -code;
+        char text[64];
+        uint64_t mag = code < 0 ? (uint64_t)0 - (uint64_t)code : (uint64_t)code;
+        uint64_t p = 1;
+        for (int k = 0; k < scale; k++)
+            p *= 10;
+        if (scale)
+            snprintf(text, sizeof text, "%s%llu.%0*llu", code < 0 ? "-" : "",
+                     (unsigned long long)(mag / p), scale, (unsigned long long)(mag % p));
+        else
+            snprintf(text, sizeof text, "%lld", (long long)code);
+        struct store_column_type t = {STORE_TYPE_NUMERIC, scale, PG_NUMERIC};
+        struct pgvalue v = bin_ok(PG_NUMERIC, &t, numeric_of(text));
+        cr_assert_eq(v.code, code, "%s", text);
+        cr_assert(same_double(v.real, strtod(text, NULL)), "%s: real %.17g, strtod %.17g", text,
+                  v.real, strtod(text, NULL));
+    }
+}
+
 Test(ingest_pgvalue, binary_numeric_other_scales)
 {
     struct pgvalue v = bin_ok(PG_NUMERIC, &T_NUM6, numeric_of("-0.000001"));

@@ -1,0 +1,366 @@
+/* bulk.c -- an initial load's rows, summed per cell of the finest width
+ * before they reach the cellmaps.
+ *
+ * In bulk mode (store_set_bulk) the writer hands each row of a view here
+ * instead of to a cellmap of every width. Rows are summed into a flat table
+ * keyed by (finest bucket, cell keys), which stays in cache because a load
+ * reads the fact table in time order; their value counts are appended as
+ * (cell, value count, code, rows) entries. A drain then sorts each cell's
+ * entries into runs and hands the writer one finest-width cell at a time,
+ * which it adds to that width's cell and to each wider width's. A row thus
+ * costs one probe of a small table instead of a probe of a large table and
+ * a sorted insertion at every width (perf of the load: 44% of it), and the
+ * wider widths take one merge per finest cell instead of one per row.
+ *
+ * Answers do not change: counts, exact sums and value counts add the same
+ * in any order. Float sums add in another order, as they would had
+ * PostgreSQL sent the rows in another order. */
+#include "store/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+/* One row's change to one value count of one staged cell. */
+struct bulk_entry {
+    uint32_t cell, vc;
+    int64_t code, rows;
+};
+
+/* A (value count, code) of the view, and the rows it gained. */
+struct bulk_value {
+    int64_t code, rows;
+    int32_t vc;      /* -1: an empty slot */
+};
+
+struct bulk {
+    const struct sql_view *view;
+    const struct store_column_type *types;
+    int nkeys, ncounts, nsums, nvcs;
+
+    /* Cells, each one record of `stride` bytes (so that a row touches one
+     * or two cache lines): its finest bucket's start, keys, counts, then
+     * the sums at sums_at. */
+    uint8_t *cells;
+    size_t stride, sums_at;
+    uint32_t ncells, cell_cap;
+    uint64_t *slots;           /* open addressing: hash tag << 32 | cell + 1; 0 empty */
+    uint32_t nslots;
+
+    struct bulk_entry *entries;
+    size_t nentries, entry_cap;
+
+    struct bulk_value *values; /* open addressing by (vc, code) */
+    uint32_t nvalues, value_slots;
+};
+
+struct bulk *bulk_new(const struct sql_view *view, const struct store_column_type *types)
+{
+    struct bulk *b = calloc(1, sizeof *b);
+    if (!b)
+        return NULL;
+    b->view = view;
+    b->types = types;
+    b->nkeys = view->ncell_keys;
+    b->ncounts = view->ncounts;
+    b->nsums = view->nsums;
+    b->nvcs = view->nvalue_counts;
+    size_t head = 8 * (1 + (size_t)b->nkeys + (size_t)b->ncounts);
+    b->sums_at = (head + 15) / 16 * 16;
+    b->stride = b->sums_at + sizeof(struct store_sum) * (size_t)b->nsums;
+    b->stride = (b->stride + 15) / 16 * 16;
+    return b;
+}
+
+static int64_t *cell_time(const struct bulk *b, uint32_t c) { return (int64_t *)(b->cells + c * b->stride); }
+static int64_t *cell_keys(const struct bulk *b, uint32_t c) { return cell_time(b, c) + 1; }
+static int64_t *cell_counts(const struct bulk *b, uint32_t c) { return cell_keys(b, c) + b->nkeys; }
+static struct store_sum *cell_sums(const struct bulk *b, uint32_t c)
+{
+    return (struct store_sum *)(b->cells + c * b->stride + b->sums_at);
+}
+
+void bulk_free(struct bulk *b)
+{
+    if (!b)
+        return;
+    free(b->cells);
+    free(b->slots);
+    free(b->entries);
+    free(b->values);
+    free(b);
+}
+
+void bulk_clear(struct bulk *b)
+{
+    b->ncells = 0;
+    b->nentries = 0;
+    b->nvalues = 0;
+    if (b->slots)
+        memset(b->slots, 0, sizeof *b->slots * b->nslots);
+    for (uint32_t i = 0; i < b->value_slots; i++)
+        b->values[i].vc = -1;
+}
+
+bool bulk_empty(const struct bulk *b) { return b->ncells == 0; }
+
+/* What is staged, counted by use rather than by capacity: the writer
+ * drains at a share of its cache budget, and small budgets (tests) should
+ * still stage several rows. */
+size_t bulk_bytes(const struct bulk *b)
+{
+    return b->ncells * (b->stride + 2 * sizeof *b->slots) + b->nentries * sizeof *b->entries +
+           b->nvalues * 2 * sizeof *b->values;
+}
+
+/* ---- Cells ---------------------------------------------------------------------- */
+
+static uint64_t cell_hash(int64_t time, const int64_t *keys, int nkeys)
+{
+    return XXH3_64bits(keys, 8 * (size_t)nkeys) ^ ((uint64_t)time * 0x9E3779B97F4A7C15ULL);
+}
+
+static int grow_cells(struct bulk *b)
+{
+    uint32_t cap = b->cell_cap ? b->cell_cap * 2 : 1024;
+    uint8_t *cells = aligned_alloc(16, b->stride * cap);
+    if (!cells)
+        return -1;
+    if (b->ncells)
+        memcpy(cells, b->cells, b->stride * b->ncells);
+    free(b->cells);
+    b->cells = cells;
+    b->cell_cap = cap;
+    return 0;
+}
+
+static uint32_t tag_of(uint64_t h) { return (uint32_t)(h >> 32); }
+
+/* Rebuilds the table at twice the cells' capacity (a load under half). */
+static int rehash(struct bulk *b)
+{
+    uint32_t nslots = b->cell_cap * 2;
+    uint64_t *slots = calloc(nslots, sizeof *slots);
+    if (!slots)
+        return -1;
+    for (uint32_t c = 0; c < b->ncells; c++) {
+        uint64_t h = cell_hash(*cell_time(b, c), cell_keys(b, c), b->nkeys);
+        uint32_t i = (uint32_t)h & (nslots - 1);
+        while (slots[i])
+            i = (i + 1) & (nslots - 1);
+        slots[i] = (uint64_t)tag_of(h) << 32 | (c + 1);
+    }
+    free(b->slots);
+    b->slots = slots;
+    b->nslots = nslots;
+    return 0;
+}
+
+/* The staged cell of (time, keys), created zeroed; -1 when out of memory.
+ * A slot holds the hash's high bits: a probe that misses rarely touches a
+ * cell. */
+static int64_t find_or_add(struct bulk *b, int64_t time, const int64_t *keys)
+{
+    if (b->ncells == b->cell_cap && (grow_cells(b) || rehash(b)))
+        return -1;
+    if (!b->slots && rehash(b))
+        return -1;
+    int nkeys = b->nkeys;
+    uint64_t h = cell_hash(time, keys, nkeys);
+    uint32_t i = (uint32_t)h & (b->nslots - 1), tag = tag_of(h);
+    for (uint64_t slot; (slot = b->slots[i]) != 0; i = (i + 1) & (b->nslots - 1)) {
+        uint32_t c = (uint32_t)slot - 1;
+        if ((uint32_t)(slot >> 32) == tag && *cell_time(b, c) == time &&
+            memcmp(cell_keys(b, c), keys, 8 * (size_t)nkeys) == 0)
+            return c;
+    }
+    uint32_t c = b->ncells++;
+    b->slots[i] = (uint64_t)tag << 32 | (c + 1);
+    memset(cell_time(b, c), 0, b->stride);
+    *cell_time(b, c) = time;
+    memcpy(cell_keys(b, c), keys, 8 * (size_t)nkeys);
+    return c;
+}
+
+/* ---- Value counts ------------------------------------------------------------------ */
+
+static int add_entry(struct bulk *b, uint32_t cell, const struct store_vc_delta *vd)
+{
+    if (b->nentries == b->entry_cap) {
+        size_t cap = b->entry_cap ? b->entry_cap * 2 : 4096;
+        struct bulk_entry *e = realloc(b->entries, sizeof *e * cap);
+        if (!e)
+            return -1;
+        b->entries = e;
+        b->entry_cap = cap;
+    }
+    b->entries[b->nentries++] = (struct bulk_entry){cell, (uint32_t)vd->vc, vd->code, vd->delta};
+    return 0;
+}
+
+static struct bulk_value *value_slot(struct bulk_value *t, uint32_t nslots, int32_t vc, int64_t code)
+{
+    uint64_t h = XXH3_64bits(&code, 8) ^ (uint64_t)vc;
+    uint32_t i = (uint32_t)h & (nslots - 1);
+    while (t[i].vc >= 0 && (t[i].vc != vc || t[i].code != code))
+        i = (i + 1) & (nslots - 1);
+    return &t[i];
+}
+
+/* Adds rows to (vc, code) in the view's value table. */
+static int add_value(struct bulk *b, int32_t vc, int64_t code, int64_t rows)
+{
+    if ((b->nvalues + 1) * 2 > b->value_slots) {
+        uint32_t nslots = b->value_slots ? b->value_slots * 2 : 1024;
+        struct bulk_value *t = malloc(sizeof *t * nslots);
+        if (!t)
+            return -1;
+        for (uint32_t i = 0; i < nslots; i++)
+            t[i].vc = -1;
+        for (uint32_t i = 0; i < b->value_slots; i++)
+            if (b->values[i].vc >= 0)
+                *value_slot(t, nslots, b->values[i].vc, b->values[i].code) = b->values[i];
+        free(b->values);
+        b->values = t;
+        b->value_slots = nslots;
+    }
+    struct bulk_value *v = value_slot(b->values, b->value_slots, vc, code);
+    if (v->vc < 0) {
+        *v = (struct bulk_value){code, 0, vc};
+        b->nvalues++;
+    }
+    v->rows += rows; /* the writer's value map adds the same way, unchecked */
+    return 0;
+}
+
+int bulk_add(struct bulk *b, int64_t time, const struct store_delta *d, struct store_error *err)
+{
+    const struct sql_view *v = b->view;
+    for (int i = 0; i < d->nvcs; i++)
+        if (d->vcs[i].vc < 0 || d->vcs[i].vc >= v->nvalue_counts)
+            return store_fail(err, "value count %d is not one of view \"%s\"", d->vcs[i].vc, v->name);
+    int64_t c = find_or_add(b, time, d->keys);
+    if (c < 0 || cell_accumulate(v, b->types, cell_counts(b, (uint32_t)c), cell_sums(b, (uint32_t)c),
+                                 d->counts, d->sums, err))
+        return c < 0 ? store_fail(err, "out of memory") : -1;
+    for (int i = 0; i < d->nvcs; i++) {
+        if (d->vcs[i].delta == 0)
+            continue;
+        if (add_entry(b, (uint32_t)c, &d->vcs[i]) ||
+            add_value(b, d->vcs[i].vc, d->vcs[i].code, d->vcs[i].delta))
+            return store_fail(err, "out of memory");
+    }
+    return 0;
+}
+
+/* ---- Draining ------------------------------------------------------------------------ */
+
+struct run {
+    int64_t code, rows;
+};
+
+static int run_cmp(const void *a, const void *b)
+{
+    int64_t x = ((const struct run *)a)->code, y = ((const struct run *)b)->code;
+    return (x > y) - (x < y);
+}
+
+/* Sorts runs[0..n) by code and sums equal codes, dropping runs that sum to
+ * zero; returns the runs left. */
+static uint32_t to_runs(struct run *runs, uint32_t n, struct store_error *err, bool *overflow)
+{
+    if (n < 32) {
+        for (uint32_t i = 1; i < n; i++) {
+            struct run r = runs[i];
+            uint32_t j = i;
+            for (; j > 0 && runs[j - 1].code > r.code; j--)
+                runs[j] = runs[j - 1];
+            runs[j] = r;
+        }
+    } else {
+        qsort(runs, n, sizeof *runs, run_cmp);
+    }
+    uint32_t out = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (out > 0 && runs[out - 1].code == runs[i].code) {
+            if (__builtin_add_overflow(runs[out - 1].rows, runs[i].rows, &runs[out - 1].rows)) {
+                *overflow = true;
+                store_fail(err, "a value count overflowed");
+                return 0;
+            }
+        } else {
+            runs[out++] = runs[i];
+        }
+    }
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < out; i++)
+        if (runs[i].rows != 0)
+            runs[kept++] = runs[i];
+    return kept;
+}
+
+/* The entries ordered by (cell, value count): a counting sort, whose group
+ * g = cell * nvcs + vc starts at (*start)[g]. */
+static struct run *group_entries(const struct bulk *b, size_t **start)
+{
+    size_t ngroups = (size_t)b->ncells * (size_t)b->nvcs;
+    size_t *at = calloc(ngroups + 1, sizeof *at);
+    struct run *runs = malloc(sizeof *runs * (b->nentries + 1));
+    if (!at || !runs) {
+        free(at);
+        free(runs);
+        return NULL;
+    }
+    for (size_t i = 0; i < b->nentries; i++)
+        at[(size_t)b->entries[i].cell * b->nvcs + b->entries[i].vc + 1]++;
+    for (size_t g = 0; g < ngroups; g++)
+        at[g + 1] += at[g];
+    for (size_t i = 0; i < b->nentries; i++) {
+        const struct bulk_entry *e = &b->entries[i];
+        runs[at[(size_t)e->cell * b->nvcs + e->vc]++] = (struct run){e->code, e->rows};
+    }
+    /* at[g] is now the end of group g: shift to starts */
+    memmove(at + 1, at, sizeof *at * ngroups);
+    at[0] = 0;
+    *start = at;
+    return runs;
+}
+
+int bulk_drain(struct bulk *b, const struct bulk_sink *sink, struct store_error *err)
+{
+    size_t *start = NULL;
+    struct run *runs = group_entries(b, &start);
+    int64_t *codes = malloc(8 * (b->nentries + 1)), *rows = malloc(8 * (b->nentries + 1));
+    struct vc_runs *vcs = calloc((size_t)b->nvcs + 1, sizeof *vcs);
+    int rc = runs && codes && rows && vcs ? 0 : store_fail(err, "out of memory");
+    for (uint32_t c = 0; rc == 0 && c < b->ncells; c++) {
+        for (int k = 0; rc == 0 && k < b->nvcs; k++) {
+            size_t g = (size_t)c * b->nvcs + k, first = start[g];
+            bool overflow = false;
+            uint32_t n = to_runs(runs + first, (uint32_t)(start[g + 1] - first), err, &overflow);
+            if (overflow) {
+                rc = -1;
+                break;
+            }
+            /* Each group's runs land where its entries were: no overlap. */
+            for (uint32_t j = 0; j < n; j++) {
+                codes[first + j] = runs[first + j].code;
+                rows[first + j] = runs[first + j].rows;
+            }
+            vcs[k] = (struct vc_runs){codes + first, rows + first, n, n};
+        }
+        if (rc == 0)
+            rc = sink->cell(sink->ctx, *cell_time(b, c), cell_keys(b, c), cell_counts(b, c),
+                            cell_sums(b, c), vcs, err);
+    }
+    for (uint32_t i = 0; rc == 0 && i < b->value_slots; i++)
+        if (b->values[i].vc >= 0 && b->values[i].rows != 0)
+            rc = sink->value(sink->ctx, b->values[i].vc, b->values[i].code, b->values[i].rows, err);
+    free(start);
+    free(runs);
+    free(codes);
+    free(rows);
+    free(vcs);
+    bulk_clear(b);
+    return rc;
+}
