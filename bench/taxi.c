@@ -163,6 +163,18 @@ int64_t taxi_median(int64_t *v, int n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+bool taxi_parse_ask_list(const char *list, bool *selected, int nasks)
+{
+    memset(selected, 0, sizeof *selected * (size_t)nasks);
+    for (char *p = (char *)list, *end; *p; p = *end ? end + 1 : end) {
+        long k = strtol(p, &end, 10);
+        if (end == p || k < 1 || k > nasks || (*end && *end != ','))
+            return false;
+        selected[k - 1] = true;
+    }
+    return *list != '\0';
+}
+
 int taxi_text_width(const char *s)
 {
     int w = 0;

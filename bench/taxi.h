@@ -8,6 +8,7 @@
 
 #include "bench/http_client.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,6 +41,10 @@ const char *taxi_format_count(long long n, char *buf, size_t len);
 
 /* The median of n values (sorts them in place); 0 for n == 0. */
 int64_t taxi_median(int64_t *v, int n);
+
+/* Parses a list of ask numbers ("5,6": 1 to TAXI_NASKS) into selected
+ * (nasks flags, all cleared first); false when it is not one. */
+bool taxi_parse_ask_list(const char *list, bool *selected, int nasks);
 
 /* Display width of a UTF-8 string (code points; no wide characters here). */
 int taxi_text_width(const char *s);

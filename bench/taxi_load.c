@@ -36,19 +36,22 @@ struct load_opts {
     int connections, wrk_threads, slow, half_open;
     double duration_s;
     char wrk[1024];
+    bool asks[TAXI_NASKS]; /* the asks wrk sends in turn */
 };
 
 static int load_usage(void)
 {
     fprintf(stderr,
             "usage: taxi load [--connections N] [--duration S] [--wrk-threads N] [--slow N]\n"
-            "                 [--half-open N] [--wrk PATH] [--trips N] [options of every mode]\n"
+            "                 [--half-open N] [--asks LIST] [--wrk PATH] [--trips N]\n"
+            "                 [options of every mode]\n"
             "  --connections N  wrk's kept-alive connections (1000)\n"
             "  --duration S     seconds of load (45: past serve's 30 s connection timeout,\n"
             "                   so the slow and half-open clients are dropped during it)\n"
             "  --wrk-threads N  wrk's threads (2)\n"
             "  --slow N         clients sending a request a byte a second (8)\n"
             "  --half-open N    clients sending half a request or nothing, then waiting (8)\n"
+            "  --asks LIST      the asks wrk sends in turn, e.g. 1,2,4 (default all ten)\n"
             "  --wrk PATH       the wrk program (default: wrk on PATH; Debian package wrk)\n"
             "  --trips N        trips generated (200,000 here)\n"
             "(taxi asks --help lists the options every mode takes)\n");
@@ -75,6 +78,8 @@ static int parse_load_opts(struct load_opts *lo, int *argc, char **argv, bool *t
 {
     *lo = (struct load_opts){.connections = 1000, .wrk_threads = 2, .slow = 8, .half_open = 8,
                              .duration_s = 45};
+    for (int i = 0; i < TAXI_NASKS; i++)
+        lo->asks[i] = true;
     int out = 1;
     *trips_given = false;
     for (int i = 1; i < *argc; i++) {
@@ -86,14 +91,17 @@ static int parse_load_opts(struct load_opts *lo, int *argc, char **argv, bool *t
                                                  : NULL;
         if (!strcmp(a, "--help"))
             return load_usage();
-        if (num || !strcmp(a, "--duration") || !strcmp(a, "--wrk")) {
+        if (num || !strcmp(a, "--duration") || !strcmp(a, "--wrk") || !strcmp(a, "--asks")) {
             if (!v)
                 return load_usage();
             if (num)
                 *num = atoi(v);
             else if (!strcmp(a, "--duration"))
                 lo->duration_s = atof(v);
-            else
+            else if (!strcmp(a, "--asks")) {
+                if (!taxi_parse_ask_list(v, lo->asks, TAXI_NASKS))
+                    return load_usage();
+            } else
                 snprintf(lo->wrk, sizeof lo->wrk, "%s", v);
             i++;
             continue;
@@ -161,18 +169,20 @@ static int answer_all(struct taxi_env *e, char *answers[TAXI_NASKS])
     return rc;
 }
 
-/* The wrk script: each request the next of the ten asks (per wrk thread),
- * and a last line with the figures, read back by parse_wrk. */
-static int write_script(const char *path)
+/* The wrk script: each request the next of the chosen asks (per wrk
+ * thread), and a last line with the figures, read back by parse_wrk. */
+static int write_script(const char *path, const bool *asks)
 {
     FILE *f = fopen(path, "w");
     if (!f) {
         fprintf(stderr, "taxi load: cannot write %s: %s\n", path, strerror(errno));
         return -1;
     }
-    fputs("-- The ten taxi asks in turn, as POST /ask (written by taxi load).\n"
+    fputs("-- The chosen taxi asks in turn, as POST /ask (written by taxi load).\n"
           "local bodies = {\n", f);
     for (int i = 0; i < TAXI_NASKS; i++) {
+        if (!asks[i])
+            continue;
         char *b = ask_body(i);
         fprintf(f, "  [==[%s]==],\n", b);
         cJSON_free(b);
@@ -348,7 +358,7 @@ static int run_load(struct taxi_env *e, const struct load_opts *lo)
     snprintf(script, sizeof script, "%s/load.lua", e->work);
     snprintf(out, sizeof out, "%s/wrk.out", e->work);
     snprintf(log, sizeof log, "%s/wrk.log", e->work);
-    int rc = answer_all(e, before) || write_script(script) ? 2 : 0;
+    int rc = answer_all(e, before) || write_script(script, lo->asks) ? 2 : 0;
     if (rc)
         goto done;
     raise_fd_limit(lo->connections + lo->slow + lo->half_open);
@@ -361,7 +371,11 @@ static int run_load(struct taxi_env *e, const struct load_opts *lo)
                     "--latency", "-s", script, e->url, NULL};
     printf("\nLoad:\n  wrk -t %s -c %s -d %s --timeout 5s --latency -s %s %s\n", threads, conns, dur,
            script, e->url);
-    printf("  with %d slow clients (a byte a second) and %d half-open ones beside it\n",
+    printf("  asks");
+    for (int i = 0; i < TAXI_NASKS; i++)
+        if (lo->asks[i])
+            printf(" %d", i + 1);
+    printf(", with %d slow clients (a byte a second) and %d half-open ones beside it\n",
            lo->slow, lo->half_open);
     fflush(stdout);
     pid_t wrk = taxi_spawn_out(argv, out, log);
@@ -449,6 +463,10 @@ static int run_load(struct taxi_env *e, const struct load_opts *lo)
 
     cJSON *j = cJSON_AddObjectToObject(e->report, "load");
     cJSON_AddNumberToObject(j, "connections", lo->connections);
+    cJSON *asks = cJSON_AddArrayToObject(j, "asks");
+    for (int i = 0; i < TAXI_NASKS; i++)
+        if (lo->asks[i])
+            cJSON_AddItemToArray(asks, cJSON_CreateNumber(i + 1));
     cJSON_AddNumberToObject(j, "wrk_threads", lo->wrk_threads);
     cJSON_AddNumberToObject(j, "duration_s", secs);
     cJSON_AddNumberToObject(j, "requests", (double)w.requests);

@@ -81,13 +81,8 @@ int taxi_time_main(int argc, char **argv)
         else if (!strcmp(a, "--seconds"))
             seconds = atof(v);
         else if (!strcmp(a, "--asks")) {
-            memset(selected, 0, sizeof selected);
-            for (char *p = (char *)v, *end; *p; p = *end ? end + 1 : end) {
-                long k = strtol(p, &end, 10);
-                if (end == p || k < 1 || k > TAXI_NASKS || (*end && *end != ','))
-                    return usage();
-                selected[k - 1] = true;
-            }
+            if (!taxi_parse_ask_list(v, selected, TAXI_NASKS))
+                return usage();
         } else
             return usage();
     }

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +40,8 @@ static const char usage[] =
     "                         (loopback), e.g. 127.0.0.1:9187 (default: none)\n"
     "  --log-level LEVEL      debug, info, warn or error (default info): logfmt lines\n"
     "                         on stderr; debug adds a line per store commit\n"
+    "  --nice N               lower ingest's CPU priority by N (0 to 19, default 10),\n"
+    "                         so that straum-serve on the same machine answers first\n"
     "  --help, --version\n";
 
 static void on_signal(int sig)
@@ -105,6 +108,7 @@ int main(int argc, char **argv)
         return 2;
     }
     bool run = !strcmp(argv[1], "run");
+    long nice_by = 10;
     struct ingest_options opt = {.source = "", .slot = "straum", .publication = "straum",
                                  .commit_interval_us = 5000, .max_lag_us = 10000000};
     for (int i = 2; i < argc; i++) {
@@ -145,6 +149,14 @@ int main(int argc, char **argv)
         }
         else if (!strcmp(a, "--snapshot-batch"))
             opt.snapshot_batch_rows = atoll(v);
+        else if (!strcmp(a, "--nice")) {
+            char *end;
+            nice_by = strtol(v, &end, 10);
+            if (end == v || *end || nice_by < 0 || nice_by > 19) {
+                fprintf(stderr, "straum-ingest: --nice %s: give 0 to 19\n", v);
+                return 2;
+            }
+        }
         else if (!strcmp(a, "--max-store-size")) {
             if (parse_size(v, &opt.max_store_bytes)) {
                 fprintf(stderr, "straum-ingest: --max-store-size %s: give a size of at least "
@@ -172,6 +184,13 @@ int main(int argc, char **argv)
         int rc = ingest_plan(&opt, stdout);
         return rc < 0 ? 2 : rc;
     }
+    /* Asks wait for no one: on a machine shared with straum-serve, ingest
+     * (a transaction's apply, a fold) yields the CPU to them. */
+    errno = 0;
+    int now = getpriority(PRIO_PROCESS, 0);
+    if (nice_by && errno == 0 && setpriority(PRIO_PROCESS, 0, now + (int)nice_by > 19 ? 19 : now + (int)nice_by))
+        fprintf(stderr, "straum-ingest: --nice %ld: %s (going on at the same priority)\n",
+                nice_by, strerror(errno));
     struct sigaction sa = {.sa_handler = on_signal};
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);

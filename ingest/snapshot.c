@@ -255,7 +255,7 @@ struct partitioner {
     const char *table;
 };
 
-enum { SPOOL_BYTES = 1 << 20 };
+enum { SPOOL_BYTES = 256 << 10 };
 
 static int spool_tuple(void *ctx, const struct copy_tuple *tuple, const uint8_t *bytes, size_t len,
                        char *err, size_t errlen)
@@ -361,10 +361,14 @@ static int load_table(PGconn *c, struct source_table *t, struct source *src, str
     if (rc == 0 && (!col || !time_range(c, t, qcol, &lo, &hi))) {
         rc = copy_table(c, t, "", apply_tuple, &a, err, errlen);
     } else if (rc == 0) {
-        int64_t parts = (int64_t)(t->reltuples / per_part) + 1;
+        /* Set aside, partitions cost no extra scan: a quarter of the size
+         * lets the store's staging (store/bulk.c) hold a whole partition
+         * at once, so that each cell of the finest width is summed from
+         * all its rows before it reaches the cellmaps. */
+        bool ordered = stored_in_time_order(c, t, col);
+        int64_t parts = (int64_t)(t->reltuples / (ordered ? per_part : per_part / 4)) + 1;
         int64_t step = ((hi - lo) / parts + 3599) / 3600 * 3600;
         int nparts = (int)((hi - lo + step - 1) / step);
-        bool ordered = stored_in_time_order(c, t, col);
         log_info("loading %s in %d time partitions of %s (%s)", t->qualified, nparts, qcol,
                  ordered ? "stored in time order: an index range scan each"
                          : "not stored in time order: one scan, set aside by partition");

@@ -255,57 +255,13 @@ int bulk_add(struct bulk *b, int64_t time, const struct store_delta *d, struct s
 
 /* ---- Draining ------------------------------------------------------------------------ */
 
-struct run {
-    int64_t code, rows;
-};
-
-static int run_cmp(const void *a, const void *b)
-{
-    int64_t x = ((const struct run *)a)->code, y = ((const struct run *)b)->code;
-    return (x > y) - (x < y);
-}
-
-/* Sorts runs[0..n) by code and sums equal codes, dropping runs that sum to
- * zero; returns the runs left. */
-static uint32_t to_runs(struct run *runs, uint32_t n, struct store_error *err, bool *overflow)
-{
-    if (n < 32) {
-        for (uint32_t i = 1; i < n; i++) {
-            struct run r = runs[i];
-            uint32_t j = i;
-            for (; j > 0 && runs[j - 1].code > r.code; j--)
-                runs[j] = runs[j - 1];
-            runs[j] = r;
-        }
-    } else {
-        qsort(runs, n, sizeof *runs, run_cmp);
-    }
-    uint32_t out = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        if (out > 0 && runs[out - 1].code == runs[i].code) {
-            if (__builtin_add_overflow(runs[out - 1].rows, runs[i].rows, &runs[out - 1].rows)) {
-                *overflow = true;
-                store_fail(err, "a value count overflowed");
-                return 0;
-            }
-        } else {
-            runs[out++] = runs[i];
-        }
-    }
-    uint32_t kept = 0;
-    for (uint32_t i = 0; i < out; i++)
-        if (runs[i].rows != 0)
-            runs[kept++] = runs[i];
-    return kept;
-}
-
 /* The entries ordered by (cell, value count): a counting sort, whose group
  * g = cell * nvcs + vc starts at (*start)[g]. */
-static struct run *group_entries(const struct bulk *b, size_t **start)
+static struct store_run *group_entries(const struct bulk *b, size_t **start)
 {
     size_t ngroups = (size_t)b->ncells * (size_t)b->nvcs;
     size_t *at = calloc(ngroups + 1, sizeof *at);
-    struct run *runs = malloc(sizeof *runs * (b->nentries + 1));
+    struct store_run *runs = malloc(sizeof *runs * (b->nentries + 1));
     if (!at || !runs) {
         free(at);
         free(runs);
@@ -317,7 +273,7 @@ static struct run *group_entries(const struct bulk *b, size_t **start)
         at[g + 1] += at[g];
     for (size_t i = 0; i < b->nentries; i++) {
         const struct bulk_entry *e = &b->entries[i];
-        runs[at[(size_t)e->cell * b->nvcs + e->vc]++] = (struct run){e->code, e->rows};
+        runs[at[(size_t)e->cell * b->nvcs + e->vc]++] = (struct store_run){e->code, e->rows};
     }
     /* at[g] is now the end of group g: shift to starts */
     memmove(at + 1, at, sizeof *at * ngroups);
@@ -329,25 +285,24 @@ static struct run *group_entries(const struct bulk *b, size_t **start)
 int bulk_drain(struct bulk *b, const struct bulk_sink *sink, struct store_error *err)
 {
     size_t *start = NULL;
-    struct run *runs = group_entries(b, &start);
+    struct store_run *runs = group_entries(b, &start);
     int64_t *codes = malloc(8 * (b->nentries + 1)), *rows = malloc(8 * (b->nentries + 1));
     struct vc_runs *vcs = calloc((size_t)b->nvcs + 1, sizeof *vcs);
     int rc = runs && codes && rows && vcs ? 0 : store_fail(err, "out of memory");
     for (uint32_t c = 0; rc == 0 && c < b->ncells; c++) {
         for (int k = 0; rc == 0 && k < b->nvcs; k++) {
             size_t g = (size_t)c * b->nvcs + k, first = start[g];
-            bool overflow = false;
-            uint32_t n = to_runs(runs + first, (uint32_t)(start[g + 1] - first), err, &overflow);
-            if (overflow) {
+            int64_t n = store_runs_merge(runs + first, start[g + 1] - first, err);
+            if (n < 0) {
                 rc = -1;
                 break;
             }
             /* Each group's runs land where its entries were: no overlap. */
-            for (uint32_t j = 0; j < n; j++) {
+            for (int64_t j = 0; j < n; j++) {
                 codes[first + j] = runs[first + j].code;
                 rows[first + j] = runs[first + j].rows;
             }
-            vcs[k] = (struct vc_runs){codes + first, rows + first, n, n};
+            vcs[k] = (struct vc_runs){codes + first, rows + first, (uint32_t)n, (uint32_t)n};
         }
         if (rc == 0)
             rc = sink->cell(sink->ctx, *cell_time(b, c), cell_keys(b, c), cell_counts(b, c),

@@ -201,6 +201,17 @@ int block_add_bucket_starts(struct block_columns *bc, uint16_t role, int span,
 int rollup_build(const struct sql_view *v, const struct store_column_type *types, int width,
                  struct block_columns *bc, uint32_t ncells);
 
+/* ---- Run lists (runs.c) ------------------------------------------------- */
+
+struct store_run {
+    int64_t code, rows;
+};
+
+/* Sums rows per code over runs[0..n) in place and drops codes whose rows
+ * sum to zero; returns how many are left, ascending by code, or -1 with
+ * err when out of memory or a sum overflows. */
+int64_t store_runs_merge(struct store_run *runs, size_t n, struct store_error *err);
+
 /* ---- Bulk staging (bulk.c) -----------------------------------------------
  * An initial load's rows of one view, summed per finest-width cell before
  * they reach the cellmaps. */

@@ -179,137 +179,6 @@ static bool same_group(const struct grouping *g, uint32_t a, uint32_t b)
            (g->key < 0 || g->src->keys[g->key][a] == g->src->keys[g->key][b]);
 }
 
-/* ---- Merging value counts -------------------------------------------------------- */
-
-struct run {
-    int64_t code, rows;
-};
-
-/* Sorts runs by code: by insertion when few, else by an LSD radix sort of
- * the codes' offsets from the smallest, 11 bits a pass (fares in cents
- * span a few thousand codes: one or two passes). qsort and its comparator
- * were a third of a commit's time (perf). -1 when out of memory. */
-static int sort_runs(struct run *runs, size_t n)
-{
-    if (n < 32) {
-        for (size_t i = 1; i < n; i++) {
-            struct run r = runs[i];
-            size_t j = i;
-            for (; j > 0 && runs[j - 1].code > r.code; j--)
-                runs[j] = runs[j - 1];
-            runs[j] = r;
-        }
-        return 0;
-    }
-    int64_t lo = runs[0].code, hi = lo;
-    for (size_t i = 1; i < n; i++) {
-        lo = runs[i].code < lo ? runs[i].code : lo;
-        hi = runs[i].code > hi ? runs[i].code : hi;
-    }
-    uint64_t range = (uint64_t)hi - (uint64_t)lo;
-    struct run *tmp = malloc(sizeof *tmp * n), *src = runs, *dst = tmp;
-    if (!tmp)
-        return -1;
-    enum { BITS = 11, RADIX = 1 << BITS };
-    for (int shift = 0; shift < 64 && (range >> shift) != 0; shift += BITS) {
-        size_t at[RADIX + 1] = {0};
-        for (size_t i = 0; i < n; i++)
-            at[(((uint64_t)src[i].code - (uint64_t)lo) >> shift & (RADIX - 1)) + 1]++;
-        for (int d = 0; d < RADIX; d++)
-            at[d + 1] += at[d];
-        for (size_t i = 0; i < n; i++)
-            dst[at[((uint64_t)src[i].code - (uint64_t)lo) >> shift & (RADIX - 1)]++] = src[i];
-        struct run *t = src;
-        src = dst;
-        dst = t;
-    }
-    if (src != runs)
-        memcpy(runs, src, sizeof *runs * n);
-    free(tmp);
-    return 0;
-}
-
-/* A table of runs by code, open addressing; STORE_NULL (which has no value
- * count) marks an empty slot. Returns a table of ncap slots holding t's
- * runs, t freed; NULL when out of memory. */
-static struct run *run_table(struct run *t, size_t cap, size_t ncap)
-{
-    struct run *nt = malloc(sizeof *nt * ncap);
-    for (size_t j = 0; nt && j < ncap; j++)
-        nt[j].code = STORE_NULL;
-    for (size_t j = 0; nt && t && j < cap; j++)
-        if (t[j].code != STORE_NULL) {
-            size_t h = XXH3_64bits(&t[j].code, 8) & (ncap - 1);
-            while (nt[h].code != STORE_NULL)
-                h = (h + 1) & (ncap - 1);
-            nt[h] = t[j];
-        }
-    free(t);
-    return nt;
-}
-
-/* Sums rows per code over runs[0..n) in place through a table; returns the
- * distinct count (unordered), or -1 when out of memory. */
-static int64_t sum_by_code(struct run *runs, size_t n)
-{
-    size_t cap = 4096, used = 0;
-    struct run *t = run_table(NULL, 0, cap);
-    for (size_t i = 0; t && i < n; i++) {
-        if ((used + 1) * 2 > cap) {
-            t = run_table(t, cap, cap * 2);
-            cap *= 2;
-            if (!t)
-                break;
-        }
-        size_t h = XXH3_64bits(&runs[i].code, 8) & (cap - 1);
-        while (t[h].code != STORE_NULL && t[h].code != runs[i].code)
-            h = (h + 1) & (cap - 1);
-        if (t[h].code == STORE_NULL) {
-            t[h] = runs[i];
-            used++;
-        } else {
-            t[h].rows += runs[i].rows;
-        }
-    }
-    if (!t)
-        return -1;
-    size_t out = 0;
-    for (size_t j = 0; j < cap; j++)
-        if (t[j].code != STORE_NULL)
-            runs[out++] = t[j];
-    free(t);
-    return (int64_t)out;
-}
-
-/* Sums rows per code over runs[0..n) in place; returns the distinct count,
- * ascending by code. Large inputs are summed through a table first so that
- * the sort sees each distinct code once (a span merges many rows of the
- * same few thousand values). */
-static int64_t merge_runs(struct run *runs, size_t n)
-{
-    if (n > 4096) {
-        int64_t distinct = sum_by_code(runs, n);
-        if (distinct < 0)
-            return -1;
-        n = (size_t)distinct;
-    }
-    if (sort_runs(runs, n))
-        return -1;
-    size_t out = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (out > 0 && runs[out - 1].code == runs[i].code)
-            runs[out - 1].rows += runs[i].rows;
-        else
-            runs[out++] = runs[i];
-    }
-    /* A delta block's runs may cancel out (store.h): no run of zero rows. */
-    size_t kept = 0;
-    for (size_t i = 0; i < out; i++)
-        if (runs[i].rows != 0)
-            runs[kept++] = runs[i];
-    return (int64_t)kept;
-}
-
 /* ---- Building a family ------------------------------------------------------------ */
 
 enum { BUILT = 0, SKIPPED = 1, FAILED = -1 };
@@ -321,7 +190,7 @@ static int build_vc(const struct grouping *gr, int k, const uint32_t *perm, cons
     const struct rows *src = gr->src;
     int64_t *off = block_column_add(bc, base + STORE_ROLE_VC_OFFSETS, (uint16_t)k, FORMAT_I64, ng + 1);
     size_t total = src->n ? (size_t)src->vc_off[k][src->n] : 0;
-    struct run *runs = malloc(sizeof *runs * (total + 1));
+    struct store_run *runs = malloc(sizeof *runs * (total + 1));
     int64_t *codes = NULL, *rows = NULL;
     if (!off || !runs)
         goto fail;
@@ -334,9 +203,10 @@ static int build_vc(const struct grouping *gr, int k, const uint32_t *perm, cons
         for (uint32_t i = start[g]; i < start[g + 1]; i++) {
             uint32_t r = perm[i];
             for (int64_t j = src->vc_off[k][r]; j < src->vc_off[k][r + 1]; j++)
-                runs[used++] = (struct run){src->vc_codes[k][j], src->vc_rows[k][j]};
+                runs[used++] = (struct store_run){src->vc_codes[k][j], src->vc_rows[k][j]};
         }
-        int64_t m = merge_runs(runs + first, used - first);
+        struct store_error err;
+        int64_t m = store_runs_merge(runs + first, used - first, &err);
         if (m < 0)
             goto fail;
         used = first + (size_t)m;

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -122,14 +123,21 @@ static void load_in_partitions(bool in_time_order)
     const char *extra[] = {"--snapshot-batch", "300", NULL};
     char log[16384];
     cr_assert_eq(taxi_ingest_once_with(&db, extra, log, sizeof log), 0, "%s", log);
-    cr_assert(strstr(log, "in 14 time partitions") && strstr(log, "yellow_trips\\\": 4000 rows"),
-              "%s", log);
-    if (in_time_order)
+    cr_assert(strstr(log, "yellow_trips\\\": 4000 rows"), "%s", log);
+    const char *at = strstr(log, "time partitions of");
+    cr_assert(at != NULL, "%s", log);
+    while (at > log && at[-1] != 'n') /* back to "in N " */
+        at--;
+    int nparts = atoi(at + 1);
+    if (in_time_order) {
         cr_assert(strstr(log, "stored in time order: an index range scan each"), "%s", log);
-    else
+        cr_assert_eq(nparts, 14, "%s", log);
+    } else {
         cr_assert(strstr(log, "not stored in time order: one scan, set aside by partition") &&
                       strstr(log, "in one scan: 4000 rows"),
                   "%s", log);
+        cr_assert_gt(nparts, 14, "set aside, partitions are a quarter the size: %s", log);
+    }
     taxi_check(&db, in_time_order ? "after a snapshot by index ranges" : "after a snapshot set aside");
     taxi_db_destroy(&db);
 }
@@ -151,6 +159,23 @@ Test(ingest_follow, an_idle_database_keeps_the_contact_time_fresh, .timeout = 12
     cr_assert_eq(taxi_ingest_once(&db, log, sizeof log), 0, "%s", log);
     taxi_ingest_start(&db, NULL);
     sleep(4);
+    /* It runs 10 nicer than started unless told otherwise (--nice): asks come first. */
+    char path[64], stat[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)db.ingest);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f);
+    size_t got = fread(stat, 1, sizeof stat - 1, f);
+    fclose(f);
+    stat[got] = '\0';
+    const char *field = strrchr(stat, ')'); /* past the command name */
+    int nice = -100;
+    cr_assert_not_null(field);
+    /* Fields after the name: state ppid pgrp session tty tpgid flags minflt
+     * cminflt majflt cmajflt utime stime cutime cstime priority nice. */
+    cr_assert_eq(sscanf(field + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %d",
+                        &nice), 1, "%s", stat);
+    int base = getpriority(PRIO_PROCESS, 0); /* ours, which ingest inherited */
+    cr_assert_eq(nice, base + 10 > 19 ? 19 : base + 10, "%s", stat);
     struct store *s;
     struct store_read *r;
     struct store_catalog cat;

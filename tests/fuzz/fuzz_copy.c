@@ -150,7 +150,7 @@ struct outcome {
     char error[200];
 };
 
-static struct copy_tuple tuple;
+static struct copy_tuple tuple, again;
 
 static void run(const uint8_t *stream, size_t len, const uint8_t *sizes, size_t nsizes,
                 bool decode, struct outcome *o)
@@ -173,6 +173,14 @@ static void run(const uint8_t *stream, size_t len, const uint8_t *sizes, size_t 
                 abort();
             o->tuples++;
             o->hash = hash_tuple(o->hash, &tuple);
+            /* The tuple's own bytes decode alone to the same fields (the
+             * initial load's spools), and one byte less never does. */
+            char err[200];
+            const uint8_t *raw = p.buf + p.tuple_at;
+            if (copy_tuple_decode(raw, p.tuple_len, &again, err, sizeof err) != 0 ||
+                hash_tuple(1, &again) != hash_tuple(1, &tuple) ||
+                copy_tuple_decode(raw, p.tuple_len - 1, &again, err, sizeof err) == 0)
+                abort();
             if (decode)
                 for (int i = 0; i < tuple.nfields; i++)
                     if (!tuple.fields[i].is_null)
@@ -212,7 +220,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         chunked.hash != whole.hash || strcmp(chunked.error, whole.error) != 0)
         abort();
 
-    /* The raw input as one value of every type, too. */
+    /* The raw input as one value of every type, and as one spooled tuple. */
     decode_field(data, size);
+    char err[200];
+    if (copy_tuple_decode(data, size, &again, err, sizeof err) != 0 && strncmp(err, "binary COPY: ", 13) != 0)
+        abort();
     return 0;
 }

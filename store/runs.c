@@ -1,0 +1,134 @@
+/* runs.c -- lists of value-count runs, (code, rows), sorted and summed.
+ *
+ * Rollups merge the runs of many cells into a family row's (rollup.c), and
+ * the bulk staging turns a cell's staged rows into runs (bulk.c): both
+ * hand a list with repeated codes here and get it back ascending by code,
+ * each code once, none of zero rows. */
+#include "store/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+/* Sorts runs by code: by insertion when few, else by an LSD radix sort of
+ * the codes' offsets from the smallest, 11 bits a pass (fares in cents
+ * span a few thousand codes: one or two passes). qsort and its comparator
+ * were a third of a commit's time (perf). -1 when out of memory. */
+static int sort_runs(struct store_run *runs, size_t n)
+{
+    if (n < 32) {
+        for (size_t i = 1; i < n; i++) {
+            struct store_run r = runs[i];
+            size_t j = i;
+            for (; j > 0 && runs[j - 1].code > r.code; j--)
+                runs[j] = runs[j - 1];
+            runs[j] = r;
+        }
+        return 0;
+    }
+    int64_t lo = runs[0].code, hi = lo;
+    for (size_t i = 1; i < n; i++) {
+        lo = runs[i].code < lo ? runs[i].code : lo;
+        hi = runs[i].code > hi ? runs[i].code : hi;
+    }
+    uint64_t range = (uint64_t)hi - (uint64_t)lo;
+    struct store_run *tmp = malloc(sizeof *tmp * n), *src = runs, *dst = tmp;
+    if (!tmp)
+        return -1;
+    enum { BITS = 11, RADIX = 1 << BITS };
+    for (int shift = 0; shift < 64 && (range >> shift) != 0; shift += BITS) {
+        size_t at[RADIX + 1] = {0};
+        for (size_t i = 0; i < n; i++)
+            at[(((uint64_t)src[i].code - (uint64_t)lo) >> shift & (RADIX - 1)) + 1]++;
+        for (int d = 0; d < RADIX; d++)
+            at[d + 1] += at[d];
+        for (size_t i = 0; i < n; i++)
+            dst[at[((uint64_t)src[i].code - (uint64_t)lo) >> shift & (RADIX - 1)]++] = src[i];
+        struct store_run *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != runs)
+        memcpy(runs, src, sizeof *runs * n);
+    free(tmp);
+    return 0;
+}
+
+/* A table of runs by code, open addressing; STORE_NULL (which has no value
+ * count) marks an empty slot. Returns a table of ncap slots holding t's
+ * runs, t freed; NULL when out of memory. */
+static struct store_run *run_table(struct store_run *t, size_t cap, size_t ncap)
+{
+    struct store_run *nt = malloc(sizeof *nt * ncap);
+    for (size_t j = 0; nt && j < ncap; j++)
+        nt[j].code = STORE_NULL;
+    for (size_t j = 0; nt && t && j < cap; j++)
+        if (t[j].code != STORE_NULL) {
+            size_t h = XXH3_64bits(&t[j].code, 8) & (ncap - 1);
+            while (nt[h].code != STORE_NULL)
+                h = (h + 1) & (ncap - 1);
+            nt[h] = t[j];
+        }
+    free(t);
+    return nt;
+}
+
+/* Sums rows per code over runs[0..n) in place through a table; returns the
+ * distinct count (unordered), -1 when out of memory, -2 on overflow. */
+static int64_t sum_by_code(struct store_run *runs, size_t n)
+{
+    size_t cap = 4096, used = 0;
+    struct store_run *t = run_table(NULL, 0, cap);
+    for (size_t i = 0; t && i < n; i++) {
+        if ((used + 1) * 2 > cap) {
+            t = run_table(t, cap, cap * 2);
+            cap *= 2;
+            if (!t)
+                break;
+        }
+        size_t h = XXH3_64bits(&runs[i].code, 8) & (cap - 1);
+        while (t[h].code != STORE_NULL && t[h].code != runs[i].code)
+            h = (h + 1) & (cap - 1);
+        if (t[h].code == STORE_NULL) {
+            t[h] = runs[i];
+            used++;
+        } else if (__builtin_add_overflow(t[h].rows, runs[i].rows, &t[h].rows)) {
+            free(t);
+            return -2;
+        }
+    }
+    if (!t)
+        return -1;
+    size_t out = 0;
+    for (size_t j = 0; j < cap; j++)
+        if (t[j].code != STORE_NULL)
+            runs[out++] = t[j];
+    free(t);
+    return (int64_t)out;
+}
+
+int64_t store_runs_merge(struct store_run *runs, size_t n, struct store_error *err)
+{
+    if (n > 4096) {
+        int64_t distinct = sum_by_code(runs, n);
+        if (distinct < 0)
+            return distinct == -2 ? store_fail(err, "a value count overflowed")
+                                  : store_fail(err, "out of memory");
+        n = (size_t)distinct;
+    }
+    if (sort_runs(runs, n))
+        return store_fail(err, "out of memory");
+    size_t out = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (out == 0 || runs[out - 1].code != runs[i].code)
+            runs[out++] = runs[i];
+        else if (__builtin_add_overflow(runs[out - 1].rows, runs[i].rows, &runs[out - 1].rows))
+            return store_fail(err, "a value count overflowed");
+    }
+    /* Deltas' runs may cancel out (store.h): no run of zero rows. */
+    size_t kept = 0;
+    for (size_t i = 0; i < out; i++)
+        if (runs[i].rows != 0)
+            runs[kept++] = runs[i];
+    return (int64_t)kept;
+}
