@@ -222,7 +222,15 @@ static enum num_status add_digits(u128 *acc, uint32_t d, int64_t e)
         return NUM_OK;
     if (e >= MAG_LIMIT_EXP)
         return NUM_RANGE;
-    u128 limit = pow10_u128(MAG_LIMIT_EXP), p = pow10_u128((int)e);
+    u128 p = pow10_u128((int)e);
+    /* Without a 128-bit division when the sum plainly fits (every digit of
+     * an ordinary value; __udivti3 was 2% of a load, perf): a
+     * digit under 10^4 at e <= 33 adds under 10^37. */
+    if (d < 10000 && e <= 33 && *acc < 9 * pow10_u128(37)) {
+        *acc += (u128)d * p;
+        return NUM_OK;
+    }
+    u128 limit = pow10_u128(MAG_LIMIT_EXP);
     if (p > (limit - 1 - *acc) / d)
         return NUM_RANGE;
     *acc += (u128)d * p;
