@@ -218,10 +218,10 @@ function duckCells(reader, api) {
   const isDouble = types.map((t) => t === api.DuckDBTypeId.DOUBLE || t === api.DuckDBTypeId.FLOAT);
   const isTz = types.map((t) => t === api.DuckDBTypeId.TIMESTAMP_TZ);
   return reader.getRows().map((row) => row.map((v, c) => {
-    if (v === null) return { text: 'NULL' };
-    if (isDouble[c]) return { text: String(v), num: v };
-    if (isTz[c]) return { text: `@${v.micros}` };
-    return { text: normText(String(v)) };
+    if (v === null) return { text: 'NULL', show: 'NULL' };
+    if (isDouble[c]) return { text: String(v), num: v, show: String(v) };
+    if (isTz[c]) return { text: `@${v.micros}`, show: String(v) };
+    return { text: normText(String(v)), show: String(v) };
   }));
 }
 
@@ -402,6 +402,7 @@ async function main() {
     results.forEach((r, i) => {
       const c = compareAnswers(pg[i].rows, r.cells);
       r.pg_rows = pg[i].rows.length;
+      r.pg_answer = pg[i].rows;
       r.pg_us = pg[i].times_us;
       r.pg_median_us = pg[i].times_us.length ? median(pg[i].times_us) : null;
       r.equal = c.equal;
@@ -434,7 +435,7 @@ async function main() {
       memory: { rss_after_load_kib: mem.rss_kib, peak_rss_kib: mem.hwm_kib, rss_before_load_kib: rssBefore.rss_kib,
         duckdb_memory_bytes: duckMem },
       runs: o.runs, pg_runs: o.pg ? o.pgRuns : null, pg_checked: !!o.pg,
-      asks: results.map(({ cells, ...r }) => r),
+      asks: results.map(({ cells, ...r }) => ({ ...r, answer: cells.map((row) => row.map((c) => c.show)) })),
     };
     fs.writeFileSync(o.json, JSON.stringify(doc, null, 2) + '\n');
   }
