@@ -5,6 +5,7 @@
  *   taxi demo --pg CONNINFO --url URL [...]   the ten asks beside PostgreSQL
  *   taxi wait-ready --url URL [--timeout S]   poll GET /readyz until 200
  *   taxi shell [--trips N] [...]              the setup, then straum-shell on it
+ *   taxi duckdb [--pg CONNINFO] [...]         the ten asks on in-memory DuckDB (node)
  *   taxi load [--connections N] [--duration S] [...]  serve under wrk's load
  *   taxi asks|cold-start|memory|transactions|all [--trips N] [...]
  *        the benchmark: sets up PostgreSQL, ingest and serve itself
@@ -62,6 +63,10 @@ static const struct mode MODES[] = {
      "[--trips N] [...]\n"
      "        sets up PostgreSQL, ingest and serve (200,000 trips by default), then\n"
      "        straum-shell asking that serve; all removed when the shell ends"},
+    {"duckdb", taxi_duckdb_main,
+     "[--trips N] [--seed S] [--pg CONNINFO] [--runs N] [--threads N] [--json FILE] [...]\n"
+     "        the ten asks on an in-memory DuckDB over the same trips (node and\n"
+     "        @duckdb/node-api: bench/duckdb/taxi_duckdb.mjs), checked against PostgreSQL's"},
     {"wait-ready", taxi_wait_ready_main,
      "--url URL [--timeout SECONDS]\n"
      "        poll GET /readyz until it answers 200"},

@@ -20,6 +20,7 @@ int taxi_time_main(int argc, char **argv);
 int taxi_scaling_main(int argc, char **argv);
 int taxi_load_main(int argc, char **argv);
 int taxi_shell_main(int argc, char **argv);
+int taxi_duckdb_main(int argc, char **argv);
 /* The benchmark modes (taxi_report.c sets up, runs, tears down). */
 int taxi_asks_main(int argc, char **argv);
 int taxi_cold_main(int argc, char **argv);
