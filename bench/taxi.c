@@ -168,6 +168,23 @@ int64_t taxi_median(int64_t *v, int n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* The first executable dir/name on PATH into out, or false. */
+bool taxi_find_on_path(const char *name, char *out, size_t len)
+{
+    const char *path = getenv("PATH");
+    if (!path || !*path)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    for (const char *p = path; *p;) {
+        const char *end = strchr(p, ':');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        if (n && (size_t)snprintf(out, len, "%.*s/%s", (int)n, p, name) < len &&
+            access(out, X_OK) == 0)
+            return true;
+        p += n + (end ? 1 : 0);
+    }
+    return false;
+}
+
 bool taxi_parse_ask_list(const char *list, bool *selected, int nasks)
 {
     memset(selected, 0, sizeof *selected * (size_t)nasks);

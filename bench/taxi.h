@@ -43,6 +43,10 @@ const char *taxi_format_count(long long n, char *buf, size_t len);
 /* The median of n values (sorts them in place); 0 for n == 0. */
 int64_t taxi_median(int64_t *v, int n);
 
+/* The first executable dir/name on PATH into out (len bytes); false when
+ * there is none. */
+bool taxi_find_on_path(const char *name, char *out, size_t len);
+
 /* Parses a list of ask numbers ("5,6": 1 to TAXI_NASKS) into selected
  * (nasks flags, all cleared first); false when it is not one. */
 bool taxi_parse_ask_list(const char *list, bool *selected, int nasks);

@@ -13,23 +13,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The first executable dir/name on PATH into out, or false. */
-static bool find_on_path(const char *name, char *out, size_t len)
-{
-    const char *path = getenv("PATH");
-    if (!path || !*path)
-        path = "/usr/local/bin:/usr/bin:/bin";
-    for (const char *p = path; *p;) {
-        const char *end = strchr(p, ':');
-        size_t n = end ? (size_t)(end - p) : strlen(p);
-        if (n && (size_t)snprintf(out, len, "%.*s/%s", (int)n, p, name) < len &&
-            access(out, X_OK) == 0)
-            return true;
-        p += n + (end ? 1 : 0);
-    }
-    return false;
-}
-
 int taxi_duckdb_main(int argc, char **argv)
 {
     const char *src = STRAUM_SOURCE_DIR, *bin = NULL;
@@ -49,7 +32,7 @@ int taxi_duckdb_main(int argc, char **argv)
         }
     }
     char node[PATH_MAX], script[PATH_MAX + 32], gen[PATH_MAX], exe[PATH_MAX];
-    if (!find_on_path("node", node, sizeof node)) {
+    if (!taxi_find_on_path("node", node, sizeof node)) {
         fprintf(stderr, "taxi duckdb: node is not on PATH; install Node.js (18 or later) and npm,\n"
                         "or run %s/bench/duckdb/taxi_duckdb.mjs with a node of your own\n",
                 src);

@@ -58,20 +58,6 @@ static int load_usage(void)
     return 2;
 }
 
-/* wrk on PATH, into out; false when there is none. */
-static bool find_wrk(char *out, size_t len)
-{
-    const char *path = getenv("PATH");
-    char dirs[4096];
-    snprintf(dirs, sizeof dirs, "%s", path && *path ? path : "/usr/bin:/bin");
-    for (char *d = strtok(dirs, ":"); d; d = strtok(NULL, ":")) {
-        snprintf(out, len, "%s/wrk", d);
-        if (access(out, X_OK) == 0)
-            return true;
-    }
-    return false;
-}
-
 /* Takes the load options out of argv (the rest go to taxi_opts_parse);
  * 0, or 2 after printing usage. */
 static int parse_load_opts(struct load_opts *lo, int *argc, char **argv, bool *trips_given)
@@ -115,7 +101,7 @@ static int parse_load_opts(struct load_opts *lo, int *argc, char **argv, bool *t
         lo->slow < 0 || lo->half_open < 0 || lo->slow + lo->half_open > MAX_TRICKLERS ||
         lo->duration_s < 1)
         return load_usage();
-    if (!lo->wrk[0] && !find_wrk(lo->wrk, sizeof lo->wrk)) {
+    if (!lo->wrk[0] && !taxi_find_on_path("wrk", lo->wrk, sizeof lo->wrk)) {
         fprintf(stderr, "taxi load: wrk is not installed (Debian: apt-get install wrk; "
                         "tools/packages.sh lists it)\n");
         return 2;

@@ -14,6 +14,7 @@
 #include "ingest/metrics.h"
 #include "ingest/spool.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -207,6 +208,17 @@ static int replay_tuple(void *ctx, const uint8_t *bytes, size_t len)
     return apply_tuple(a, tuple, bytes, len, a->err, a->errlen);
 }
 
+/* Applies the tuples a partition's spool set aside, empties it, and
+ * commits when the writer holds enough. */
+static int apply_partition(struct applier *a, struct spool *part, char *err, size_t errlen)
+{
+    a->err = err;
+    a->errlen = errlen;
+    int rc = spool_replay(part, replay_tuple, a, err, errlen);
+    spool_free(part);
+    return rc ? rc : commit_if_big(a->st, err, errlen);
+}
+
 /* ---- Time partitions ----------------------------------------------------------------- */
 
 /* The time range of a fact table's bucket column, in whole hours (seconds
@@ -303,35 +315,141 @@ static int load_spooled(PGconn *c, struct applier *a, const char *col, int64_t l
         log_info("read %s in one scan: %llu rows, %.0f MiB set aside by time partition, in %.1f s",
                  t->qualified, (unsigned long long)rows, (double)bytes / (1 << 20),
                  (double)(now_usec() - started) / 1e6);
-    a->err = err;
-    a->errlen = errlen;
     for (int k = 0; k <= nparts; k++) {
         if (rc == 0)
-            rc = spool_replay(&pp.parts[k], replay_tuple, a, err, errlen);
+            rc = apply_partition(a, &pp.parts[k], err, errlen);
         spool_free(&pp.parts[k]);
-        if (rc == 0)
-            rc = commit_if_big(a->st, err, errlen);
     }
     free(pp.parts);
     return rc;
 }
 
-/* Reads a fact table by index range scans of its time partitions, then its
- * NULLs, applying tuples as they arrive. */
-static int load_by_ranges(PGconn *c, struct applier *a, const char *qcol, int64_t lo, int64_t hi,
-                          int64_t step, char *err, size_t errlen)
+/* A table stored in time order, read by index range scans of its time
+ * partitions (then its NULLs) in a reader thread, each partition's tuples
+ * set aside in its spool, while this thread applies the partitions already
+ * read and commits: PostgreSQL's scan, the apply and the commits between
+ * partitions overlap. The reader runs at most LOOKAHEAD partitions ahead
+ * and is the only user of the connection until it is joined. */
+enum { LOOKAHEAD = 2 };
+/* A partition read ahead stays in memory up to this (500,000 trips are
+ * about 40 MB): spilling it to a temporary file and reading it back cost
+ * the overlap most of what it won (measured). */
+#define READ_AHEAD_BYTES ((size_t)64 << 20)
+
+struct range_reader {
+    PGconn *c;
+    const struct source_table *t;
+    const char *qcol;
+    int64_t lo, step;
+    int nparts;                 /* time partitions; parts[nparts] holds the NULLs */
+    struct spool *parts;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int ready, consumed;        /* partitions read whole; applied and freed */
+    bool stop, failed;
+    char err[1024];
+};
+
+static int spool_one(void *ctx, const struct copy_tuple *tuple, const uint8_t *bytes, size_t len,
+                     char *err, size_t errlen)
 {
-    char where[1024];
-    int rc = 0;
-    for (int64_t at = lo; rc == 0 && at < hi; at += step) {
-        snprintf(where, sizeof where, " WHERE %s >= to_timestamp(%lld) AND %s < to_timestamp(%lld)",
-                 qcol, (long long)at, qcol, (long long)(at + step));
-        rc = copy_table(c, a->t, where, apply_tuple, a, err, errlen);
-        if (rc == 0)
-            rc = commit_if_big(a->st, err, errlen);
+    (void)tuple;
+    return spool_append(ctx, bytes, len, err, errlen);
+}
+
+static void *read_ranges(void *arg)
+{
+    struct range_reader *r = arg;
+    char where[1024], err[1024];
+    for (int k = 0; k <= r->nparts; k++) {
+        pthread_mutex_lock(&r->mu);
+        while (!r->stop && k - r->consumed >= LOOKAHEAD)
+            pthread_cond_wait(&r->cv, &r->mu);
+        bool stop = r->stop;
+        pthread_mutex_unlock(&r->mu);
+        if (stop)
+            break;
+        int64_t at = r->lo + k * r->step;
+        if (k < r->nparts)
+            snprintf(where, sizeof where,
+                     " WHERE %s >= to_timestamp(%lld) AND %s < to_timestamp(%lld)", r->qcol,
+                     (long long)at, r->qcol, (long long)(at + r->step));
+        else
+            snprintf(where, sizeof where, " WHERE %s IS NULL", r->qcol);
+        int rc = copy_table(r->c, r->t, where, spool_one, &r->parts[k], err, sizeof err);
+        pthread_mutex_lock(&r->mu);
+        if (rc) {
+            r->failed = true;
+            snprintf(r->err, sizeof r->err, "%s", err);
+        } else {
+            r->ready = k + 1;
+        }
+        pthread_cond_broadcast(&r->cv);
+        pthread_mutex_unlock(&r->mu);
+        if (rc)
+            break;
     }
-    snprintf(where, sizeof where, " WHERE %s IS NULL", qcol);
-    return rc ? rc : copy_table(c, a->t, where, apply_tuple, a, err, errlen);
+    return NULL;
+}
+
+/* Waits until partition k is read whole (true) or the reader failed. */
+static bool wait_for_partition(struct range_reader *r, int k)
+{
+    pthread_mutex_lock(&r->mu);
+    while (r->ready <= k && !r->failed)
+        pthread_cond_wait(&r->cv, &r->mu);
+    bool ok = r->ready > k;
+    pthread_mutex_unlock(&r->mu);
+    return ok;
+}
+
+static int load_by_ranges(PGconn *c, struct applier *a, const char *qcol, int64_t lo,
+                          int64_t step, int nparts, char *err, size_t errlen)
+{
+    struct range_reader r = {.c = c, .t = a->t, .qcol = qcol, .lo = lo, .step = step,
+                             .nparts = nparts,
+                             .parts = calloc((size_t)nparts + 1, sizeof *r.parts)};
+    if (!r.parts)
+        return ingest_fail(err, errlen, "out of memory");
+    for (int k = 0; k <= nparts; k++)
+        r.parts[k].memory_bytes = READ_AHEAD_BYTES;
+    pthread_mutex_init(&r.mu, NULL);
+    pthread_cond_init(&r.cv, NULL);
+    pthread_t reader;
+    int rc = pthread_create(&reader, NULL, read_ranges, &r) ? ingest_fail(err, errlen, "cannot "
+                                                                          "start a thread") : 0;
+    bool started = rc == 0;
+    for (int k = 0; rc == 0 && k <= nparts; k++) {
+        if (!wait_for_partition(&r, k)) {
+            rc = ingest_fail(err, errlen, "%s", r.err);
+            break;
+        }
+        rc = apply_partition(a, &r.parts[k], err, errlen);
+        pthread_mutex_lock(&r.mu);
+        r.consumed = k + 1;
+        pthread_cond_broadcast(&r.cv);
+        pthread_mutex_unlock(&r.mu);
+    }
+    if (started) {
+        pthread_mutex_lock(&r.mu);
+        r.stop = true;
+        pthread_cond_broadcast(&r.cv);
+        pthread_mutex_unlock(&r.mu);
+        if (rc) { /* a COPY in flight ends with an error instead of running on */
+            PGcancel *cancel = PQgetCancel(c);
+            char why[256];
+            if (cancel && !PQcancel(cancel, why, sizeof why))
+                log_info("cancelling the load's COPY failed: %s", why);
+            PQfreeCancel(cancel);
+        }
+        pthread_join(reader, NULL);
+    }
+    for (int k = 0; k <= nparts; k++)
+        spool_free(&r.parts[k]);
+    free(r.parts);
+    pthread_mutex_destroy(&r.mu);
+    pthread_cond_destroy(&r.cv);
+    return rc;
 }
 
 /* Loads one table. A large fact table is read in time partitions of its
@@ -372,7 +490,7 @@ static int load_table(PGconn *c, struct source_table *t, struct source *src, str
         log_info("loading %s in %d time partitions of %s (%s)", t->qualified, nparts, qcol,
                  ordered ? "stored in time order: an index range scan each"
                          : "not stored in time order: one scan, set aside by partition");
-        rc = ordered ? load_by_ranges(c, &a, qcol, lo, hi, step, err, errlen)
+        rc = ordered ? load_by_ranges(c, &a, qcol, lo, step, nparts, err, errlen)
                      : load_spooled(c, &a, col, lo, step, nparts, err, errlen);
     }
     free(scratch);

@@ -112,9 +112,9 @@ static void load_in_partitions(bool in_time_order)
     taxi_exec(db.pg, "ALTER TABLE yellow_trips ALTER COLUMN pickup_at DROP NOT NULL;"
                      "UPDATE yellow_trips SET pickup_at = NULL WHERE id %% 97 = 0;"
                      "CREATE INDEX trips_by_time ON yellow_trips (pickup_at)");
-    if (in_time_order)
+    if (in_time_order) {
         taxi_exec(db.pg, "CLUSTER yellow_trips USING trips_by_time");
-    if (!in_time_order) { /* rewritten in a random order */
+    } else { /* rewritten in a random order */
         taxi_exec(db.pg, "CREATE TEMP TABLE shuffled AS SELECT * FROM yellow_trips ORDER BY md5(id::text);"
                          "DELETE FROM yellow_trips; INSERT INTO yellow_trips SELECT * FROM shuffled");
         taxi_exec(db.pg, "VACUUM FULL yellow_trips");
@@ -147,6 +147,30 @@ Test(ingest_follow, a_snapshot_loaded_by_index_ranges, .timeout = 300) { load_in
 Test(ingest_follow, a_snapshot_out_of_time_order_set_aside_by_partition, .timeout = 300)
 {
     load_in_partitions(false);
+}
+
+/* A row the store refuses (a time past the year 100000) in a load by index
+ * ranges: the apply fails while the reader thread may still be reading;
+ * ingest stops it, says why and exits, rather than hanging or going on. */
+Test(ingest_follow, a_refused_row_stops_a_ranged_load_cleanly, .timeout = 300)
+{
+    struct taxi_db db;
+    taxi_db_create(&db, NULL, 4000);
+    taxi_exec(db.pg, "INSERT INTO yellow_trips SELECT id + 9000000, vendor_id, "
+                     "'200000-01-01 00:00:00+00', dropoff_at, passenger_count, trip_distance, "
+                     "pu_location_id, do_location_id, payment_type, fare_amount, tip_amount, "
+                     "total_amount FROM yellow_trips WHERE id = (SELECT min(id) FROM yellow_trips);"
+                     "CREATE INDEX trips_by_time ON yellow_trips (pickup_at)");
+    taxi_exec(db.pg, "CLUSTER yellow_trips USING trips_by_time");
+    taxi_exec(db.pg, "ANALYZE yellow_trips");
+    const char *extra[] = {"--snapshot-batch", "300", NULL};
+    char log[16384];
+    cr_assert_neq(taxi_ingest_once_with(&db, extra, log, sizeof log), 0, "%s", log);
+    cr_assert(strstr(log, "stored in time order: an index range scan each") &&
+                  strstr(log, "outside the times a store keeps"),
+              "%s", log);
+    cr_assert_null(strstr(log, "snapshot loaded"), "%s", log);
+    taxi_db_destroy(&db);
 }
 
 /* A database that only answers reads writes no WAL; the follower still
