@@ -250,17 +250,26 @@ static struct cellmap *get_segment(struct store *s, int view, int width, int64_t
     return m;
 }
 
+/* Adds rows to the batch's change of (view, value count, code) in the
+ * view's value dictionary. */
+static int add_value_rows(struct pending *p, int view, int vc, int64_t code, int64_t rows,
+                          struct store_error *err)
+{
+    uint8_t key[VALUE_KEY_BYTES];
+    triple_key(key, view, vc, code);
+    struct bytemap_entry *e = bytemap_upsert(&p->values, key, sizeof key);
+    if (!e)
+        return store_fail(err, "out of memory");
+    e->num += rows;
+    return 0;
+}
+
 static int add_value_deltas(struct pending *p, const struct store_delta *d,
                             struct store_error *err)
 {
-    for (int i = 0; i < d->nvcs; i++) {
-        uint8_t key[VALUE_KEY_BYTES];
-        triple_key(key, d->view, d->vcs[i].vc, d->vcs[i].code);
-        struct bytemap_entry *e = bytemap_upsert(&p->values, key, sizeof key);
-        if (!e)
-            return store_fail(err, "out of memory");
-        e->num += d->vcs[i].delta;
-    }
+    for (int i = 0; i < d->nvcs; i++)
+        if (add_value_rows(p, d->view, d->vcs[i].vc, d->vcs[i].code, d->vcs[i].delta, err))
+            return -1;
     return 0;
 }
 
@@ -300,13 +309,7 @@ static int drain_cell(void *ctx, int64_t time, const int64_t *keys, const int64_
 static int drain_value(void *ctx, int vc, int64_t code, int64_t rows, struct store_error *err)
 {
     struct drain *dr = ctx;
-    uint8_t key[VALUE_KEY_BYTES];
-    triple_key(key, dr->view, vc, code);
-    struct bytemap_entry *e = bytemap_upsert(&dr->s->pending->values, key, sizeof key);
-    if (!e)
-        return store_fail(err, "out of memory");
-    e->num += rows;
-    return 0;
+    return add_value_rows(dr->s->pending, dr->view, vc, code, rows, err);
 }
 
 /* Moves a view's staged rows into its cellmaps. Nothing frees a cellmap
