@@ -4,11 +4,11 @@
 
 #include <errno.h>
 #include <signal.h>
-#include <sys/resource.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char usage[] =
     "usage: straum-ingest plan --source CONNINFO --views FILE [--publication NAME]\n"
@@ -186,9 +186,8 @@ int main(int argc, char **argv)
     }
     /* Asks wait for no one: on a machine shared with straum-serve, ingest
      * (a transaction's apply, a fold) yields the CPU to them. */
-    errno = 0;
-    int now = getpriority(PRIO_PROCESS, 0);
-    if (nice_by && errno == 0 && setpriority(PRIO_PROCESS, 0, now + (int)nice_by > 19 ? 19 : now + (int)nice_by))
+    errno = 0; /* nice() adds to the niceness, capped at 19; -1 may be a niceness */
+    if (nice_by && nice((int)nice_by) == -1 && errno)
         fprintf(stderr, "straum-ingest: --nice %ld: %s (going on at the same priority)\n",
                 nice_by, strerror(errno));
     struct sigaction sa = {.sa_handler = on_signal};

@@ -16,6 +16,17 @@ static uint64_t ref_get(const uint8_t *p, uint64_t i, unsigned bits)
     return v;
 }
 
+/* vals[0..n) packed at bits into out; returns the bytes written. */
+static uint64_t pack(const uint64_t *vals, unsigned n, unsigned bits, uint8_t *out)
+{
+    struct bitpack_writer w;
+    bitpack_writer_init(&w, out);
+    for (unsigned i = 0; i < n; i++)
+        bitpack_put(&w, vals[i], bits);
+    bitpack_flush(&w);
+    return (uint64_t)(w.out - out);
+}
+
 Test(format_bitpack, every_width)
 {
     struct rng r = {1234};
@@ -32,13 +43,8 @@ Test(format_bitpack, every_width)
                 vals[i] = (i % 5 == 0 ? mask : i % 7 == 0 ? 0 : x) & mask;
             }
             memset(packed, 0xAA, sizeof packed);
-            struct bitpack_writer w;
-            bitpack_writer_init(&w, packed);
-            for (unsigned i = 0; i < n; i++)
-                bitpack_put(&w, vals[i], bits);
-            bitpack_flush(&w);
             uint64_t len = bitpack_bytes(n, bits);
-            cr_assert_eq((uint64_t)(w.out - packed), len, "bits %u n %u", bits, n);
+            cr_assert_eq(pack(vals, n, bits, packed), len, "bits %u n %u", bits, n);
             cr_assert_eq(packed[len], 0xAA, "wrote past the end: bits %u n %u", bits, n);
             if (len && (n * bits) % 8)
                 cr_assert_eq(packed[len - 1] >> ((n * bits) % 8), 0, "high bits not zero");
@@ -92,11 +98,7 @@ Test(format_bitpack, offsets_add_and_sum)
         const uint64_t mask = bits == 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1;
         for (unsigned i = 0; i < N; i++)
             vals[i] = (i % 4 == 0 ? mask : rng_next(&r)) & mask;
-        struct bitpack_writer w;
-        bitpack_writer_init(&w, packed);
-        for (unsigned i = 0; i < N; i++)
-            bitpack_put(&w, vals[i], bits);
-        bitpack_flush(&w);
+        pack(vals, N, bits, packed);
         uint64_t len = bitpack_bytes(N, bits);
         uint8_t *exact = malloc(len ? len : 1);
         memcpy(exact, packed, len);
