@@ -349,8 +349,14 @@ int format_block_decode(const struct format_block *b, int i, void *out,
 int format_block_decode_range(const struct format_block *b, int i, uint32_t first,
                               uint32_t count, void *out, struct format_error *err)
 {
+    return format_block_decode_slice(b, i, first, count, true, out, err);
+}
+
+int format_block_decode_slice(const struct format_block *b, int i, uint32_t first,
+                              uint32_t count, bool verify, void *out, struct format_error *err)
+{
     struct format_column_info ci = {0};
-    if (column_bytes(b, i, true, &ci, err) < 0)
+    if (column_bytes(b, i, verify, &ci, err) < 0)
         return -1;
     char why[WHY_BYTES];
     if (column_decode_range(ci.type, ci.codec, ci.bits, load_i64(entry_at(b, i) + D_BASE), ci.n,

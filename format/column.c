@@ -789,11 +789,15 @@ static uint64_t packed_get(const uint8_t *in, size_t len, size_t i, unsigned bit
 
 #define PATCH_CHUNK 256u
 
-/* Checks every exception position: below n and strictly ascending; for
- * DPFOR also the first 0 and no gap over DPFOR_ANCHOR (to the end too).
- * Sets *upto to how many positions are <= first. */
+/* Checks the exception positions a decode of values [first, end) reads:
+ * every one up to the first at or past end (all of them when end = n):
+ * below n and strictly ascending; for DPFOR also the first 0 and no gap
+ * over DPFOR_ANCHOR (to the end of the column too, when all are read).
+ * Sets *upto to how many positions are <= first. A slice (an ask reads
+ * a few buckets of a segment) so reads no positions past its own. */
 static int patched_positions(enum format_codec codec, const struct patched *h, uint32_t n,
-                             uint32_t first, uint32_t *upto, char *why, size_t whylen)
+                             uint32_t first, uint64_t end, uint32_t *upto, char *why,
+                             size_t whylen)
 {
     const char *cname = format_codec_name(codec);
     uint8_t buf[PATCH_CHUNK * 8];
@@ -816,6 +820,8 @@ static int patched_positions(enum format_codec codec, const struct patched *h, u
                             "over %u", j, (unsigned long long)p, DPFOR_ANCHOR);
             if (p <= first)
                 *upto = j + 1;
+            if (p >= end && end < n)
+                return 0; /* the positions after it do not touch the slice */
             prev = p;
         }
     }
@@ -834,7 +840,7 @@ int column_check_data(enum format_codec codec, unsigned bits, uint32_t n, const 
     uint32_t upto;
     if (patched_open(codec, bits, n, src, length, &h, why, whylen) < 0)
         return -1;
-    return patched_positions(codec, &h, n, 0, &upto, why, whylen);
+    return patched_positions(codec, &h, n, 0, n, &upto, why, whylen);
 }
 
 /* Exceptions [j, j + k) of a patched column, k <= PATCH_CHUNK: their
@@ -854,7 +860,8 @@ static int decode_pfor(unsigned bits, int64_t base, uint32_t n, uint32_t first, 
     struct patched h;
     uint32_t upto;
     if (patched_open(FORMAT_PFOR, bits, n, src, length, &h, why, whylen) < 0 ||
-        patched_positions(FORMAT_PFOR, &h, n, first, &upto, why, whylen) < 0)
+        patched_positions(FORMAT_PFOR, &h, n, first, (uint64_t)first + count, &upto, why,
+                          whylen) < 0)
         return -1;
     if (count == 0)
         return 0;
@@ -891,7 +898,8 @@ static int decode_dpfor(unsigned bits, int64_t base, uint32_t n, uint32_t first,
     struct patched h;
     uint32_t upto;
     if (patched_open(FORMAT_DPFOR, bits, n, src, length, &h, why, whylen) < 0 ||
-        patched_positions(FORMAT_DPFOR, &h, n, first, &upto, why, whylen) < 0)
+        patched_positions(FORMAT_DPFOR, &h, n, first, (uint64_t)first + count, &upto, why,
+                          whylen) < 0)
         return -1;
     if (count == 0)
         return 0;

@@ -13,6 +13,40 @@ static int fail_io(char *err, size_t errlen, const char *doing)
     return -1;
 }
 
+/* Writes the memory part to the end of the file, made on first use: the
+ * file holds the older messages, memory the newer, so the file is written
+ * a memory part at a time (one write(2) each; the FILE is unbuffered)
+ * rather than through stdio's 4 KiB buffer: a load's spools are gigabytes. */
+static int flush_memory(struct spool *s, char *err, size_t errlen)
+{
+    if (!s->file) {
+        if (!(s->file = tmpfile()))
+            return fail_io(err, errlen, "creating a temporary file (set TMPDIR to a disk with "
+                                        "room)");
+        setvbuf(s->file, NULL, _IONBF, 0);
+    }
+    if (s->len && fwrite(s->mem, s->len, 1, s->file) != 1)
+        return fail_io(err, errlen, "writing");
+    s->file_bytes += s->len;
+    s->len = 0;
+    return 0;
+}
+
+static int grow_memory(struct spool *s, size_t need, char *err, size_t errlen)
+{
+    if (need <= s->cap)
+        return 0;
+    size_t cap = s->cap ? s->cap : 64 << 10;
+    while (cap < need)
+        cap *= 2;
+    uint8_t *m = realloc(s->mem, cap);
+    if (!m)
+        return fail_io(err, errlen, "growing the memory part");
+    s->mem = m;
+    s->cap = cap;
+    return 0;
+}
+
 int spool_append(struct spool *s, const uint8_t *msg, size_t len, char *err, size_t errlen)
 {
     uint32_t n = (uint32_t)len;
@@ -22,71 +56,101 @@ int spool_append(struct spool *s, const uint8_t *msg, size_t len, char *err, siz
     }
     s->count++;
     size_t limit = s->memory_bytes ? s->memory_bytes : SPOOL_MEMORY_BYTES;
-    if (!s->file && s->len + 4 + len <= limit) {
-        if (s->len + 4 + len > s->cap) {
-            size_t cap = s->cap ? s->cap : 64 << 10;
-            while (cap < s->len + 4 + len)
-                cap *= 2;
-            uint8_t *m = realloc(s->mem, cap);
-            if (!m)
-                return fail_io(err, errlen, "growing the memory part");
-            s->mem = m;
-            s->cap = cap;
-        }
-        memcpy(s->mem + s->len, &n, 4);
-        memcpy(s->mem + s->len + 4, msg, len);
-        s->len += 4 + len;
+    if (s->len + 4 + len > limit && s->len && flush_memory(s, err, errlen))
+        return -1;
+    if (4 + len > limit) { /* larger than the memory part: straight to the file */
+        if (flush_memory(s, err, errlen) || fwrite(&n, 4, 1, s->file) != 1 ||
+            (len && fwrite(msg, len, 1, s->file) != 1))
+            return fail_io(err, errlen, "writing");
+        s->file_bytes += 4 + len;
         return 0;
     }
-    if (!s->file && !(s->file = tmpfile()))
-        return fail_io(err, errlen, "creating a temporary file (set TMPDIR to a disk with room)");
-    if (fwrite(&n, 4, 1, s->file) != 1 || (len && fwrite(msg, len, 1, s->file) != 1))
-        return fail_io(err, errlen, "writing");
-    s->file_bytes += 4 + len;
+    if (grow_memory(s, s->len + 4 + len, err, errlen))
+        return -1;
+    memcpy(s->mem + s->len, &n, 4);
+    memcpy(s->mem + s->len + 4, msg, len);
+    s->len += 4 + len;
     return 0;
+}
+
+/* Calls fn on each whole message in buf[0, len), setting *used to their
+ * bytes (a message cut at the end is left for the next read). Returns fn's
+ * first non-zero return, else 0. */
+static int replay_bytes(const uint8_t *buf, size_t len, size_t *used, spool_fn fn, void *ctx)
+{
+    size_t pos = 0;
+    int rc = 0;
+    while (rc == 0 && len - pos >= 4) {
+        uint32_t n;
+        memcpy(&n, buf + pos, 4);
+        if (len - pos - 4 < n)
+            break;
+        rc = fn(ctx, buf + pos + 4, n);
+        pos += 4 + (size_t)n;
+    }
+    *used = pos;
+    return rc;
+}
+
+enum { REPLAY_CHUNK = 1 << 20 };
+
+/* The file's messages, read a megabyte at a time. */
+static int replay_file(struct spool *s, spool_fn fn, void *ctx, char *err, size_t errlen)
+{
+    if (fseek(s->file, 0, SEEK_SET))
+        return fail_io(err, errlen, "rewinding");
+    size_t cap = REPLAY_CHUNK, have = 0;
+    uint8_t *buf = malloc(cap);
+    if (!buf)
+        return fail_io(err, errlen, "reading");
+    int rc = 0;
+    for (uint64_t left = s->file_bytes; rc == 0 && (left > 0 || have > 0);) {
+        size_t want = cap - have < left ? cap - have : (size_t)left;
+        if (want && fread(buf + have, want, 1, s->file) != 1) {
+            if (feof(s->file)) {
+                snprintf(err, errlen, "spool: the temporary file is shorter than what was "
+                                      "written to it");
+                rc = -1;
+            } else {
+                rc = fail_io(err, errlen, "reading");
+            }
+            break;
+        }
+        have += want;
+        left -= want;
+        size_t used;
+        rc = replay_bytes(buf, have, &used, fn, ctx);
+        memmove(buf, buf + used, have - used);
+        have -= used;
+        if (rc || used > 0 || have == 0)
+            continue;
+        if (left == 0) { /* the file ends inside a message */
+            snprintf(err, errlen, "spool: the temporary file ends inside a message");
+            rc = -1;
+        } else if (have == cap) { /* one message larger than the buffer */
+            uint32_t n;
+            memcpy(&n, buf, 4);
+            size_t bigger = (size_t)n + 4 > cap * 2 ? (size_t)n + 4 : cap * 2;
+            uint8_t *b = realloc(buf, bigger);
+            if (!b)
+                rc = fail_io(err, errlen, "reading");
+            else {
+                buf = b;
+                cap = bigger;
+            }
+        }
+    }
+    free(buf);
+    if (rc == 0 && fseek(s->file, 0, SEEK_END))
+        rc = fail_io(err, errlen, "rewinding");
+    return rc;
 }
 
 int spool_replay(struct spool *s, spool_fn fn, void *ctx, char *err, size_t errlen)
 {
-    for (size_t pos = 0; pos < s->len;) {
-        uint32_t n;
-        memcpy(&n, s->mem + pos, 4);
-        int rc = fn(ctx, s->mem + pos + 4, n);
-        if (rc)
-            return rc;
-        pos += 4 + (size_t)n;
-    }
-    if (!s->file)
-        return 0;
-    if (fflush(s->file) || fseek(s->file, 0, SEEK_SET))
-        return fail_io(err, errlen, "rewinding");
-    uint8_t *buf = NULL;
-    size_t cap = 0;
-    int rc = 0;
-    for (uint64_t read = 0; read < s->file_bytes && rc == 0;) {
-        uint32_t n;
-        if (fread(&n, 4, 1, s->file) != 1) {
-            rc = fail_io(err, errlen, "reading");
-            break;
-        }
-        if (n > cap) {
-            uint8_t *b = realloc(buf, n);
-            if (!b) {
-                rc = fail_io(err, errlen, "reading");
-                break;
-            }
-            buf = b;
-            cap = n;
-        }
-        if (n && fread(buf, n, 1, s->file) != 1) {
-            rc = fail_io(err, errlen, "reading");
-            break;
-        }
-        rc = fn(ctx, buf, n);
-        read += 4 + (uint64_t)n;
-    }
-    free(buf);
-    return rc;
+    int rc = s->file ? replay_file(s, fn, ctx, err, errlen) : 0;
+    size_t used;
+    return rc ? rc : replay_bytes(s->mem, s->len, &used, fn, ctx);
 }
 
 void spool_reset(struct spool *s)

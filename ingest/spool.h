@@ -2,9 +2,12 @@
  *
  * PostgreSQL streams a large transaction in pieces before it commits (and it
  * may still abort), so its messages are kept, in order, until Stream Commit
- * or Stream Abort. The first SPOOL_MEMORY_BYTES stay in memory; the rest go
- * to an unlinked temporary file, so ingest's memory stays bounded whatever
- * the transaction's size. Private to ingest/. */
+ * or Stream Abort. The newest SPOOL_MEMORY_BYTES (or memory_bytes) stay in
+ * memory; each time that part fills it is written, whole, to the end of an
+ * unlinked temporary file, so ingest's memory stays bounded whatever the
+ * transaction's size, and the file is written in large pieces. The initial
+ * load sets tuples aside by time partition in spools too. Private to
+ * ingest/. */
 #ifndef STRAUM_INGEST_SPOOL_H
 #define STRAUM_INGEST_SPOOL_H
 
@@ -19,7 +22,7 @@ struct spool {
     size_t memory_bytes; /* the memory part's limit; 0 for SPOOL_MEMORY_BYTES */
     uint8_t *mem;
     size_t len, cap;
-    FILE *file;          /* NULL until the memory part is full */
+    FILE *file;          /* the older messages; NULL until the memory part fills */
     uint64_t file_bytes;
     uint64_t count;
 };

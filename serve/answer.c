@@ -97,36 +97,41 @@ static int cmp_entry(const void *a, const void *b)
 }
 
 /* Text codes are dictionary ids, not in value order: the runs reordered by
- * their texts, bytewise, into a malloc'd copy. */
-static struct vc_run *text_order(struct exec *x, int fact_col, const struct vc_run *runs,
-                                 uint32_t n)
+ * their texts, bytewise, into malloc'd arrays (*codes, *rows). */
+static int text_order(struct exec *x, int fact_col, struct vc_sorted *runs, int64_t **codes,
+                      int64_t **rows)
 {
+    uint32_t n = runs->n;
     struct vc_entry *e = malloc(sizeof *e * (n + 1));
-    struct vc_run *out = malloc(sizeof *out * (n + 1));
-    if (e && out) {
-        for (uint32_t i = 0; i < n; i++)
-            e[i] = (struct vc_entry){runs[i], from_code(x, fact_col, runs[i].code)};
-        qsort(e, n, sizeof *e, cmp_entry);
-        for (uint32_t i = 0; i < n; i++)
-            out[i] = e[i].run;
-    } else {
-        free(out);
-        out = NULL;
+    *codes = malloc(8 * ((size_t)n + 1));
+    *rows = malloc(8 * ((size_t)n + 1));
+    if (!e || !*codes || !*rows) {
+        free(e);
+        return -1;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        e[i] = (struct vc_entry){{runs->codes[i], runs->rows[i]},
+                                 from_code(x, fact_col, runs->codes[i])};
+    qsort(e, n, sizeof *e, cmp_entry);
+    for (uint32_t i = 0; i < n; i++) {
+        (*codes)[i] = e[i].run.code;
+        (*rows)[i] = e[i].run.rows;
     }
     free(e);
-    return out;
+    runs->codes = *codes;
+    runs->rows = *rows;
+    return 0;
 }
 
 /* The value at 0-based row r of the ordered multiset. */
-static struct outval value_at(struct exec *x, int fact_col, const struct vc_run *runs, uint32_t n,
-                              int64_t r)
+static struct outval value_at(struct exec *x, int fact_col, const struct vc_sorted *runs, int64_t r)
 {
-    for (uint32_t i = 0; i < n; i++) {
-        if (r < runs[i].rows)
-            return from_code(x, fact_col, runs[i].code);
-        r -= runs[i].rows;
+    for (uint32_t i = 0; i < runs->n; i++) {
+        if (r < runs->rows[i])
+            return from_code(x, fact_col, runs->codes[i]);
+        r -= runs->rows[i];
     }
-    return from_code(x, fact_col, runs[n - 1].code);
+    return from_code(x, fact_col, runs->codes[runs->n - 1]);
 }
 
 /* min, max, count(DISTINCT) and percentiles from the group's value counts.
@@ -135,39 +140,42 @@ static struct outval value_at(struct exec *x, int fact_col, const struct vc_run 
 static struct outval ordered_measure(struct exec *x, const struct sql_measure *m, struct group *g)
 {
     struct outval o = {.kind = OV_NULL};
-    uint32_t n;
-    int64_t total;
     int col = m->fact_column;
-    const struct vc_run *runs = vc_acc_runs(&g->vcs[m->value_counts], &n, &total);
-    struct vc_run *by_text = NULL;
-    if (runs && n > 1 && x->types[col].type == STORE_TYPE_TEXT)
-        runs = by_text = text_order(x, col, runs, n);
-    if (!runs)
+    struct vc_sorted runs;
+    int64_t *by_text_codes = NULL, *by_text_rows = NULL;
+    if (vc_acc_runs(&g->vcs[m->value_counts], &runs) ||
+        (runs.n > 1 && x->types[col].type == STORE_TYPE_TEXT &&
+         text_order(x, col, &runs, &by_text_codes, &by_text_rows))) {
+        free(by_text_codes);
+        free(by_text_rows);
         return o;
+    }
+    uint32_t n = runs.n;
     if (m->agg == SQL_AGG_COUNT_DISTINCT) {
         o.kind = OV_INT;
         o.i = n;
     } else if (n > 0) {
         switch (m->agg) {
-        case SQL_AGG_MIN: o = from_code(x, col, runs[0].code); break;
-        case SQL_AGG_MAX: o = from_code(x, col, runs[n - 1].code); break;
+        case SQL_AGG_MIN: o = from_code(x, col, runs.codes[0]); break;
+        case SQL_AGG_MAX: o = from_code(x, col, runs.codes[n - 1]); break;
         case SQL_AGG_PERCENTILE_DISC: {
             /* As PostgreSQL: row ceil(p * N) in double arithmetic, 1-based. */
-            int64_t row = (int64_t)ceil(m->fraction * (double)total);
-            o = value_at(x, col, runs, n, row > 1 ? row - 1 : 0);
+            int64_t row = (int64_t)ceil(m->fraction * (double)runs.total);
+            o = value_at(x, col, &runs, row > 1 ? row - 1 : 0);
             break;
         }
         default: { /* percentile_cont: interpolate in double, as float8 */
-            double pos = m->fraction * (double)(total - 1);
-            struct outval lo = value_at(x, col, runs, n, (int64_t)floor(pos));
-            struct outval hi = value_at(x, col, runs, n, (int64_t)ceil(pos));
+            double pos = m->fraction * (double)(runs.total - 1);
+            struct outval lo = value_at(x, col, &runs, (int64_t)floor(pos));
+            struct outval hi = value_at(x, col, &runs, (int64_t)ceil(pos));
             o.kind = OV_DOUBLE;
             o.d = as_double(&lo) + (as_double(&hi) - as_double(&lo)) * (pos - floor(pos));
             break;
         }
         }
     }
-    free(by_text);
+    free(by_text_codes);
+    free(by_text_rows);
     return o;
 }
 

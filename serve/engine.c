@@ -145,8 +145,10 @@ int engine_ask(struct engine *e, const struct ask_request *req, struct buf *out,
     int rc = store_read_begin(e->store, &x.r, &serr)
                  ? ask_fail(err, 503, "store_unavailable", "%s", serr.message)
                  : 0;
-    if (rc == 0)
+    if (rc == 0) {
+        x.snapshot = store_read_snapshot_id(x.r);
         rc = bind_ask(x.r, ask, x.view, x.types, req, &x.b, err);
+    }
     if (rc == 0)
         rc = exec_scan(&x, err);
     if (rc == 0)

@@ -249,6 +249,7 @@ struct seg_columns {
     int64_t **keys, **counts;
     void **sums;
     int64_t **vc_off, **vc_codes, **vc_rows;
+    struct vc_shared **vc_shared; /* vc_codes and vc_rows, which groups may hold */
 };
 
 static void seg_free(const struct sql_view *v, struct seg_columns *c)
@@ -262,8 +263,12 @@ static void seg_free(const struct sql_view *v, struct seg_columns *c)
         free(c->sums[i]);
     for (int i = 0; c->vc_off && i < v->nvalue_counts; i++) {
         free(c->vc_off[i]);
-        free(c->vc_codes[i]);
-        free(c->vc_rows[i]);
+        if (c->vc_shared[i]) {
+            vc_shared_release(c->vc_shared[i]); /* the arrays live on while groups hold them */
+        } else {
+            free(c->vc_codes[i]);
+            free(c->vc_rows[i]);
+        }
     }
     free(c->keys);
     free(c->counts);
@@ -271,15 +276,17 @@ static void seg_free(const struct sql_view *v, struct seg_columns *c)
     free(c->vc_off);
     free(c->vc_codes);
     free(c->vc_rows);
+    free(c->vc_shared);
     memset(c, 0, sizeof *c);
 }
 
 /* Elements [first, first + count) of column (role, index), which must have
- * the type and, unless n is ANY_LENGTH, n elements. */
+ * the type and, unless n is ANY_LENGTH, n elements. The column's checksum
+ * is checked once per snapshot and thread (checked.c). */
 #define ANY_LENGTH UINT32_MAX
-static void *column(const struct store_segment *s, uint16_t role, uint16_t index,
-                    enum format_type type, uint32_t n, uint32_t first, uint32_t count,
-                    struct ask_error *err)
+static void *column(const struct exec *x, const struct store_segment *s, uint16_t role,
+                    uint16_t index, enum format_type type, uint32_t n, uint32_t first,
+                    uint32_t count, struct ask_error *err)
 {
     int i = format_block_find(&s->block, role, index);
     struct format_column_info ci = {0};
@@ -296,12 +303,16 @@ static void *column(const struct store_segment *s, uint16_t role, uint16_t index
         ask_fail(err, 500, "internal", "out of memory");
         return NULL;
     }
-    if (format_block_decode_range(&s->block, i, first, count, a, &ferr)) {
+    const uint8_t *bytes = s->block.base + ci.offset;
+    bool known = column_was_checked(x->snapshot, bytes, ci.length, ci.checksum);
+    if (format_block_decode_slice(&s->block, i, first, count, !known, a, &ferr)) {
         ask_fail(err, 500, "corrupt_store", "segment block of span %lld: %s",
                  (long long)s->span_start, ferr.message);
         free(a);
         return NULL;
     }
+    if (!known)
+        column_mark_checked(x->snapshot, bytes, ci.length, ci.checksum);
     return a;
 }
 
@@ -318,11 +329,12 @@ static int rows_of_span(uint32_t n, struct seg_columns *c, uint32_t *first, uint
 
 /* The rows in range from the family's bucket starts: the bucket column is
  * not read at all, each row's bucket follows from the starts. */
-static int rows_by_starts(const struct store_segment *s, int base, uint32_t n, int span,
-                          int64_t width, int64_t from, int64_t to, struct seg_columns *c,
-                          uint32_t *first, uint32_t *m, struct ask_error *err)
+static int rows_by_starts(const struct exec *x, const struct store_segment *s, int base,
+                          uint32_t n, int span, int64_t width, int64_t from, int64_t to,
+                          struct seg_columns *c, uint32_t *first, uint32_t *m,
+                          struct ask_error *err)
 {
-    int64_t *starts = column(s, (uint16_t)(base + STORE_ROLE_BUCKET), 1, FORMAT_I64,
+    int64_t *starts = column(x, s, (uint16_t)(base + STORE_ROLE_BUCKET), 1, FORMAT_I64,
                              (uint32_t)span + 1, 0, (uint32_t)span + 1, err);
     if (!starts)
         return -1;
@@ -362,31 +374,33 @@ static int seg_load(struct exec *x, const struct store_segment *s, int base, boo
     c->vc_off = calloc((size_t)v->nvalue_counts + 1, sizeof *c->vc_off);
     c->vc_codes = calloc((size_t)v->nvalue_counts + 1, sizeof *c->vc_codes);
     c->vc_rows = calloc((size_t)v->nvalue_counts + 1, sizeof *c->vc_rows);
-    if (!c->keys || !c->counts || !c->sums || !c->vc_off || !c->vc_codes || !c->vc_rows)
+    c->vc_shared = calloc((size_t)v->nvalue_counts + 1, sizeof *c->vc_shared);
+    if (!c->keys || !c->counts || !c->sums || !c->vc_off || !c->vc_codes || !c->vc_rows ||
+        !c->vc_shared)
         return ask_fail(err, 500, "internal", "out of memory");
     uint32_t first = 0, m = 0;
     int rc = span_rows ? rows_of_span(n, c, &first, &m, err)
-                       : rows_by_starts(s, base, n, span, width, from, to, c, &first, &m, err);
+                       : rows_by_starts(x, s, base, n, span, width, from, to, c, &first, &m, err);
     if (rc)
         return -1;
     c->n = m;
     for (int k = 0; k < v->ncell_keys; k++)
         if (x->need_key[k] &&
-            !(c->keys[k] = column(s, (uint16_t)(base + STORE_ROLE_KEY), (uint16_t)k, FORMAT_I64, n, first, m, err)))
+            !(c->keys[k] = column(x, s, (uint16_t)(base + STORE_ROLE_KEY), (uint16_t)k, FORMAT_I64, n, first, m, err)))
             return -1;
     for (int k = 0; k < v->ncounts; k++)
-        if (x->need_count[k] && !(c->counts[k] = column(s, (uint16_t)(base + STORE_ROLE_COUNT), (uint16_t)k, FORMAT_I64, n, first, m, err)))
+        if (x->need_count[k] && !(c->counts[k] = column(x, s, (uint16_t)(base + STORE_ROLE_COUNT), (uint16_t)k, FORMAT_I64, n, first, m, err)))
             return -1;
     for (int k = 0; k < v->nsums; k++) {
         bool real = x->types[v->sums[k].fact_column].type == STORE_TYPE_FLOAT;
         if (x->need_sum[k] &&
-            !(c->sums[k] = column(s, (uint16_t)(base + STORE_ROLE_SUM), (uint16_t)k, real ? FORMAT_F64 : FORMAT_I128, n, first, m, err)))
+            !(c->sums[k] = column(x, s, (uint16_t)(base + STORE_ROLE_SUM), (uint16_t)k, real ? FORMAT_F64 : FORMAT_I128, n, first, m, err)))
             return -1;
     }
     for (int k = 0; k < v->nvalue_counts; k++) {
         if (!x->need_vc[k])
             continue;
-        int64_t *off = c->vc_off[k] = column(s, (uint16_t)(base + STORE_ROLE_VC_OFFSETS), (uint16_t)k, FORMAT_I64, n + 1, first, m + 1, err);
+        int64_t *off = c->vc_off[k] = column(x, s, (uint16_t)(base + STORE_ROLE_VC_OFFSETS), (uint16_t)k, FORMAT_I64, n + 1, first, m + 1, err);
         if (!off)
             return -1;
         int64_t runs = off[m] - off[0];
@@ -396,9 +410,11 @@ static int seg_load(struct exec *x, const struct store_segment *s, int base, boo
         if (runs < 0 || runs > FORMAT_MAX_VALUES)
             return ask_fail(err, 500, "corrupt_store", "segment block of span %lld has bad "
                                                        "value-count offsets", (long long)s->span_start);
-        if (!(c->vc_codes[k] = column(s, (uint16_t)(base + STORE_ROLE_VC_VALUES), (uint16_t)k, FORMAT_I64, ANY_LENGTH, (uint32_t)off[0], (uint32_t)runs, err)) ||
-            !(c->vc_rows[k] = column(s, (uint16_t)(base + STORE_ROLE_VC_COUNTS), (uint16_t)k, FORMAT_I64, ANY_LENGTH, (uint32_t)off[0], (uint32_t)runs, err)))
+        if (!(c->vc_codes[k] = column(x, s, (uint16_t)(base + STORE_ROLE_VC_VALUES), (uint16_t)k, FORMAT_I64, ANY_LENGTH, (uint32_t)off[0], (uint32_t)runs, err)) ||
+            !(c->vc_rows[k] = column(x, s, (uint16_t)(base + STORE_ROLE_VC_COUNTS), (uint16_t)k, FORMAT_I64, ANY_LENGTH, (uint32_t)off[0], (uint32_t)runs, err)))
             return -1;
+        if (!(c->vc_shared[k] = vc_shared_new(c->vc_codes[k], c->vc_rows[k])))
+            return ask_fail(err, 500, "internal", "out of memory");
         for (uint32_t i = m + 1; i-- > 0;)
             off[i] -= off[0];
     }
@@ -512,7 +528,7 @@ static int fold_cell(struct exec *x, const struct seg_columns *c, uint32_t i, st
         if (!x->need_vc[k])
             continue;
         int64_t r = c->vc_off[k][i];
-        if (vc_acc_add_runs(&g->vcs[k], c->vc_codes[k] + r, c->vc_rows[k] + r,
+        if (vc_acc_add_runs(&g->vcs[k], c->vc_shared[k], c->vc_codes[k] + r, c->vc_rows[k] + r,
                             c->vc_off[k][i + 1] - r))
             return ask_fail(err, 500, "internal", "out of memory");
     }

@@ -56,17 +56,40 @@ void bound_free(struct bound *b);
 
 /* ---- Scanning -------------------------------------------------------------- */
 
-/* Value counts of one group: code -> rows, open addressing. */
+/* Columns whose checksum this thread checked in a snapshot (checked.c). */
+bool column_was_checked(uint64_t snapshot, const uint8_t *bytes, uint32_t length,
+                        uint64_t checksum);
+void column_mark_checked(uint64_t snapshot, const uint8_t *bytes, uint32_t length,
+                         uint64_t checksum);
+
+/* One value code and its rows. */
 struct vc_run {
     int64_t code, rows;
 };
 
-/* A group's value counts (vc_acc.c): rows per code, first a sorted list,
- * then a hash and, once the codes prove dense, a window of counters for
- * codes [lo, lo + 32768). */
+/* Decoded value-count columns of a block that groups may hold without
+ * copying (vc_acc.c): freed when the last holder lets go. One ask's, so
+ * one thread's: the count is plain. */
+struct vc_shared {
+    int64_t *codes, *rows;
+    int refs;
+};
+
+/* Takes the arrays (malloc'd); one reference, the caller's. NULL when out
+ * of memory (the arrays are then still the caller's). */
+struct vc_shared *vc_shared_new(int64_t *codes, int64_t *rows);
+void vc_shared_release(struct vc_shared *s);
+
+/* A group's value counts (vc_acc.c): rows per code, first a sorted list
+ * (lent from a block or owned), then a hash and, once the codes prove
+ * dense, a window of counters for codes [lo, lo + 32768). */
 struct vc_acc {
-    struct vc_run *sorted;    /* ascending by code, while !hashed */
+    const int64_t *sorted_codes, *sorted_rows; /* ascending by code, while !hashed */
     uint32_t nsorted;
+    int64_t *owned_codes, *owned_rows;         /* the list when the group owns it */
+    struct vc_shared *lent;                    /* else the block it lies in */
+    bool zero_rows;           /* the list may hold runs whose rows are 0 */
+    int64_t total;            /* rows added in all */
     int adds;
     bool hashed;
     int64_t *codes, *rows;    /* hash; STORE_NULL marks an empty slot */
@@ -76,11 +99,22 @@ struct vc_acc {
     bool window_tried;
 };
 
-/* Adds n runs (code, rows). -1 when out of memory. */
-int vc_acc_add_runs(struct vc_acc *a, const int64_t *codes, const int64_t *rows, int64_t n);
-/* Ends the adding: the codes with their rows, ascending by code, owned by
- * a, and the rows in all. NULL when out of memory. */
-const struct vc_run *vc_acc_runs(struct vc_acc *a, uint32_t *n, int64_t *total);
+/* A group's values in code order, each with rows != 0. */
+struct vc_sorted {
+    const int64_t *codes, *rows;
+    uint32_t n;
+    int64_t total; /* rows in all */
+};
+
+/* Adds n runs (code, rows), ascending by code as blocks hold them (runs
+ * that do not ascend, from a damaged block, are still counted). When
+ * shared is not NULL the arrays lie in it and the group may keep them by
+ * reference. -1 when out of memory. */
+int vc_acc_add_runs(struct vc_acc *a, struct vc_shared *shared, const int64_t *codes,
+                    const int64_t *rows, int64_t n);
+/* Ends the adding: the codes with their rows, ascending by code, valid
+ * until vc_acc_free. -1 when out of memory. */
+int vc_acc_runs(struct vc_acc *a, struct vc_sorted *out);
 void vc_acc_free(struct vc_acc *a);
 
 struct group {
@@ -110,6 +144,7 @@ struct text_pool {
 struct exec {
     struct engine *e;
     struct store_read *r;
+    uint64_t snapshot;        /* store_read_snapshot_id(r) */
     const struct sql_ask *ask;
     const struct sql_view *v;
     int view;

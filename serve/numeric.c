@@ -58,8 +58,12 @@ size_t dec_format(__int128 v, int scale, char *buf, size_t len)
             k += scale;
         }
     }
-    out[k] = '\0';
-    return (size_t)snprintf(buf, len, "%s", out);
+    if (len) { /* as snprintf: what fits, terminated */
+        size_t c = (size_t)k < len ? (size_t)k : len - 1;
+        memcpy(buf, out, c);
+        buf[c] = '\0';
+    }
+    return (size_t)k;
 }
 
 /* Weight and first digit of |v| / 10^scale in base 10000, as PostgreSQL's

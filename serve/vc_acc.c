@@ -1,25 +1,34 @@
 /* vc_acc.c -- a group's value counts while an ask folds them: rows per value
  * code, merged from the runs of many cells or rollup rows.
  *
- * The first few adds merge sorted lists: a group fed by one rollup row (a
- * bucket's or a span's value counts) then costs a copy, and its answer walks
- * that list. Past VC_MERGE_ADDS, codes go to a small hash table. Once it
- * holds VC_DENSE_AFTER distinct
- * codes that fit in VC_WINDOW consecutive codes, the group moves to a dense
- * window of counters: the merges that dominate percentile asks (a span's
- * fares in cents, say) then cost an array add per run instead of a hash
- * probe, and come out already in code order. Rows may be negative while
- * folding (delta blocks take rows away); the runs handed out hold only
- * values with rows left. Codes outside the window keep
- * going to the hash. Codes of every type but text are ordered like their
- * values (store.h), so the answer walks them in code order. */
+ * The first add into an empty group takes the runs by reference when they
+ * are shared (decoded block columns that stay alive while a group holds
+ * them) and long enough to be worth it: a group fed by one rollup row (a bucket's or a span's value
+ * counts, as a percentile per bucket reads) then costs one pass that checks
+ * the runs ascend, and its answer walks the block's own arrays. The next
+ * few adds merge sorted lists. Past VC_MERGE_ADDS, codes go to a small hash
+ * table. Once it holds VC_DENSE_AFTER distinct codes that fit in VC_WINDOW
+ * consecutive codes, the group moves to a dense window of counters: the
+ * merges that dominate percentile asks (a span's fares in cents, say) then
+ * cost an array add per run instead of a hash probe, and come out already
+ * in code order. Codes outside the window keep going to the hash.
+ *
+ * Rows may be negative while folding (delta blocks take rows away); the
+ * runs handed out hold only values with rows left, and a lent list is
+ * copied before any is dropped, never changed in place. Codes of every type
+ * but text are ordered like their values (store.h), so the answer walks
+ * them in code order. */
 #include "serve/internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
 
-enum { VC_MERGE_ADDS = 4, VC_DENSE_AFTER = 256, VC_WINDOW = 1 << 15 };
+/* VC_LEND_RUNS: a shorter list is copied. A group holding a block's arrays
+ * keeps all of them alive until the answer, however few of its runs the
+ * group took: a group per hour fed by one zone's cell would hold every
+ * zone's runs. Rollup rows, the lists worth not copying, are longer. */
+enum { VC_MERGE_ADDS = 4, VC_DENSE_AFTER = 256, VC_WINDOW = 1 << 15, VC_LEND_RUNS = 256 };
 
 static int hash_grow(struct vc_acc *a)
 {
@@ -100,32 +109,101 @@ static int try_window(struct vc_acc *a)
     return 0;
 }
 
-/* Merges the ascending runs into the sorted list. 1 when they turn out not
- * to ascend (a damaged block): the caller hashes them instead. */
-static int merge_sorted(struct vc_acc *a, const int64_t *codes, const int64_t *rows, int64_t n)
+/* Drops the sorted list: frees it when owned, else lets go of the lent
+ * block arrays. */
+static void let_go(struct vc_acc *a)
 {
-    for (int64_t i = 1; i < n; i++)
+    free(a->owned_codes);
+    free(a->owned_rows);
+    vc_shared_release(a->lent);
+    a->owned_codes = a->owned_rows = NULL;
+    a->sorted_codes = a->sorted_rows = NULL;
+    a->lent = NULL;
+}
+
+/* Makes (codes, rows) the group's own sorted list. */
+static void own(struct vc_acc *a, int64_t *codes, int64_t *rows, uint32_t n)
+{
+    let_go(a);
+    a->owned_codes = codes;
+    a->owned_rows = rows;
+    a->sorted_codes = codes;
+    a->sorted_rows = rows;
+    a->nsorted = n;
+}
+
+/* Copies a lent list into one the group owns. */
+static int copy_lent(struct vc_acc *a)
+{
+    size_t bytes = 8 * ((size_t)a->nsorted + 1);
+    int64_t *oc = malloc(bytes), *orows = malloc(bytes);
+    if (!oc || !orows) {
+        free(oc);
+        free(orows);
+        return -1;
+    }
+    memcpy(oc, a->sorted_codes, 8 * (size_t)a->nsorted);
+    memcpy(orows, a->sorted_rows, 8 * (size_t)a->nsorted);
+    own(a, oc, orows, a->nsorted);
+    return 0;
+}
+
+/* Validates runs before they are kept: codes strictly ascending. Adds their
+ * rows to the total and notes a zero. 1 when they do not ascend. */
+static int take_sorted(struct vc_acc *a, const int64_t *codes, const int64_t *rows, int64_t n)
+{
+    int64_t total = rows[0];
+    bool zero = rows[0] == 0;
+    for (int64_t i = 1; i < n; i++) {
         if (codes[i] <= codes[i - 1])
             return 1;
-    struct vc_run *out = malloc(sizeof *out * ((size_t)a->nsorted + (size_t)n + 1));
-    if (!out)
+        total += rows[i];
+        zero |= rows[i] == 0;
+    }
+    a->total += total;
+    a->zero_rows |= zero;
+    return 0;
+}
+
+/* Merges the ascending runs into the sorted list (lent or owned). 1 when
+ * they turn out not to ascend (a damaged block): the caller hashes them. */
+static int merge_sorted(struct vc_acc *a, const int64_t *codes, const int64_t *rows, int64_t n)
+{
+    int rc = take_sorted(a, codes, rows, n);
+    if (rc)
+        return rc;
+    size_t cap = (size_t)a->nsorted + (size_t)n + 1;
+    int64_t *oc = malloc(8 * cap), *orows = malloc(8 * cap);
+    if (!oc || !orows) {
+        free(oc);
+        free(orows);
         return -1;
+    }
+    const int64_t *sc = a->sorted_codes, *sr = a->sorted_rows;
     uint32_t i = 0, o = 0;
     int64_t j = 0;
-    while (i < a->nsorted || j < n) {
-        if (j == n || (i < a->nsorted && a->sorted[i].code < codes[j]))
-            out[o++] = a->sorted[i++];
-        else if (i == a->nsorted || codes[j] < a->sorted[i].code) {
-            out[o++] = (struct vc_run){codes[j], rows[j]};
-            j++;
+    while (i < a->nsorted && j < n) {
+        if (sc[i] < codes[j]) {
+            oc[o] = sc[i];
+            orows[o++] = sr[i++];
+        } else if (codes[j] < sc[i]) {
+            oc[o] = codes[j];
+            orows[o++] = rows[j++];
         } else {
-            out[o++] = (struct vc_run){codes[j], a->sorted[i++].rows + rows[j]};
-            j++;
+            oc[o] = codes[j];
+            orows[o] = sr[i++] + rows[j++];
+            a->zero_rows |= orows[o++] == 0; /* rows taken away again */
         }
     }
-    free(a->sorted);
-    a->sorted = out;
-    a->nsorted = o;
+    for (; i < a->nsorted; i++, o++) {
+        oc[o] = sc[i];
+        orows[o] = sr[i];
+    }
+    for (; j < n; j++, o++) {
+        oc[o] = codes[j];
+        orows[o] = rows[j];
+    }
+    own(a, oc, orows, o);
     return 0;
 }
 
@@ -133,22 +211,34 @@ static int merge_sorted(struct vc_acc *a, const int64_t *codes, const int64_t *r
 static int unsort(struct vc_acc *a)
 {
     for (uint32_t i = 0; i < a->nsorted; i++)
-        if (hash_add(a, a->sorted[i].code, a->sorted[i].rows))
+        if (hash_add(a, a->sorted_codes[i], a->sorted_rows[i]))
             return -1;
-    free(a->sorted);
-    a->sorted = NULL;
+    let_go(a);
     a->nsorted = 0;
     return 0;
 }
 
-int vc_acc_add_runs(struct vc_acc *a, const int64_t *codes, const int64_t *rows, int64_t n)
+int vc_acc_add_runs(struct vc_acc *a, struct vc_shared *shared, const int64_t *codes,
+                    const int64_t *rows, int64_t n)
 {
     if (n == 0)
         return 0;
     if (!a->hashed && a->adds < VC_MERGE_ADDS) {
         a->adds++;
-        int rc = merge_sorted(a, codes, rows, n);
-        if (rc <= 0)
+        int rc;
+        if (shared && a->nsorted == 0 && n >= VC_LEND_RUNS) {
+            if ((rc = take_sorted(a, codes, rows, n)) == 0) {
+                let_go(a);
+                a->lent = shared;
+                shared->refs++;
+                a->sorted_codes = codes;
+                a->sorted_rows = rows;
+                a->nsorted = (uint32_t)n;
+            }
+        } else {
+            rc = merge_sorted(a, codes, rows, n);
+        }
+        if (rc <= 0) /* else not ascending: the hash takes them, counted there */
             return rc;
     }
     if (!a->hashed) {
@@ -157,6 +247,7 @@ int vc_acc_add_runs(struct vc_acc *a, const int64_t *codes, const int64_t *rows,
             return -1;
     }
     for (int64_t i = 0; i < n; i++) {
+        a->total += rows[i];
         if (a->win) {
             uint64_t at = (uint64_t)codes[i] - (uint64_t)a->lo;
             if (at < VC_WINDOW) {
@@ -175,11 +266,29 @@ int vc_acc_add_runs(struct vc_acc *a, const int64_t *codes, const int64_t *rows,
 
 void vc_acc_free(struct vc_acc *a)
 {
-    free(a->sorted);
+    let_go(a);
     free(a->codes);
     free(a->rows);
     free(a->win);
     memset(a, 0, sizeof *a);
+}
+
+struct vc_shared *vc_shared_new(int64_t *codes, int64_t *rows)
+{
+    struct vc_shared *s = malloc(sizeof *s);
+    if (!s)
+        return NULL;
+    *s = (struct vc_shared){codes, rows, 1};
+    return s;
+}
+
+void vc_shared_release(struct vc_shared *s)
+{
+    if (s && --s->refs == 0) {
+        free(s->codes);
+        free(s->rows);
+        free(s);
+    }
 }
 
 static int cmp_run(const void *p, const void *q)
@@ -188,44 +297,65 @@ static int cmp_run(const void *p, const void *q)
     return x->code < y->code ? -1 : x->code > y->code;
 }
 
-const struct vc_run *vc_acc_runs(struct vc_acc *a, uint32_t *n, int64_t *total)
+/* The hash and the window into one owned sorted list, zero rows left out. */
+static int hash_to_sorted(struct vc_acc *a)
 {
-    if (a->hashed) {
-        uint32_t cap = a->n + (a->win ? a->nwin : 0);
-        struct vc_run *out = malloc(sizeof *out * (cap + 1));
-        struct vc_run *hashed = malloc(sizeof *hashed * (a->n + 1));
-        if (!out || !hashed) {
-            free(out);
-            free(hashed);
-            return NULL;
-        }
-        uint32_t nh = 0, o = 0, h = 0;
-        for (uint32_t i = 0; i < a->cap; i++)
-            if (a->codes[i] != STORE_NULL)
-                hashed[nh++] = (struct vc_run){a->codes[i], a->rows[i]};
-        qsort(hashed, nh, sizeof *hashed, cmp_run);
-        /* Hashed codes below the window, the window, those above. */
-        while (h < nh && a->win && hashed[h].code < a->lo)
-            out[o++] = hashed[h++];
-        for (uint32_t i = 0; a->win && i < VC_WINDOW; i++)
-            if (a->win[i] != 0)
-                out[o++] = (struct vc_run){a->lo + (int64_t)i, a->win[i]};
-        while (h < nh)
-            out[o++] = hashed[h++];
+    uint32_t cap = a->n + (a->win ? a->nwin : 0);
+    int64_t *oc = malloc(8 * ((size_t)cap + 1)), *orows = malloc(8 * ((size_t)cap + 1));
+    struct vc_run *hashed = malloc(sizeof *hashed * (a->n + 1));
+    if (!oc || !orows || !hashed) {
+        free(oc);
+        free(orows);
         free(hashed);
-        struct vc_acc done = {.sorted = out, .nsorted = o, .adds = VC_MERGE_ADDS};
-        vc_acc_free(a);
-        *a = done;
+        return -1;
     }
-    /* Delta blocks take rows away: a value can end at zero rows, and then it
-     * is not there (min, max and distinct counts must not see it). */
-    uint32_t kept = 0;
-    *total = 0;
-    for (uint32_t i = 0; i < a->nsorted; i++)
-        if (a->sorted[i].rows != 0) {
-            *total += a->sorted[i].rows;
-            a->sorted[kept++] = a->sorted[i];
+    uint32_t nh = 0, o = 0, h = 0;
+    for (uint32_t i = 0; i < a->cap; i++)
+        if (a->codes[i] != STORE_NULL && a->rows[i] != 0)
+            hashed[nh++] = (struct vc_run){a->codes[i], a->rows[i]};
+    qsort(hashed, nh, sizeof *hashed, cmp_run);
+    /* Hashed codes below the window, the window, those above. */
+    for (; h < nh && a->win && hashed[h].code < a->lo; h++, o++) {
+        oc[o] = hashed[h].code;
+        orows[o] = hashed[h].rows;
+    }
+    for (uint32_t i = 0; a->win && i < VC_WINDOW; i++)
+        if (a->win[i] != 0) {
+            oc[o] = a->lo + (int64_t)i;
+            orows[o++] = a->win[i];
         }
-    *n = a->nsorted = kept;
-    return a->sorted ? a->sorted : (const struct vc_run *)a; /* non-NULL when empty */
+    for (; h < nh; h++, o++) {
+        oc[o] = hashed[h].code;
+        orows[o] = hashed[h].rows;
+    }
+    free(hashed);
+    int64_t total = a->total;
+    vc_acc_free(a);
+    own(a, oc, orows, o);
+    a->adds = VC_MERGE_ADDS;
+    a->total = total;
+    return 0;
+}
+
+int vc_acc_runs(struct vc_acc *a, struct vc_sorted *out)
+{
+    if (a->hashed && hash_to_sorted(a))
+        return -1;
+    /* Delta blocks take rows away: a value can end at zero rows, and then it
+     * is not there (min, max and distinct counts must not see it). A lent
+     * list is copied first: the block's arrays are shared. */
+    if (a->zero_rows && a->lent && copy_lent(a))
+        return -1;
+    if (a->zero_rows) {
+        uint32_t kept = 0;
+        for (uint32_t i = 0; i < a->nsorted; i++)
+            if (a->sorted_rows[i] != 0) {
+                a->owned_codes[kept] = a->sorted_codes[i];
+                a->owned_rows[kept++] = a->sorted_rows[i];
+            }
+        a->nsorted = kept;
+        a->zero_rows = false;
+    }
+    *out = (struct vc_sorted){a->sorted_codes, a->sorted_rows, a->nsorted, a->total};
+    return 0;
 }

@@ -361,6 +361,8 @@ int store_read_begin(struct store *s, struct store_read **out, struct store_erro
     return 0;
 }
 
+uint64_t store_read_snapshot_id(const struct store_read *r) { return mdb_txn_id(r->txn); }
+
 void store_read_end(struct store_read *r)
 {
     if (!r)

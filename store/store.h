@@ -268,6 +268,10 @@ size_t store_cached_bytes(struct store *s);
  * renewed on the next begin, one per thread. */
 int store_read_begin(struct store *s, struct store_read **out, struct store_error *err);
 void store_read_end(struct store_read *r);
+/* The snapshot's id: that of the last commit it sees. Two snapshots with
+ * the same id see the same bytes at the same addresses (nothing committed
+ * between them, so no page was rewritten or the map moved). */
+uint64_t store_read_snapshot_id(const struct store_read *r);
 
 struct store_catalog {
     uint32_t format_version;

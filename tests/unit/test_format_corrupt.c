@@ -246,7 +246,8 @@ Test(format_corrupt, every_truncation)
 
 /* Every byte of the PFOR and DPFOR columns changed behind fixed checksums:
  * what decodes whole decodes the same in slices, what does not fails in
- * slices too, verify agrees, and nothing reads outside the column (ASan). */
+ * the slices that reach the column's end too, verify agrees, and nothing
+ * reads outside the column (ASan). */
 Test(format_corrupt, patched_columns_behind_fixed_checksums, .timeout = 60)
 {
     size_t len;
@@ -281,9 +282,12 @@ Test(format_corrupt, patched_columns_behind_fixed_checksums, .timeout = 60)
                     if (first + count > n)
                         continue;
                     int rc = format_block_decode_range(&b, col, first, count, part, &err);
-                    cr_assert_eq(rc, whole, "col %d byte %u slice [%u, +%u)", col, k, first,
-                                 count);
-                    if (!rc)
+                    /* A slice reads the exception positions up to its end
+                     * only: one before a damaged position may decode. */
+                    if (!whole || first + count == n)
+                        cr_assert_eq(rc, whole, "col %d byte %u slice [%u, +%u)", col, k,
+                                     first, count);
+                    if (!rc && !whole)
                         cr_assert_eq(memcmp(part, all + first, count * 8), 0,
                                      "col %d byte %u slice [%u, +%u)", col, k, first, count);
                 }

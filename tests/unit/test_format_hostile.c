@@ -489,9 +489,10 @@ static uint8_t *patched_block(size_t *len)
     return buf;
 }
 
-/* Every way of reading the column must fail with exactly this message:
- * decode whole, decode any slice (even one without exceptions in it), and
- * verify (which allocates nothing for these codecs). */
+/* Every way of reading the whole column must fail with exactly this
+ * message: decode whole, decode a slice that reaches its end (even one
+ * without exceptions in it), and verify (which allocates nothing for these
+ * codecs). */
 static void expect_patched(uint8_t *buf, size_t len, int col, const char *message)
 {
     fix_column_checksum(buf, col);
@@ -503,10 +504,12 @@ static void expect_patched(uint8_t *buf, size_t len, int col, const char *messag
     cr_assert_eq(format_block_decode(&b, col, out, &err), -1, "decoded: want %s", message);
     cr_assert_str_eq(err.message, message);
     err.message[0] = '\0';
-    cr_assert_eq(format_block_decode_range(&b, col, 0, 1, out, &err), -1);
+    /* A slice that reaches the column's end reads every position. */
+    uint32_t n = col == 0 ? 10 : 300;
+    cr_assert_eq(format_block_decode_range(&b, col, n - 1, 1, out, &err), -1);
     cr_assert_str_eq(err.message, message);
     err.message[0] = '\0';
-    cr_assert_eq(format_block_decode_range(&b, col, 5, 0, out, &err), -1);
+    cr_assert_eq(format_block_decode_range(&b, col, 0, n, out, &err), -1);
     cr_assert_str_eq(err.message, message);
     err.message[0] = '\0';
     cr_assert_eq(format_block_verify(&b, &err), -1);
@@ -607,6 +610,20 @@ static void put_positions(uint8_t *buf, const uint32_t *pos, int n)
                 p[(i * 9 + k) / 8] |= (uint8_t)(1u << ((i * 9 + k) % 8));
 }
 
+/* The patched block with DPFOR's 8 positions replaced, checksums fixed,
+ * opened in *b. */
+static uint8_t *block_with_positions(const uint32_t *pos, struct format_block *b)
+{
+    size_t len;
+    uint8_t *buf = patched_block(&len);
+    put_positions(buf, pos, 8);
+    fix_column_checksum(buf, 1);
+    fix_trailer(buf, len);
+    struct format_error err;
+    cr_assert_eq(format_block_open(b, buf, len, true, &err), 0, "%s", err.message);
+    return buf;
+}
+
 Test(format_hostile, dpfor_lies)
 {
     static const uint32_t first_not_0[] = {1, 50, 100, 128, 150, 200, 250, 256};
@@ -634,20 +651,36 @@ Test(format_hostile, dpfor_lies)
     /* A gap of 150 is refused even though every position is in range, and
      * even for a slice after it. */
     {
-        size_t len_;
-        uint8_t *buf = patched_block(&len_);
-        put_positions(buf, gap, 8);
-        fix_column_checksum(buf, 1);
-        fix_trailer(buf, len_);
         struct format_block b;
         struct format_error err;
-        cr_assert_eq(format_block_open(&b, buf, len_, true, &err), 0);
+        uint8_t *buf = block_with_positions(gap, &b);
         int64_t out[1];
         cr_assert_eq(format_block_decode_range(&b, 1, 299, 1, out, &err), -1);
         cr_assert_str_eq(err.message, "column 1 (role 2, index 0): dpfor exception 3 at "
                                       "position 250 leaves a gap over 128");
         free(buf);
     }
+}
+
+/* A slice checks the positions it reads, up to the first at or past its
+ * end: a bad position later in the column fails the slices that reach it,
+ * the column and verify, not a slice before it. */
+Test(format_hostile, a_slice_reads_positions_up_to_its_end)
+{
+    static const uint32_t down[] = {0, 50, 100, 128, 150, 200, 256, 250};
+    struct format_block b;
+    struct format_error err;
+    uint8_t *buf = block_with_positions(down, &b);
+    int64_t out[300];
+    cr_assert_eq(format_block_decode_range(&b, 1, 10, 100, out, &err), 0, "%s", err.message);
+    cr_assert_eq(memcmp(out, dp300 + 10, 100 * sizeof *out), 0);
+    const char *want = "column 1 (role 2, index 0): dpfor exception positions not ascending "
+                       "(250 after 256)";
+    cr_assert_eq(format_block_decode_range(&b, 1, 250, 10, out, &err), -1);
+    cr_assert_str_eq(err.message, want);
+    cr_assert_eq(format_block_verify(&b, &err), -1);
+    cr_assert_str_eq(err.message, want);
+    free(buf);
 }
 
 /* Garbage slots and exception values decode to something (wrapping), no

@@ -6,11 +6,17 @@
  * the merged sorted list, the hash, and the dense window with codes below,
  * inside and above it. The result must be every distinct code once, in code
  * order, with its summed rows; also when a batch is out of order (a damaged
- * block), which the accumulator takes through the hash. */
+ * block), which the accumulator takes through the hash. Batches may take
+ * rows away (delta blocks do): a code whose rows end at zero is not there,
+ * and the total is the rows left. Half the batches come in shared arrays
+ * (as decoded blocks do), which a group may hold by reference: each batch's
+ * arrays are released right after its add, so under AddressSanitizer a
+ * group that kept them without its own reference reads freed memory. */
 #include "serve/internal.h"
 
 #include <criterion/criterion.h>
 #include <stdlib.h>
+#include <string.h>
 
 struct model {
     int64_t *codes, *rows;
@@ -68,21 +74,41 @@ static size_t batch(int64_t (*pick)(void), size_t n, bool shuffled, int64_t *cod
     return k;
 }
 
+/* Adds a batch, from shared arrays when shared (released after). */
+static void add(struct vc_acc *a, const int64_t *codes, const int64_t *rows, size_t k, bool shared)
+{
+    if (!shared) {
+        cr_assert_eq(vc_acc_add_runs(a, NULL, codes, rows, (int64_t)k), 0);
+        return;
+    }
+    int64_t *c = malloc(8 * (k + 1)), *r = malloc(8 * (k + 1));
+    cr_assert(c && r);
+    memcpy(c, codes, 8 * k);
+    memcpy(r, rows, 8 * k);
+    struct vc_shared *sh = vc_shared_new(c, r);
+    cr_assert_not_null(sh);
+    cr_assert_eq(vc_acc_add_runs(a, sh, c, r, (int64_t)k), 0);
+    vc_shared_release(sh);
+}
+
 static void check(struct vc_acc *a, struct model *m)
 {
-    uint32_t n;
-    int64_t total, want_total = 0;
-    const struct vc_run *runs = vc_acc_runs(a, &n, &total);
-    cr_assert_not_null(runs);
-    cr_assert_eq(n, m->n, "distinct codes: got %u, want %zu", n, m->n);
+    struct vc_sorted runs;
+    cr_assert_eq(vc_acc_runs(a, &runs), 0);
+    uint32_t n = runs.n;
+    int64_t total = runs.total, want_total = 0;
+    size_t want_n = 0;
+    for (size_t j = 0; j < m->n; j++)
+        want_n += m->rows[j] != 0;
+    cr_assert_eq(n, want_n, "distinct codes: got %u, want %zu", n, want_n);
     for (uint32_t i = 0; i < n; i++) {
         if (i > 0)
-            cr_assert_gt(runs[i].code, runs[i - 1].code, "codes ascend (at %u)", i);
+            cr_assert_gt(runs.codes[i], runs.codes[i - 1], "codes ascend (at %u)", i);
         size_t j = 0;
-        while (j < m->n && m->codes[j] != runs[i].code)
+        while (j < m->n && m->codes[j] != runs.codes[i])
             j++;
-        cr_assert_lt(j, m->n, "code %lld was never added", (long long)runs[i].code);
-        cr_assert_eq(runs[i].rows, m->rows[j], "rows of code %lld", (long long)runs[i].code);
+        cr_assert_lt(j, m->n, "code %lld was never added", (long long)runs.codes[i]);
+        cr_assert_eq(runs.rows[i], m->rows[j], "rows of code %lld", (long long)runs.codes[i]);
         want_total += m->rows[j];
     }
     cr_assert_eq(total, want_total);
@@ -111,7 +137,11 @@ static int64_t pick_extreme(void)
     }
 }
 
-static void run(int64_t (*pick)(void), int batches, size_t per_batch, bool some_shuffled)
+/* Adds batches as run() does; with take_away, every other batch then takes
+ * rows away again: some codes' rows exactly (cancelling them), others' in
+ * part, so every state meets negative rows and codes that vanish. */
+static void run_taking(int64_t (*pick)(void), int batches, size_t per_batch, bool some_shuffled,
+                       bool take_away)
 {
     struct vc_acc a = {0};
     struct model m = {0};
@@ -120,9 +150,16 @@ static void run(int64_t (*pick)(void), int batches, size_t per_batch, bool some_
     for (int b = 0; b < batches; b++) {
         size_t k = batch(pick, 1 + (size_t)rnd((int64_t)per_batch), some_shuffled && rnd(5) == 0,
                          codes, rows);
-        cr_assert_eq(vc_acc_add_runs(&a, codes, rows, (int64_t)k), 0);
+        add(&a, codes, rows, k, rnd(2));
         for (size_t i = 0; i < k; i++)
             model_add(&m, codes[i], rows[i]);
+        if (take_away && b % 2 == 1) {
+            for (size_t i = 0; i < k; i++)
+                rows[i] = rnd(2) ? -rows[i] : -1 - rnd(2);
+            add(&a, codes, rows, k, rnd(2));
+            for (size_t i = 0; i < k; i++)
+                model_add(&m, codes[i], rows[i]);
+        }
     }
     check(&a, &m);
     vc_acc_free(&a);
@@ -130,6 +167,11 @@ static void run(int64_t (*pick)(void), int batches, size_t per_batch, bool some_
     free(rows);
     free(m.codes);
     free(m.rows);
+}
+
+static void run(int64_t (*pick)(void), int batches, size_t per_batch, bool some_shuffled)
+{
+    run_taking(pick, batches, per_batch, some_shuffled, false);
 }
 
 Test(vc_acc, one_batch_is_kept_as_it_came)
@@ -174,14 +216,100 @@ Test(vc_acc, batches_out_of_order_are_still_counted)
         run(pick_fare, 1 + (int)rnd(60), 300, true);
 }
 
+Test(vc_acc, rows_taken_away_leave_only_codes_with_rows)
+{
+    rng_state = 7;
+    for (int i = 0; i < 50; i++) /* sorted lists: two batches, then four */
+        run_taking(pick_fare, 2 + 2 * (int)rnd(2), 400, false, true);
+    for (int i = 0; i < 20; i++) /* the hash and the window */
+        run_taking(pick_fare, 50 + (int)rnd(100), 200, false, true);
+    for (int i = 0; i < 20; i++)
+        run_taking(pick_time, 20 + (int)rnd(50), 100, true, true);
+}
+
+Test(vc_acc, a_batch_that_cancels_a_single_one_leaves_nothing)
+{
+    /* Long enough that the first, shared, batch is held by reference. */
+    enum { N = 300 };
+    int64_t codes[N], plus[N], minus[N];
+    for (int i = 0; i < N; i++) {
+        codes[i] = 5 + 3 * i;
+        plus[i] = 1 + i % 4;
+        minus[i] = -plus[i];
+    }
+    struct vc_acc a = {0};
+    for (int shared = 0; shared < 2; shared++) {
+        add(&a, codes, plus, N, shared);
+        add(&a, codes, minus, N, false);
+        struct vc_sorted runs = {.n = 99, .total = 99};
+        cr_assert_eq(vc_acc_runs(&a, &runs), 0);
+        cr_assert_eq(runs.n, 0);
+        cr_assert_eq(runs.total, 0);
+        vc_acc_free(&a);
+    }
+}
+
+Test(vc_acc, a_held_block_is_never_changed)
+{
+    /* A run of zero rows in a lent list (long enough to be lent): the
+     * answer leaves it out, the block's arrays (which other groups may
+     * hold) stay as they were. */
+    enum { N = 300 };
+    int64_t *c = malloc(N * 8), *r = malloc(N * 8);
+    cr_assert(c && r);
+    for (int i = 0; i < N; i++) {
+        c[i] = 4 + 2 * i;
+        r[i] = i == 1 ? 0 : 1 + i % 3;
+    }
+    int64_t want_total = 0;
+    for (int i = 0; i < N; i++)
+        want_total += r[i];
+    struct vc_shared *sh = vc_shared_new(c, r);
+    cr_assert_not_null(sh);
+    struct vc_acc a = {0}, b = {0};
+    cr_assert_eq(vc_acc_add_runs(&a, sh, c, r, N), 0);
+    cr_assert_eq(vc_acc_add_runs(&b, sh, c, r, N), 0);
+    cr_assert_eq(sh->refs, 3, "both groups hold the block");
+    vc_shared_release(sh);
+    struct vc_sorted runs;
+    cr_assert_eq(vc_acc_runs(&a, &runs), 0);
+    cr_assert_eq(runs.n, N - 1);
+    cr_assert_eq(runs.codes[1], 8);
+    cr_assert_eq(runs.total, want_total);
+    cr_assert_eq(c[1], 6, "the shared codes were compacted in place"); /* b holds them */
+    cr_assert_eq(r[1], 0);
+    cr_assert_eq(vc_acc_runs(&b, &runs), 0); /* lets go of them: the last holder */
+    cr_assert_eq(runs.n, N - 1);
+    vc_acc_free(&a);
+    vc_acc_free(&b);
+}
+
+Test(vc_acc, a_short_list_is_copied_not_held)
+{
+    int64_t *c = malloc(3 * 8), *r = malloc(3 * 8);
+    cr_assert(c && r);
+    memcpy(c, (int64_t[]){4, 6, 8}, 3 * 8);
+    memcpy(r, (int64_t[]){3, 1, 2}, 3 * 8);
+    struct vc_shared *sh = vc_shared_new(c, r);
+    struct vc_acc a = {0};
+    cr_assert_eq(vc_acc_add_runs(&a, sh, c, r, 3), 0);
+    cr_assert_eq(sh->refs, 1);
+    vc_shared_release(sh); /* frees the arrays: the group must not need them */
+    struct vc_sorted runs;
+    cr_assert_eq(vc_acc_runs(&a, &runs), 0);
+    cr_assert_eq(runs.n, 3);
+    cr_assert_eq(runs.codes[2], 8);
+    cr_assert_eq(runs.total, 6);
+    vc_acc_free(&a);
+}
+
 Test(vc_acc, an_empty_accumulator_has_no_runs)
 {
     struct vc_acc a = {0};
-    cr_assert_eq(vc_acc_add_runs(&a, NULL, NULL, 0), 0);
-    uint32_t n = 99;
-    int64_t total = 99;
-    cr_assert_not_null(vc_acc_runs(&a, &n, &total));
-    cr_assert_eq(n, 0);
-    cr_assert_eq(total, 0);
+    cr_assert_eq(vc_acc_add_runs(&a, NULL, NULL, NULL, 0), 0);
+    struct vc_sorted runs = {.n = 99, .total = 99};
+    cr_assert_eq(vc_acc_runs(&a, &runs), 0);
+    cr_assert_eq(runs.n, 0);
+    cr_assert_eq(runs.total, 0);
     vc_acc_free(&a);
 }
