@@ -28,7 +28,8 @@ static int join_key(const struct sql_view *v, int join)
 struct dim_entry {
     int64_t key;
     bool used, found;
-    int64_t *ids;          /* interned text id per dim value; -1 NULL */
+    uint32_t ids_at;       /* its ids in the cache's ids: one interned text id per
+                              dim value, -1 NULL (an offset: slots move) */
 };
 
 enum { DIM_DIRECT = 4096 }; /* join keys 0..4095 skip the hash (zone ids, small codes) */
@@ -38,7 +39,34 @@ struct dim_cache {
     uint32_t nslots, n;
     int nvalues;
     uint32_t *direct;      /* [DIM_DIRECT]: slot + 1 of key i, 0 not yet seen */
+    int64_t *ids;          /* every entry's ids, nvalues each: one allocation, not
+                              one per join key read */
+    uint32_t nids, ids_cap;
 };
+
+/* Dim value v (0-based) of a found entry, as an interned text id. */
+static inline int64_t dim_id(const struct exec *x, int join, const struct dim_entry *e, int v)
+{
+    return x->dims[join].ids[e->ids_at + (uint32_t)v];
+}
+
+/* Room for one more entry's ids: their offset, or -1 when out of memory. */
+static int64_t dim_ids_room(struct dim_cache *c)
+{
+    uint32_t n = (uint32_t)c->nvalues + 1;
+    if (c->nids + n > c->ids_cap) {
+        if (c->ids_cap > UINT32_MAX / 2)
+            return -1;
+        uint32_t cap = c->ids_cap ? c->ids_cap * 2 : 256 * n;
+        int64_t *ids = realloc(c->ids, sizeof *ids * cap);
+        if (!ids)
+            return -1;
+        c->ids = ids;
+        c->ids_cap = cap;
+    }
+    c->nids += n;
+    return c->nids - n;
+}
 
 int64_t pool_intern(struct text_pool *p, const char *text, size_t len, bool is_null)
 {
@@ -114,19 +142,21 @@ static int dim_lookup_slow(struct exec *x, int join, int64_t key, const struct d
         struct store_dim_value vals[64];
         struct store_error serr;
         int n = c->nvalues;
+        int64_t at = dim_ids_room(c);
+        if (at < 0)
+            return ask_fail(err, 500, "internal", "out of memory");
         e->used = true;
         e->key = key;
-        e->ids = calloc((size_t)n + 1, sizeof *e->ids);
+        e->ids_at = (uint32_t)at;
         c->n++;
-        if (!e->ids)
-            return ask_fail(err, 500, "internal", "out of memory");
         int got = key == STORE_NULL ? 0 : store_projection_get(x->r, x->view, join, key, vals, n, &serr);
         if (got < 0)
             return ask_fail(err, 500, "corrupt_store", "%s", serr.message);
         e->found = got == 1;
+        int64_t *ids = c->ids + e->ids_at;
         for (int i = 0; i < n; i++) {
-            e->ids[i] = e->found ? pool_intern(&x->pool, vals[i].text, vals[i].len, vals[i].is_null) : -1;
-            if (e->ids[i] == -2)
+            ids[i] = e->found ? pool_intern(&x->pool, vals[i].text, vals[i].len, vals[i].is_null) : -1;
+            if (ids[i] == -2)
                 return ask_fail(err, 500, "internal", "out of memory");
         }
     }
@@ -193,12 +223,20 @@ static int map_grow(struct group_map *m)
 
 static struct group *group_find_or_add(struct exec *x, const int64_t *key, struct ask_error *err);
 
+static inline bool keys_equal(const int64_t *a, const int64_t *b, int n)
+{
+    for (int i = 0; i < n; i++) /* a key is a few words: no call to memcmp per cell */
+        if (a[i] != b[i])
+            return false;
+    return true;
+}
+
 /* The group of a key. Cells come sorted, so the last group is often the
  * next one's too (always, for an ask without groups). */
 static inline struct group *group_for(struct exec *x, const int64_t *key, struct ask_error *err)
 {
     struct group_map *m = &x->groups;
-    if (m->last && memcmp(m->last->key, key, 8 * (size_t)m->nkey) == 0)
+    if (m->last && keys_equal(m->last->key, key, m->nkey))
         return m->last;
     return m->last = group_find_or_add(x, key, err);
 }
@@ -212,7 +250,7 @@ static struct group *group_find_or_add(struct exec *x, const int64_t *key, struc
     }
     uint32_t h = (uint32_t)key_hash(key, m->nkey) & (m->nslots - 1);
     for (; m->slots[h]; h = (h + 1) & (m->nslots - 1))
-        if (memcmp(m->slots[h]->key, key, 8 * (size_t)m->nkey) == 0)
+        if (keys_equal(m->slots[h]->key, key, m->nkey))
             return m->slots[h];
     if ((int64_t)m->n >= x->e->limits.max_groups) {
         ask_fail(err, 422, "too_many_groups",
@@ -456,7 +494,7 @@ static int cell_passes(struct exec *x, const struct seg_columns *c, uint32_t i, 
             const struct dim_entry *e;
             if (dim_lookup(x, bc->join, c->keys[ck][i], &e, err))
                 return -1;
-            id = e->found ? e->ids[bc->dim_value] : -1;
+            id = e->found ? dim_id(x, bc->join, e, bc->dim_value) : -1;
             is_null = id < 0;
             hit = !is_null && in_list(x->cond_ids[k], bc->ntexts, id);
         } else {
@@ -500,7 +538,7 @@ static int cell_key(struct exec *x, const struct seg_columns *c, uint32_t i, int
         const struct dim_entry *e;
         if (dim_lookup(x, vc->join, c->keys[ck][i], &e, err))
             return -1;
-        key[g + 1] = e->found ? e->ids[vc->dim_column - 1] : -1;
+        key[g + 1] = e->found ? dim_id(x, vc->join, e, vc->dim_column - 1) : -1;
     }
     return 0;
 }
@@ -801,8 +839,7 @@ void exec_free(struct exec *x)
     free(x->pool.texts);
     free(x->pool.lens);
     for (int j = 0; x->dims && j < x->v->njoins; j++) {
-        for (uint32_t i = 0; i < x->dims[j].nslots; i++)
-            free(x->dims[j].slots[i].ids);
+        free(x->dims[j].ids);
         free(x->dims[j].slots);
         free(x->dims[j].direct);
     }
