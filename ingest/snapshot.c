@@ -317,8 +317,9 @@ static int load_spooled(PGconn *c, struct applier *a, const char *col, int64_t l
                  (double)(now_usec() - started) / 1e6);
     for (int k = 0; k <= nparts; k++) {
         if (rc == 0)
-            rc = apply_partition(a, &pp.parts[k], err, errlen);
-        spool_free(&pp.parts[k]);
+            rc = apply_partition(a, &pp.parts[k], err, errlen); /* frees the spool */
+        else
+            spool_free(&pp.parts[k]);
     }
     free(pp.parts);
     return rc;

@@ -132,9 +132,9 @@ static int replay_file(struct spool *s, spool_fn fn, void *ctx, char *err, size_
             memcpy(&n, buf, 4);
             size_t bigger = (size_t)n + 4 > cap * 2 ? (size_t)n + 4 : cap * 2;
             uint8_t *b = realloc(buf, bigger);
-            if (!b)
+            if (!b) {
                 rc = fail_io(err, errlen, "reading");
-            else {
+            } else {
                 buf = b;
                 cap = bigger;
             }

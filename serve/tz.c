@@ -9,7 +9,6 @@
 #include "serve/tz.h"
 #include "sql/sql.h"
 
-#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -187,9 +186,29 @@ static char *two_digits(char *p, unsigned v)
     return p + 2;
 }
 
-/* Years 0 to 9999 without printf (answers write a time per row; printf was
- * most of a row's cost), others through it. Returns the length, copying
- * what fits into buf as snprintf would. */
+/* The year as printf's "%04" PRId64 writes it: at least four characters,
+ * a minus sign counted among them. */
+static char *put_year(char *p, int64_t y)
+{
+    uint64_t a = y < 0 ? -(uint64_t)y : (uint64_t)y;
+    int width = y < 0 ? 3 : 4, n = 0;
+    char digits[24];
+    do {
+        digits[n++] = (char)('0' + a % 10);
+        a /= 10;
+    } while (a);
+    while (n < width)
+        digits[n++] = '0';
+    if (y < 0)
+        *p++ = '-';
+    while (n)
+        *p++ = digits[--n];
+    return p;
+}
+
+/* Without printf: answers write a time per row, and printf was most of a
+ * row's cost. Returns the length, copying what fits into buf as snprintf
+ * would. */
 size_t tz_format(const struct tz *tz, int64_t utc_us, char *buf, size_t len)
 {
     int32_t off = tz_offset_at(tz, utc_us);
@@ -201,49 +220,35 @@ size_t tz_format(const struct tz *tz, int64_t utc_us, char *buf, size_t len)
     sql_civil_from_days(days, &y, &m, &d);
     int64_t secs = rest / 1000000, us = rest % 1000000;
     int32_t a = off < 0 ? -off : off;
-    if (y >= 0 && y <= 9999) {
-        char out[48], *p = out;
-        p = two_digits(p, (unsigned)(y / 100));
-        p = two_digits(p, (unsigned)(y % 100));
-        *p++ = '-';
-        p = two_digits(p, m);
-        *p++ = '-';
-        p = two_digits(p, d);
-        *p++ = 'T';
-        p = two_digits(p, (unsigned)(secs / 3600));
-        *p++ = ':';
-        p = two_digits(p, (unsigned)(secs / 60 % 60));
-        *p++ = ':';
-        p = two_digits(p, (unsigned)(secs % 60));
-        if (us) {
-            *p++ = '.';
-            for (int k = 5; k >= 0; k--, us /= 10)
-                p[k] = (char)('0' + us % 10);
-            p += 6;
-        }
-        *p++ = off < 0 ? '-' : '+';
-        p = two_digits(p, (unsigned)(a / 3600));
-        *p++ = ':';
-        p = two_digits(p, (unsigned)(a / 60 % 60));
-        if (a % 60) {
-            *p++ = ':';
-            p = two_digits(p, (unsigned)(a % 60));
-        }
-        size_t n = (size_t)(p - out), k = len && n >= len ? len - 1 : n;
-        if (len) {
-            memcpy(buf, out, k);
-            buf[k] = '\0';
-        }
-        return n;
+    char out[64], *p = put_year(out, y);
+    *p++ = '-';
+    p = two_digits(p, m);
+    *p++ = '-';
+    p = two_digits(p, d);
+    *p++ = 'T';
+    p = two_digits(p, (unsigned)(secs / 3600));
+    *p++ = ':';
+    p = two_digits(p, (unsigned)(secs / 60 % 60));
+    *p++ = ':';
+    p = two_digits(p, (unsigned)(secs % 60));
+    if (us) {
+        *p++ = '.';
+        for (int k = 5; k >= 0; k--, us /= 10)
+            p[k] = (char)('0' + us % 10);
+        p += 6;
     }
-    char frac[16] = "";
-    if (us)
-        snprintf(frac, sizeof frac, ".%06" PRId64, us);
-    char zone[16];
-    if (a % 60)
-        snprintf(zone, sizeof zone, "%c%02d:%02d:%02d", off < 0 ? '-' : '+', a / 3600, a / 60 % 60, a % 60);
-    else
-        snprintf(zone, sizeof zone, "%c%02d:%02d", off < 0 ? '-' : '+', a / 3600, a / 60 % 60);
-    return (size_t)snprintf(buf, len, "%04" PRId64 "-%02u-%02uT%02" PRId64 ":%02" PRId64
-                            ":%02" PRId64 "%s%s", y, m, d, secs / 3600, secs / 60 % 60, secs % 60, frac, zone);
+    *p++ = off < 0 ? '-' : '+';
+    p = two_digits(p, (unsigned)(a / 3600));
+    *p++ = ':';
+    p = two_digits(p, (unsigned)(a / 60 % 60));
+    if (a % 60) {
+        *p++ = ':';
+        p = two_digits(p, (unsigned)(a % 60));
+    }
+    size_t n = (size_t)(p - out), k = len && n >= len ? len - 1 : n;
+    if (len) {
+        memcpy(buf, out, k);
+        buf[k] = '\0';
+    }
+    return n;
 }

@@ -71,11 +71,14 @@ Test(format, far_years_and_short_buffers)
     char err[200], got[64];
     const struct tz *utc = tz_get("UTC", err, sizeof err);
     cr_assert_not_null(utc, "%s", err);
-    /* 10000-01-01 and 0001-01-01 BC (year 0 in ISO): printf's path. */
+    /* 10000-01-01 and 0001-01-01 BC (year 0 in ISO). */
     cr_assert_eq(tz_format(utc, 253402300800000000LL, got, sizeof got), 26);
     cr_assert_str_eq(got, "10000-01-01T00:00:00+00:00");
     tz_format(utc, -62167219200000000LL, got, sizeof got);
     cr_assert_str_eq(got, "0000-01-01T00:00:00+00:00");
+    /* 2 BC, year -1: printf's "%04" counts the sign in the four. */
+    tz_format(utc, -62198755200000000LL, got, sizeof got);
+    cr_assert_str_eq(got, "-001-01-01T00:00:00+00:00");
     /* As snprintf: the full length back, what fits written and ended. */
     char small[8];
     cr_assert_eq(tz_format(utc, 1705449600000001LL, small, sizeof small), 32);
