@@ -24,7 +24,9 @@
  *
  *   data      from 32 + 40*ncolumns (a multiple of 8) to the trailer: each
  *             column at an 8-byte aligned offset, in directory order, zero
- *             padding between them
+ *             padding between them; a column whose encoding (type, codec,
+ *             bits, base, n and bytes) equals an earlier one's points at
+ *             that column's bytes instead of repeating them
  *   trailer   8 bytes at len - 8: XXH64 of bytes [0, len - 8), itself
  *             8-byte aligned: a block's length is a multiple of 8, which
  *             also makes every truncation of a block fail to open, even
@@ -135,6 +137,29 @@ size_t format_block_bound(const struct format_column *cols, int ncols)
     return total > SIZE_MAX ? SIZE_MAX : (size_t)total;
 }
 
+/* An earlier column (of the i already in the directory at o) whose encoded
+ * bytes equal these, or -1. Equal encodings are common: a count of a column
+ * that is never NULL is the row count, cell by cell (four of the benchmark's
+ * six count columns). Sharing is invisible to readers: each entry still has
+ * its own n, codec, bits, base and checksum, which describe the same bytes. */
+static int same_bytes_as(const uint8_t *o, int i, enum format_type type, uint32_t n,
+                         const struct column_encoding *enc, uint64_t checksum,
+                         const uint8_t *bytes)
+{
+    if (enc->length == 0)
+        return -1;
+    for (int j = 0; j < i; j++) {
+        const uint8_t *e = o + dir_end((size_t)j);
+        if (load_u64(e + D_CHECKSUM) == checksum && load_u32(e + D_LENGTH) == enc->length &&
+            e[D_TYPE] == (uint8_t)type && e[D_CODEC] == (uint8_t)enc->codec &&
+            e[D_BITS] == enc->bits && load_u32(e + D_N) == n &&
+            load_i64(e + D_BASE) == enc->base &&
+            memcmp(o + load_u32(e + D_OFFSET), bytes, enc->length) == 0)
+            return j;
+    }
+    return -1;
+}
+
 int format_block_encode_codecs(const struct format_block_info *info,
                                const struct format_column *cols, int ncols,
                                enum format_policy policy, const int *codecs, void *out,
@@ -170,6 +195,12 @@ int format_block_encode_codecs(const struct format_block_info *info,
         if ((uint64_t)pos + enc.length > UINT32_MAX)
             return fail(err, "block would exceed 4 GiB");
 
+        uint64_t checksum = format_checksum(o + pos, enc.length);
+        uint32_t offset = (uint32_t)pos;
+        int same = same_bytes_as(o, i, c->type, c->n, &enc, checksum, o + pos);
+        if (same >= 0)
+            offset = load_u32(o + dir_end((size_t)same) + D_OFFSET);
+
         uint8_t *e = o + dir_end((size_t)i);
         store_u16(e + D_ROLE, c->role);
         store_u16(e + D_INDEX, c->index);
@@ -178,11 +209,13 @@ int format_block_encode_codecs(const struct format_block_info *info,
         e[D_BITS] = enc.bits;
         e[D_RESERVED1] = 0;
         store_u32(e + D_N, c->n);
-        store_u32(e + D_OFFSET, (uint32_t)pos);
+        store_u32(e + D_OFFSET, offset);
         store_u32(e + D_LENGTH, enc.length);
         store_u32(e + D_RESERVED2, 0);
         store_i64(e + D_BASE, enc.base);
-        store_u64(e + D_CHECKSUM, format_checksum(o + pos, enc.length));
+        store_u64(e + D_CHECKSUM, checksum);
+        if (same >= 0)
+            continue; /* its bytes at pos are left for the next column */
 
         pos += enc.length;
         size_t padded = (pos + 7) & ~(size_t)7;
@@ -309,6 +342,20 @@ void format_block_column(const struct format_block *b, int i, struct format_colu
     out->offset = load_u32(e + D_OFFSET);
     out->length = load_u32(e + D_LENGTH);
     out->checksum = load_u64(e + D_CHECKSUM);
+}
+
+int format_block_shares(const struct format_block *b, int i)
+{
+    if (i < 0 || i >= b->ncolumns)
+        return -1;
+    const uint8_t *e = entry_at(b, i);
+    uint32_t offset = load_u32(e + D_OFFSET), length = load_u32(e + D_LENGTH);
+    for (int j = 0; j < i && length > 0; j++) {
+        const uint8_t *f = entry_at(b, j);
+        if (load_u32(f + D_OFFSET) == offset && load_u32(f + D_LENGTH) == length)
+            return j;
+    }
+    return -1;
 }
 
 int format_block_find(const struct format_block *b, uint16_t role, uint16_t index)

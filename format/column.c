@@ -68,6 +68,7 @@
 
 #include "format/bitpack.h"
 #include "format/bytes.h"
+#include "format/rice.h"
 
 #include <limits.h>
 #include <lz4.h>
@@ -110,6 +111,10 @@ const char *format_codec_name(enum format_codec codec)
         return "pfor";
     case FORMAT_DPFOR:
         return "dpfor";
+    case FORMAT_RICE:
+        return "rice";
+    case FORMAT_DRICE:
+        return "drice";
     }
     return "unknown";
 }
@@ -151,10 +156,12 @@ static bool codec_fits_type(unsigned codec, unsigned type)
     case FORMAT_LZ4:
         return true;
     case FORMAT_BITPACK:
+    case FORMAT_PFOR:
         return type == FORMAT_I64 || type == FORMAT_I128;
     case FORMAT_DELTA:
-    case FORMAT_PFOR:
     case FORMAT_DPFOR:
+    case FORMAT_RICE:
+    case FORMAT_DRICE:
         return type == FORMAT_I64;
     }
     return false;
@@ -177,6 +184,10 @@ uint64_t column_bound(enum format_type type, uint32_t n)
     uint64_t patched = type == FORMAT_I64 && n ? DPFOR_HEADER + raw +
                                                      12 * ((uint64_t)(n - 1) / DPFOR_ANCHOR + 1)
                                                : 0;
+    /* A forced RICE or DRICE code is at most 97 bits (an escape of 64). */
+    uint64_t rice = type == FORMAT_I64 ? rice_min_length(n) + bitpack_bytes(n, 97) : 0;
+    if (rice > patched)
+        patched = rice;
     return patched > bound ? patched : bound;
 }
 
@@ -501,9 +512,50 @@ static uint64_t write_lz4(const uint8_t *src, uint64_t raw, uint8_t *out, uint64
     return r > 0 ? (uint64_t)r : 0;
 }
 
+/* The offsets v[i] - base of an i128 column that bitpack can hold (its
+ * plan bp) in fewer than 64 bits, as i64 values whose smallest is 0: PFOR
+ * codes them as an i64 column of base 0 and the directory keeps the i128
+ * column's base. NULL when they do not fit, or without memory (PFOR is then
+ * not tried). */
+static uint8_t *i128_offsets(const uint8_t *v, uint32_t n, const struct plan *bp)
+{
+    if (!bp->ok || n == 0 || bp->bits > 63)
+        return NULL;
+    uint8_t *u = malloc((size_t)n * 8);
+    if (!u)
+        return NULL;
+    format_u128 base = (format_u128)(format_i128)bp->base;
+    for (uint32_t i = 0; i < n; i++)
+        store_u64(u + (size_t)i * 8, (uint64_t)((format_u128)get_i128(v, i) - base));
+    return u;
+}
+
+static int encode_planned(const struct format_column *col, enum format_policy policy, int codec,
+                          const uint8_t *offsets, uint8_t *out, size_t cap,
+                          struct column_encoding *enc, char *why, size_t whylen);
+
 int column_encode(const struct format_column *col, enum format_policy policy, int codec,
                   uint8_t *out, size_t cap, struct column_encoding *enc, char *why,
                   size_t whylen)
+{
+    uint8_t *offsets = NULL;
+    if (col->type == FORMAT_I128 && col->n > 0 &&
+        (codec == FORMAT_PFOR || (codec == COLUMN_CODEC_AUTO && policy == FORMAT_POLICY_SMALLEST))) {
+        struct plan bp;
+        plan_bitpack_i128(col->values, col->n, &bp);
+        offsets = i128_offsets(col->values, col->n, &bp);
+        if (!offsets && bp.ok && bp.bits <= 63 && codec == FORMAT_PFOR)
+            return fail(why, whylen, "out of memory");
+    }
+    int rc = encode_planned(col, policy, codec, offsets, out, cap, enc, why, whylen);
+    free(offsets);
+    return rc;
+}
+
+/* column_encode, given an i128 column's offsets (or NULL). */
+static int encode_planned(const struct format_column *col, enum format_policy policy, int codec,
+                          const uint8_t *offsets, uint8_t *out, size_t cap,
+                          struct column_encoding *enc, char *why, size_t whylen)
 {
     static const uint8_t none[1];
     const unsigned type = col->type;
@@ -513,6 +565,16 @@ int column_encode(const struct format_column *col, enum format_policy policy, in
     const bool lz4_ok = raw <= LZ4_MAX_INPUT_SIZE;
 
     struct plan bp = {0}, delta = {0}, pfor = {0}, dpfor = {0};
+    struct rice_plan rice = {0}, drice = {0};
+    const bool try_rice = type == FORMAT_I64 &&
+                          (codec == FORMAT_RICE || codec == FORMAT_DRICE ||
+                           (codec == COLUMN_CODEC_AUTO && policy == FORMAT_POLICY_SMALLEST &&
+                            col->compact));
+    if (try_rice) {
+        rice_plan(v, n, false, &rice);
+        rice_plan(v, n, true, &drice);
+    }
+    const uint8_t *pfor_values = v; /* what PFOR codes: i128 columns their offsets */
     if (type == FORMAT_I64) {
         plan_bitpack_i64(v, n, &bp);
         plan_delta(v, n, &delta);
@@ -520,6 +582,10 @@ int column_encode(const struct format_column *col, enum format_policy policy, in
         plan_dpfor(v, n, &dpfor);
     } else if (type == FORMAT_I128) {
         plan_bitpack_i128(v, n, &bp);
+        if (offsets || n == 0) {
+            pfor_values = offsets ? offsets : none;
+            plan_pfor(pfor_values, n, &pfor); /* base 0: the offsets' smallest */
+        }
     }
 
     *enc = (struct column_encoding){.codec = FORMAT_RAW};
@@ -540,6 +606,14 @@ int column_encode(const struct format_column *col, enum format_policy policy, in
         if (dpfor.ok && dpfor.size < size) {
             enc->codec = FORMAT_DPFOR;
             size = dpfor.size;
+        }
+        if (rice.ok && rice.size < size) {
+            enc->codec = FORMAT_RICE;
+            size = rice.size;
+        }
+        if (drice.ok && drice.size < size) {
+            enc->codec = FORMAT_DRICE;
+            size = drice.size;
         }
         if (lz4_ok && size > 0) {
             uint64_t room = size - 1 < cap ? size - 1 : cap;
@@ -565,9 +639,18 @@ int column_encode(const struct format_column *col, enum format_policy policy, in
         } else if (codec == FORMAT_DELTA) {
             size = delta.size;
         } else if (codec == FORMAT_PFOR) {
+            if (!pfor.ok)
+                return fail(why, whylen, "i128 values too far apart (or too far from zero) "
+                                     "for pfor");
             size = pfor.size;
         } else if (codec == FORMAT_DPFOR) {
             size = dpfor.size;
+        } else if (codec == FORMAT_RICE || codec == FORMAT_DRICE) {
+            const struct rice_plan *rp = codec == FORMAT_RICE ? &rice : &drice;
+            if (!rp->ok)
+                return fail(why, whylen, "%u values make a %s stream over 2^32 bits", n,
+                            format_codec_name((enum format_codec)codec));
+            size = rp->size;
         } else if (codec == FORMAT_LZ4) {
             if (!lz4_ok)
                 return fail(why, whylen, "%llu bytes are too many for lz4",
@@ -606,14 +689,22 @@ int column_encode(const struct format_column *col, enum format_policy policy, in
         break;
     case FORMAT_PFOR:
         enc->bits = (uint8_t)pfor.bits;
-        enc->base = pfor.base;
-        write_pfor(v, n, &pfor, out);
+        enc->base = type == FORMAT_I128 ? bp.base : pfor.base;
+        write_pfor(pfor_values, n, &pfor, out);
         break;
     case FORMAT_DPFOR:
         enc->bits = (uint8_t)dpfor.bits;
         enc->base = dpfor.base;
         write_dpfor(v, n, &dpfor, out);
         break;
+    case FORMAT_RICE:
+    case FORMAT_DRICE: {
+        const struct rice_plan *rp = enc->codec == FORMAT_RICE ? &rice : &drice;
+        enc->bits = (uint8_t)rp->k;
+        enc->base = rp->base;
+        rice_write(v, n, enc->codec == FORMAT_DRICE, rp, out);
+        break;
+    }
     case FORMAT_LZ4:
         break; /* written above */
     }
@@ -658,6 +749,19 @@ int column_check(unsigned type, unsigned codec, unsigned bits, int64_t base, uin
             return fail(why, whylen, "lz4 length %u cannot hold %u %s values (%llu bytes)",
                         length, n, column_type_name(type), (unsigned long long)raw);
         return 0;
+    case FORMAT_RICE:
+    case FORMAT_DRICE:
+        /* The exact length needs the codes: verify walks them. */
+        if (bits > RICE_KMAX)
+            return fail(why, whylen, "%s remainder width %u exceeds %u", cname, bits,
+                        RICE_KMAX);
+        if (n == 0 && (bits != 0 || base != 0 || length != 0))
+            return fail(why, whylen, "%s column of 0 values with bit width %u, base %lld, "
+                        "length %u; expected all 0", cname, bits, (long long)base, length);
+        if (n > 0 && length <= rice_min_length(n))
+            return fail(why, whylen, "%s length %u leaves no codes for %u values", cname,
+                        length, n);
+        return 0;
     case FORMAT_PFOR:
     case FORMAT_DPFOR: {
         /* The exact length needs the data's header: decoders check it. */
@@ -692,6 +796,18 @@ int column_check(unsigned type, unsigned codec, unsigned bits, int64_t base, uin
 
 /* ---- Decoding ---------------------------------------------------------------- */
 
+/* Turns n u64 offsets at the front of o into the i128 values base + offset.
+ * Back to front: element i (bytes 16i..16i+16) only overwrites offsets 2i
+ * and 2i+1, already read. */
+static void widen_offsets(uint8_t *o, uint32_t n, int64_t base)
+{
+    format_u128 b = (format_u128)(format_i128)base;
+    for (uint32_t i = n; i-- > 0;) {
+        format_i128 x = i128_from_bits(b + load_u64(o + (size_t)i * 8));
+        memcpy(o + (size_t)i * 16, &x, 16);
+    }
+}
+
 /* Values [first, first + count) of a RAW or BITPACK column: both address
  * a value directly. */
 static void decode_direct(enum format_type type, enum format_codec codec, unsigned bits,
@@ -711,13 +827,7 @@ static void decode_direct(enum format_type type, enum format_codec codec, unsign
     } else {
         /* Unpack n uint64 into the front of out, then widen and add the base. */
         bitpack_unpack_at(src, length, first, n, bits, o);
-        /* Widen back to front: element i (bytes 16i..16i+16) only
-         * overwrites packed values 2i and 2i+1, already consumed. */
-        format_u128 b = (format_u128)(format_i128)base;
-        for (uint32_t i = n; i-- > 0;) {
-            format_i128 x = i128_from_bits(b + load_u64(o + (size_t)i * 8));
-            memcpy(o + (size_t)i * 16, &x, 16);
-        }
+        widen_offsets(o, n, base);
     }
 }
 
@@ -834,6 +944,8 @@ static int patched_positions(enum format_codec codec, const struct patched *h, u
 int column_check_data(enum format_codec codec, unsigned bits, uint32_t n, const uint8_t *src,
                       uint32_t length, char *why, size_t whylen)
 {
+    if (codec == FORMAT_RICE || codec == FORMAT_DRICE)
+        return rice_check_data(codec == FORMAT_DRICE, bits, n, src, length, why, whylen);
     if (codec != FORMAT_PFOR && codec != FORMAT_DPFOR)
         return 0;
     struct patched h;
@@ -939,6 +1051,20 @@ static int decode_dpfor(unsigned bits, int64_t base, uint32_t n, uint32_t first,
     return 0;
 }
 
+/* A PFOR column of either type: an i128 column's offsets are decoded as
+ * i64 values of base 0, then widened. */
+static int decode_pfor_typed(enum format_type type, unsigned bits, int64_t base, uint32_t n,
+                             uint32_t first, uint32_t count, const uint8_t *src, uint32_t length,
+                             uint8_t *o, char *why, size_t whylen)
+{
+    if (type == FORMAT_I64)
+        return decode_pfor(bits, base, n, first, count, src, length, o, why, whylen);
+    if (decode_pfor(bits, 0, n, first, count, src, length, o, why, whylen) < 0)
+        return -1;
+    widen_offsets(o, count, base);
+    return 0;
+}
+
 int column_decode_range(enum format_type type, enum format_codec codec, unsigned bits,
                         int64_t base, uint32_t n, uint32_t first, uint32_t count,
                         const uint8_t *src, uint32_t length, void *out, char *why, size_t whylen)
@@ -950,9 +1076,13 @@ int column_decode_range(enum format_type type, enum format_codec codec, unsigned
         return 0;
     }
     if (codec == FORMAT_PFOR)
-        return decode_pfor(bits, base, n, first, count, src, length, out, why, whylen);
+        return decode_pfor_typed(type, bits, base, n, first, count, src, length, out, why,
+                                 whylen);
     if (codec == FORMAT_DPFOR)
         return decode_dpfor(bits, base, n, first, count, src, length, out, why, whylen);
+    if (codec == FORMAT_RICE || codec == FORMAT_DRICE)
+        return rice_decode(codec == FORMAT_DRICE, bits, base, n, first, count, src, length, out,
+                           why, whylen);
     if (first == 0 && count == n)
         return column_decode(type, codec, bits, base, n, src, length, out, why, whylen);
     /* DELTA and LZ4 run from the start: decode it all, keep the slice. */
@@ -987,9 +1117,13 @@ int column_decode(enum format_type type, enum format_codec codec, unsigned bits,
         return 0;
     }
     case FORMAT_PFOR:
-        return decode_pfor(bits, base, n, 0, n, src, length, o, why, whylen);
+        return decode_pfor_typed(type, bits, base, n, 0, n, src, length, o, why, whylen);
     case FORMAT_DPFOR:
         return decode_dpfor(bits, base, n, 0, n, src, length, o, why, whylen);
+    case FORMAT_RICE:
+    case FORMAT_DRICE:
+        return rice_decode(codec == FORMAT_DRICE, bits, base, n, 0, n, src, length, o, why,
+                           whylen);
     case FORMAT_LZ4: {
         uint8_t none[1];
         int r = LZ4_decompress_safe((const char *)src, raw ? (char *)o : (char *)none,

@@ -36,7 +36,7 @@
 /* Version 2 added the directory checksum (header bytes 12-15, reserved
  * and 0 in version 1): in version 1 a corrupted base, role or count in the
  * directory passed every check a reader makes and changed answers. */
-#define FORMAT_VERSION 3 /* 3: codecs PFOR and DPFOR */
+#define FORMAT_VERSION 4 /* 4: PFOR for i128 columns; 3: codecs PFOR and DPFOR */
 #define FORMAT_HEADER_BYTES 32
 #define FORMAT_DIR_ENTRY_BYTES 40
 #define FORMAT_TRAILER_BYTES 8
@@ -65,8 +65,14 @@ enum format_codec {
                            bits; exceptions (every 128th value, deltas that
                            do not fit) hold the value itself, so a slice
                            decodes from at most 127 values before it */
+    FORMAT_RICE = 6,    /* I64 only: value - base as Golomb-Rice codes (a unary
+                           quotient, `bits` remainder bits), rare large
+                           values escaped; small, slower to decode: only
+                           for columns marked compact (format/rice.c) */
+    FORMAT_DRICE = 7,   /* I64 only: deltas as Golomb-Rice codes; descents,
+                           large jumps and every 128th value escaped */
 };
-#define FORMAT_CODEC_LAST FORMAT_DPFOR
+#define FORMAT_CODEC_LAST FORMAT_DRICE
 
 /* Which codecs the encoder may pick for a column. */
 enum format_policy {
@@ -85,6 +91,8 @@ struct format_column {
     enum format_type type;
     uint32_t n;           /* number of elements */
     const void *values;   /* n elements of `type` */
+    bool compact;         /* read rarely: the SMALLEST policy may pick the
+                             RICE codecs, smaller but slower to decode */
 };
 
 struct format_block_info {
@@ -133,6 +141,10 @@ int format_block_open(struct format_block *b, const void *buf, size_t len, bool 
 
 /* Reads directory entry i (0 <= i < ncolumns). */
 void format_block_column(const struct format_block *b, int i, struct format_column_info *out);
+
+/* The first earlier column whose encoded bytes column i reuses (the
+ * encoder writes equal encodings once), or -1. */
+int format_block_shares(const struct format_block *b, int i);
 
 /* The column with this role and index, or -1. */
 int format_block_find(const struct format_block *b, uint16_t role, uint16_t index);

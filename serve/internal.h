@@ -160,6 +160,8 @@ struct exec {
     int64_t started_us;
     uint64_t cells_read;
     bool folded_deltas;       /* a delta block was folded: groups may be empty */
+    bool filters_cells;       /* conditions or inner joins may drop cells */
+    bool any_vc;              /* some value count is needed */
 };
 
 /* Covers [from, to) with the widest cells that fit and folds every cell

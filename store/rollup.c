@@ -52,7 +52,11 @@ void *block_column_add(struct block_columns *bc, uint16_t role, uint16_t index,
     if (!a)
         return NULL;
     bc->arrays[bc->ncols] = a;
-    bc->cols[bc->ncols++] = (struct format_column){role, index, type, n, a};
+    /* A cell's runs are most of a store's bytes and few asks read them:
+     * rollups answer the rest. They may take the smaller, slower RICE
+     * codecs; a rollup's runs, read by most percentile asks, may not. */
+    bool compact = role == STORE_ROLE_VC_VALUES || role == STORE_ROLE_VC_COUNTS;
+    bc->cols[bc->ncols++] = (struct format_column){role, index, type, n, a, compact};
     return a;
 }
 

@@ -36,20 +36,23 @@ static uint8_t *mixed_block(size_t *len)
     for (int i = 0, x = 0; i < 300; i++)
         codes[i] = x = rng_below(&r, 8) ? x + 1 + (int)rng_below(&r, 20) : (int)rng_below(&r, 500);
     struct format_column cols[] = {
-        {1, 0, FORMAT_I64, 50, plain},     {1, 1, FORMAT_I64, 100, small},
-        {2, 0, FORMAT_I64, 100, stamps},   {2, 1, FORMAT_I64, 200, pattern},
-        {3, 0, FORMAT_F64, 10, dplain},    {3, 1, FORMAT_F64, 64, dconst},
-        {4, 0, FORMAT_I128, 30, w128},     {4, 1, FORMAT_I128, 5, r128},
-        {5, 0, FORMAT_I64, 0, NULL},       {5, 1, FORMAT_I128, 20, l128},
-        {5, 2, FORMAT_I64, 1, plain},      {6, 0, FORMAT_I64, 150, rows},
-        {6, 1, FORMAT_I64, 300, codes},
+        {1, 0, FORMAT_I64, 50, plain, false},     {1, 1, FORMAT_I64, 100, small, false},
+        {2, 0, FORMAT_I64, 100, stamps, false},   {2, 1, FORMAT_I64, 200, pattern, false},
+        {3, 0, FORMAT_F64, 10, dplain, false},    {3, 1, FORMAT_F64, 64, dconst, false},
+        {4, 0, FORMAT_I128, 30, w128, false},     {4, 1, FORMAT_I128, 5, r128, false},
+        {5, 0, FORMAT_I64, 0, NULL, false},       {5, 1, FORMAT_I128, 20, l128, false},
+        {5, 2, FORMAT_I64, 1, plain, false},      {6, 0, FORMAT_I64, 150, rows, false},
+        {6, 1, FORMAT_I64, 300, codes, false},
+        {7, 0, FORMAT_I64, 150, rows, false},
+        {7, 1, FORMAT_I64, 300, codes, false},
     };
     int codecs[] = {FORMAT_RAW, FORMAT_BITPACK, FORMAT_DELTA, FORMAT_LZ4,
                     FORMAT_RAW, FORMAT_LZ4,     FORMAT_BITPACK, FORMAT_RAW,
-                    FORMAT_RAW, FORMAT_LZ4,     FORMAT_DELTA, FORMAT_PFOR, FORMAT_DPFOR};
+                    FORMAT_RAW, FORMAT_LZ4,     FORMAT_DELTA, FORMAT_PFOR, FORMAT_DPFOR,
+                    FORMAT_RICE, FORMAT_DRICE};
     struct format_block_info info = {.span_start = 1700000000000000, .width = 3600000000,
                                      .ncells = 77};
-    return encode_block(&info, cols, 13, FORMAT_POLICY_SMALLEST, codecs, len);
+    return encode_block(&info, cols, 15, FORMAT_POLICY_SMALLEST, codecs, len);
 }
 
 /* A larger block under the SMALLEST policy. */
@@ -67,7 +70,7 @@ static uint8_t *large_block(size_t *len, void **mem, int *nmem)
             gen_i128(&r, 1, mem[i], n);
         else
             gen_f64(&r, 1, mem[i], n);
-        cols[i] = (struct format_column){(uint16_t)i, 0, t, n, mem[i]};
+        cols[i] = (struct format_column){(uint16_t)i, 0, t, n, mem[i], false};
     }
     *nmem = 6;
     struct format_block_info info = {.span_start = 0, .width = 60000000, .ncells = 9};
@@ -298,6 +301,72 @@ Test(format_corrupt, patched_columns_behind_fixed_checksums, .timeout = 60)
     }
     cr_assert_gt(tried, 100);
     cr_assert_gt(refused, 10);
+    free(buf);
+    free(orig);
+}
+
+/* Every byte of the RICE and DRICE columns changed behind fixed checksums:
+ * nothing reads outside the column (ASan), every failure says why, what
+ * verify accepts decodes whole, and what decodes whole (every anchor met
+ * checked) decodes in slices to the same values. A whole decode may accept
+ * what verify refuses (it does not check where the codes end). */
+Test(format_corrupt, rice_columns_behind_fixed_checksums, .timeout = 60)
+{
+    size_t len;
+    uint8_t *orig = mixed_block(&len);
+    uint8_t *buf = malloc(len);
+    int64_t all[300], part[300];
+    int tried = 0, refused = 0;
+    for (int col = 13; col <= 14; col++) {
+        uint8_t *e = orig + 32 + 40 * col;
+        uint32_t off, length, n;
+        memcpy(&n, e + 8, 4);
+        memcpy(&off, e + 12, 4);
+        memcpy(&length, e + 16, 4);
+        cr_assert_eq(e[5], col == 13 ? FORMAT_RICE : FORMAT_DRICE);
+        for (uint32_t k = 0; k < length; k++) {
+            for (int x = 0; x < 3; x++) {
+                memcpy(buf, orig, len);
+                buf[off + k] ^= (uint8_t)(x == 0 ? 1u << (k % 8) : x == 1 ? 0x80 : 0xFF);
+                fix_column_checksum(buf, col);
+                fix_trailer(buf, len);
+                struct format_block b;
+                struct format_error err = {{0}};
+                cr_assert_eq(format_block_open(&b, buf, len, true, &err), 0, "%s", err.message);
+                int whole = format_block_decode(&b, col, all, &err);
+                if (whole)
+                    cr_assert_neq(err.message[0], '\0');
+                err.message[0] = '\0';
+                int verified = format_block_verify(&b, &err);
+                if (verified)
+                    cr_assert_neq(err.message[0], '\0');
+                if (verified == 0)
+                    cr_assert_eq(whole, 0, "col %d byte %u: verified but does not decode", col,
+                                 k);
+                static const uint32_t slices[][2] = {{0, 1}, {1, 5}, {127, 3}, {128, 1},
+                                                     {140, 10}, {0, 150}, {149, 1}, {256, 44}};
+                for (size_t s = 0; s < sizeof slices / sizeof *slices; s++) {
+                    uint32_t first = slices[s][0], count = slices[s][1];
+                    if (first + count > n)
+                        continue;
+                    err.message[0] = '\0';
+                    int rc = format_block_decode_range(&b, col, first, count, part, &err);
+                    if (rc)
+                        cr_assert_neq(err.message[0], '\0');
+                    if (whole == 0) {
+                        cr_assert_eq(rc, 0, "col %d byte %u slice [%u, +%u): %s", col, k, first,
+                                     count, err.message);
+                        cr_assert_eq(memcmp(part, all + first, count * 8), 0,
+                                     "col %d byte %u slice [%u, +%u)", col, k, first, count);
+                    }
+                }
+                tried++;
+                refused += verified != 0;
+            }
+        }
+    }
+    cr_assert_gt(tried, 100);
+    cr_assert_gt(refused, 10, "%d of %d refused", refused, tried);
     free(buf);
     free(orig);
 }

@@ -21,7 +21,7 @@ static uint8_t *base_block(size_t *len)
 {
     for (int i = 0; i < 10; i++)
         lz10[i] = 0x1111111111111111ll;
-    struct format_column cols[] = {{1, 2, FORMAT_I64, 4, raw4}, {5, 6, FORMAT_I64, 10, lz10}};
+    struct format_column cols[] = {{1, 2, FORMAT_I64, 4, raw4, false}, {5, 6, FORMAT_I64, 10, lz10, false}};
     int codecs[] = {FORMAT_RAW, FORMAT_LZ4};
     struct format_block_info info = {.span_start = 0, .width = 1, .ncells = 4};
     uint8_t *buf = encode_block(&info, cols, 2, FORMAT_POLICY_SMALLEST, codecs, len);
@@ -79,9 +79,9 @@ Test(format_hostile, header)
     free(buf);
 
     EXPECT_OPEN(put16(buf + 4, 7),
-                "segment block has format version 7; this build reads version 3");
+                "segment block has format version 7; this build reads version 4");
     EXPECT_OPEN(put16(buf + 4, 0),
-                "segment block has format version 0; this build reads version 3");
+                "segment block has format version 0; this build reads version 4");
     EXPECT_OPEN(memcpy(buf, "XXXX", 4),
                 "not a segment block (magic 58585858, expected 42525453)");
     EXPECT_OPEN(put16(buf + 6, 5000),
@@ -152,7 +152,7 @@ Test(format_hostile, directory_checksum)
 Test(format_hostile, bitpack_base_changed_behind_the_checksums)
 {
     static const int64_t vals[6] = {1000, 1003, 1001, 1007, 1000, 1002};
-    struct format_column col = {4, 2, FORMAT_I64, 6, vals};
+    struct format_column col = {4, 2, FORMAT_I64, 6, vals, false};
     int codec = FORMAT_BITPACK;
     struct format_block_info info = {.span_start = 0, .width = 1, .ncells = 6};
     size_t len;
@@ -468,7 +468,7 @@ static uint8_t *patched_block(size_t *len)
 {
     for (int i = 0; i < 300; i++)
         dp300[i] = 1000 * (i / 50) % 3000 + i % 50;
-    struct format_column cols[] = {{1, 0, FORMAT_I64, 10, pf10}, {2, 0, FORMAT_I64, 300, dp300}};
+    struct format_column cols[] = {{1, 0, FORMAT_I64, 10, pf10, false}, {2, 0, FORMAT_I64, 300, dp300, false}};
     int codecs[] = {FORMAT_PFOR, FORMAT_DPFOR};
     struct format_block_info info = {.span_start = 0, .width = 1, .ncells = 10};
     uint8_t *buf = encode_block(&info, cols, 2, FORMAT_POLICY_SMALLEST, codecs, len);
@@ -591,11 +591,19 @@ Test(format_hostile, pfor_directory_lies)
     EXPECT_OPEN((put8(entry(buf, 0) + E_CODEC, FORMAT_DPFOR), put32(entry(buf, 0) + E_N, 0)),
                 "column 0 (role 1, index 2): dpfor column of 0 values with bit width 0, base 0, "
                 "length 32; expected all 0");
-    EXPECT_OPEN((put8(entry(buf, 0) + E_TYPE, FORMAT_I128), put8(entry(buf, 0) + E_CODEC, 4)),
-                "column 0 (role 1, index 2): codec pfor is not valid for i128 columns");
+    EXPECT_OPEN((put8(entry(buf, 0) + E_TYPE, FORMAT_I128), put8(entry(buf, 0) + E_CODEC, 5)),
+                "column 0 (role 1, index 2): codec dpfor is not valid for i128 columns");
+    EXPECT_OPEN((put8(entry(buf, 0) + E_TYPE, FORMAT_F64), put8(entry(buf, 0) + E_CODEC, 4)),
+                "column 0 (role 1, index 2): codec pfor is not valid for f64 columns");
     EXPECT_OPEN((put8(entry(buf, 0) + E_TYPE, FORMAT_F64), put8(entry(buf, 0) + E_CODEC, 5)),
                 "column 0 (role 1, index 2): codec dpfor is not valid for f64 columns");
-    EXPECT_OPEN(put8(entry(buf, 0) + E_CODEC, 6), "column 0 (role 1, index 2): unknown codec 6");
+    EXPECT_OPEN(put8(entry(buf, 0) + E_CODEC, 8), "column 0 (role 1, index 2): unknown codec 8");
+    EXPECT_OPEN((put8(entry(buf, 0) + E_TYPE, FORMAT_I128), put8(entry(buf, 0) + E_CODEC, 6)),
+                "column 0 (role 1, index 2): codec rice is not valid for i128 columns");
+    EXPECT_OPEN((put8(entry(buf, 0) + E_CODEC, FORMAT_DRICE), put8(entry(buf, 0) + E_BITS, 24)),
+                "column 0 (role 1, index 2): drice remainder width 24 exceeds 23");
+    EXPECT_OPEN((put8(entry(buf, 0) + E_CODEC, FORMAT_RICE), put32(entry(buf, 0) + E_LENGTH, 12)),
+                "column 0 (role 1, index 2): rice length 12 leaves no codes for 4 values");
 }
 
 /* DPFOR's positions: byte 136 on, 9 bits each (n 300), exceptions at 0,

@@ -45,10 +45,27 @@ static bool i128_fits_bitpack(const i128 *v, uint32_t n)
     return min >= INT64_MIN && min <= INT64_MAX && (u128)max - (u128)min <= UINT64_MAX;
 }
 
+/* PFOR codes an i128 column's offsets from its smallest as i64 values: it
+ * needs them below 2^63. */
+static bool i128_fits_pfor(const i128 *v, uint32_t n)
+{
+    if (n == 0)
+        return true;
+    i128 min = v[0], max = v[0];
+    for (uint32_t i = 1; i < n; i++) {
+        if (v[i] < min)
+            min = v[i];
+        if (v[i] > max)
+            max = v[i];
+    }
+    return min >= INT64_MIN && min <= INT64_MAX && (u128)max - (u128)min <= INT64_MAX;
+}
+
 static void gen_column(struct rng *r, enum format_type type, int dist, uint32_t n,
                        struct gcol *g)
 {
     size_t size = format_type_size(type);
+    *g = (struct gcol){0};
     g->mem = malloc(n ? n * size : 1);
     cr_assert(g->mem);
     if (type == FORMAT_I64)
@@ -70,7 +87,7 @@ static void random_column(struct rng *r, struct gcol *g)
     gen_column(r, type, (int)rng_below(r, (uint64_t)ndist), pick_n(r), g);
     if (rng_below(r, 2)) {
         /* Force one of the codecs valid for these values. */
-        int ok[6], nok = 0;
+        int ok[8], nok = 0;
         ok[nok++] = FORMAT_RAW;
         ok[nok++] = FORMAT_LZ4;
         if (type == FORMAT_I64) {
@@ -78,8 +95,12 @@ static void random_column(struct rng *r, struct gcol *g)
             ok[nok++] = FORMAT_DELTA;
             ok[nok++] = FORMAT_PFOR;
             ok[nok++] = FORMAT_DPFOR;
+            ok[nok++] = FORMAT_RICE;
+            ok[nok++] = FORMAT_DRICE;
         } else if (type == FORMAT_I128 && i128_fits_bitpack(g->mem, g->col.n)) {
             ok[nok++] = FORMAT_BITPACK;
+            if (i128_fits_pfor(g->mem, g->col.n))
+                ok[nok++] = FORMAT_PFOR;
         }
         g->codec = ok[rng_below(r, (uint64_t)nok)];
     }
@@ -113,8 +134,19 @@ static void check_block(const uint8_t *buf, size_t len, const struct format_bloc
         else if (policy == FORMAT_POLICY_RAW)
             cr_assert_eq(ci.codec, FORMAT_RAW);
         cr_assert_eq(ci.offset % 8, 0);
-        cr_assert_geq(ci.offset, prev_end, "columns are laid out in order");
-        prev_end = ci.offset + ci.length;
+        if (ci.offset < prev_end) {
+            /* Only a copy of an earlier column may point back, at its bytes. */
+            bool shared = false;
+            for (int j = 0; j < i && !shared; j++) {
+                struct format_column_info cj;
+                format_block_column(&b, j, &cj);
+                shared = cj.offset == ci.offset && cj.length == ci.length &&
+                         cj.codec == ci.codec && cj.checksum == ci.checksum;
+            }
+            cr_assert(shared && ci.length > 0, "column %d overlaps another's bytes", i);
+        } else {
+            prev_end = ci.offset + ci.length;
+        }
         cr_assert_eq(XXH64(buf + ci.offset, ci.length, 0), ci.checksum);
         cr_assert_eq(format_block_find(&b, c->role, c->index), i);
 
@@ -196,6 +228,7 @@ Test(format_roundtrip, random_blocks, .timeout = 120)
             random_column(&r, &g[i]);
             g[i].col.role = (uint16_t)rng_below(&r, 4);
             g[i].col.index = (uint16_t)i; /* (role, index) unique */
+            g[i].col.compact = rng_below(&r, 2);
             cols[i] = g[i].col;
             codecs[i] = g[i].codec;
         }
@@ -250,7 +283,9 @@ Test(format_roundtrip, every_codec_every_distribution, .timeout = 120)
                                      codec == FORMAT_LZ4 ||
                                      (type == FORMAT_I64) ||
                                      (type == FORMAT_I128 && codec == FORMAT_BITPACK &&
-                                      i128_fits_bitpack(g.mem, g.col.n));
+                                      i128_fits_bitpack(g.mem, g.col.n)) ||
+                                     (type == FORMAT_I128 && codec == FORMAT_PFOR &&
+                                      i128_fits_pfor(g.mem, g.col.n));
                         struct format_block_info info = {.span_start = 0, .width = 60000000};
                         if (valid) {
                             size_t len;
@@ -283,7 +318,8 @@ Test(format_roundtrip, every_codec_every_distribution, .timeout = 120)
 }
 
 /* The SMALLEST policy picks the shortest encoding, ties to the earliest of
- * RAW, BITPACK, DELTA, PFOR, DPFOR, LZ4. */
+ * RAW, BITPACK, DELTA, PFOR, DPFOR, RICE, DRICE, LZ4; the RICE codecs only
+ * for a column marked compact. */
 Test(format_roundtrip, smallest_is_smallest, .timeout = 120)
 {
     for (uint64_t seed = 1; seed <= 1000; seed++) {
@@ -291,6 +327,7 @@ Test(format_roundtrip, smallest_is_smallest, .timeout = 120)
         struct gcol g;
         random_column(&r, &g);
         g.codec = COLUMN_CODEC_AUTO;
+        g.col.compact = seed % 2;
         uint32_t length[FORMAT_CODEC_LAST + 1];
         bool ok[FORMAT_CODEC_LAST + 1] = {false};
         struct format_block_info info = {0};
@@ -314,11 +351,13 @@ Test(format_roundtrip, smallest_is_smallest, .timeout = 120)
         cr_assert_eq(format_block_open(&b, buf, len, true, &err), 0);
         struct format_column_info ci;
         format_block_column(&b, 0, &ci);
-        static const int order[] = {FORMAT_RAW,  FORMAT_BITPACK, FORMAT_DELTA,
-                                    FORMAT_PFOR, FORMAT_DPFOR,   FORMAT_LZ4};
+        static const int order[] = {FORMAT_RAW,  FORMAT_BITPACK, FORMAT_DELTA, FORMAT_PFOR,
+                                    FORMAT_DPFOR, FORMAT_RICE,   FORMAT_DRICE, FORMAT_LZ4};
         int want = -1;
         for (size_t k = 0; k < sizeof order / sizeof *order; k++) {
             int codec = order[k];
+            if ((codec == FORMAT_RICE || codec == FORMAT_DRICE) && !g.col.compact)
+                continue;
             if (ok[codec] && (want < 0 || length[codec] < length[want]))
                 want = codec;
         }
@@ -569,10 +608,13 @@ Test(format_roundtrip, encode_errors)
     int64_t v[2] = {1, 2};
     struct format_column cf = {.role = 3, .index = 4, .type = FORMAT_F64, .n = 2, .values = d};
     struct format_column cw = {.role = 0, .index = 1, .type = FORMAT_I128, .n = 2, .values = w};
-    int delta = FORMAT_DELTA, bitpack = FORMAT_BITPACK, bogus = 7, pfor = FORMAT_PFOR,
+    int delta = FORMAT_DELTA, bitpack = FORMAT_BITPACK, bogus = 9, pfor = FORMAT_PFOR,
         dpfor = FORMAT_DPFOR;
     expect_encode_error(&cw, 1, &pfor, FORMAT_POLICY_SMALLEST,
-                        "column 0 (role 0, index 1): codec pfor is not valid for i128 columns");
+                        "column 0 (role 0, index 1): i128 values too far apart (or too far "
+                        "from zero) for pfor");
+    expect_encode_error(&cw, 1, &dpfor, FORMAT_POLICY_SMALLEST,
+                        "column 0 (role 0, index 1): codec dpfor is not valid for i128 columns");
     expect_encode_error(&cf, 1, &dpfor, FORMAT_POLICY_SMALLEST,
                         "column 0 (role 3, index 4): codec dpfor is not valid for f64 columns");
     expect_encode_error(&cf, 1, &delta, FORMAT_POLICY_SMALLEST,
@@ -585,7 +627,7 @@ Test(format_roundtrip, encode_errors)
                         "column 0 (role 0, index 1): i128 values too far apart (or too far "
                         "from zero) for bitpack");
     expect_encode_error(&cf, 1, &bogus, FORMAT_POLICY_SMALLEST,
-                        "column 0 (role 3, index 4): unknown codec 7");
+                        "column 0 (role 3, index 4): unknown codec 9");
 
     struct format_column bad[2] = {
         {.role = 1, .index = 1, .type = FORMAT_I64, .n = 2, .values = v},
@@ -615,6 +657,8 @@ Test(format_roundtrip, names)
     cr_assert_str_eq(format_codec_name(FORMAT_LZ4), "lz4");
     cr_assert_str_eq(format_codec_name(FORMAT_PFOR), "pfor");
     cr_assert_str_eq(format_codec_name(FORMAT_DPFOR), "dpfor");
+    cr_assert_str_eq(format_codec_name(FORMAT_RICE), "rice");
+    cr_assert_str_eq(format_codec_name(FORMAT_DRICE), "drice");
     cr_assert_str_eq(format_codec_name((enum format_codec)9), "unknown");
     cr_assert_eq(format_type_size(FORMAT_I64), 8);
     cr_assert_eq(format_type_size(FORMAT_I128), 16);
@@ -764,4 +808,223 @@ Test(format_roundtrip, pfor_dpfor_small_n)
     /* n = 1: one anchor, nothing else. */
     struct format_column_info d = shaped(v, 1, FORMAT_DPFOR);
     cr_assert_eq(d.length, 16 + 0 + 0 + 0, "%u bytes", d.length);
+}
+
+/* A column whose encoding equals an earlier one's (a count of a column that
+ * is never NULL is the row count) points at those bytes: the block is as
+ * long as with one copy, both columns decode, and a changed value, codec or
+ * type stops the sharing. */
+Test(format_roundtrip, equal_columns_share_bytes)
+{
+    enum { N = 2000 };
+    int64_t rows[N], other[N];
+    for (int i = 0; i < N; i++) {
+        rows[i] = 1 + (i * 7919) % 13;
+        other[i] = rows[i];
+    }
+    other[N / 2] += 1;
+    struct format_column cols[] = {
+        {.role = 3, .index = 0, .type = FORMAT_I64, .n = N, .values = rows},
+        {.role = 3, .index = 1, .type = FORMAT_I64, .n = N, .values = rows},
+        {.role = 3, .index = 2, .type = FORMAT_I64, .n = N, .values = other},
+        {.role = 3, .index = 3, .type = FORMAT_I64, .n = N, .values = rows},
+        {.role = 3, .index = 4, .type = FORMAT_I64, .n = N, .values = rows},
+    };
+    int codecs[] = {COLUMN_CODEC_AUTO, COLUMN_CODEC_AUTO, COLUMN_CODEC_AUTO, COLUMN_CODEC_AUTO,
+                    FORMAT_RAW};
+    struct format_block_info info = {.span_start = 0, .width = 1, .ncells = N};
+    size_t len, alone;
+    uint8_t *buf = encode_block(&info, cols, 5, FORMAT_POLICY_SMALLEST, codecs, &len);
+    uint8_t *one = encode_block(&info, cols, 1, FORMAT_POLICY_SMALLEST, NULL, &alone);
+    struct format_block b;
+    struct format_error err;
+    cr_assert_eq(format_block_open(&b, buf, len, true, &err), 0, "%s", err.message);
+    cr_assert_eq(format_block_verify(&b, &err), 0, "%s", err.message);
+    struct format_column_info c0, c1, c2, c3, c4;
+    format_block_column(&b, 0, &c0);
+    format_block_column(&b, 1, &c1);
+    format_block_column(&b, 2, &c2);
+    format_block_column(&b, 3, &c3);
+    format_block_column(&b, 4, &c4);
+    cr_assert_eq(c1.offset, c0.offset, "an equal column shares the first one's bytes");
+    cr_assert_eq(c3.offset, c0.offset);
+    cr_assert_neq(c2.offset, c0.offset, "one value differs");
+    cr_assert_neq(c4.offset, c0.offset, "another codec");
+    cr_assert_eq(format_block_shares(&b, 0), -1);
+    cr_assert_eq(format_block_shares(&b, 1), 0);
+    cr_assert_eq(format_block_shares(&b, 2), -1);
+    cr_assert_eq(format_block_shares(&b, 3), 0);
+    cr_assert_eq(format_block_shares(&b, 4), -1);
+    cr_assert_eq(format_block_shares(&b, 5), -1);
+    size_t data = (c0.length + 7) & ~7u, raw = N * 8;
+    size_t others = ((c2.length + 7) & ~7u) + raw;
+    cr_assert_eq(len, alone + 4 * 40 + others, "%zu bytes, %zu alone", len, alone);
+    cr_assert_eq(alone, 32 + 40 + data + 8);
+    int64_t out[N];
+    for (int i = 0; i < 5; i++) {
+        cr_assert_eq(format_block_decode(&b, i, out, &err), 0, "%s", err.message);
+        cr_assert_eq(memcmp(out, i == 2 ? other : rows, sizeof out), 0, "column %d", i);
+    }
+    /* A flipped byte in the shared bytes fails every column that reads them. */
+    buf[c0.offset + c0.length / 2] ^= 0x10;
+    cr_assert_eq(format_block_open(&b, buf, len, false, &err), 0);
+    cr_assert_eq(format_block_decode(&b, 0, out, &err), -1);
+    cr_assert_eq(format_block_decode(&b, 1, out, &err), -1);
+    cr_assert_eq(format_block_decode(&b, 3, out, &err), -1);
+    cr_assert_eq(format_block_decode(&b, 2, out, &err), 0, "%s", err.message);
+    free(one);
+    free(buf);
+}
+
+/* Exact sums are i128 but mostly small, a few large (a cell's fares: most
+ * cells hold one or two trips): PFOR codes their offsets from the smallest
+ * and beats BITPACK, which spends the widest on each. Whole and sliced
+ * decodes give the values back, with a negative base and with one next to
+ * the limit PFOR allows (offsets below 2^63). */
+Test(format_roundtrip, pfor_i128_sums)
+{
+    enum { N = 5000 };
+    static const i128 bases[] = {0, -250000, (i128)INT64_MIN, (i128)INT64_MAX - 1000000};
+    i128 *v = malloc(N * sizeof *v), *out = malloc(N * sizeof *out);
+    for (size_t k = 0; k < sizeof bases / sizeof *bases; k++) {
+        struct rng r = {k + 5};
+        for (int i = 0; i < N; i++)
+            v[i] = bases[k] + (i128)(rng_below(&r, 40) == 0 ? rng_below(&r, 900000)
+                                                           : rng_below(&r, 3000));
+        struct format_column col = {.role = 4, .type = FORMAT_I128, .n = N, .values = v};
+        struct format_block_info info = {.ncells = N};
+        size_t len;
+        uint8_t *buf = encode_block(&info, &col, 1, FORMAT_POLICY_SMALLEST, NULL, &len);
+        struct format_block b;
+        struct format_error err;
+        cr_assert_eq(format_block_open(&b, buf, len, true, &err), 0, "%s", err.message);
+        cr_assert_eq(format_block_verify(&b, &err), 0, "%s", err.message);
+        struct format_column_info ci;
+        format_block_column(&b, 0, &ci);
+        cr_assert_eq(ci.codec, FORMAT_PFOR, "picked %s", format_codec_name(ci.codec));
+        cr_assert_lt(ci.length, (N * 20 + 7) / 8, "%u bytes: no smaller than bitpack",
+                     ci.length);
+        cr_assert_eq(format_block_decode(&b, 0, out, &err), 0, "%s", err.message);
+        cr_assert_eq(memcmp(out, v, N * sizeof *v), 0);
+        static const uint32_t firsts[] = {0, 1, 127, 2500, N - 1};
+        for (size_t f = 0; f < sizeof firsts / sizeof *firsts; f++) {
+            uint32_t count = N - firsts[f] < 300 ? N - firsts[f] : 300;
+            cr_assert_eq(format_block_decode_range(&b, 0, firsts[f], count, out, &err), 0,
+                         "%s", err.message);
+            cr_assert_eq(memcmp(out, v + firsts[f], count * sizeof *v), 0, "from %u",
+                         firsts[f]);
+        }
+        free(buf);
+    }
+    /* Offsets of 2^63 and more are refused when forced, and AUTO does not try. */
+    v[0] = 0;
+    v[1] = (i128)1 << 63;
+    struct format_column wide = {.role = 4, .type = FORMAT_I128, .n = 2, .values = v};
+    int pfor = FORMAT_PFOR;
+    expect_encode_error(&wide, 1, &pfor, FORMAT_POLICY_SMALLEST,
+                        "column 0 (role 4, index 0): i128 values too far apart (or too far "
+                        "from zero) for pfor");
+    free(out);
+    free(v);
+}
+
+/* Value-count runs as the store writes them for cells: codes ascending
+ * within a cell and back down at the next, rows mostly 1. Marked compact,
+ * they take DRICE and RICE, smaller than DPFOR and PFOR, and decode whole
+ * and in slices that start at, just after and just before an anchor. */
+Test(format_roundtrip, rice_runs_and_rows)
+{
+    enum { N = 20000 };
+    int64_t *codes = malloc(N * sizeof *codes), *rows = malloc(N * sizeof *rows);
+    int64_t *out = malloc(N * sizeof *out);
+    struct rng r = {2024};
+    for (int i = 0, x = 0; i < N; i++) {
+        /* Deltas of sorted samples: small ones common, large ones rare. */
+        int step = 1 + (int)(rng_below(&r, 800) >> rng_below(&r, 6));
+        x = rng_below(&r, 13) == 0 ? 300 + (int)rng_below(&r, 400) : x + step;
+        codes[i] = x;
+        rows[i] = rng_below(&r, 4) ? 1 : rng_below(&r, 50) ? 2 + (int64_t)rng_below(&r, 5)
+                                                           : 1 + (int64_t)rng_below(&r, 100000);
+    }
+    const int64_t *cols[] = {codes, rows};
+    const enum format_codec want[] = {FORMAT_DRICE, FORMAT_RICE};
+    const enum format_codec fast[] = {FORMAT_DPFOR, FORMAT_PFOR};
+    for (int c = 0; c < 2; c++) {
+        struct format_column col = {.role = 6 + c, .type = FORMAT_I64, .n = N, .values = cols[c]};
+        struct format_column_info plain = encode_one(&col, FORMAT_POLICY_SMALLEST);
+        cr_assert_eq(plain.codec, fast[c], "not compact: %s", format_codec_name(plain.codec));
+        col.compact = true;
+        struct format_block_info info = {.ncells = N};
+        size_t len;
+        uint8_t *buf = encode_block(&info, &col, 1, FORMAT_POLICY_SMALLEST, NULL, &len);
+        struct format_block b;
+        struct format_error err;
+        cr_assert_eq(format_block_open(&b, buf, len, true, &err), 0, "%s", err.message);
+        cr_assert_eq(format_block_verify(&b, &err), 0, "%s", err.message);
+        struct format_column_info ci;
+        format_block_column(&b, 0, &ci);
+        cr_assert_eq(ci.codec, want[c], "picked %s", format_codec_name(ci.codec));
+        cr_assert_lt(ci.length * 10, plain.length * 9, "%u bytes against %s's %u",
+                     ci.length, format_codec_name(plain.codec), plain.length);
+        cr_assert_eq(format_block_decode(&b, 0, out, &err), 0, "%s", err.message);
+        cr_assert_eq(memcmp(out, cols[c], N * 8), 0);
+        static const uint32_t firsts[] = {0, 1, 127, 128, 129, 255, 256, 9999, N - 129, N - 1};
+        static const uint32_t counts[] = {1, 2, 127, 128, 300};
+        for (size_t f = 0; f < sizeof firsts / sizeof *firsts; f++)
+            for (size_t k = 0; k < sizeof counts / sizeof *counts; k++) {
+                uint32_t first = firsts[f], count = counts[k];
+                if (first + count > N)
+                    count = N - first;
+                cr_assert_eq(format_block_decode_range(&b, 0, first, count, out, &err), 0,
+                             "%s", err.message);
+                cr_assert_eq(memcmp(out, cols[c] + first, count * 8), 0, "[%u, +%u)", first,
+                             count);
+            }
+        free(buf);
+    }
+    free(out);
+    free(rows);
+    free(codes);
+}
+
+/* Escapes of every width: the int64 extremes (escapes of 64 bits, read in
+ * two parts), descents, equal neighbours (a DRICE delta of 0), and sizes
+ * around the anchor stride, including streams shorter than the decoder's
+ * in-place margin. */
+Test(format_roundtrip, rice_extremes)
+{
+    static const uint32_t sizes[] = {1, 2, 3, 5, 8, 127, 128, 129, 256, 257, 1000};
+    int64_t v[1000], out[1000];
+    struct rng r = {31337};
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+        uint32_t n = sizes[s];
+        for (int shape = 0; shape < 4; shape++) {
+            for (uint32_t i = 0; i < n; i++) {
+                switch (shape) {
+                case 0: v[i] = i % 3 == 0 ? INT64_MIN : i % 3 == 1 ? INT64_MAX : 0; break;
+                case 1: v[i] = 7; break;
+                case 2: v[i] = (int64_t)(i / 2) * 1000 - 5; break;
+                default: v[i] = (int64_t)(rng_next(&r) >> rng_below(&r, 64)); break;
+                }
+            }
+            for (int codec = FORMAT_RICE; codec <= FORMAT_DRICE; codec++) {
+                struct format_column col = {.type = FORMAT_I64, .n = n, .values = v};
+                struct format_block_info info = {0};
+                size_t len;
+                uint8_t *buf = encode_block(&info, &col, 1, FORMAT_POLICY_SMALLEST, &codec, &len);
+                struct format_block b;
+                struct format_error err;
+                cr_assert_eq(format_block_open(&b, buf, len, true, &err), 0, "%s", err.message);
+                cr_assert_eq(format_block_verify(&b, &err), 0, "n %u shape %d %s: %s", n, shape,
+                             format_codec_name((enum format_codec)codec), err.message);
+                cr_assert_eq(format_block_decode(&b, 0, out, &err), 0, "%s", err.message);
+                cr_assert_eq(memcmp(out, v, n * 8), 0, "n %u shape %d %s", n, shape,
+                             format_codec_name((enum format_codec)codec));
+                uint32_t first = n / 2, count = n - n / 2;
+                cr_assert_eq(format_block_decode_range(&b, 0, first, count, out, &err), 0);
+                cr_assert_eq(memcmp(out, v + first, count * 8), 0);
+                free(buf);
+            }
+        }
+    }
 }

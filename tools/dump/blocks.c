@@ -231,6 +231,9 @@ static void segment_json(struct json *j, const struct sql_view *v, const struct 
         json_kv_int(j, "bits", ci.bits);
         json_kv_uint(j, "n", ci.n);
         json_kv_uint(j, "bytes", ci.length);
+        int shared = format_block_shares(&s->block, i);
+        if (shared >= 0)
+            json_kv_int(j, "shares_bytes_of", shared);
         json_object_end(j);
     }
     json_array_end(j);
@@ -252,8 +255,12 @@ static void segment_human(FILE *f, const struct sql_view *v, const struct store_
     for (int i = 0; i < s->block.ncolumns; i++) {
         struct format_column_info ci = {0};
         format_block_column(&s->block, i, &ci);
-        fprintf(f, "%s %s#%u %s %u", i ? "," : "", dump_role_name(ci.role), (unsigned)ci.index,
-                format_codec_name(ci.codec), (unsigned)ci.length);
+        if (format_block_shares(&s->block, i) >= 0)
+            fprintf(f, "%s %s#%u %s shared", i ? "," : "", dump_role_name(ci.role),
+                    (unsigned)ci.index, format_codec_name(ci.codec));
+        else
+            fprintf(f, "%s %s#%u %s %u", i ? "," : "", dump_role_name(ci.role),
+                    (unsigned)ci.index, format_codec_name(ci.codec), (unsigned)ci.length);
     }
     fputc('\n', f);
 }

@@ -1,0 +1,366 @@
+/* rice.c -- RICE and DRICE: Golomb-Rice coded i64 columns.
+ *
+ * Directory: base = the smallest value, bits = k (0 to RICE_KMAX). Data:
+ *
+ *   offset  size              field
+ *   0       1                 xbits: the width of max - min (<= 64)
+ *   1       7                 0
+ *   8       4 x A             anchors: for j < A = ceil(n / 128), the stream
+ *                             bit where value 128j's code starts (u32 LE)
+ *   8 + 4A  ceil(B / 8)       the stream: n codes, B bits in all, bit k of
+ *                             the stream being bit k % 8 of byte k / 8 (as
+ *                             bitpack.h), unused high bits of the last byte 0
+ *
+ * A code is a unary quotient q (q zero bits, then a one bit), then
+ * depending on q and the codec:
+ *
+ *   RICE   q < 32:  k remainder bits r; the value is base + (q << k | r).
+ *          q = 32:  an escape: xbits bits x; the value is base + x.
+ *   DRICE  q < 32:  k bits r, t = q << k | r. t > 0: the value is the one
+ *                   before plus t. t = 0: an escape, xbits bits x follow;
+ *                   the value is base + x.
+ *
+ * All arithmetic mod 2^64. The encoder escapes what a code cannot hold (a
+ * quotient of 32 or more; in DRICE a delta below 1, which is where a
+ * cell's runs start again) and, in DRICE, the value at every anchor, so a
+ * decode can start at any anchor. It takes the k that makes the column
+ * shortest among those around log2 of the mean symbol.
+ *
+ * Decoders never read outside the data: codes that start more than 24
+ * bytes before the stream's end are read in place (one code reads at most
+ * 21 bytes from its start), the rest from a zero-padded copy of the
+ * stream's last bytes, checking after each code that it ended inside the
+ * stream. A zero word where a quotient should be (more than 56 zero bits),
+ * a quotient over 32, or a DRICE quotient of 32 fails: no code is longer.
+ * verify (rice_check_data) also checks that every anchor points where the
+ * walk finds its code and that the codes fill the stream exactly.
+ */
+#include "format/rice.h"
+
+#include "format/bitpack.h"
+#include "format/bytes.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#define RICE_HEADER 8u
+#define RICE_ANCHOR 128u
+#define RICE_QMAX 32u
+#define ESCAPE UINT64_MAX /* symbol(): this value is escaped */
+#define TAIL_BYTES 24u    /* codes starting this close to the end use the copy */
+
+__attribute__((format(printf, 3, 4))) static int fail(char *why, size_t whylen,
+                                                      const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, whylen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static uint32_t anchor_count(uint32_t n) { return n ? (n - 1) / RICE_ANCHOR + 1 : 0; }
+
+uint64_t rice_min_length(uint32_t n)
+{
+    return n ? RICE_HEADER + 4 * (uint64_t)anchor_count(n) : 0;
+}
+
+static uint64_t mask_of(unsigned w) { return w >= 64 ? UINT64_MAX : ((uint64_t)1 << w) - 1; }
+
+/* What value i would code before any width limit: v - base for RICE, the
+ * delta for DRICE, or ESCAPE where DRICE always escapes (an anchor, a
+ * delta below 1). */
+static inline uint64_t raw_symbol(const uint8_t *v, uint32_t i, bool delta, uint64_t base)
+{
+    uint64_t x = load_u64(v + (size_t)i * 8);
+    if (!delta)
+        return x - base == ESCAPE ? ESCAPE - 1 : x - base; /* escaped below anyway */
+    if (i % RICE_ANCHOR == 0)
+        return ESCAPE;
+    int64_t d = i64_from_bits(x - load_u64(v + (size_t)(i - 1) * 8));
+    return d < 1 ? ESCAPE : (uint64_t)d;
+}
+
+/* The symbol value i is coded with at remainder width k (its quotient is
+ * t >> k), or ESCAPE. */
+static inline uint64_t symbol(const uint8_t *v, uint32_t i, bool delta, uint64_t base,
+                              unsigned k)
+{
+    uint64_t t = raw_symbol(v, i, delta, base);
+    return t != ESCAPE && t >> k < RICE_QMAX ? t : ESCAPE;
+}
+
+static uint64_t escape_bits(bool delta, unsigned k, unsigned xbits)
+{
+    return delta ? 1 + k + xbits : RICE_QMAX + 1 + xbits;
+}
+
+/* Stream bits for these values at remainder width k. */
+static uint64_t stream_bits(const uint8_t *v, uint32_t n, bool delta, uint64_t base, unsigned k,
+                            unsigned xbits)
+{
+    uint64_t bits = 0, esc = escape_bits(delta, k, xbits);
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t t = symbol(v, i, delta, base, k);
+        bits += t == ESCAPE ? esc : (t >> k) + 1 + k;
+    }
+    return bits;
+}
+
+void rice_plan(const uint8_t *v, uint32_t n, bool delta, struct rice_plan *p)
+{
+    *p = (struct rice_plan){.ok = true};
+    if (n == 0)
+        return;
+    int64_t min = INT64_MAX, max = INT64_MIN;
+    for (uint32_t i = 0; i < n; i++) {
+        int64_t x = i64_from_bits(load_u64(v + (size_t)i * 8));
+        min = x < min ? x : min;
+        max = x > max ? x : max;
+    }
+    p->base = min;
+    p->xbits = bitpack_width(i64_bits(max) - i64_bits(min));
+    /* Estimate every k's cost from the symbols' widths (count and sum per
+     * width, one pass): a symbol of width w escapes at k when w > k + 5,
+     * otherwise takes 1 + k bits and about t >> k more. Then size the best
+     * estimate and its neighbours exactly. The mean alone misleads: a few
+     * large counts among many ones pull it far from the best k (0). */
+    uint64_t cnt[65] = {0};
+    double sum[65] = {0};
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t t = raw_symbol(v, i, delta, i64_bits(min));
+        if (t != ESCAPE) {
+            unsigned w = bitpack_width(t);
+            cnt[w]++;
+            sum[w] += (double)t;
+        }
+    }
+    unsigned guess = 0;
+    double guess_bits = -1;
+    for (unsigned k = 0; k <= RICE_KMAX; k++) {
+        double bits = 0;
+        for (unsigned w = 0; w <= 64; w++)
+            bits += w > k + 5 ? (double)cnt[w] * (double)escape_bits(delta, k, p->xbits)
+                              : (double)cnt[w] * (1 + k) + sum[w] / (double)((uint64_t)1 << k);
+        if (guess_bits < 0 || bits < guess_bits) {
+            guess_bits = bits;
+            guess = k;
+        }
+    }
+    unsigned lo = guess ? guess - 1 : 0, hi = guess < RICE_KMAX ? guess + 1 : RICE_KMAX;
+    uint64_t best = UINT64_MAX;
+    for (unsigned k = lo; k <= hi; k++) {
+        uint64_t bits = stream_bits(v, n, delta, i64_bits(min), k, p->xbits);
+        if (bits < best) {
+            best = bits;
+            p->k = k;
+        }
+    }
+    p->ok = best <= UINT32_MAX;
+    p->size = RICE_HEADER + 4 * (uint64_t)anchor_count(n) + (best + 7) / 8;
+}
+
+void rice_write(const uint8_t *v, uint32_t n, bool delta, const struct rice_plan *p,
+                uint8_t *out)
+{
+    if (n == 0)
+        return;
+    memset(out, 0, RICE_HEADER);
+    out[0] = (uint8_t)p->xbits;
+    uint8_t *anchors = out + RICE_HEADER;
+    struct bitpack_writer w;
+    bitpack_writer_init(&w, anchors + 4 * (size_t)anchor_count(n));
+    const uint64_t base = i64_bits(p->base);
+    const unsigned k = p->k;
+    uint64_t at = 0; /* bits written */
+    for (uint32_t i = 0; i < n; i++) {
+        if (i % RICE_ANCHOR == 0)
+            store_u32(anchors + 4 * (size_t)(i / RICE_ANCHOR), (uint32_t)at);
+        uint64_t t = symbol(v, i, delta, base, k);
+        if (t == ESCAPE) {
+            uint64_t x = load_u64(v + (size_t)i * 8) - base;
+            if (delta) {
+                bitpack_put(&w, 1, 1 + k); /* q = 0, r = 0 */
+            } else {
+                bitpack_put(&w, 0, RICE_QMAX);
+                bitpack_put(&w, 1, 1);
+            }
+            bitpack_put(&w, x, p->xbits);
+            at += escape_bits(delta, k, p->xbits);
+        } else {
+            unsigned q = (unsigned)(t >> k);
+            bitpack_put(&w, (uint64_t)1 << q, q + 1);
+            bitpack_put(&w, t & mask_of(k), k);
+            at += q + 1 + k;
+        }
+    }
+    bitpack_flush(&w);
+}
+
+/* ---- Decoding ----------------------------------------------------------------- */
+
+struct rice_reader {
+    bool delta;
+    unsigned k, xbits;
+    uint64_t base;
+    uint64_t prev; /* the last value decoded */
+};
+
+/* 57 to 64 bits of s from bit p on. */
+static inline uint64_t peek(const uint8_t *s, uint64_t p) { return load_u64(s + (p >> 3)) >> (p & 7); }
+
+static inline uint64_t get_bits(const uint8_t *s, uint64_t p, unsigned w)
+{
+    if (w <= 56)
+        return peek(s, p) & mask_of(w);
+    return (peek(s, p) & mask_of(56)) | (peek(s, p + 56) & mask_of(w - 56)) << 56;
+}
+
+/* Decodes the code at bit *p of s into r->prev, advancing *p; reads at most
+ * 21 bytes from byte *p / 8. Returns 0 (1 for an escape), or -1. */
+static inline int decode_one(struct rice_reader *r, const uint8_t *s, uint64_t *p)
+{
+    uint64_t w = peek(s, *p);
+    if (w == 0)
+        return -1;
+    unsigned q = (unsigned)__builtin_ctzll(w);
+    if (q >= RICE_QMAX) {
+        if (r->delta || q != RICE_QMAX)
+            return -1;
+        r->prev = r->base + get_bits(s, *p + RICE_QMAX + 1, r->xbits);
+        *p += RICE_QMAX + 1 + r->xbits;
+        return 1;
+    }
+    uint64_t t = (uint64_t)q << r->k | ((w >> (q + 1)) & mask_of(r->k));
+    *p += q + 1 + r->k;
+    if (!r->delta) {
+        r->prev = r->base + t;
+        return 0;
+    }
+    if (t) {
+        r->prev += t;
+        return 0;
+    }
+    r->prev = r->base + get_bits(s, *p, r->xbits);
+    *p += r->xbits;
+    return 1;
+}
+
+/* The data's parts, the header checked. */
+struct rice_data {
+    const uint8_t *anchors, *stream;
+    uint64_t stream_bytes;
+    unsigned xbits;
+};
+
+static int open_data(const char *cname, unsigned k, uint32_t n, const uint8_t *src,
+                     uint32_t length, struct rice_data *d, char *why, size_t whylen)
+{
+    memset(d, 0, sizeof *d);
+    if (n == 0)
+        return length == 0 ? 0 : fail(why, whylen, "%s column of 0 values has %u bytes", cname,
+                                      length);
+    if (k > RICE_KMAX)
+        return fail(why, whylen, "%s remainder width %u exceeds %u", cname, k, RICE_KMAX);
+    if (length < rice_min_length(n))
+        return fail(why, whylen, "%s length %u is less than the header and anchors of %u "
+                    "values take (%llu bytes)", cname, length, n,
+                    (unsigned long long)rice_min_length(n));
+    for (int i = 1; i < (int)RICE_HEADER; i++)
+        if (src[i])
+            return fail(why, whylen, "%s header has reserved bytes set", cname);
+    d->xbits = src[0];
+    if (d->xbits > 64)
+        return fail(why, whylen, "%s escape width %u exceeds 64", cname, d->xbits);
+    d->anchors = src + RICE_HEADER;
+    d->stream = d->anchors + 4 * (size_t)anchor_count(n);
+    d->stream_bytes = length - rice_min_length(n);
+    return 0;
+}
+
+/* Walks values [from, to) starting at stream bit p with r, checking that
+ * each anchor it meets points where its value's code starts (a DRICE one
+ * at an escape), so that a whole decode that succeeds vouches for every
+ * slice; stores values [first, to) at out when out is set. */
+static int walk(struct rice_reader *r, const struct rice_data *d, uint64_t p, uint32_t from,
+                uint32_t to, uint32_t first, uint8_t *out, uint64_t *end_bit, const char *cname,
+                char *why, size_t whylen)
+{
+    const uint64_t nbits = d->stream_bytes * 8;
+    const uint64_t safe = d->stream_bytes > TAIL_BYTES ? (d->stream_bytes - TAIL_BYTES) * 8 : 0;
+    uint8_t tail[TAIL_BYTES + 48] = {0};
+    uint64_t tail_start = 0; /* the copy's first bit, once made */
+    const uint8_t *s = d->stream;
+    uint64_t limit = safe; /* codes that start below it are read in place */
+    for (uint32_t i = from; i < to; i++) {
+        if (p >= limit && s == d->stream) {
+            uint64_t from_byte = safe / 8;
+            memcpy(tail, d->stream + from_byte, d->stream_bytes - from_byte);
+            tail_start = from_byte * 8;
+            s = tail;
+            limit = UINT64_MAX;
+        }
+        if (i % RICE_ANCHOR == 0 && load_u32(d->anchors + 4 * (size_t)(i / RICE_ANCHOR)) != p)
+            return fail(why, whylen, "%s anchor %u points at bit %u, but value %u starts at "
+                        "bit %llu", cname, i / RICE_ANCHOR,
+                        load_u32(d->anchors + 4 * (size_t)(i / RICE_ANCHOR)), i,
+                        (unsigned long long)p);
+        uint64_t local = p - tail_start;
+        int rc = decode_one(r, s, &local);
+        if (rc < 0)
+            return fail(why, whylen, "%s code of value %u at bit %llu is malformed", cname, i,
+                        (unsigned long long)p);
+        if (r->delta && i % RICE_ANCHOR == 0 && rc != 1)
+            return fail(why, whylen, "drice anchor value %u is not an escape", i);
+        p = local + tail_start;
+        if (p > nbits)
+            return fail(why, whylen, "%s stream ends inside value %u", cname, i);
+        if (out && i >= first)
+            store_u64(out + (size_t)(i - first) * 8, r->prev);
+    }
+    *end_bit = p;
+    return 0;
+}
+
+int rice_check_data(bool delta, unsigned k, uint32_t n, const uint8_t *src, uint32_t length,
+                    char *why, size_t whylen)
+{
+    const char *cname = delta ? "drice" : "rice";
+    struct rice_data d;
+    if (open_data(cname, k, n, src, length, &d, why, whylen) < 0)
+        return -1;
+    if (n == 0)
+        return 0;
+    struct rice_reader r = {.delta = delta, .k = k, .xbits = d.xbits};
+    uint64_t end;
+    if (walk(&r, &d, 0, 0, n, n, NULL, &end, cname, why, whylen) < 0)
+        return -1;
+    if ((end + 7) / 8 != d.stream_bytes)
+        return fail(why, whylen, "%s codes end at bit %llu of a %llu-byte stream", cname,
+                    (unsigned long long)end, (unsigned long long)d.stream_bytes);
+    if (end % 8 && d.stream[end / 8] >> (end % 8))
+        return fail(why, whylen, "%s stream has bits set after its last code", cname);
+    return 0;
+}
+
+int rice_decode(bool delta, unsigned k, int64_t base, uint32_t n, uint32_t first,
+                uint32_t count, const uint8_t *src, uint32_t length, uint8_t *out, char *why,
+                size_t whylen)
+{
+    const char *cname = delta ? "drice" : "rice";
+    struct rice_data d;
+    if (open_data(cname, k, n, src, length, &d, why, whylen) < 0)
+        return -1;
+    if (count == 0)
+        return 0;
+    uint32_t from = first / RICE_ANCHOR * RICE_ANCHOR;
+    uint64_t p = load_u32(d.anchors + 4 * (size_t)(first / RICE_ANCHOR));
+    if (p >= d.stream_bytes * 8)
+        return fail(why, whylen, "%s anchor %u points past the stream", cname,
+                    first / RICE_ANCHOR);
+    struct rice_reader r = {.delta = delta, .k = k, .xbits = d.xbits, .base = i64_bits(base)};
+    uint64_t end;
+    return walk(&r, &d, p, from, first + count, first, out, &end, cname, why, whylen);
+}
