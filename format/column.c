@@ -648,7 +648,7 @@ static int encode_planned(const struct format_column *col, enum format_policy po
         } else if (codec == FORMAT_RICE || codec == FORMAT_DRICE) {
             const struct rice_plan *rp = codec == FORMAT_RICE ? &rice : &drice;
             if (!rp->ok)
-                return fail(why, whylen, "%u values make a %s stream over 2^32 bits", n,
+                return fail(why, whylen, "%u values make a %s stream of 2^27 bits or more", n,
                             format_codec_name((enum format_codec)codec));
             size = rp->size;
         } else if (codec == FORMAT_LZ4) {

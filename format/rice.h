@@ -19,11 +19,11 @@
 #define RICE_KMAX 23u /* the largest remainder width (the directory's bits) */
 
 /* What a RICE (delta false) or DRICE (delta true) encoding of n i64 values
- * would be: ok is false when the codec cannot hold them (a stream over
- * 2^32 bits). */
+ * would be: ok is false when the codec cannot hold them (a stream of 2^27
+ * bits or more, 16 MiB: anchors hold 27-bit offsets). */
 struct rice_plan {
     bool ok;
-    unsigned k;     /* remainder bits */
+    unsigned k;     /* the largest block's remainder width */
     unsigned xbits; /* an escape's width: that of max - min */
     int64_t base;   /* the smallest value */
     uint64_t size;  /* encoded bytes */

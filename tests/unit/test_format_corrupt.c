@@ -370,3 +370,45 @@ Test(format_corrupt, rice_columns_behind_fixed_checksums, .timeout = 60)
     free(buf);
     free(orig);
 }
+
+/* A RICE block whose anchor names a remainder width above the directory's
+ * (or past the stream) is refused, by a whole decode, a slice from it and
+ * verify, with the reason, even behind fixed checksums. */
+Test(format_corrupt, rice_anchor_width_and_offset)
+{
+    size_t len;
+    uint8_t *orig = mixed_block(&len);
+    uint8_t *buf = malloc(len);
+    int64_t out[300];
+    const int col = 14; /* DRICE, 300 values: anchors 0, 1, 2 */
+    uint8_t *e = orig + 32 + 40 * col;
+    uint32_t off;
+    memcpy(&off, e + 12, 4);
+    cr_assert_eq(e[5], FORMAT_DRICE);
+    for (int anchor = 0; anchor < 3; anchor++) {
+        for (int what = 0; what < 2; what++) {
+            memcpy(buf, orig, len);
+            uint8_t *a = buf + off + 8 + 4 * anchor;
+            uint32_t word;
+            memcpy(&word, a, 4);
+            if (what == 0)
+                word |= 31u << 27; /* width 31: over any directory's */
+            else
+                word = (word & ~((1u << 27) - 1)) | ((1u << 27) - 1); /* past the stream */
+            memcpy(a, &word, 4);
+            fix_column_checksum(buf, col);
+            fix_trailer(buf, len);
+            struct format_block b;
+            struct format_error err = {{0}};
+            cr_assert_eq(format_block_open(&b, buf, len, true, &err), 0, "%s", err.message);
+            cr_assert_eq(format_block_decode(&b, col, out, &err), -1, "anchor %d", anchor);
+            cr_assert(strstr(err.message, what == 0 ? "remainder width 31" : "anchor") != NULL,
+                      "%s", err.message);
+            cr_assert_eq(format_block_decode_range(&b, col, 128 * (uint32_t)anchor, 5, out, &err),
+                         -1);
+            cr_assert_eq(format_block_verify(&b, &err), -1);
+        }
+    }
+    free(buf);
+    free(orig);
+}

@@ -1028,3 +1028,37 @@ Test(format_roundtrip, rice_extremes)
         }
     }
 }
+
+/* Each block of 128 takes its own remainder width: a column of quiet
+ * stretches (deltas of 1) and busy ones (deltas near 4,000) codes each at
+ * about its own entropy, where one width for the column would spend 12
+ * bits on every quiet delta or escape every busy one. */
+Test(format_roundtrip, rice_width_per_block)
+{
+    enum { N = 2560 };
+    int64_t v[N], out[N];
+    struct rng r = {4};
+    for (int i = 0, x = 0; i < N; i++)
+        v[i] = x += (i / 128) % 2 ? 3000 + (int)rng_below(&r, 2000) : 1;
+    struct format_column col = {.type = FORMAT_I64, .n = N, .values = v, .compact = true};
+    struct format_block_info info = {0};
+    size_t len;
+    uint8_t *buf = encode_block(&info, &col, 1, FORMAT_POLICY_SMALLEST, NULL, &len);
+    struct format_block b;
+    struct format_error err;
+    cr_assert_eq(format_block_open(&b, buf, len, true, &err), 0, "%s", err.message);
+    struct format_column_info ci;
+    format_block_column(&b, 0, &ci);
+    cr_assert_eq(ci.codec, FORMAT_DRICE, "picked %s", format_codec_name(ci.codec));
+    /* Quiet blocks: 1 bit a delta; busy ones: a 12-bit remainder, a 1- or
+     * 2-bit quotient; anchors, escapes and header besides. */
+    size_t bound = 8 + 4 * (N / 128) + (N / 2 * 1 + N / 2 * 15) / 8 + (N / 128) * 40 / 8;
+    cr_assert_leq(ci.length, bound, "%u bytes, more than %zu", ci.length, bound);
+    cr_assert_geq(ci.bits, 11, "the busy blocks' width");
+    cr_assert_eq(format_block_verify(&b, &err), 0, "%s", err.message);
+    cr_assert_eq(format_block_decode(&b, 0, out, &err), 0, "%s", err.message);
+    cr_assert_eq(memcmp(out, v, sizeof v), 0);
+    cr_assert_eq(format_block_decode_range(&b, 0, 1000, 700, out, &err), 0, "%s", err.message);
+    cr_assert_eq(memcmp(out, v + 1000, 700 * 8), 0);
+    free(buf);
+}
