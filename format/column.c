@@ -69,10 +69,10 @@
 #include "format/bitpack.h"
 #include "format/bytes.h"
 #include "format/rice.h"
+#include "format/why.h"
 
 #include <limits.h>
 #include <lz4.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,16 +130,6 @@ const char *column_type_name(unsigned type)
         return "f64";
     }
     return "unknown";
-}
-
-__attribute__((format(printf, 3, 4))) static int fail(char *why, size_t whylen,
-                                                      const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, whylen, fmt, ap);
-    va_end(ap);
-    return -1;
 }
 
 static bool type_known(unsigned type)

@@ -47,8 +47,8 @@
 
 #include "format/bitpack.h"
 #include "format/bytes.h"
+#include "format/why.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -59,16 +59,6 @@
 #define RICE_MAX_BITS ((uint64_t)1 << RICE_OFFSET_BITS)
 #define ESCAPE UINT64_MAX /* symbol(): this value is escaped */
 #define TAIL_BYTES 24u    /* codes starting this close to the end use the copy */
-
-__attribute__((format(printf, 3, 4))) static int fail(char *why, size_t whylen,
-                                                      const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, whylen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 static uint32_t anchor_count(uint32_t n) { return n ? (n - 1) / RICE_ANCHOR + 1 : 0; }
 

@@ -548,8 +548,10 @@ static bool in_list(const int64_t *codes, int n, int64_t code)
 }
 
 
-/* Whether cell i passes the conditions and inner joins; fills dim ids. */
-static int cell_passes(struct exec *x, const struct seg_columns *c, uint32_t i, bool *pass,
+/* Whether cell i passes the conditions and inner joins; fills dim ids.
+ * Inlined into both loops of scan_segment: called per cell, it cost
+ * Manhattan pickups, one week 15%. */
+__attribute__((always_inline)) static inline int cell_passes(struct exec *x, const struct seg_columns *c, uint32_t i, bool *pass,
                        struct ask_error *err)
 {
     const struct sql_view *v = x->v;

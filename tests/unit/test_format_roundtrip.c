@@ -31,7 +31,9 @@ static uint32_t pick_n(struct rng *r)
     }
 }
 
-static bool i128_fits_bitpack(const i128 *v, uint32_t n)
+/* Whether an i128 column's smallest value fits in int64 (a directory base)
+ * and its range is at most max_range. */
+static bool i128_fits(const i128 *v, uint32_t n, u128 max_range)
 {
     if (n == 0)
         return true;
@@ -42,24 +44,13 @@ static bool i128_fits_bitpack(const i128 *v, uint32_t n)
         if (v[i] > max)
             max = v[i];
     }
-    return min >= INT64_MIN && min <= INT64_MAX && (u128)max - (u128)min <= UINT64_MAX;
+    return min >= INT64_MIN && min <= INT64_MAX && (u128)max - (u128)min <= max_range;
 }
 
-/* PFOR codes an i128 column's offsets from its smallest as i64 values: it
- * needs them below 2^63. */
-static bool i128_fits_pfor(const i128 *v, uint32_t n)
-{
-    if (n == 0)
-        return true;
-    i128 min = v[0], max = v[0];
-    for (uint32_t i = 1; i < n; i++) {
-        if (v[i] < min)
-            min = v[i];
-        if (v[i] > max)
-            max = v[i];
-    }
-    return min >= INT64_MIN && min <= INT64_MAX && (u128)max - (u128)min <= INT64_MAX;
-}
+/* BITPACK holds a range of 64 bits; PFOR codes the offsets from the
+ * smallest as i64 values, below 2^63. */
+static bool i128_fits_bitpack(const i128 *v, uint32_t n) { return i128_fits(v, n, UINT64_MAX); }
+static bool i128_fits_pfor(const i128 *v, uint32_t n) { return i128_fits(v, n, INT64_MAX); }
 
 static void gen_column(struct rng *r, enum format_type type, int dist, uint32_t n,
                        struct gcol *g)
