@@ -36,7 +36,7 @@
 /* Version 2 added the directory checksum (header bytes 12-15, reserved
  * and 0 in version 1): in version 1 a corrupted base, role or count in the
  * directory passed every check a reader makes and changed answers. */
-#define FORMAT_VERSION 4 /* 4: PFOR for i128 columns; 3: codecs PFOR and DPFOR */
+#define FORMAT_VERSION 5 /* 5: RICE and DRICE widths per block, in the anchors; 4: codecs RICE and DRICE (one width a column), PFOR for i128 columns; 3: codecs PFOR and DPFOR */
 #define FORMAT_HEADER_BYTES 32
 #define FORMAT_DIR_ENTRY_BYTES 40
 #define FORMAT_TRAILER_BYTES 8

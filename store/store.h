@@ -41,7 +41,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_FORMAT_VERSION 6 /* 6: segment blocks of format 4 (PFOR sums); 5: segment blocks of format 3 (codecs PFOR, DPFOR); 4: delta blocks; 3: segment blocks of format 2 (a directory checksum) */
+#define STORE_FORMAT_VERSION 7 /* 7: segment blocks of format 5 (Rice widths per block); 6: segment blocks of format 4 (Rice codes, PFOR sums); 5: segment blocks of format 3 (codecs PFOR, DPFOR); 4: delta blocks; 3: segment blocks of format 2 (a directory checksum) */
 #define STORE_NULL INT64_MIN
 
 /* The times a row's bucket column may hold, in usec since 1970:

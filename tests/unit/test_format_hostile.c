@@ -79,9 +79,9 @@ Test(format_hostile, header)
     free(buf);
 
     EXPECT_OPEN(put16(buf + 4, 7),
-                "segment block has format version 7; this build reads version 4");
+                "segment block has format version 7; this build reads version 5");
     EXPECT_OPEN(put16(buf + 4, 0),
-                "segment block has format version 0; this build reads version 4");
+                "segment block has format version 0; this build reads version 5");
     EXPECT_OPEN(memcpy(buf, "XXXX", 4),
                 "not a segment block (magic 58585858, expected 42525453)");
     EXPECT_OPEN(put16(buf + 6, 5000),
