@@ -521,31 +521,44 @@ static uint8_t *i128_offsets(const uint8_t *v, uint32_t n, const struct plan *bp
 }
 
 static int encode_planned(const struct format_column *col, enum format_policy policy, int codec,
-                          const uint8_t *offsets, uint8_t *out, size_t cap,
-                          struct column_encoding *enc, char *why, size_t whylen);
+                          const struct plan *bp128, const uint8_t *offsets, uint8_t *out,
+                          size_t cap, struct column_encoding *enc, char *why, size_t whylen);
+
+/* The SMALLEST policy's step: codec replaces the choice so far when it can
+ * hold the values in fewer bytes. */
+static void prefer(struct column_encoding *enc, uint64_t *size, enum format_codec codec,
+                   bool ok, uint64_t codec_size)
+{
+    if (ok && codec_size < *size) {
+        enc->codec = codec;
+        *size = codec_size;
+    }
+}
 
 int column_encode(const struct format_column *col, enum format_policy policy, int codec,
                   uint8_t *out, size_t cap, struct column_encoding *enc, char *why,
                   size_t whylen)
 {
+    struct plan bp128 = {0};
     uint8_t *offsets = NULL;
-    if (col->type == FORMAT_I128 && col->n > 0 &&
-        (codec == FORMAT_PFOR || (codec == COLUMN_CODEC_AUTO && policy == FORMAT_POLICY_SMALLEST))) {
-        struct plan bp;
-        plan_bitpack_i128(col->values, col->n, &bp);
-        offsets = i128_offsets(col->values, col->n, &bp);
-        if (!offsets && bp.ok && bp.bits <= 63 && codec == FORMAT_PFOR)
-            return fail(why, whylen, "out of memory");
+    if (col->type == FORMAT_I128) {
+        plan_bitpack_i128(col->n ? col->values : NULL, col->n, &bp128);
+        if (col->n > 0 && (codec == FORMAT_PFOR || (codec == COLUMN_CODEC_AUTO &&
+                                                    policy == FORMAT_POLICY_SMALLEST))) {
+            offsets = i128_offsets(col->values, col->n, &bp128);
+            if (!offsets && bp128.ok && bp128.bits <= 63 && codec == FORMAT_PFOR)
+                return fail(why, whylen, "out of memory");
+        }
     }
-    int rc = encode_planned(col, policy, codec, offsets, out, cap, enc, why, whylen);
+    int rc = encode_planned(col, policy, codec, &bp128, offsets, out, cap, enc, why, whylen);
     free(offsets);
     return rc;
 }
 
-/* column_encode, given an i128 column's offsets (or NULL). */
+/* column_encode, given an i128 column's bitpack plan and offsets (or NULL). */
 static int encode_planned(const struct format_column *col, enum format_policy policy, int codec,
-                          const uint8_t *offsets, uint8_t *out, size_t cap,
-                          struct column_encoding *enc, char *why, size_t whylen)
+                          const struct plan *bp128, const uint8_t *offsets, uint8_t *out,
+                          size_t cap, struct column_encoding *enc, char *why, size_t whylen)
 {
     static const uint8_t none[1];
     const unsigned type = col->type;
@@ -556,22 +569,19 @@ static int encode_planned(const struct format_column *col, enum format_policy po
 
     struct plan bp = {0}, delta = {0}, pfor = {0}, dpfor = {0};
     struct rice_plan rice = {0}, drice = {0};
-    const bool try_rice = type == FORMAT_I64 &&
-                          (codec == FORMAT_RICE || codec == FORMAT_DRICE ||
-                           (codec == COLUMN_CODEC_AUTO && policy == FORMAT_POLICY_SMALLEST &&
-                            col->compact));
-    if (try_rice) {
-        rice_plan(v, n, false, &rice);
-        rice_plan(v, n, true, &drice);
-    }
     const uint8_t *pfor_values = v; /* what PFOR codes: i128 columns their offsets */
     if (type == FORMAT_I64) {
         plan_bitpack_i64(v, n, &bp);
         plan_delta(v, n, &delta);
         plan_pfor(v, n, &pfor);
         plan_dpfor(v, n, &dpfor);
+        if (codec == FORMAT_RICE || codec == FORMAT_DRICE ||
+            (codec == COLUMN_CODEC_AUTO && policy == FORMAT_POLICY_SMALLEST && col->compact)) {
+            rice_plan(v, n, false, bp.base, bp.bits, &rice);
+            rice_plan(v, n, true, bp.base, bp.bits, &drice);
+        }
     } else if (type == FORMAT_I128) {
-        plan_bitpack_i128(v, n, &bp);
+        bp = *bp128;
         if (offsets || n == 0) {
             pfor_values = offsets ? offsets : none;
             plan_pfor(pfor_values, n, &pfor); /* base 0: the offsets' smallest */
@@ -581,30 +591,13 @@ static int encode_planned(const struct format_column *col, enum format_policy po
     *enc = (struct column_encoding){.codec = FORMAT_RAW};
     uint64_t size = raw;
     if (codec == COLUMN_CODEC_AUTO && policy == FORMAT_POLICY_SMALLEST) {
-        if (bp.ok && bp.size < size) {
-            enc->codec = FORMAT_BITPACK;
-            size = bp.size;
-        }
-        if (delta.ok && delta.size < size) {
-            enc->codec = FORMAT_DELTA;
-            size = delta.size;
-        }
-        if (pfor.ok && pfor.size < size) {
-            enc->codec = FORMAT_PFOR;
-            size = pfor.size;
-        }
-        if (dpfor.ok && dpfor.size < size) {
-            enc->codec = FORMAT_DPFOR;
-            size = dpfor.size;
-        }
-        if (rice.ok && rice.size < size) {
-            enc->codec = FORMAT_RICE;
-            size = rice.size;
-        }
-        if (drice.ok && drice.size < size) {
-            enc->codec = FORMAT_DRICE;
-            size = drice.size;
-        }
+        /* In tie order: only a strictly smaller encoding replaces one. */
+        prefer(enc, &size, FORMAT_BITPACK, bp.ok, bp.size);
+        prefer(enc, &size, FORMAT_DELTA, delta.ok, delta.size);
+        prefer(enc, &size, FORMAT_PFOR, pfor.ok, pfor.size);
+        prefer(enc, &size, FORMAT_DPFOR, dpfor.ok, dpfor.size);
+        prefer(enc, &size, FORMAT_RICE, rice.ok, rice.size);
+        prefer(enc, &size, FORMAT_DRICE, drice.ok, drice.size);
         if (lz4_ok && size > 0) {
             uint64_t room = size - 1 < cap ? size - 1 : cap;
             uint64_t got = write_lz4(v, raw, out, room);

@@ -151,26 +151,14 @@ static unsigned block_k(const uint64_t *t, uint32_t m, bool delta, unsigned xbit
     return best;
 }
 
-static void value_range(const uint8_t *v, uint32_t n, int64_t *min, int64_t *max)
-{
-    *min = INT64_MAX;
-    *max = INT64_MIN;
-    for (uint32_t i = 0; i < n; i++) {
-        int64_t x = i64_from_bits(load_u64(v + (size_t)i * 8));
-        *min = x < *min ? x : *min;
-        *max = x > *max ? x : *max;
-    }
-}
-
-void rice_plan(const uint8_t *v, uint32_t n, bool delta, struct rice_plan *p)
+void rice_plan(const uint8_t *v, uint32_t n, bool delta, int64_t min, unsigned xbits,
+               struct rice_plan *p)
 {
     *p = (struct rice_plan){.ok = true};
     if (n == 0)
         return;
-    int64_t min, max;
-    value_range(v, n, &min, &max);
     p->base = min;
-    p->xbits = bitpack_width(i64_bits(max) - i64_bits(min));
+    p->xbits = xbits;
     uint64_t total = 0, t[RICE_ANCHOR];
     for (uint32_t from = 0; from < n; from += RICE_ANCHOR) {
         uint32_t to = n - from > RICE_ANCHOR ? from + RICE_ANCHOR : n;

@@ -29,7 +29,10 @@ struct rice_plan {
     uint64_t size;  /* encoded bytes */
 };
 
-void rice_plan(const uint8_t *v, uint32_t n, bool delta, struct rice_plan *p);
+/* min is the values' smallest and xbits the width of max - min: what the
+ * caller's frame-of-reference plan (BITPACK's) already found. */
+void rice_plan(const uint8_t *v, uint32_t n, bool delta, int64_t min, unsigned xbits,
+               struct rice_plan *p);
 
 /* Writes exactly p->size bytes. */
 void rice_write(const uint8_t *v, uint32_t n, bool delta, const struct rice_plan *p,

@@ -336,22 +336,31 @@ static int decode_into(const struct exec *x, const struct store_segment *s, int 
     return 0;
 }
 
-/* Elements [first, first + count) of column (role, index), which must have
- * the type and, unless n is ANY_LENGTH, n elements, in a new array. */
+/* The number of column (role, index), which must have the type and, unless
+ * n is ANY_LENGTH, n elements; -1 with err otherwise. */
 #define ANY_LENGTH UINT32_MAX
-static void *column(const struct exec *x, const struct store_segment *s, uint16_t role,
-                    uint16_t index, enum format_type type, uint32_t n, uint32_t first,
-                    uint32_t count, struct ask_error *err)
+static int find_column(const struct store_segment *s, uint16_t role, uint16_t index,
+                       enum format_type type, uint32_t n, struct ask_error *err)
 {
     int i = format_block_find(&s->block, role, index);
     struct format_column_info ci = {0};
     if (i >= 0)
         format_block_column(&s->block, i, &ci);
-    if (i < 0 || ci.type != type || (n != ANY_LENGTH && ci.n != n)) {
-        ask_fail(err, 500, "corrupt_store", "a segment block (span %lld) lacks column %u/%u",
-                 (long long)s->span_start, role, index);
+    if (i < 0 || ci.type != type || (n != ANY_LENGTH && ci.n != n))
+        return ask_fail(err, 500, "corrupt_store", "a segment block (span %lld) lacks column "
+                        "%u/%u", (long long)s->span_start, role, index);
+    return i;
+}
+
+/* Elements [first, first + count) of column (role, index), as find_column
+ * checks it, in a new array. */
+static void *column(const struct exec *x, const struct store_segment *s, uint16_t role,
+                    uint16_t index, enum format_type type, uint32_t n, uint32_t first,
+                    uint32_t count, struct ask_error *err)
+{
+    int i = find_column(s, role, index, type, n, err);
+    if (i < 0)
         return NULL;
-    }
     void *a = malloc((size_t)(count ? count : 1) * format_type_size(type));
     if (!a) {
         ask_fail(err, 500, "internal", "out of memory");
@@ -413,16 +422,12 @@ static int runs_into(const struct exec *x, const struct store_segment *s, int ba
                      int64_t from, int64_t to, int64_t *codes, int64_t *rows, int64_t at,
                      struct ask_error *err)
 {
-    int ic = format_block_find(&s->block, (uint16_t)(base + STORE_ROLE_VC_VALUES), (uint16_t)k);
-    int ir = format_block_find(&s->block, (uint16_t)(base + STORE_ROLE_VC_COUNTS), (uint16_t)k);
-    struct format_column_info cc = {0}, cr = {0};
-    format_block_column(&s->block, ic, &cc);
-    format_block_column(&s->block, ir, &cr);
-    if (ic < 0 || ir < 0 || cc.type != FORMAT_I64 || cr.type != FORMAT_I64)
-        return ask_fail(err, 500, "corrupt_store", "a segment block (span %lld) lacks the runs "
-                        "of value count %d", (long long)s->span_start, k);
+    int ic = find_column(s, (uint16_t)(base + STORE_ROLE_VC_VALUES), (uint16_t)k, FORMAT_I64,
+                         ANY_LENGTH, err);
+    int ir = find_column(s, (uint16_t)(base + STORE_ROLE_VC_COUNTS), (uint16_t)k, FORMAT_I64,
+                         ANY_LENGTH, err);
     uint32_t count = (uint32_t)(to - from);
-    if (decode_into(x, s, ic, (uint32_t)from, count, codes + at, err) ||
+    if (ic < 0 || ir < 0 || decode_into(x, s, ic, (uint32_t)from, count, codes + at, err) ||
         decode_into(x, s, ir, (uint32_t)from, count, rows + at, err))
         return -1;
     return 0;
