@@ -266,6 +266,63 @@ static inline int decode_one(struct rice_reader *r, const uint8_t *s, uint64_t *
     return 1;
 }
 
+/* Decodes values i to end - 1 (all in one block, none an anchor) while
+ * their codes start below limit, so that they are read in place, and are
+ * plain codes or, in DRICE, escapes that fit the 57 to 64 bits one load
+ * gives; returns the first value it left to walk's general step (an
+ * escape it cannot take, the block's end, the tail). The general step
+ * decodes the same codes; this is the same arithmetic without the checks a
+ * value inside a block does not need, and with one load for several short
+ * codes: a code's position no longer waits on a load, which made a decode
+ * about 4 ns a value. */
+static inline uint32_t decode_run(struct rice_reader *r, const uint8_t *s, uint64_t *pp,
+                                  uint64_t limit, uint32_t i, uint32_t end, uint32_t first,
+                                  uint8_t *out)
+{
+    const unsigned k = r->k, xbits = r->xbits;
+    const uint64_t kmask = mask_of(k), xmask = mask_of(xbits), base = r->base;
+    uint64_t p = *pp, prev = r->prev;
+    if (p >= limit)
+        return i;
+    uint64_t w = peek(s, p);
+    unsigned avail = 64 - (unsigned)(p & 7);
+    while (i < end) {
+        unsigned q = w ? (unsigned)__builtin_ctzll(w) : 64;
+        unsigned len = q + 1 + k;
+        if (q >= RICE_QMAX || len > avail) {
+            if (q < RICE_QMAX || avail < 64 - 7) { /* the code may go on past w: load again */
+                if (p >= limit)
+                    break;
+                w = peek(s, p);
+                avail = 64 - (unsigned)(p & 7);
+                if (w && (unsigned)__builtin_ctzll(w) < RICE_QMAX)
+                    continue;
+            }
+            break; /* a RICE escape or a malformed code: the general step */
+        }
+        uint64_t t = (uint64_t)q << k | ((w >> (q + 1)) & kmask);
+        if (!r->delta) {
+            prev = base + t;
+        } else if (t) {
+            prev += t;
+        } else { /* a DRICE escape: xbits more bits */
+            if (len + xbits > avail)
+                break;
+            prev = base + (xbits ? (w >> len) & xmask : 0);
+            len += xbits;
+        }
+        w = len < 64 ? w >> len : 0;
+        avail -= len;
+        p += len;
+        if (i >= first)
+            store_u64(out + (size_t)(i - first) * 8, prev);
+        i++;
+    }
+    *pp = p;
+    r->prev = prev;
+    return i;
+}
+
 /* The data's parts, the header checked. */
 struct rice_data {
     const uint8_t *anchors, *stream;
@@ -355,6 +412,10 @@ static int walk(struct rice_reader *r, const struct rice_data *d, uint64_t p, ui
             return fail(why, whylen, "%s stream ends inside value %u", cname, i);
         if (out && i >= first)
             store_u64(out + (size_t)(i - first) * 8, r->prev);
+        if (out && s == d->stream) {
+            uint32_t block_end = (i / RICE_ANCHOR + 1) * RICE_ANCHOR;
+            i = decode_run(r, s, &p, limit, i + 1, block_end < to ? block_end : to, first, out) - 1;
+        }
     }
     *end_bit = p;
     return 0;

@@ -1053,3 +1053,51 @@ Test(format_roundtrip, rice_width_per_block)
     cr_assert_eq(memcmp(out, v + 1000, 700 * 8), 0);
     free(buf);
 }
+
+/* Inside a block the decoder reads several codes from one 64-bit load
+ * while they fit, and leaves the rest to its general step: codes of every
+ * length up to a quotient of 31 and the widest remainders, escapes of every
+ * width between them (descents, and values far out), for both codecs,
+ * decoded whole and in slices that start and end anywhere. */
+Test(format_roundtrip, rice_codes_across_loads)
+{
+    enum { N = 3000 };
+    static int64_t v[N], out[N];
+    struct rng r = {99};
+    for (int shape = 0; shape < 6; shape++) {
+        int64_t x = 0;
+        for (int i = 0; i < N; i++) {
+            uint64_t pick = rng_below(&r, 100);
+            if (pick < 3) /* a far value: escaped, up to 64 bits */
+                x = (int64_t)(rng_next(&r) >> (shape * 10 + rng_below(&r, 8)));
+            else if (pick < 10) /* a descent: a DRICE escape */
+                x -= (int64_t)rng_below(&r, 5000);
+            else /* a step whose quotient ranges over 0..31 and beyond */
+                x += 1 + (int64_t)(rng_below(&r, (uint64_t)1 << (2 + 3 * shape)) *
+                                   (rng_below(&r, 8) ? 1 : rng_below(&r, 40)));
+            v[i] = x;
+        }
+        for (int codec = FORMAT_RICE; codec <= FORMAT_DRICE; codec++) {
+            struct format_column col = {.type = FORMAT_I64, .n = N, .values = v};
+            struct format_block_info info = {0};
+            size_t len;
+            uint8_t *buf = encode_block(&info, &col, 1, FORMAT_POLICY_SMALLEST, &codec, &len);
+            struct format_block b;
+            struct format_error err;
+            cr_assert_eq(format_block_open(&b, buf, len, true, &err), 0, "%s", err.message);
+            cr_assert_eq(format_block_verify(&b, &err), 0, "shape %d: %s", shape, err.message);
+            cr_assert_eq(format_block_decode(&b, 0, out, &err), 0, "%s", err.message);
+            cr_assert_eq(memcmp(out, v, sizeof v), 0, "shape %d %s", shape,
+                         format_codec_name((enum format_codec)codec));
+            for (int t = 0; t < 200; t++) {
+                uint32_t first = (uint32_t)rng_below(&r, N);
+                uint32_t count = 1 + (uint32_t)rng_below(&r, N - first);
+                cr_assert_eq(format_block_decode_range(&b, 0, first, count, out, &err), 0,
+                             "%s", err.message);
+                cr_assert_eq(memcmp(out, v + first, count * 8), 0, "shape %d %s [%u, +%u)",
+                             shape, format_codec_name((enum format_codec)codec), first, count);
+            }
+            free(buf);
+        }
+    }
+}
