@@ -1,7 +1,8 @@
 /* rice.h -- the RICE and DRICE column codecs (Golomb-Rice codes).
  *
- * For columns that are read rarely and are most of a store's bytes: the
- * value-count runs of cells, which rollups answer most asks without. A
+ * For columns that are most of a store's bytes and whose codes are read
+ * whole rarely: the value-count runs of cells and of rollups (serve picks
+ * single codes of a rollup row from the anchor before them). A
  * Rice code spends about log2 of a value's magnitude plus one or two bits
  * on it, where PFOR spends one width on every value: value codes ascending
  * within a cell take about 9.6 bits a run instead of DPFOR's 13, row counts

@@ -123,15 +123,32 @@ static int text_order(struct exec *x, int fact_col, struct vc_sorted *runs, int6
     return 0;
 }
 
+/* The value of run i. A lent rollup list's codes may still be encoded
+ * (struct vc_lazy): only this one is decoded then. A failure is kept in x
+ * for answer_write, and the value is NULL meanwhile. */
+static struct outval value_of(struct exec *x, int fact_col, const struct vc_sorted *runs,
+                              uint32_t i)
+{
+    int64_t code = 0;
+    if (!runs->lazy)
+        code = runs->codes[i];
+    else if (x->answer_failed ||
+             vc_shared_code(runs->lazy, runs->lazy_at + i, &code, &x->answer_err)) {
+        x->answer_failed = true;
+        return (struct outval){.kind = OV_NULL};
+    }
+    return from_code(x, fact_col, code);
+}
+
 /* The value at 0-based row r of the ordered multiset. */
 static struct outval value_at(struct exec *x, int fact_col, const struct vc_sorted *runs, int64_t r)
 {
     for (uint32_t i = 0; i < runs->n; i++) {
         if (r < runs->rows[i])
-            return from_code(x, fact_col, runs->codes[i]);
+            return value_of(x, fact_col, runs, i);
         r -= runs->rows[i];
     }
-    return from_code(x, fact_col, runs->codes[runs->n - 1]);
+    return value_of(x, fact_col, runs, runs->n - 1);
 }
 
 /* min, max, count(DISTINCT) and percentiles from the group's value counts.
@@ -143,7 +160,16 @@ static struct outval ordered_measure(struct exec *x, const struct sql_measure *m
     int col = m->fact_column;
     struct vc_sorted runs;
     int64_t *by_text_codes = NULL, *by_text_rows = NULL;
-    if (vc_acc_runs(&g->vcs[m->value_counts], &runs) ||
+    struct vc_acc *acc = &g->vcs[m->value_counts];
+    /* Texts are sorted by their bytes, and rows taken away leave a copy:
+     * both read every code. */
+    struct vc_shared *lazy = vc_acc_lazy(acc);
+    if (lazy && (acc->zero_rows || x->types[col].type == STORE_TYPE_TEXT) &&
+        vc_shared_fill(lazy, &x->answer_err)) {
+        x->answer_failed = true;
+        return o;
+    }
+    if (vc_acc_runs(acc, &runs) ||
         (runs.n > 1 && x->types[col].type == STORE_TYPE_TEXT &&
          text_order(x, col, &runs, &by_text_codes, &by_text_rows))) {
         free(by_text_codes);
@@ -156,8 +182,8 @@ static struct outval ordered_measure(struct exec *x, const struct sql_measure *m
         o.i = n;
     } else if (n > 0) {
         switch (m->agg) {
-        case SQL_AGG_MIN: o = from_code(x, col, runs.codes[0]); break;
-        case SQL_AGG_MAX: o = from_code(x, col, runs.codes[n - 1]); break;
+        case SQL_AGG_MIN: o = value_of(x, col, &runs, 0); break;
+        case SQL_AGG_MAX: o = value_of(x, col, &runs, n - 1); break;
         case SQL_AGG_PERCENTILE_DISC: {
             /* As PostgreSQL: row ceil(p * N) in double arithmetic, 1-based. */
             int64_t row = (int64_t)ceil(m->fraction * (double)runs.total);
@@ -343,6 +369,10 @@ int answer_write(struct exec *x, struct buf *out, struct ask_error *err)
     for (uint32_t i = 0; rc == 0 && i < n; i++)
         if (build_row(x, x->groups.all[i], &rows[i]))
             rc = ask_fail(err, 500, "internal", "out of memory");
+    if (rc == 0 && x->answer_failed) {
+        *err = x->answer_err;
+        rc = -1;
+    }
     if (rc == 0) {
         qsort_r(rows, n, sizeof *rows, cmp_rows, (void *)a);
         buf_puts(out, "{\"columns\":[");

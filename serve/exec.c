@@ -320,19 +320,57 @@ static void seg_free(const struct sql_view *v, struct seg_columns *c)
 
 /* Elements [first, first + count) of column i into out. The column's
  * checksum is checked once per snapshot and thread (checked.c). */
+static int decode_block_into(uint64_t snapshot, const struct format_block *b, int64_t span_start,
+                             int i, uint32_t first, uint32_t count, void *out,
+                             struct ask_error *err)
+{
+    struct format_column_info ci = {0};
+    format_block_column(b, i, &ci);
+    const uint8_t *bytes = b->base + ci.offset;
+    bool known = column_was_checked(snapshot, bytes, ci.length, ci.checksum);
+    struct format_error ferr;
+    if (format_block_decode_slice(b, i, first, count, !known, out, &ferr))
+        return ask_fail(err, 500, "corrupt_store", "segment block of span %lld: %s",
+                        (long long)span_start, ferr.message);
+    if (!known)
+        column_mark_checked(snapshot, bytes, ci.length, ci.checksum);
+    return 0;
+}
+
 static int decode_into(const struct exec *x, const struct store_segment *s, int i,
                        uint32_t first, uint32_t count, void *out, struct ask_error *err)
 {
+    return decode_block_into(x->snapshot, &s->block, s->span_start, i, first, count, out, err);
+}
+
+int vc_shared_fill(struct vc_shared *s, struct ask_error *err)
+{
+    struct vc_lazy *l = s->lazy;
+    if (!l)
+        return 0;
+    if (decode_block_into(l->snapshot, &l->block, l->span_start, l->column, l->first, s->n,
+                          s->codes, err))
+        return -1;
+    free(l);
+    s->lazy = NULL;
+    return 0;
+}
+
+int vc_shared_code(struct vc_shared *s, uint32_t i, int64_t *code, struct ask_error *err)
+{
+    const struct vc_lazy *l = s->lazy;
     struct format_column_info ci = {0};
-    format_block_column(&s->block, i, &ci);
-    const uint8_t *bytes = s->block.base + ci.offset;
-    bool known = column_was_checked(x->snapshot, bytes, ci.length, ci.checksum);
-    struct format_error ferr;
-    if (format_block_decode_slice(&s->block, i, first, count, !known, out, &ferr))
-        return ask_fail(err, 500, "corrupt_store", "segment block of span %lld: %s",
-                        (long long)s->span_start, ferr.message);
-    if (!known)
-        column_mark_checked(x->snapshot, bytes, ci.length, ci.checksum);
+    if (l)
+        format_block_column(&l->block, l->column, &ci);
+    /* RICE and DRICE start a slice at most 127 codes back; PFOR and DPFOR
+     * first walk every exception position before it (a pick per hour cost
+     * more than decoding them all once). */
+    if (l && (ci.codec == FORMAT_RICE || ci.codec == FORMAT_DRICE))
+        return decode_block_into(l->snapshot, &l->block, l->span_start, l->column,
+                                 l->first + i, 1, code, err);
+    if (vc_shared_fill(s, err))
+        return -1;
+    *code = s->codes[i];
     return 0;
 }
 
@@ -417,20 +455,24 @@ static int rows_by_starts(const struct exec *x, const struct store_segment *s, i
     return c->bucket ? 0 : ask_fail(err, 500, "internal", "out of memory");
 }
 
-/* Runs [from, to) of value count k into codes and rows at position at. */
+/* Runs [from, to) of value count k into codes and rows at position at;
+ * with lazy set, the rows only, and *lazy says where the codes lie. */
 static int runs_into(const struct exec *x, const struct store_segment *s, int base, int k,
                      int64_t from, int64_t to, int64_t *codes, int64_t *rows, int64_t at,
-                     struct ask_error *err)
+                     struct vc_lazy *lazy, struct ask_error *err)
 {
     int ic = find_column(s, (uint16_t)(base + STORE_ROLE_VC_VALUES), (uint16_t)k, FORMAT_I64,
                          ANY_LENGTH, err);
     int ir = find_column(s, (uint16_t)(base + STORE_ROLE_VC_COUNTS), (uint16_t)k, FORMAT_I64,
                          ANY_LENGTH, err);
     uint32_t count = (uint32_t)(to - from);
-    if (ic < 0 || ir < 0 || decode_into(x, s, ic, (uint32_t)from, count, codes + at, err) ||
-        decode_into(x, s, ir, (uint32_t)from, count, rows + at, err))
+    if (ic < 0 || ir < 0 || decode_into(x, s, ir, (uint32_t)from, count, rows + at, err))
         return -1;
-    return 0;
+    if (lazy) {
+        *lazy = (struct vc_lazy){s->block, ic, (uint32_t)from, s->span_start, x->snapshot};
+        return 0;
+    }
+    return decode_into(x, s, ic, (uint32_t)from, count, codes + at, err);
 }
 
 /* Loads the runs of the value counts the ask needs, after seg_load read
@@ -454,11 +496,18 @@ static int seg_load_runs(struct exec *x, const struct store_segment *s, int base
         int64_t got = packed ? wanted : all;
         c->vc_codes[k] = malloc(sizeof(int64_t) * (size_t)(got + 1));
         c->vc_rows[k] = malloc(sizeof(int64_t) * (size_t)(got + 1));
-        if (!c->vc_codes[k] || !c->vc_rows[k])
+        /* A rollup's codes wait until a group needs them (struct vc_lazy). */
+        struct vc_lazy *lazy = base && !packed ? malloc(sizeof *lazy) : NULL;
+        if (!c->vc_codes[k] || !c->vc_rows[k] || (base && !packed && !lazy)) {
+            free(lazy);
             return ask_fail(err, 500, "internal", "out of memory");
+        }
         if (!packed) {
-            if (runs_into(x, s, base, k, off[0], off[m], c->vc_codes[k], c->vc_rows[k], 0, err))
+            if (runs_into(x, s, base, k, off[0], off[m], c->vc_codes[k], c->vc_rows[k], 0, lazy,
+                          err)) {
+                free(lazy);
                 return -1;
+            }
             for (uint32_t i = m + 1; i-- > 0;)
                 off[i] -= off[0];
         } else {
@@ -474,7 +523,8 @@ static int seg_load_runs(struct exec *x, const struct store_segment *s, int base
                 while (j < m && pass[j])
                     j++;
                 int64_t start = off[i];
-                if (runs_into(x, s, base, k, start, off[j], c->vc_codes[k], c->vc_rows[k], at, err))
+                if (runs_into(x, s, base, k, start, off[j], c->vc_codes[k], c->vc_rows[k], at,
+                              NULL, err))
                     return -1;
                 for (; i < j; i++)
                     off[i] = at + (off[i] - start);
@@ -482,8 +532,10 @@ static int seg_load_runs(struct exec *x, const struct store_segment *s, int base
             }
             off[m] = at;
         }
-        if (!(c->vc_shared[k] = vc_shared_new(c->vc_codes[k], c->vc_rows[k])))
+        if (!(c->vc_shared[k] = vc_shared_new(c->vc_codes[k], c->vc_rows[k], (uint32_t)got, lazy))) {
+            free(lazy);
             return ask_fail(err, 500, "internal", "out of memory");
+        }
     }
     return 0;
 }
@@ -650,9 +702,13 @@ static int fold_cell(struct exec *x, const struct seg_columns *c, uint32_t i, st
     for (int k = 0; k < v->nvalue_counts; k++) {
         if (!x->need_vc[k])
             continue;
-        int64_t r = c->vc_off[k][i];
-        if (vc_acc_add_runs(&g->vcs[k], c->vc_shared[k], c->vc_codes[k] + r, c->vc_rows[k] + r,
-                            c->vc_off[k][i + 1] - r))
+        int64_t r = c->vc_off[k][i], n = c->vc_off[k][i + 1] - r;
+        struct vc_acc *acc = &g->vcs[k];
+        struct vc_shared *held = vc_acc_lazy(acc); /* a merge reads the group's list */
+        if ((n && held && vc_shared_fill(held, err)) ||
+            (c->vc_shared[k]->lazy && !vc_acc_lends(acc, n) && vc_shared_fill(c->vc_shared[k], err)))
+            return -1;
+        if (vc_acc_add_runs(acc, c->vc_shared[k], c->vc_codes[k] + r, c->vc_rows[k] + r, n))
             return ask_fail(err, 500, "internal", "out of memory");
     }
     return 0;

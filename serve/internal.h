@@ -67,18 +67,41 @@ struct vc_run {
     int64_t code, rows;
 };
 
+/* Where the codes of a vc_shared still lie encoded: a rollup's runs, whose
+ * codes seg_load_runs leaves undecoded, since a group fed by one rollup row
+ * (a percentile per bucket, or over a span) reads only the codes it picks.
+ * The block lies in the ask's read snapshot, valid until the answer is
+ * written. */
+struct vc_lazy {
+    struct format_block block;
+    int column;
+    uint32_t first;           /* the column's index of codes[0] */
+    int64_t span_start;       /* for errors */
+    uint64_t snapshot;        /* for the checksum cache (checked.c) */
+};
+
 /* Decoded value-count columns of a block that groups may hold without
  * copying (vc_acc.c): freed when the last holder lets go. One ask's, so
- * one thread's: the count is plain. */
+ * one thread's: the count is plain. While lazy is set, codes holds n
+ * undecoded slots: only a group that lent the list whole may hold it, and
+ * it reads codes through vc_shared_code, or vc_shared_fill first. */
 struct vc_shared {
     int64_t *codes, *rows;
     int refs;
+    uint32_t n;
+    struct vc_lazy *lazy;
 };
 
-/* Takes the arrays (malloc'd); one reference, the caller's. NULL when out
- * of memory (the arrays are then still the caller's). */
-struct vc_shared *vc_shared_new(int64_t *codes, int64_t *rows);
+/* Takes the arrays (malloc'd) of n runs and lazy (malloc'd or NULL); one
+ * reference, the caller's. NULL when out of memory (the arrays are then
+ * still the caller's). */
+struct vc_shared *vc_shared_new(int64_t *codes, int64_t *rows, uint32_t n, struct vc_lazy *lazy);
 void vc_shared_release(struct vc_shared *s);
+/* Decodes the codes lazy left encoded (exec.c); a no-op once done. */
+int vc_shared_fill(struct vc_shared *s, struct ask_error *err);
+/* Code i of the list: while lazy, decoded alone when its codec starts a
+ * slice near it (RICE, DRICE), else after vc_shared_fill. */
+int vc_shared_code(struct vc_shared *s, uint32_t i, int64_t *code, struct ask_error *err);
 
 /* A group's value counts (vc_acc.c): rows per code, first a sorted list
  * (lent from a block or owned), then a hash and, once the codes prove
@@ -104,14 +127,22 @@ struct vc_sorted {
     const int64_t *codes, *rows;
     uint32_t n;
     int64_t total; /* rows in all */
+    struct vc_shared *lazy;       /* set: codes are not decoded; code i is */
+    uint32_t lazy_at;             /* lazy's code lazy_at + i */
 };
 
 /* Adds n runs (code, rows), ascending by code as blocks hold them (runs
  * that do not ascend, from a damaged block, are still counted). When
  * shared is not NULL the arrays lie in it and the group may keep them by
- * reference. -1 when out of memory. */
+ * reference. -1 when out of memory. The codes must be decoded unless the
+ * group lends them (vc_acc_lends), and the group's own list too when it
+ * holds a lazy one. */
 int vc_acc_add_runs(struct vc_acc *a, struct vc_shared *shared, const int64_t *codes,
                     const int64_t *rows, int64_t n);
+/* Whether adding n shared runs would lend them whole, without a merge. */
+bool vc_acc_lends(const struct vc_acc *a, int64_t n);
+/* The lazy list the group lent, whose codes are not decoded yet, or NULL. */
+struct vc_shared *vc_acc_lazy(const struct vc_acc *a);
 /* Ends the adding: the codes with their rows, ascending by code, valid
  * until vc_acc_free. -1 when out of memory. */
 int vc_acc_runs(struct vc_acc *a, struct vc_sorted *out);
@@ -162,6 +193,8 @@ struct exec {
     bool folded_deltas;       /* a delta block was folded: groups may be empty */
     bool filters_cells;       /* conditions or inner joins may drop cells */
     bool any_vc;              /* some value count is needed */
+    bool answer_failed;       /* a lazy code failed to decode while answering */
+    struct ask_error answer_err;
 };
 
 /* Covers [from, to) with the widest cells that fit and folds every cell

@@ -5,7 +5,10 @@
  * are shared (decoded block columns that stay alive while a group holds
  * them) and long enough to be worth it: a group fed by one rollup row (a bucket's or a span's value
  * counts, as a percentile per bucket reads) then costs one pass that checks
- * the runs ascend, and its answer walks the block's own arrays. The next
+ * the runs ascend, and its answer walks the block's own arrays. A rollup's
+ * list may come with its codes still encoded (struct vc_lazy): the group
+ * then sums its rows only, and its codes are decoded when the answer picks
+ * one, or whole by the caller before another list merges in. The next
  * few adds merge sorted lists. Past VC_MERGE_ADDS, codes go to a small hash
  * table. Once it holds VC_DENSE_AFTER distinct codes that fit in VC_WINDOW
  * consecutive codes, the group moves to a dense window of counters: the
@@ -148,20 +151,27 @@ static int copy_lent(struct vc_acc *a)
     return 0;
 }
 
-/* Validates runs before they are kept: codes strictly ascending. Adds their
- * rows to the total and notes a zero. 1 when they do not ascend. */
-static int take_sorted(struct vc_acc *a, const int64_t *codes, const int64_t *rows, int64_t n)
+/* Adds the runs' rows to the total and notes a zero. */
+static void take_rows(struct vc_acc *a, const int64_t *rows, int64_t n)
 {
-    int64_t total = rows[0];
-    bool zero = rows[0] == 0;
-    for (int64_t i = 1; i < n; i++) {
-        if (codes[i] <= codes[i - 1])
-            return 1;
+    int64_t total = 0;
+    bool zero = false;
+    for (int64_t i = 0; i < n; i++) {
         total += rows[i];
         zero |= rows[i] == 0;
     }
     a->total += total;
     a->zero_rows |= zero;
+}
+
+/* Validates runs before they are kept: codes strictly ascending, then
+ * take_rows. 1 when they do not ascend. */
+static int take_sorted(struct vc_acc *a, const int64_t *codes, const int64_t *rows, int64_t n)
+{
+    for (int64_t i = 1; i < n; i++)
+        if (codes[i] <= codes[i - 1])
+            return 1;
+    take_rows(a, rows, n);
     return 0;
 }
 
@@ -218,6 +228,16 @@ static int unsort(struct vc_acc *a)
     return 0;
 }
 
+bool vc_acc_lends(const struct vc_acc *a, int64_t n)
+{
+    return !a->hashed && a->adds < VC_MERGE_ADDS && a->nsorted == 0 && n >= VC_LEND_RUNS;
+}
+
+struct vc_shared *vc_acc_lazy(const struct vc_acc *a)
+{
+    return a->lent && a->lent->lazy ? a->lent : NULL;
+}
+
 int vc_acc_add_runs(struct vc_acc *a, struct vc_shared *shared, const int64_t *codes,
                     const int64_t *rows, int64_t n)
 {
@@ -226,8 +246,12 @@ int vc_acc_add_runs(struct vc_acc *a, struct vc_shared *shared, const int64_t *c
     if (!a->hashed && a->adds < VC_MERGE_ADDS) {
         a->adds++;
         int rc;
-        if (shared && a->nsorted == 0 && n >= VC_LEND_RUNS) {
-            if ((rc = take_sorted(a, codes, rows, n)) == 0) {
+        if (shared && vc_acc_lends(a, n)) {
+            /* Lazy codes are not checked: the writer sorts them, and a
+             * block that was damaged behind its checksum gives a wrong
+             * value, never a read outside the list. */
+            rc = shared->lazy ? (take_rows(a, rows, n), 0) : take_sorted(a, codes, rows, n);
+            if (rc == 0) {
                 let_go(a);
                 a->lent = shared;
                 shared->refs++;
@@ -273,12 +297,12 @@ void vc_acc_free(struct vc_acc *a)
     memset(a, 0, sizeof *a);
 }
 
-struct vc_shared *vc_shared_new(int64_t *codes, int64_t *rows)
+struct vc_shared *vc_shared_new(int64_t *codes, int64_t *rows, uint32_t n, struct vc_lazy *lazy)
 {
     struct vc_shared *s = malloc(sizeof *s);
     if (!s)
         return NULL;
-    *s = (struct vc_shared){codes, rows, 1};
+    *s = (struct vc_shared){codes, rows, 1, n, lazy};
     return s;
 }
 
@@ -287,6 +311,7 @@ void vc_shared_release(struct vc_shared *s)
     if (s && --s->refs == 0) {
         free(s->codes);
         free(s->rows);
+        free(s->lazy);
         free(s);
     }
 }
@@ -356,6 +381,10 @@ int vc_acc_runs(struct vc_acc *a, struct vc_sorted *out)
         a->nsorted = kept;
         a->zero_rows = false;
     }
-    *out = (struct vc_sorted){a->sorted_codes, a->sorted_rows, a->nsorted, a->total};
+    *out = (struct vc_sorted){a->sorted_codes, a->sorted_rows, a->nsorted, a->total, NULL, 0};
+    if (vc_acc_lazy(a)) { /* zero_rows is false: the list was not copied */
+        out->lazy = a->lent;
+        out->lazy_at = (uint32_t)(a->sorted_codes - a->lent->codes);
+    }
     return 0;
 }

@@ -52,10 +52,13 @@ void *block_column_add(struct block_columns *bc, uint16_t role, uint16_t index,
     if (!a)
         return NULL;
     bc->arrays[bc->ncols] = a;
-    /* A cell's runs are most of a store's bytes and few asks read them:
-     * rollups answer the rest. They may take the smaller, slower RICE
-     * codecs; a rollup's runs, read by most percentile asks, may not. */
-    bool compact = role == STORE_ROLE_VC_VALUES || role == STORE_ROLE_VC_COUNTS;
+    /* Value-count runs, the cells' and the rollups', are most of a store's
+     * bytes: they may take the smaller, slower RICE codecs. A rollup row's
+     * runs are mostly read whole by one group, which decodes their rows and
+     * only the code it picks (serve's struct vc_lazy): a code of a RICE
+     * column costs a walk from its anchor, at most 127 codes. */
+    bool compact = role % STORE_ROLE_TOTAL == STORE_ROLE_VC_VALUES % STORE_ROLE_TOTAL ||
+                   role % STORE_ROLE_TOTAL == STORE_ROLE_VC_COUNTS % STORE_ROLE_TOTAL;
     bc->cols[bc->ncols++] = (struct format_column){role, index, type, n, a, compact};
     return a;
 }

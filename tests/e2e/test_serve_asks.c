@@ -105,6 +105,57 @@ Test(serve_asks, the_ten_seed_asks_equal_postgresql, .timeout = 600)
     taxi_db_destroy(&db);
 }
 
+/* Rollup rows long enough to be lent whole (256 runs and more: a day's or
+ * the span's fares) keep their codes encoded until the answer picks one
+ * (serve's struct vc_lazy), RICE coded ones read alone from their anchor:
+ * percentiles, min and max of such rows, one per group and merged across
+ * buckets, after the snapshot and after streamed changes (whose delta
+ * blocks make groups merge lazy lists). */
+Test(serve_asks, picks_from_long_rollup_rows_equal_postgresql, .timeout = 600)
+{
+    static const char *const asks[][2] = {
+        {"SELECT date_bin('1 day', bucket) AS b, median_fare, p99_fare FROM trips "
+         "WHERE bucket >= $1 AND bucket < $2 GROUP BY b",
+         "SELECT date_bin('1 day', pickup_at, timestamptz 'epoch'), "
+         "percentile_disc(0.5) WITHIN GROUP (ORDER BY fare_amount), "
+         "percentile_disc(0.99) WITHIN GROUP (ORDER BY fare_amount) FROM yellow_trips "
+         "GROUP BY 1"},
+        {"SELECT payment_type, median_fare, p99_fare FROM trips WHERE bucket >= $1 "
+         "AND bucket < $2 GROUP BY payment_type",
+         "SELECT payment_type, percentile_disc(0.5) WITHIN GROUP (ORDER BY fare_amount), "
+         "percentile_disc(0.99) WITHIN GROUP (ORDER BY fare_amount) FROM yellow_trips "
+         "GROUP BY 1"},
+        {"SELECT median_fare, p99_fare FROM trips WHERE bucket >= $1 AND bucket < $2",
+         "SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY fare_amount), "
+         "percentile_disc(0.99) WITHIN GROUP (ORDER BY fare_amount) FROM yellow_trips"},
+    };
+    const char *params[] = {TAXI_ALL_FROM, TAXI_ALL_TO};
+    struct taxi_db db;
+    taxi_db_create(&db, NULL, 200000);
+    char log[8192];
+    for (int round = 0; round < 2; round++) {
+        if (round)
+            for (int i = 0; i < 4; i++)
+                taxi_random_batch(&db);
+        cr_assert_eq(taxi_ingest_once(&db, log, sizeof log), 0, "%s", log);
+        struct store_error serr;
+        struct engine *e = engine_open(db.store, NULL, &serr);
+        cr_assert_not_null(e, "%s", serr.message);
+        oracle_exec(db.pg, "SET TIME ZONE 'UTC'");
+        for (size_t i = 0; i < sizeof asks / sizeof *asks; i++) {
+            struct answer want, got;
+            pg_answer(db.pg, asks[i][1], &want);
+            straum_answer(e, asks[i][0], 2, params, "UTC", &got);
+            char what[256];
+            snprintf(what, sizeof what, "ask %zu, round %d", i, round);
+            compare(what, &want, &got);
+        }
+        check_seed_asks(e, db.pg, round ? "long rows, after changes" : "long rows");
+        engine_close(e);
+    }
+    taxi_db_destroy(&db);
+}
+
 /* ---- Generated asks --------------------------------------------------------------- */
 
 static uint64_t rng = 2024;
