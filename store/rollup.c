@@ -56,9 +56,12 @@ void *block_column_add(struct block_columns *bc, uint16_t role, uint16_t index,
      * bytes: they may take the smaller, slower RICE codecs. A rollup row's
      * runs are mostly read whole by one group, which decodes their rows and
      * only the code it picks (serve's struct vc_lazy): a code of a RICE
-     * column costs a walk from its anchor, at most 127 codes. */
+     * column costs a walk from its anchor, at most 127 codes. The cells'
+     * run offsets too (0.4 MB, DRICE): only asks that merge cells' runs
+     * read them, and those spend their time merging. */
     bool compact = role % STORE_ROLE_TOTAL == STORE_ROLE_VC_VALUES % STORE_ROLE_TOTAL ||
-                   role % STORE_ROLE_TOTAL == STORE_ROLE_VC_COUNTS % STORE_ROLE_TOTAL;
+                   role % STORE_ROLE_TOTAL == STORE_ROLE_VC_COUNTS % STORE_ROLE_TOTAL ||
+                   role == STORE_ROLE_VC_OFFSETS;
     bc->cols[bc->ncols++] = (struct format_column){role, index, type, n, a, compact};
     return a;
 }
