@@ -978,6 +978,21 @@ Test(format_roundtrip, rice_runs_and_rows)
     free(codes);
 }
 
+/* A block of one i64 column of n values in codec (RICE or DRICE), opened
+ * into b and verified whole; the caller frees the bytes. */
+static uint8_t *forced_rice_block(const int64_t *v, uint32_t n, int codec, struct format_block *b)
+{
+    struct format_column col = {.type = FORMAT_I64, .n = n, .values = v};
+    struct format_block_info info = {0};
+    size_t len;
+    uint8_t *buf = encode_block(&info, &col, 1, FORMAT_POLICY_SMALLEST, &codec, &len);
+    struct format_error err;
+    cr_assert_eq(format_block_open(b, buf, len, true, &err), 0, "%s", err.message);
+    cr_assert_eq(format_block_verify(b, &err), 0, "%u values, %s: %s", n,
+                 format_codec_name((enum format_codec)codec), err.message);
+    return buf;
+}
+
 /* Escapes of every width: the int64 extremes (escapes of 64 bits, read in
  * two parts), descents, equal neighbours (a DRICE delta of 0), and sizes
  * around the anchor stride, including streams shorter than the decoder's
@@ -999,15 +1014,9 @@ Test(format_roundtrip, rice_extremes)
                 }
             }
             for (int codec = FORMAT_RICE; codec <= FORMAT_DRICE; codec++) {
-                struct format_column col = {.type = FORMAT_I64, .n = n, .values = v};
-                struct format_block_info info = {0};
-                size_t len;
-                uint8_t *buf = encode_block(&info, &col, 1, FORMAT_POLICY_SMALLEST, &codec, &len);
                 struct format_block b;
                 struct format_error err;
-                cr_assert_eq(format_block_open(&b, buf, len, true, &err), 0, "%s", err.message);
-                cr_assert_eq(format_block_verify(&b, &err), 0, "n %u shape %d %s: %s", n, shape,
-                             format_codec_name((enum format_codec)codec), err.message);
+                uint8_t *buf = forced_rice_block(v, n, codec, &b);
                 cr_assert_eq(format_block_decode(&b, 0, out, &err), 0, "%s", err.message);
                 cr_assert_eq(memcmp(out, v, n * 8), 0, "n %u shape %d %s", n, shape,
                              format_codec_name((enum format_codec)codec));
@@ -1078,14 +1087,9 @@ Test(format_roundtrip, rice_codes_across_loads)
             v[i] = x;
         }
         for (int codec = FORMAT_RICE; codec <= FORMAT_DRICE; codec++) {
-            struct format_column col = {.type = FORMAT_I64, .n = N, .values = v};
-            struct format_block_info info = {0};
-            size_t len;
-            uint8_t *buf = encode_block(&info, &col, 1, FORMAT_POLICY_SMALLEST, &codec, &len);
             struct format_block b;
             struct format_error err;
-            cr_assert_eq(format_block_open(&b, buf, len, true, &err), 0, "%s", err.message);
-            cr_assert_eq(format_block_verify(&b, &err), 0, "shape %d: %s", shape, err.message);
+            uint8_t *buf = forced_rice_block(v, N, codec, &b);
             cr_assert_eq(format_block_decode(&b, 0, out, &err), 0, "%s", err.message);
             cr_assert_eq(memcmp(out, v, sizeof v), 0, "shape %d %s", shape,
                          format_codec_name((enum format_codec)codec));
