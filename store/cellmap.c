@@ -9,6 +9,7 @@
 #include "store/internal.h"
 
 #include <stdalign.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
@@ -407,7 +408,18 @@ static struct cell **live_cells(struct cellmap *m, uint32_t *n, struct store_err
     return cells;
 }
 
-static int build_columns(const struct cellmap *m, struct cell **cells, uint32_t n,
+/* What a consuming encode (cellmap_encode_consume) gives back as it goes:
+ * each cell's runs once copied, and the freed heap to the system every
+ * eighth of the cells, since the columns they move into are separate
+ * mappings that cannot reuse it. */
+static void release_runs(struct cell *c, int k)
+{
+    free(c->vcs[k].codes);
+    free(c->vcs[k].rows);
+    c->vcs[k] = (struct vc_runs){0};
+}
+
+static int build_columns(const struct cellmap *m, struct cell **cells, uint32_t n, bool consume,
                          struct block_columns *bc)
 {
     const struct sql_view *v = m->view;
@@ -458,10 +470,15 @@ static int build_columns(const struct cellmap *m, struct cell **cells, uint32_t 
         if (!rows)
             return -1;
         for (uint32_t i = 0; i < n; i++) {
-            if (!cells[i]->vcs[k].n)
-                continue; /* codes/rows may be NULL: memcpy from NULL is UB even for 0 bytes */
-            memcpy(codes + off[i], cells[i]->vcs[k].codes, 8 * (size_t)cells[i]->vcs[k].n);
-            memcpy(rows + off[i], cells[i]->vcs[k].rows, 8 * (size_t)cells[i]->vcs[k].n);
+            if (cells[i]->vcs[k].n) { /* codes/rows may be NULL: memcpy from NULL is UB even for 0 bytes */
+                memcpy(codes + off[i], cells[i]->vcs[k].codes, 8 * (size_t)cells[i]->vcs[k].n);
+                memcpy(rows + off[i], cells[i]->vcs[k].rows, 8 * (size_t)cells[i]->vcs[k].n);
+            }
+            if (consume) {
+                release_runs(cells[i], k);
+                if ((i + 1) % (n / 8 + 1) == 0)
+                    malloc_trim(0);
+            }
         }
     }
     return 0;
@@ -469,11 +486,11 @@ static int build_columns(const struct cellmap *m, struct cell **cells, uint32_t 
 
 /* Encodes n sorted cells, with the rollup families when asked. */
 static int encode_cells(struct cellmap *m, struct cell **cells, uint32_t n, bool rollups,
-                        void **out, size_t *len, struct store_error *err)
+                        bool consume, void **out, size_t *len, struct store_error *err)
 {
     struct block_columns bc = {0};
     int rc = -1;
-    if (build_columns(m, cells, n, &bc) ||
+    if (build_columns(m, cells, n, consume, &bc) ||
         (rollups && rollup_build(m->view, m->types, m->width, &bc, n))) {
         store_fail(err, "out of memory");
         goto done;
@@ -499,7 +516,8 @@ done:
     return rc;
 }
 
-int cellmap_encode(struct cellmap *m, void **out, size_t *len, struct store_error *err)
+static int encode_live(struct cellmap *m, bool consume, void **out, size_t *len,
+                       struct store_error *err)
 {
     uint32_t n;
     *out = NULL;
@@ -507,9 +525,19 @@ int cellmap_encode(struct cellmap *m, void **out, size_t *len, struct store_erro
     struct cell **cells = live_cells(m, &n, err);
     if (!cells)
         return -1;
-    int rc = n ? encode_cells(m, cells, n, true, out, len, err) : 0;
+    int rc = n ? encode_cells(m, cells, n, true, consume, out, len, err) : 0;
     free(cells);
     return rc;
+}
+
+int cellmap_encode(struct cellmap *m, void **out, size_t *len, struct store_error *err)
+{
+    return encode_live(m, false, out, len, err);
+}
+
+int cellmap_encode_consume(struct cellmap *m, void **out, size_t *len, struct store_error *err)
+{
+    return encode_live(m, true, out, len, err);
 }
 
 /* Whether an overlay's cell changes anything. */
@@ -540,7 +568,7 @@ int cellmap_encode_delta(struct cellmap *m, void **out, size_t *len, struct stor
             cells[n++] = m->slots[i];
     int nkeys = m->view->ncell_keys;
     qsort_r(cells, n, sizeof *cells, cell_cmp, &nkeys);
-    int rc = n ? encode_cells(m, cells, n, true, out, len, err) : 0;
+    int rc = n ? encode_cells(m, cells, n, true, false, out, len, err) : 0;
     free(cells);
     return rc;
 }

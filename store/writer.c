@@ -1162,8 +1162,8 @@ static int compact_segment(struct store *s, MDB_txn *txn, const uint8_t key[SEG_
     struct encoded enc = {.key_len = SEG_KEY_BYTES};
     memcpy(enc.key, key, SEG_KEY_BYTES);
     rc = m ? cellmap_load_segment(m, blocks, n, err) : store_fail(err, "out of memory");
-    if (rc == 0)
-        rc = cellmap_encode(m, &enc.block, &enc.len, err);
+    if (rc == 0) /* the fold's peak: its runs held once, not twice */
+        rc = cellmap_encode_consume(m, &enc.block, &enc.len, err);
     cellmap_free(m);
     if (rc == 0)
         rc = put_encoded(s, txn, &enc);
