@@ -409,9 +409,14 @@ static struct cell **live_cells(struct cellmap *m, uint32_t *n, struct store_err
 }
 
 /* What a consuming encode (cellmap_encode_consume) gives back as it goes:
- * each cell's runs once copied, and the freed heap to the system every
+ * each cell's runs once copied, and, for a segment whose runs are large
+ * (TRIM_RUN_BYTES: the widest width's), the freed heap to the system every
  * eighth of the cells, since the columns they move into are separate
- * mappings that cannot reuse it. */
+ * mappings that cannot reuse it. A trim walks the whole heap: trimming
+ * for every segment a million-row commit folded made it 1.5 times as long
+ * (measured). */
+#define TRIM_RUN_BYTES ((uint64_t)32 << 20)
+
 static void release_runs(struct cell *c, int k)
 {
     free(c->vcs[k].codes);
@@ -464,6 +469,7 @@ static int build_columns(const struct cellmap *m, struct cell **cells, uint32_t 
         for (uint32_t i = 0; i < n; i++)
             off[i + 1] = off[i] + cells[i]->vcs[k].n;
         uint32_t runs = (uint32_t)off[n];
+        bool trim = consume && 16 * (uint64_t)runs > TRIM_RUN_BYTES;
         int64_t *codes = block_column_add(bc, STORE_ROLE_VC_VALUES, (uint16_t)k, FORMAT_I64, runs);
         int64_t *rows = codes ? block_column_add(bc, STORE_ROLE_VC_COUNTS, (uint16_t)k, FORMAT_I64, runs)
                               : NULL;
@@ -476,7 +482,7 @@ static int build_columns(const struct cellmap *m, struct cell **cells, uint32_t 
             }
             if (consume) {
                 release_runs(cells[i], k);
-                if ((i + 1) % (n / 8 + 1) == 0)
+                if (trim && (i + 1) % (n / 8 + 1) == 0)
                     malloc_trim(0);
             }
         }

@@ -676,8 +676,20 @@ static int encode_segment(struct store *s, struct bytemap_entry *e, struct encod
     struct cellmap *o = e->ptr, *merged = NULL;
     enum write_plan plan;
     int seq = 0, rc = plan_write(s, o, e->key, &plan, &seq, err);
-    if (rc || plan == WRITE_BASE)
-        return rc || materialize(s, e, err) || cellmap_encode(e->ptr, &out->block, &out->len, err);
+    if (rc || plan == WRITE_BASE) {
+        if (rc || materialize(s, e, err))
+            return -1;
+        if (s->bulk) /* a load keeps its segments decoded between commits */
+            return cellmap_encode(e->ptr, &out->block, &out->len, err);
+        /* Outside bulk mode a written segment is forgotten after the commit,
+         * and a failed commit drops the whole batch: its runs can go as they
+         * are copied, as in a fold (compact_segment). */
+        struct cellmap *m = e->ptr;
+        struct pending *p = s->pending;
+        p->bytes -= m->bytes < p->bytes ? m->bytes : p->bytes;
+        m->bytes = 0;
+        return cellmap_encode_consume(m, &out->block, &out->len, err);
+    }
     if (plan == WRITE_ONE_DELTA && merge_deltas(s, o, e->key, &merged, err)) {
         cellmap_free(merged);
         return -1;
