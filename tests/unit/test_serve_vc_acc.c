@@ -85,7 +85,7 @@ static void add(struct vc_acc *a, const int64_t *codes, const int64_t *rows, siz
     cr_assert(c && r);
     memcpy(c, codes, 8 * k);
     memcpy(r, rows, 8 * k);
-    struct vc_shared *sh = vc_shared_new(c, r, 0, NULL);
+    struct vc_shared *sh = vc_shared_new(c, r, (uint32_t)k, NULL);
     cr_assert_not_null(sh);
     cr_assert_eq(vc_acc_add_runs(a, sh, c, r, (int64_t)k), 0);
     vc_shared_release(sh);
@@ -264,7 +264,7 @@ Test(vc_acc, a_held_block_is_never_changed)
     int64_t want_total = 0;
     for (int i = 0; i < N; i++)
         want_total += r[i];
-    struct vc_shared *sh = vc_shared_new(c, r, 0, NULL);
+    struct vc_shared *sh = vc_shared_new(c, r, N, NULL);
     cr_assert_not_null(sh);
     struct vc_acc a = {0}, b = {0};
     cr_assert_eq(vc_acc_add_runs(&a, sh, c, r, N), 0);
@@ -290,7 +290,7 @@ Test(vc_acc, a_short_list_is_copied_not_held)
     cr_assert(c && r);
     memcpy(c, (int64_t[]){4, 6, 8}, 3 * 8);
     memcpy(r, (int64_t[]){3, 1, 2}, 3 * 8);
-    struct vc_shared *sh = vc_shared_new(c, r, 0, NULL);
+    struct vc_shared *sh = vc_shared_new(c, r, 3, NULL);
     struct vc_acc a = {0};
     cr_assert_eq(vc_acc_add_runs(&a, sh, c, r, 3), 0);
     cr_assert_eq(sh->refs, 1);
