@@ -119,6 +119,12 @@ const char *format_codec_name(enum format_codec codec)
     return "unknown";
 }
 
+bool format_codec_seeks(enum format_codec codec)
+{
+    return codec == FORMAT_RAW || codec == FORMAT_BITPACK || codec == FORMAT_RICE ||
+           codec == FORMAT_DRICE;
+}
+
 const char *column_type_name(unsigned type)
 {
     switch (type) {

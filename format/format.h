@@ -202,5 +202,10 @@ static inline double format_load_f64(const void *p, size_t i)
 /* Size in bytes of one element of a type (0 for an unknown type). */
 size_t format_type_size(enum format_type type);
 const char *format_codec_name(enum format_codec codec);
+/* Whether a slice of a column in this codec costs about its own length: no
+ * pass over the values before it (RAW and BITPACK read in place, RICE and
+ * DRICE start at most 127 values back; DELTA, PFOR, DPFOR and LZ4 walk or
+ * decode what lies before the slice). */
+bool format_codec_seeks(enum format_codec codec);
 
 #endif

@@ -8,7 +8,8 @@
  * within a cell take about 9.6 bits a run instead of DPFOR's 13, row counts
  * (mostly 1) 1.3 instead of 2.4. Decoding walks the codes one by one (2.3 to
  * 3.9 ns a value), several times slower than unpacking fixed widths, which
- * is why the encoder tries them only for columns marked compact. Layout and rules: rice.c.
+ * is why the encoder tries them only for columns marked compact. Layout and
+ * rules: rice.c.
  * Private to format/. */
 #ifndef STRAUM_FORMAT_RICE_H
 #define STRAUM_FORMAT_RICE_H

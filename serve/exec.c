@@ -362,10 +362,10 @@ int vc_shared_code(struct vc_shared *s, uint32_t i, int64_t *code, struct ask_er
     struct format_column_info ci = {0};
     if (l)
         format_block_column(&l->block, l->column, &ci);
-    /* RICE and DRICE start a slice at most 127 codes back; PFOR and DPFOR
-     * first walk every exception position before it (a pick per hour cost
-     * more than decoding them all once). */
-    if (l && (ci.codec == FORMAT_RICE || ci.codec == FORMAT_DRICE))
+    /* A codec that does not seek walks what lies before the code (DPFOR
+     * every exception position: a pick per hour cost more than decoding
+     * the whole list once). */
+    if (l && format_codec_seeks(ci.codec))
         return decode_block_into(l->snapshot, &l->block, l->span_start, l->column,
                                  l->first + i, 1, code, err);
     if (vc_shared_fill(s, err))
@@ -497,8 +497,9 @@ static int seg_load_runs(struct exec *x, const struct store_segment *s, int base
         c->vc_codes[k] = malloc(sizeof(int64_t) * (size_t)(got + 1));
         c->vc_rows[k] = malloc(sizeof(int64_t) * (size_t)(got + 1));
         /* A rollup's codes wait until a group needs them (struct vc_lazy). */
-        struct vc_lazy *lazy = base && !packed ? malloc(sizeof *lazy) : NULL;
-        if (!c->vc_codes[k] || !c->vc_rows[k] || (base && !packed && !lazy)) {
+        bool defer = base && !packed;
+        struct vc_lazy *lazy = defer ? malloc(sizeof *lazy) : NULL;
+        if (!c->vc_codes[k] || !c->vc_rows[k] || (defer && !lazy)) {
             free(lazy);
             return ask_fail(err, 500, "internal", "out of memory");
         }

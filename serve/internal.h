@@ -99,8 +99,8 @@ struct vc_shared *vc_shared_new(int64_t *codes, int64_t *rows, uint32_t n, struc
 void vc_shared_release(struct vc_shared *s);
 /* Decodes the codes lazy left encoded (exec.c); a no-op once done. */
 int vc_shared_fill(struct vc_shared *s, struct ask_error *err);
-/* Code i of the list: while lazy, decoded alone when its codec starts a
- * slice near it (RICE, DRICE), else after vc_shared_fill. */
+/* Code i of the list: while lazy, decoded alone when its codec seeks
+ * (format_codec_seeks), else after vc_shared_fill. */
 int vc_shared_code(struct vc_shared *s, uint32_t i, int64_t *code, struct ask_error *err);
 
 /* A group's value counts (vc_acc.c): rows per code, first a sorted list

@@ -67,10 +67,16 @@ int pending_new(struct store *s, struct store_error *err)
     return 0;
 }
 
+/* Takes a segment's decoded bytes off what the batch holds. */
+static void unhold(struct pending *p, const struct cellmap *m)
+{
+    p->bytes -= m->bytes < p->bytes ? m->bytes : p->bytes;
+}
+
 static void forget_segment(struct pending *p, struct bytemap_entry *e)
 {
     struct cellmap *m = e->ptr;
-    p->bytes -= m->bytes < p->bytes ? m->bytes : p->bytes;
+    unhold(p, m);
     cellmap_free(m);
     bytemap_remove(&p->segments, e);
 }
@@ -685,8 +691,7 @@ static int encode_segment(struct store *s, struct bytemap_entry *e, struct encod
          * and a failed commit drops the whole batch: its runs can go as they
          * are copied, as in a fold (compact_segment). */
         struct cellmap *m = e->ptr;
-        struct pending *p = s->pending;
-        p->bytes -= m->bytes < p->bytes ? m->bytes : p->bytes;
+        unhold(s->pending, m);
         m->bytes = 0;
         return cellmap_encode_consume(m, &out->block, &out->len, err);
     }
@@ -1003,7 +1008,7 @@ static int materialize(struct store *s, struct bytemap_entry *e, struct store_er
     }
     m->last_used = o->last_used;
     p->bytes += m->bytes;
-    p->bytes -= o->bytes < p->bytes ? o->bytes : p->bytes;
+    unhold(p, o);
     cellmap_free(o);
     e->ptr = m;
     return 0;
