@@ -8,7 +8,11 @@
  *   - the floor: the same UPDATE again with straum-ingest stopped, received
  *     by pg_recvlogical alone (test_decoding, output read from a pipe): from
  *     COMMIT's return until its COMMIT line arrives;
- *   - the longest ask overlapping the apply, against the idle median;
+ *   - the longest ask overlapping the apply, against the longest ask of an
+ *     idle stretch as long as the apply (this machine's own tail: an idle
+ *     server's longest ask over ten seconds is tens of times its median,
+ *     and none of it is spent inside straum-serve), and the asks' p99
+ *     against the idle p99; the idle median is reported too;
  *   - the following ingest's VmRSS and VmHWM before and after. */
 #include "bench/taxi_asks.h"
 #include "bench/taxi_bench.h"
@@ -26,6 +30,7 @@
 
 #define DAY_ASK 8 /* "Trips per hour, one day" */
 #define MAX_ASKS (1 << 21)
+#define IDLE_SECONDS 15 /* longer than a million rows take to apply */
 #define FLOOR_SLOT "taxi_floor"
 
 struct asker {
@@ -76,6 +81,57 @@ static void asker_stop(struct asker *a, pthread_t th)
 {
     atomic_store(&a->stop, true);
     pthread_join(th, NULL);
+}
+
+/* Asks started at or after t0 and ending by t1, in time order, as a copy
+ * (the caller frees *dur). */
+static int asks_between(const struct asker *a, int64_t t0, int64_t t1, int64_t **dur)
+{
+    *dur = malloc(sizeof(int64_t) * (size_t)(a->n + 1));
+    int m = 0;
+    for (int i = 0; *dur && i < a->n; i++)
+        if (a->start[i] + a->dur[i] >= t0 && a->start[i] <= t1)
+            (*dur)[m++] = a->dur[i];
+    return m;
+}
+
+/* The p99 of n durations (sorts them). */
+static int64_t p99_of(int64_t *v, int n)
+{
+    if (n <= 0)
+        return 0;
+    taxi_median(v, n);
+    return v[(int)((double)(n - 1) * 0.99)];
+}
+
+/* What "the longest ask" is with nothing being applied, over len ns: the
+ * idle asks (in time order) cut into back-to-back windows of len, and the
+ * median of the windows' longest asks; the longest of them all when the
+ * idle stretch is shorter than len. A window's longest grows with its
+ * length, so only windows as long as the apply compare with it. */
+static int64_t idle_longest(const int64_t *start, const int64_t *dur, int n, int64_t len)
+{
+    int64_t *maxes = malloc(sizeof(int64_t) * (size_t)(n + 1));
+    if (!maxes || n == 0) {
+        free(maxes);
+        return 0;
+    }
+    int m = 0;
+    int64_t end = start[0] + len, cur = 0, all = 0;
+    for (int i = 0; i < n; i++) {
+        if (start[i] >= end) {
+            maxes[m++] = cur; /* a whole window */
+            cur = 0;
+            end += len * ((start[i] - end) / len + 1);
+        }
+        if (dur[i] > cur)
+            cur = dur[i];
+        if (dur[i] > all)
+            all = dur[i];
+    }
+    int64_t r = m ? taxi_median(maxes, m) : all;
+    free(maxes);
+    return r;
 }
 
 /* Updates the first n trips in one transaction. Returns the WAL insert
@@ -181,26 +237,43 @@ int taxi_txn_run(struct taxi_env *e)
     a.start = malloc(sizeof(int64_t) * MAX_ASKS);
     a.dur = malloc(sizeof(int64_t) * MAX_ASKS);
     pthread_t th;
-    /* Idle: the asker alone for a second. */
+    /* Idle: the asker alone, kept in time order (see idle_longest). */
     if (asker_start(&a, &th, e->url))
         return 1;
-    usleep(1000000);
+    usleep(IDLE_SECONDS * 1000000);
     asker_stop(&a, th);
     if (a.failed || a.n == 0) {
         fprintf(stderr, "taxi: the idle asks failed\n");
         return 1;
     }
-    int64_t idle = taxi_median(a.dur, a.n);
+    int n_idle = a.n;
+    int64_t *idle_start = malloc(sizeof(int64_t) * (size_t)n_idle);
+    int64_t *idle_dur = malloc(sizeof(int64_t) * (size_t)n_idle);
+    int64_t *sorted = malloc(sizeof(int64_t) * (size_t)n_idle);
+    if (!idle_start || !idle_dur || !sorted)
+        return 1;
+    memcpy(idle_start, a.start, sizeof(int64_t) * (size_t)n_idle);
+    memcpy(idle_dur, a.dur, sizeof(int64_t) * (size_t)n_idle);
+    memcpy(sorted, a.dur, sizeof(int64_t) * (size_t)n_idle);
+    int64_t idle = taxi_median(sorted, n_idle);
+    int64_t idle_p99 = p99_of(sorted, n_idle);
+    free(sorted);
     char t1[32], t2[32], t3[32], t4[32], t5[32];
-    printf("  idle ask (median of %d): %s; following ingest VmRSS %.1f MiB\n", a.n,
-           taxi_format_ns(idle, t1, sizeof t1), taxi_proc_kib(e->ingest_pid, "VmRSS") / 1024.0);
+    printf("  idle asks (%d in %d s): median %s, p99 %s, longest %s; following ingest VmRSS "
+           "%.1f MiB\n",
+           n_idle, IDLE_SECONDS, taxi_format_ns(idle, t1, sizeof t1),
+           taxi_format_ns(idle_p99, t2, sizeof t2),
+           taxi_format_ns(idle_longest(idle_start, idle_dur, n_idle, INT64_MAX / 2), t3, sizeof t3),
+           taxi_proc_kib(e->ingest_pid, "VmRSS") / 1024.0);
     cJSON *tx = cJSON_AddObjectToObject(e->report, "transactions");
     cJSON_AddNumberToObject(tx, "idle_ask_median_ms", (double)idle / 1e6);
+    cJSON_AddNumberToObject(tx, "idle_ask_p99_ms", (double)idle_p99 / 1e6);
+    cJSON_AddNumberToObject(tx, "idle_seconds", IDLE_SECONDS);
     cJSON *rows_arr = cJSON_AddArrayToObject(tx, "runs");
 
     struct res {
         long long n;
-        int64_t applied, floor, longest;
+        int64_t applied, floor, longest, p99, idle_longest;
         long rss0, rss1, hwm0, hwm1;
     } res[16];
     int nres = 0, rc = 0;
@@ -234,9 +307,14 @@ int taxi_txn_run(struct taxi_env *e)
             break;
         }
         r->applied = applied - commit;
-        for (int i = 0; i < a.n; i++)
-            if (a.start[i] + a.dur[i] >= commit && a.start[i] <= applied && a.dur[i] > r->longest)
-                r->longest = a.dur[i];
+        int64_t *meanwhile;
+        int m = asks_between(&a, commit, applied, &meanwhile);
+        for (int i = 0; i < m; i++)
+            if (meanwhile[i] > r->longest)
+                r->longest = meanwhile[i];
+        r->p99 = p99_of(meanwhile, m);
+        free(meanwhile);
+        r->idle_longest = idle_longest(idle_start, idle_dur, n_idle, r->applied);
         r->rss1 = taxi_proc_kib(e->ingest_pid, "VmRSS");
         r->hwm1 = taxi_proc_kib(e->ingest_pid, "VmHWM");
 
@@ -249,17 +327,20 @@ int taxi_txn_run(struct taxi_env *e)
             rc = 1;
         }
         printf("  %s rows: applied %s after commit; pg_recvlogical alone %s; longest ask %s "
-               "(idle %s); ingest VmRSS %.1f -> %.1f MiB, VmHWM %.1f -> %.1f MiB\n",
+               "(idle, as long: %s); ingest VmRSS %.1f -> %.1f MiB, VmHWM %.1f -> %.1f MiB\n",
                taxi_format_count(n, t1, sizeof t1), taxi_format_ns(r->applied, t2, sizeof t2),
                r->floor > 0 ? taxi_format_ns(r->floor, t3, sizeof t3) : "failed",
-               taxi_format_ns(r->longest, t4, sizeof t4), taxi_format_ns(idle, t5, sizeof t5),
-               r->rss0 / 1024.0, r->rss1 / 1024.0, r->hwm0 / 1024.0, r->hwm1 / 1024.0);
+               taxi_format_ns(r->longest, t4, sizeof t4),
+               taxi_format_ns(r->idle_longest, t5, sizeof t5), r->rss0 / 1024.0,
+               r->rss1 / 1024.0, r->hwm0 / 1024.0, r->hwm1 / 1024.0);
         fflush(stdout);
         cJSON *j = cJSON_CreateObject();
         cJSON_AddNumberToObject(j, "rows", (double)n);
         cJSON_AddNumberToObject(j, "commit_to_applied_ms", (double)r->applied / 1e6);
         cJSON_AddNumberToObject(j, "pg_recvlogical_ms", (double)r->floor / 1e6);
         cJSON_AddNumberToObject(j, "longest_ask_ms", (double)r->longest / 1e6);
+        cJSON_AddNumberToObject(j, "idle_longest_same_length_ms", (double)r->idle_longest / 1e6);
+        cJSON_AddNumberToObject(j, "p99_ask_ms", (double)r->p99 / 1e6);
         cJSON_AddNumberToObject(j, "asks_meanwhile", a.n);
         cJSON_AddNumberToObject(j, "ingest_rss_before_kib", (double)r->rss0);
         cJSON_AddNumberToObject(j, "ingest_rss_after_kib", (double)r->rss1);
@@ -270,21 +351,28 @@ int taxi_txn_run(struct taxi_env *e)
     }
     free(a.start);
     free(a.dur);
+    free(idle_start);
+    free(idle_dur);
     taxi_pg_exec(e->conn, "SELECT pg_drop_replication_slot('" FLOOR_SLOT "')");
     printf("\n| Rows changed | Commit to applied | pg_recvlogical alone | Applied / floor | "
-           "Longest ask meanwhile | vs idle ask | Ingest VmHWM grown |\n"
-           "|---|---|---|---|---|---|---|\n");
+           "Longest ask meanwhile | Idle's longest, as long | Ratio | p99 meanwhile (idle %s) | "
+           "Longest vs idle median | Ingest VmHWM |\n"
+           "|---|---|---|---|---|---|---|---|---|---|\n",
+           taxi_format_ns(idle_p99, t5, sizeof t5));
     for (int i = 0; i < nres; i++) {
         struct res *r = &res[i];
-        char n[32], ra[32], rb[32];
-        printf("| %s | %s | %s | %s | %s | %s | %.1f MiB |\n", taxi_format_count(r->n, n, sizeof n),
-               taxi_format_ns(r->applied, t1, sizeof t1),
+        char n[32], ra[32], rb[32], rc2[32], t6[32];
+        printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %.1f MiB (grew %.1f) |\n",
+               taxi_format_count(r->n, n, sizeof n), taxi_format_ns(r->applied, t1, sizeof t1),
                r->floor > 0 ? taxi_format_ns(r->floor, t2, sizeof t2) : "-",
                r->floor > 0 ? taxi_format_ratio((double)r->applied / (double)r->floor, ra, sizeof ra)
                             : "-",
                taxi_format_ns(r->longest, t3, sizeof t3),
-               taxi_format_ratio((double)r->longest / (double)idle, rb, sizeof rb),
-               (r->hwm1 - r->hwm0) / 1024.0);
+               taxi_format_ns(r->idle_longest, t4, sizeof t4),
+               taxi_format_ratio((double)r->longest / (double)r->idle_longest, rb, sizeof rb),
+               taxi_format_ns(r->p99, t6, sizeof t6),
+               taxi_format_ratio((double)r->longest / (double)idle, rc2, sizeof rc2),
+               r->hwm1 / 1024.0, (r->hwm1 - r->hwm0) / 1024.0);
     }
     if (e->o->plot_dir && nres) {
         char path[1200];

@@ -169,6 +169,7 @@ static struct store *store_alloc(const char *dir, enum store_mode mode)
     s->dir = strdup(dir);
     s->mode = mode;
     s->cache_bytes = 64u << 20;
+    s->inline_fold_bytes = 2u << 20;
     pthread_mutex_init(&s->read_lock, NULL);
     if (!s->dir) {
         free(s);

@@ -62,6 +62,9 @@ struct store {
     struct pending *pending;          /* writer only */
     bool bulk;                        /* store_set_bulk */
     size_t cache_bytes;
+    size_t inline_fold_bytes;         /* store_set_inline_fold_bytes */
+    uintptr_t map_lo, map_hi;         /* where data.mdb is mapped (pages.c), */
+    size_t map_seen_size;             /* as found at this map size */
 };
 
 /* Sets err from an LMDB return code with what was being done. */
@@ -183,6 +186,12 @@ int cellmap_load_segment(struct cellmap *m, const MDB_val *blocks, int nblocks,
  * segment does not exist. blocks point into txn's snapshot. An LMDB code. */
 int segment_blocks(struct store *s, MDB_txn *txn, const uint8_t key[SEG_KEY_BYTES],
                    MDB_val blocks[1 + STORE_MAX_DELTAS], int *n);
+/* Drops blocks read from the map, decoded now, out of this process's page
+ * tables (pages.c). */
+void segment_blocks_release(struct store *s, const MDB_val *blocks, int n);
+/* Drops every page of the map out of this process's page tables; only
+ * when no write transaction is open. */
+void store_release_map(struct store *s);
 
 /* ---- Block columns and rollups (rollup.c) -------------------------------- */
 

@@ -222,7 +222,10 @@ struct store_position {
 };
 
 /* Writes every pending change and the position in one LMDB transaction,
- * growing the map when it is full. On failure nothing is written and the
+ * growing the map when it is full (a load's commit then retries in place;
+ * outside a load, segments go into the transaction as they are encoded, so
+ * the map is grown generously first and a batch that fills it anyway asks
+ * for a replay). On failure nothing is written and the
  * pending changes are dropped (the caller replays from the last position);
  * err->kind tells a full store (STORE_ERR_LIMIT, STORE_ERR_NO_SPACE) or a
  * batch to replay at once (STORE_ERR_REPLAY) from other failures. */
@@ -245,8 +248,13 @@ void store_rollback(struct store *s);
  * default), a commit writes the changes of a stored segment as a delta
  * block (past STORE_MAX_DELTAS, the deltas are merged into one), and folds
  * them into a new base only when the deltas would hold more cells than the
- * base. */
+ * base, or, for a base block of more than store_set_inline_fold_bytes,
+ * twice its cells (store_compact folds it sooner, when the writer idles). */
 void store_set_bulk(struct store *s, bool bulk);
+
+/* The largest base block a commit folds as soon as its deltas outgrow it
+ * (default 2 MiB); see store_set_bulk. */
+void store_set_inline_fold_bytes(struct store *s, size_t bytes);
 
 /* Folds the deltas of segments into their bases, in key order, each
  * segment in its own write transaction, until none is left or max_us has

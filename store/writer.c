@@ -6,8 +6,11 @@
  * entries and projection operations in order. store_commit writes it all
  * with the position in one LMDB write transaction and commits once: a source
  * transaction is either wholly in the store or not at all, and so is the
- * position that says so. When the map is full the transaction is aborted,
- * the map doubled and the commit retried from the same pending state.
+ * position that says so. A load's commit encodes its segments first, then
+ * writes them: when the map is full the transaction is aborted, the map
+ * doubled and the commit retried from the same pending state. Outside a
+ * load the commit writes each segment into the transaction as soon as it is
+ * encoded, as a spill does (below), to hold each segment's bytes once.
  *
  * A segment not already decoded is not decoded to take a delta: the deltas
  * collect in an overlay (a cellmap of this batch's changes only), merged
@@ -136,6 +139,7 @@ void pending_free(struct store *s)
 }
 
 void store_set_cache_bytes(struct store *s, size_t bytes) { s->cache_bytes = bytes; }
+void store_set_inline_fold_bytes(struct store *s, size_t bytes) { s->inline_fold_bytes = bytes; }
 
 void store_set_bulk(struct store *s, bool bulk)
 {
@@ -221,6 +225,7 @@ static int load_segment(struct store *s, struct cellmap *m, const uint8_t key[SE
         ret = store_lmdb_error(err, rc, "reading a segment");
     else if (n > 0)
         ret = cellmap_load_segment(m, blocks, n, err);
+    segment_blocks_release(s, blocks, *found ? n : 0);
     if (own)
         mdb_txn_abort(txn);
     return ret;
@@ -594,11 +599,12 @@ static int spill_segment(struct store *s, struct bytemap_entry *e, struct store_
 
 /* A stored segment's blocks (base and deltas: *n) and their cells, from
  * the blocks' headers. 1 when all is there, 0 when it is not stored or a
- * block does not open (merging will name the damage), -(LMDB code). */
+ * block does not open (merging will name the damage), -(LMDB code).
+ * blocks[] gets the blocks when not NULL. */
 static int segment_census(struct store *s, MDB_txn *txn, const uint8_t *key, int *n,
-                          uint64_t *base, uint64_t *deltas)
+                          uint64_t *base, uint64_t *deltas, MDB_val *blocks_out)
 {
-    MDB_val blocks[1 + STORE_MAX_DELTAS];
+    MDB_val own[1 + STORE_MAX_DELTAS], *blocks = blocks_out ? blocks_out : own;
     *base = *deltas = 0;
     int rc = segment_blocks(s, txn, key, blocks, n);
     if (rc)
@@ -624,7 +630,14 @@ enum write_plan {
  * segment is not stored yet or the deltas would hold more cells than the
  * base (an ask reading the segment then does at most twice the base's
  * work); the deltas merged into one when their numbers run out, so that a
- * stream of small commits costs what it changes, not the base. */
+ * stream of small commits costs what it changes, not the base.
+ *
+ * A base block bigger than inline_fold_bytes takes deltas up to twice its
+ * cells (three times the base's work), left to the idle compaction: its
+ * fold decodes the whole segment (the widest width's holds every row, 3.9
+ * M value-count runs at full scale), and beside a large batch's overlays
+ * and written pages that fold was ingest's peak during a million-row
+ * UPDATE. */
 static int plan_write(struct store *s, const struct cellmap *o, const uint8_t *key,
                       enum write_plan *plan, int *seq, struct store_error *err)
 {
@@ -637,12 +650,16 @@ static int plan_write(struct store *s, const struct cellmap *o, const uint8_t *k
         return -1;
     int n;
     uint64_t base, deltas;
-    int rc = segment_census(s, txn, key, &n, &base, &deltas);
+    MDB_val blocks[1 + STORE_MAX_DELTAS];
+    int rc = segment_census(s, txn, key, &n, &base, &deltas, blocks);
+    if (rc > 0) /* a commit of every segment would hold their headers' pages */
+        segment_blocks_release(s, blocks, n);
     if (own)
         mdb_txn_abort(txn);
     if (rc < 0)
         return store_lmdb_error(err, -rc, "reading a segment");
-    if (rc == 1 && deltas + o->ncells <= base) {
+    uint64_t room = rc == 1 && blocks[0].mv_size > s->inline_fold_bytes ? 2 * base : base;
+    if (rc == 1 && deltas + o->ncells <= room) {
         *plan = n <= STORE_MAX_DELTAS ? WRITE_DELTA : WRITE_ONE_DELTA;
         *seq = n <= STORE_MAX_DELTAS ? n : 1;
     }
@@ -664,8 +681,10 @@ static int merge_deltas(struct store *s, struct cellmap *o, const uint8_t *key,
         rc = store_lmdb_error(err, rc, "reading a segment");
     else if (!*out)
         rc = store_fail(err, "out of memory");
-    else if (n > 1) /* deltas load like a base: nothing checks their signs */
+    else if (n > 1) { /* deltas load like a base: nothing checks their signs */
         rc = cellmap_load_segment(*out, blocks + 1, n - 1, err);
+        segment_blocks_release(s, blocks + 1, n - 1);
+    }
     if (rc == 0)
         rc = cellmap_merge(*out, o, err);
     if (own)
@@ -742,9 +761,6 @@ static int put_encoded(struct store *s, MDB_txn *txn, const struct encoded *enc)
     return delete_deltas(txn, s->seg, enc->key, delta ? 2 : 1);
 }
 
-/* Encodes every dirty segment. When the merged segments outgrow the cache
- * budget, the rest go straight into the batch's transaction instead of
- * being held. */
 /* Whether a commit leaves this segment pending: one that keeps hot
  * segments, and this one was used since the last commit. */
 static bool kept_hot(const struct pending *p, const struct cellmap *m, bool keep_hot)
@@ -752,26 +768,48 @@ static bool kept_hot(const struct pending *p, const struct cellmap *m, bool keep
     return keep_hot && m->last_used > p->committed_clock;
 }
 
-static int encode_dirty(struct store *s, bool keep_hot, struct encoded **out, size_t *n,
-                        struct store_error *err)
+/* Encodes every dirty segment. Outside a load each goes straight into the
+ * batch's write transaction and is forgotten, so a commit holds a segment's
+ * bytes once, as LMDB's dirty pages, rather than every overlay, its encoding
+ * and the pages at once (a million-row UPDATE's commit was ingest's peak).
+ * A load's segments stay decoded after the commit, so their encodings are
+ * returned in *out for write_batch, unless the merged segments outgrow the
+ * cache budget: the rest then go into the transaction too. large: the
+ * batch spilled or outgrew the budget. */
+static int encode_dirty(struct store *s, bool keep_hot, bool large, struct encoded **out,
+                        size_t *n, struct store_error *err)
 {
     struct pending *p = s->pending;
     struct encoded *enc = calloc(p->segments.count + 1, sizeof *enc);
     if (!enc)
         return store_fail(err, "out of memory");
     size_t k = 0;
-    BYTEMAP_EACH(&p->segments, e)
-    {
-        if (!((struct cellmap *)e->ptr)->dirty || kept_hot(p, e->ptr, keep_hot))
-            continue;
-        if (p->bytes > s->cache_bytes) {
-            if (spill_segment(s, e, err)) /* it forgets e alone, or everything: leave */
+    /* Outside a load, the segments that take a delta go first: one merged
+     * into a new base decodes the whole stored segment, and by then the
+     * other overlays are freed (and, after a large batch, given back, lest
+     * the merge's arrays be mapped beside the freed heap). */
+    for (int pass = s->bulk ? 1 : 0; pass < 2; pass++) {
+        if (pass == 1 && !s->bulk && large && p->segments.count)
+            malloc_trim(0);
+        BYTEMAP_EACH(&p->segments, e)
+        {
+            if (!((struct cellmap *)e->ptr)->dirty || kept_hot(p, e->ptr, keep_hot))
+                continue;
+            enum write_plan plan;
+            int seq;
+            if (pass == 0 && plan_write(s, e->ptr, e->key, &plan, &seq, err))
                 goto fail;
-            continue;
+            if (pass == 0 && plan == WRITE_BASE)
+                continue;
+            if (!s->bulk || p->bytes > s->cache_bytes) {
+                if (spill_segment(s, e, err)) /* it forgets e alone, or everything: leave */
+                    goto fail;
+                continue;
+            }
+            if (encode_segment(s, e, &enc[k], err))
+                goto fail;
+            k++;
         }
-        if (encode_segment(s, e, &enc[k], err))
-            goto fail;
-        k++;
     }
     *out = enc;
     *n = k;
@@ -1066,7 +1104,11 @@ static int commit(struct store *s, const struct store_position *pos, bool keep_h
         }
         keep_hot = hot <= 2 * s->cache_bytes;
     }
-    int rc = encode_dirty(s, keep_hot, &enc, &n, err);
+    /* A batch past the budget went through hundreds of MiB of decoded and
+     * encoded segments; malloc would keep them for the next one, and a
+     * follower then idles at that size. Give them back after it. */
+    bool large = p->txn != NULL || p->bytes > s->cache_bytes;
+    int rc = encode_dirty(s, keep_hot, large, &enc, &n, err);
     bool spilled = p->txn != NULL; /* a retry would lose what went into it */
     while (rc == 0 && (rc = write_batch(s, enc, n, pos, err)) == MDB_MAP_FULL && !spilled)
         rc = grow_map(s, err);
@@ -1099,11 +1141,9 @@ static int commit(struct store *s, const struct store_position *pos, bool keep_h
     memset(p->truncated, 0, (size_t)s->views->nviews);
     recount(p);
     evict(s);
-    /* A batch that spilled went through hundreds of MiB of decoded and
-     * encoded segments; malloc would keep them for the next one, and a
-     * follower then idles at that size. Give them back. */
-    if (spilled)
+    if (large)
         malloc_trim(0);
+    store_release_map(s);
     return 0;
 }
 
@@ -1133,7 +1173,7 @@ static bool heavy_deltas(struct store *s, MDB_txn *txn, const uint8_t key[SEG_KE
 {
     int n;
     uint64_t base, deltas;
-    if (segment_census(s, txn, key, &n, &base, &deltas) != 1)
+    if (segment_census(s, txn, key, &n, &base, &deltas, NULL) != 1)
         return true; /* let the fold report it */
     return n - 1 >= STORE_MAX_DELTAS / 2 || deltas * 8 >= base;
 }
@@ -1179,6 +1219,7 @@ static int compact_segment(struct store *s, MDB_txn *txn, const uint8_t key[SEG_
     struct encoded enc = {.key_len = SEG_KEY_BYTES};
     memcpy(enc.key, key, SEG_KEY_BYTES);
     rc = m ? cellmap_load_segment(m, blocks, n, err) : store_fail(err, "out of memory");
+    segment_blocks_release(s, blocks, n);
     if (rc == 0) /* the fold's peak: its runs held once, not twice */
         rc = cellmap_encode_consume(m, &enc.block, &enc.len, err);
     cellmap_free(m);
@@ -1221,6 +1262,7 @@ int store_compact(struct store *s, int64_t max_us, bool all, int *left, struct s
                 from_len = DELTA_KEY_BYTES;
             }
             mdb_txn_abort(txn);
+            store_release_map(s);
             return rc ? store_lmdb_error(err, rc, "finding delta blocks") : 0;
         }
         rc = compact_segment(s, txn, key, err);

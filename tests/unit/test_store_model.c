@@ -7,6 +7,7 @@
 #include "tests/unit/store_fixture.h"
 
 #include <inttypes.h>
+#include <sys/stat.h>
 
 /* A cell as compared: bucket start, keys, accumulators, value-count runs. */
 struct flat_cell {
@@ -608,6 +609,146 @@ Test(store_model, deltas_are_numbered_folded_and_checked)
     cr_assert_eq(store_commit(s, &(struct store_position){.lsn = 20}, &err), 0, "%s", err.message);
     cr_assert_neq(store_compact(s, INT64_MAX, true, &left, &err), 0);
     cr_assert(strstr(err.message, "went negative") != NULL, "%s", err.message);
+    store_close(s);
+    fixture_remove(dir);
+}
+
+/* Segments of every view and width whose deltas hold more cells than their
+ * base (*over), and those that have deltas at all (*with). */
+static void delta_census(struct store *s, int *with, int *over)
+{
+    struct store_read *r;
+    struct store_error err;
+    cr_assert_eq(store_read_begin(s, &r, &err), 0, "%s", err.message);
+    *with = *over = 0;
+    for (int v = 0; v < store_views(s)->nviews; v++)
+        for (int w = 0; w < store_views(s)->views[v].nwidths; w++) {
+            struct store_segment_iter it;
+            struct store_segment seg;
+            cr_assert_eq(store_segments_begin(r, v, w, INT64_MIN, INT64_MAX, &it, &err), 0);
+            it.raw = true;
+            while (store_segments_next(&it, &seg, &err) == 1) {
+                uint64_t cells = 0;
+                for (int d = 0; d < seg.ndeltas; d++)
+                    cells += seg.deltas[d].block.info.ncells;
+                *with += seg.ndeltas > 0;
+                *over += cells > seg.block.info.ncells;
+                cr_assert_leq(cells, 2 * (uint64_t)seg.block.info.ncells,
+                              "deltas past twice the base are folded by the commit");
+            }
+            store_segments_end(&it);
+        }
+    store_read_end(r);
+}
+
+/* Rows of the rides view at its finest width, in one snapshot. */
+static int64_t rides_rows(struct store *s)
+{
+    struct store_read *r;
+    struct store_error err;
+    cr_assert_eq(store_read_begin(s, &r, &err), 0, "%s", err.message);
+    int64_t n = fixture_total_rows(r, 0, 0);
+    store_read_end(r);
+    return n;
+}
+
+/* Applies n rides from the generator and commits them at lsn. */
+static void commit_rides(struct store *s, uint64_t *rng, int n, uint64_t lsn)
+{
+    struct store_error err;
+    for (int i = 0; i < n; i++) {
+        struct ride r = fixture_ride(rng);
+        fixture_apply(s, &r, +1);
+    }
+    cr_assert_eq(store_commit(s, &(struct store_position){.lsn = lsn}, &err), 0, "%s",
+                 err.message);
+}
+
+/* A base block bigger than the inline-fold size keeps deltas of up to twice
+ * its cells for the idle compaction, where a small one is folded by the
+ * commit as soon as its deltas outgrow it; past twice, both fold. Answers
+ * are the same either way. */
+Test(store_model, large_bases_leave_their_folds_to_the_idle_compaction)
+{
+    enum { BASE = 400, MORE = 600, MUCH_MORE = 4000 };
+    char dir[2][64];
+    struct store *s[2] = {fixture_create(dir[0]), fixture_create(dir[1])};
+    store_set_inline_fold_bytes(s[1], 0); /* every base counts as large */
+    struct store_error err;
+    int with[2], over[2], left;
+    for (int k = 0; k < 2; k++) {
+        uint64_t rng = 5;
+        store_set_bulk(s[k], true);
+        commit_rides(s[k], &rng, BASE, 1);
+        store_set_bulk(s[k], false);
+        commit_rides(s[k], &rng, MORE, 2);
+        delta_census(s[k], &with[k], &over[k]);
+        cr_assert_eq(rides_rows(s[k]), BASE + MORE);
+    }
+    cr_assert_eq(over[0], 0, "small bases are folded once their deltas outgrow them");
+    cr_assert_gt(over[1], 0, "large ones wait: %d of %d", over[1], with[1]);
+    cr_assert_gt(with[1], with[0]);
+    cr_assert_eq(store_compact(s[1], INT64_MAX, false, &left, &err), 0, "%s", err.message);
+    cr_assert_eq(left, 0);
+    cr_assert_eq(fixture_delta_blocks(s[1]), 0, "heavy deltas go at the idle compaction");
+    cr_assert_eq(rides_rows(s[1]), BASE + MORE);
+    /* Past twice the base the commit folds whatever the base's size
+     * (delta_census checks it of every segment). */
+    uint64_t rng = 77;
+    commit_rides(s[1], &rng, MUCH_MORE, 3);
+    delta_census(s[1], &with[1], &over[1]);
+    cr_assert_eq(rides_rows(s[1]), BASE + MORE + MUCH_MORE);
+    for (int k = 0; k < 2; k++) {
+        store_close(s[k]);
+        fixture_remove(dir[k]);
+    }
+}
+
+/* KiB of this process's RSS in the mapping of the file at path. */
+static long mapped_rss_kib(const char *path)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    cr_assert_not_null(f);
+    char line[4096];
+    bool in = false;
+    long kib = 0, rss;
+    unsigned long from, to;
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "%lx-%lx ", &from, &to) == 2) { /* a mapping's first line */
+            char *name = strchr(line, '/');
+            in = name && strncmp(name, path, strlen(path)) == 0;
+        } else if (in && sscanf(line, "Rss: %ld kB", &rss) == 1) {
+            kib += rss;
+        }
+    }
+    fclose(f);
+    return kib;
+}
+
+/* The writer reads stored segments through the map only to decode them; a
+ * commit leaves none of the file mapped in its RSS (the page cache keeps
+ * it), and what it wrote reads back the same. */
+Test(store_model, a_commit_gives_back_the_pages_it_read)
+{
+    enum { BASE = 30000, MORE = 40000 };
+    char dir[64], path[96];
+    struct store *s = fixture_create(dir);
+    snprintf(path, sizeof path, "%s/data.mdb", dir);
+    uint64_t rng = 9;
+    store_set_bulk(s, true);
+    commit_rides(s, &rng, BASE, 1);
+    store_set_bulk(s, false);
+    struct stat st;
+    cr_assert_eq(stat(path, &st), 0);
+    /* The finer widths' deltas outgrow their bases: the commit reads and
+     * folds their stored blocks, hundreds of KiB of them (unreleased, all of
+     * the file stays mapped). */
+    commit_rides(s, &rng, MORE, 2);
+    long kib = mapped_rss_kib(path);
+    cr_assert_lt(kib, 64, "%ld KiB of data.mdb (%lld KiB before) stay mapped", kib,
+                 (long long)st.st_size / 1024);
+    cr_assert_gt(st.st_size, 256 << 10, "%lld", (long long)st.st_size);
+    cr_assert_eq(rides_rows(s), BASE + MORE);
     store_close(s);
     fixture_remove(dir);
 }
