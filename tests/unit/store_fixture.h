@@ -180,13 +180,15 @@ static inline void fixture_apply(struct store *s, const struct ride *r, int sign
 }
 
 /* Total rows (count 0) over every segment of a view and width. */
-/* Delta blocks of every view and width (store.h). */
-static inline int fixture_delta_blocks(struct store *s)
+/* Calls fn on every segment of every view and width, raw (base and deltas
+ * apart), in one snapshot. */
+static inline void fixture_each_raw_segment(struct store *s,
+                                            void (*fn)(const struct store_segment *, void *),
+                                            void *arg)
 {
     struct store_read *r;
     struct store_error err;
     cr_assert_eq(store_read_begin(s, &r, &err), 0, "%s", err.message);
-    int n = 0;
     for (int v = 0; v < store_views(s)->nviews; v++)
         for (int w = 0; w < store_views(s)->views[v].nwidths; w++) {
             struct store_segment_iter it;
@@ -197,12 +199,24 @@ static inline int fixture_delta_blocks(struct store *s)
             while ((rc = store_segments_next(&it, &seg, &err)) == 1) {
                 cr_assert_leq(seg.ndeltas, STORE_MAX_DELTAS);
                 cr_assert_eq(store_verify_segment(r, &seg, &err), 0, "%s", err.message);
-                n += seg.ndeltas;
+                fn(&seg, arg);
             }
             cr_assert_eq(rc, 0, "%s", err.message);
             store_segments_end(&it);
         }
     store_read_end(r);
+}
+
+static inline void fixture_count_deltas(const struct store_segment *seg, void *n)
+{
+    *(int *)n += seg->ndeltas;
+}
+
+/* Delta blocks of every view and width (store.h). */
+static inline int fixture_delta_blocks(struct store *s)
+{
+    int n = 0;
+    fixture_each_raw_segment(s, fixture_count_deltas, &n);
     return n;
 }
 

@@ -613,32 +613,28 @@ Test(store_model, deltas_are_numbered_folded_and_checked)
     fixture_remove(dir);
 }
 
-/* Segments of every view and width whose deltas hold more cells than their
- * base (*over), and those that have deltas at all (*with). */
-static void delta_census(struct store *s, int *with, int *over)
+struct delta_census {
+    int with;   /* segments with deltas */
+    int over;   /* those whose deltas hold more cells than their base */
+};
+
+static void census_segment(const struct store_segment *seg, void *arg)
 {
-    struct store_read *r;
-    struct store_error err;
-    cr_assert_eq(store_read_begin(s, &r, &err), 0, "%s", err.message);
-    *with = *over = 0;
-    for (int v = 0; v < store_views(s)->nviews; v++)
-        for (int w = 0; w < store_views(s)->views[v].nwidths; w++) {
-            struct store_segment_iter it;
-            struct store_segment seg;
-            cr_assert_eq(store_segments_begin(r, v, w, INT64_MIN, INT64_MAX, &it, &err), 0);
-            it.raw = true;
-            while (store_segments_next(&it, &seg, &err) == 1) {
-                uint64_t cells = 0;
-                for (int d = 0; d < seg.ndeltas; d++)
-                    cells += seg.deltas[d].block.info.ncells;
-                *with += seg.ndeltas > 0;
-                *over += cells > seg.block.info.ncells;
-                cr_assert_leq(cells, 2 * (uint64_t)seg.block.info.ncells,
-                              "deltas past twice the base are folded by the commit");
-            }
-            store_segments_end(&it);
-        }
-    store_read_end(r);
+    struct delta_census *c = arg;
+    uint64_t cells = 0;
+    for (int d = 0; d < seg->ndeltas; d++)
+        cells += seg->deltas[d].block.info.ncells;
+    c->with += seg->ndeltas > 0;
+    c->over += cells > seg->block.info.ncells;
+    cr_assert_leq(cells, 2 * (uint64_t)seg->block.info.ncells,
+                  "deltas past twice the base are folded by the commit");
+}
+
+static struct delta_census delta_census(struct store *s)
+{
+    struct delta_census c = {0};
+    fixture_each_raw_segment(s, census_segment, &c);
+    return c;
 }
 
 /* Rows of the rides view at its finest width, in one snapshot. */
@@ -675,28 +671,29 @@ Test(store_model, large_bases_leave_their_folds_to_the_idle_compaction)
     struct store *s[2] = {fixture_create(dir[0]), fixture_create(dir[1])};
     store_set_inline_fold_bytes(s[1], 0); /* every base counts as large */
     struct store_error err;
-    int with[2], over[2], left;
+    struct delta_census c[2];
+    int left;
     for (int k = 0; k < 2; k++) {
         uint64_t rng = 5;
         store_set_bulk(s[k], true);
         commit_rides(s[k], &rng, BASE, 1);
         store_set_bulk(s[k], false);
         commit_rides(s[k], &rng, MORE, 2);
-        delta_census(s[k], &with[k], &over[k]);
+        c[k] = delta_census(s[k]);
         cr_assert_eq(rides_rows(s[k]), BASE + MORE);
     }
-    cr_assert_eq(over[0], 0, "small bases are folded once their deltas outgrow them");
-    cr_assert_gt(over[1], 0, "large ones wait: %d of %d", over[1], with[1]);
-    cr_assert_gt(with[1], with[0]);
+    cr_assert_eq(c[0].over, 0, "small bases are folded once their deltas outgrow them");
+    cr_assert_gt(c[1].over, 0, "large ones wait: %d of %d", c[1].over, c[1].with);
+    cr_assert_gt(c[1].with, c[0].with);
     cr_assert_eq(store_compact(s[1], INT64_MAX, false, &left, &err), 0, "%s", err.message);
     cr_assert_eq(left, 0);
     cr_assert_eq(fixture_delta_blocks(s[1]), 0, "heavy deltas go at the idle compaction");
     cr_assert_eq(rides_rows(s[1]), BASE + MORE);
     /* Past twice the base the commit folds whatever the base's size
-     * (delta_census checks it of every segment). */
+     * (census_segment checks it of every segment). */
     uint64_t rng = 77;
     commit_rides(s[1], &rng, MUCH_MORE, 3);
-    delta_census(s[1], &with[1], &over[1]);
+    delta_census(s[1]);
     cr_assert_eq(rides_rows(s[1]), BASE + MORE + MUCH_MORE);
     for (int k = 0; k < 2; k++) {
         store_close(s[k]);
