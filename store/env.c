@@ -26,6 +26,21 @@ static int64_t now_usec(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+/* STRAUM_STORE_INLINE_FOLD_BYTES sets store_set_inline_fold_bytes for a
+ * writer: tests use 0 to make every base large at the small scales they
+ * run. Unset or not a number: 2 MiB. */
+static size_t inline_fold_from_env(void)
+{
+    const char *s = getenv("STRAUM_STORE_INLINE_FOLD_BYTES");
+    if (s && *s) {
+        char *end;
+        unsigned long long bytes = strtoull(s, &end, 10);
+        if (*end == '\0')
+            return (size_t)bytes;
+    }
+    return (size_t)2 << 20;
+}
+
 static size_t max_map_from_env(void)
 {
     /* STRAUM_STORE_MAX_MAP_MB caps growth: tests use it to simulate a full
@@ -169,7 +184,7 @@ static struct store *store_alloc(const char *dir, enum store_mode mode)
     s->dir = strdup(dir);
     s->mode = mode;
     s->cache_bytes = 64u << 20;
-    s->inline_fold_bytes = 2u << 20;
+    s->inline_fold_bytes = inline_fold_from_env();
     pthread_mutex_init(&s->read_lock, NULL);
     if (!s->dir) {
         free(s);

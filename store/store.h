@@ -253,7 +253,8 @@ void store_rollback(struct store *s);
 void store_set_bulk(struct store *s, bool bulk);
 
 /* The largest base block a commit folds as soon as its deltas outgrow it
- * (default 2 MiB); see store_set_bulk. */
+ * (default 2 MiB, or STRAUM_STORE_INLINE_FOLD_BYTES when the store opens);
+ * see store_set_bulk. */
 void store_set_inline_fold_bytes(struct store *s, size_t bytes);
 
 /* Folds the deltas of segments into their bases, in key order, each

@@ -392,14 +392,14 @@ static void store_lines(struct store *s, struct store_read *r, int view, int wid
     store_segments_end(&it);
 }
 
-int oracle_delta_blocks(const char *store_dir)
+struct oracle_deltas oracle_deltas(const char *store_dir)
 {
     struct store *s;
     struct store_read *r;
     struct store_error err;
     cr_assert_eq(store_open(store_dir, STORE_READ_ONLY, &s, &err), 0, "%s", err.message);
     cr_assert_eq(store_read_begin(s, &r, &err), 0, "%s", err.message);
-    int n = 0;
+    struct oracle_deltas d = {0};
     const struct sql_view_list *views = store_views(s);
     for (int v = 0; v < views->nviews; v++)
         for (int w = 0; w < views->views[v].nwidths; w++) {
@@ -408,15 +408,22 @@ int oracle_delta_blocks(const char *store_dir)
             cr_assert_eq(store_segments_begin(r, v, w, INT64_MIN, INT64_MAX, &it, &err), 0);
             it.raw = true;
             int rc;
-            while ((rc = store_segments_next(&it, &seg, &err)) == 1)
-                n += seg.ndeltas;
+            while ((rc = store_segments_next(&it, &seg, &err)) == 1) {
+                uint64_t cells = 0;
+                for (int i = 0; i < seg.ndeltas; i++)
+                    cells += seg.deltas[i].block.info.ncells;
+                d.blocks += seg.ndeltas;
+                d.past_base += cells > seg.block.info.ncells;
+            }
             cr_assert_eq(rc, 0, "%s", err.message);
             store_segments_end(&it);
         }
     store_read_end(r);
     store_close(s);
-    return n;
+    return d;
 }
+
+int oracle_delta_blocks(const char *store_dir) { return oracle_deltas(store_dir).blocks; }
 
 void oracle_compact(const char *store_dir)
 {

@@ -18,6 +18,13 @@ uint64_t oracle_store_position(const char *store_dir);
 
 /* Delta blocks the store at dir holds, over every view and width. */
 int oracle_delta_blocks(const char *store_dir);
+/* The delta blocks of a store, and its segments whose deltas hold more
+ * cells than their base (store_set_inline_fold_bytes). */
+struct oracle_deltas {
+    int blocks;
+    int past_base;
+};
+struct oracle_deltas oracle_deltas(const char *store_dir);
 
 /* Folds every delta block of the store at dir into its base (opens it as
  * the writer: ingest must not run). */

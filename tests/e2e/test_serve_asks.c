@@ -105,6 +105,40 @@ Test(serve_asks, the_ten_seed_asks_equal_postgresql, .timeout = 600)
     taxi_db_destroy(&db);
 }
 
+/* Bases that leave their folds to the idle compaction (SPEC.md "Delta
+ * blocks"): with every base counted as large, commits keep deltas of up to
+ * twice their base's cells. Serve folds them after the base; the answers
+ * and every cell equal PostgreSQL's before and after the compaction. */
+Test(serve_asks, deltas_past_their_base_equal_postgresql, .timeout = 600)
+{
+    setenv("STRAUM_STORE_INLINE_FOLD_BYTES", "0", 1); /* straum-ingest inherits it */
+    struct taxi_db db;
+    taxi_db_create(&db, NULL, 4000);
+    char log[8192];
+    cr_assert_eq(taxi_ingest_once(&db, log, sizeof log), 0, "%s", log);
+    /* Every cell changes (its fares and tips), and new trips add cells. */
+    taxi_exec(db.pg, "UPDATE yellow_trips SET fare_amount = fare_amount + 0.01, "
+                     "tip_amount = tip_amount + 0.5");
+    taxi_db_add_trips(&db, 2000, 0.5);
+    taxi_exec(db.pg, "UPDATE yellow_trips SET fare_amount = fare_amount - 0.02 WHERE id %% 3 = 0");
+    cr_assert_eq(taxi_ingest_once(&db, log, sizeof log), 0, "%s", log);
+    struct oracle_deltas d = oracle_deltas(db.store);
+    cr_assert_gt(d.past_base, 0, "no segment's deltas outgrew its base (%d delta blocks)",
+                 d.blocks);
+    cr_log_info("%d segments with deltas past their base", d.past_base);
+    taxi_check(&db, "deltas past their base");
+    struct store_error serr;
+    struct engine *e = engine_open(db.store, NULL, &serr);
+    cr_assert_not_null(e, "%s", serr.message);
+    check_seed_asks(e, db.pg, "deltas past their base");
+    engine_close(e);
+    oracle_compact(db.store);
+    cr_assert_eq(oracle_delta_blocks(db.store), 0);
+    taxi_check(&db, "after compaction");
+    taxi_db_destroy(&db);
+    unsetenv("STRAUM_STORE_INLINE_FOLD_BYTES");
+}
+
 /* Rollup rows long enough to be lent whole (256 runs and more: a day's or
  * the span's fares) keep their codes encoded until the answer picks one
  * (serve's struct vc_lazy), RICE coded ones read alone from their anchor:
