@@ -595,7 +595,9 @@ struct encoded {
 };
 
 static int materialize(struct store *s, struct bytemap_entry *e, struct store_error *err);
-static int spill_segment(struct store *s, struct bytemap_entry *e, struct store_error *err);
+struct write_plan_of;
+static int spill_segment(struct store *s, struct bytemap_entry *e,
+                         const struct write_plan_of *known, struct store_error *err);
 
 /* A stored segment's blocks (base and deltas: *n) and their cells, from
  * the blocks' headers. 1 when all is there, 0 when it is not stored or a
@@ -624,6 +626,13 @@ enum write_plan {
     WRITE_BASE,        /* merged with the stored blocks into a new base */
     WRITE_DELTA,       /* as the next delta block */
     WRITE_ONE_DELTA,   /* merged with the stored deltas into delta 1 */
+};
+
+/* A segment's plan and delta number as plan_write found them, handed on
+ * so that a commit reads each segment's census once. */
+struct write_plan_of {
+    enum write_plan plan;
+    int seq;
 };
 
 /* The plan for an overlay and its delta number. A new base when the
@@ -692,15 +701,18 @@ static int merge_deltas(struct store *s, struct cellmap *o, const uint8_t *key,
     return rc;
 }
 
-/* Encodes one dirty segment by its plan. */
-static int encode_segment(struct store *s, struct bytemap_entry *e, struct encoded *out,
+/* Encodes one dirty segment by its plan: known's when given, else worked
+ * out here. */
+static int encode_segment(struct store *s, struct bytemap_entry *e,
+                          const struct write_plan_of *known, struct encoded *out,
                           struct store_error *err)
 {
     memcpy(out->key, e->key, SEG_KEY_BYTES);
     out->key_len = SEG_KEY_BYTES;
     struct cellmap *o = e->ptr, *merged = NULL;
-    enum write_plan plan;
-    int seq = 0, rc = plan_write(s, o, e->key, &plan, &seq, err);
+    enum write_plan plan = known ? known->plan : WRITE_BASE;
+    int seq = known ? known->seq : 0;
+    int rc = known ? 0 : plan_write(s, o, e->key, &plan, &seq, err);
     if (rc || plan == WRITE_BASE) {
         if (rc || materialize(s, e, err))
             return -1;
@@ -795,18 +807,18 @@ static int encode_dirty(struct store *s, bool keep_hot, bool large, struct encod
         {
             if (!((struct cellmap *)e->ptr)->dirty || kept_hot(p, e->ptr, keep_hot))
                 continue;
-            enum write_plan plan;
-            int seq;
-            if (pass == 0 && plan_write(s, e->ptr, e->key, &plan, &seq, err))
+            struct write_plan_of known = {WRITE_BASE, 0};
+            if (pass == 0 && plan_write(s, e->ptr, e->key, &known.plan, &known.seq, err))
                 goto fail;
-            if (pass == 0 && plan == WRITE_BASE)
+            if (pass == 0 && known.plan == WRITE_BASE)
                 continue;
             if (!s->bulk || p->bytes > s->cache_bytes) {
-                if (spill_segment(s, e, err)) /* it forgets e alone, or everything: leave */
+                /* it forgets e alone, or everything: leave */
+                if (spill_segment(s, e, pass == 0 ? &known : NULL, err))
                     goto fail;
                 continue;
             }
-            if (encode_segment(s, e, &enc[k], err))
+            if (encode_segment(s, e, NULL, &enc[k], err))
                 goto fail;
             k++;
         }
@@ -1052,14 +1064,16 @@ static int materialize(struct store *s, struct bytemap_entry *e, struct store_er
     return 0;
 }
 
-/* Writes one dirty segment into the batch's transaction and forgets it. */
-static int spill_segment(struct store *s, struct bytemap_entry *e, struct store_error *err)
+/* Writes one dirty segment into the batch's transaction, by its known
+ * plan when given, and forgets it. */
+static int spill_segment(struct store *s, struct bytemap_entry *e,
+                         const struct write_plan_of *known, struct store_error *err)
 {
     struct pending *p = s->pending;
     if (!p->txn && open_batch_txn(s, err))
         return -1;
     struct encoded enc = {0};
-    if (encode_segment(s, e, &enc, err))
+    if (encode_segment(s, e, known, &enc, err))
         return batch_lost(s, -1, err);
     int rc = put_encoded(s, p->txn, &enc);
     free(enc.block);
@@ -1078,7 +1092,7 @@ static int spill(struct store *s, struct store_error *err)
     evict(s);
     struct bytemap_entry *e;
     while (p->bytes > s->cache_bytes && (e = oldest_segment(p, true)))
-        if (spill_segment(s, e, err))
+        if (spill_segment(s, e, NULL, err))
             return -1;
     return 0;
 }
