@@ -160,12 +160,26 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+void taxi_sort_ns(int64_t *v, int n)
+{
+    if (n > 0)
+        qsort(v, (size_t)n, sizeof *v, cmp_i64);
+}
+
 int64_t taxi_median(int64_t *v, int n)
 {
     if (n <= 0)
         return 0;
-    qsort(v, (size_t)n, sizeof *v, cmp_i64);
+    taxi_sort_ns(v, n);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+int64_t taxi_sorted_p99(const int64_t *sorted, int n)
+{
+    if (n <= 0)
+        return 0;
+    int i = (int)((int64_t)n * 99 / 100);
+    return sorted[i < n ? i : n - 1];
 }
 
 /* The first executable dir/name on PATH into out, or false. */

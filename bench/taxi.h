@@ -40,8 +40,12 @@ const char *taxi_format_ratio(double ratio, char *buf, size_t len);
 /* "200,000". Returns buf. */
 const char *taxi_format_count(long long n, char *buf, size_t len);
 
+/* Sorts n values ascending, in place. */
+void taxi_sort_ns(int64_t *v, int n);
 /* The median of n values (sorts them in place); 0 for n == 0. */
 int64_t taxi_median(int64_t *v, int n);
+/* The p99 of n sorted values; 0 for n == 0. */
+int64_t taxi_sorted_p99(const int64_t *sorted, int n);
 
 /* The first executable dir/name on PATH into out (len bytes); false when
  * there is none. */

@@ -20,12 +20,6 @@ static int usage(void)
     return 2;
 }
 
-static int cmp_ns(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 int taxi_time_ask(struct http_client *c, const struct taxi_ask *a, double seconds,
                   struct taxi_latency *out, char *err, size_t errlen)
 {
@@ -55,11 +49,11 @@ int taxi_time_ask(struct http_client *c, const struct taxi_ask *a, double second
         http_response_free(&resp);
     } while (rc == 0 && (n < 3 || taxi_now_ns() < end));
     if (rc == 0) {
-        qsort(ns, n, sizeof *ns, cmp_ns);
+        taxi_sort_ns(ns, (int)n);
         out->n = (long)n;
         out->min_ns = ns[0];
         out->median_ns = ns[n / 2];
-        out->p99_ns = ns[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1];
+        out->p99_ns = taxi_sorted_p99(ns, (int)n);
     }
     free(ns);
     return rc;

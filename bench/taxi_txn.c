@@ -83,8 +83,8 @@ static void asker_stop(struct asker *a, pthread_t th)
     pthread_join(th, NULL);
 }
 
-/* Asks started at or after t0 and ending by t1, in time order, as a copy
- * (the caller frees *dur). */
+/* The durations of the asks overlapping [t0, t1], as a copy (the caller
+ * frees *dur). */
 static int asks_between(const struct asker *a, int64_t t0, int64_t t1, int64_t **dur)
 {
     *dur = malloc(sizeof(int64_t) * (size_t)(a->n + 1));
@@ -93,15 +93,6 @@ static int asks_between(const struct asker *a, int64_t t0, int64_t t1, int64_t *
         if (a->start[i] + a->dur[i] >= t0 && a->start[i] <= t1)
             (*dur)[m++] = a->dur[i];
     return m;
-}
-
-/* The p99 of n durations (sorts them). */
-static int64_t p99_of(int64_t *v, int n)
-{
-    if (n <= 0)
-        return 0;
-    taxi_median(v, n);
-    return v[(int)((double)(n - 1) * 0.99)];
 }
 
 /* What "the longest ask" is with nothing being applied, over len ns: the
@@ -256,7 +247,7 @@ int taxi_txn_run(struct taxi_env *e)
     memcpy(idle_dur, a.dur, sizeof(int64_t) * (size_t)n_idle);
     memcpy(sorted, a.dur, sizeof(int64_t) * (size_t)n_idle);
     int64_t idle = taxi_median(sorted, n_idle);
-    int64_t idle_p99 = p99_of(sorted, n_idle);
+    int64_t idle_p99 = taxi_sorted_p99(sorted, n_idle);
     free(sorted);
     char t1[32], t2[32], t3[32], t4[32], t5[32];
     printf("  idle asks (%d in %d s): median %s, p99 %s, longest %s; following ingest VmRSS "
@@ -309,10 +300,9 @@ int taxi_txn_run(struct taxi_env *e)
         r->applied = applied - commit;
         int64_t *meanwhile;
         int m = asks_between(&a, commit, applied, &meanwhile);
-        for (int i = 0; i < m; i++)
-            if (meanwhile[i] > r->longest)
-                r->longest = meanwhile[i];
-        r->p99 = p99_of(meanwhile, m);
+        taxi_sort_ns(meanwhile, m);
+        r->longest = m ? meanwhile[m - 1] : 0;
+        r->p99 = taxi_sorted_p99(meanwhile, m);
         free(meanwhile);
         r->idle_longest = idle_longest(idle_start, idle_dur, n_idle, r->applied);
         r->rss1 = taxi_proc_kib(e->ingest_pid, "VmRSS");

@@ -26,32 +26,35 @@ static int64_t now_usec(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+/* A whole number from the environment variable name; false when it is
+ * unset or not one. */
+static bool env_number(const char *name, unsigned long long *out)
+{
+    const char *s = getenv(name);
+    char *end;
+    if (!s || !*s)
+        return false;
+    *out = strtoull(s, &end, 10);
+    return *end == '\0';
+}
+
 /* STRAUM_STORE_INLINE_FOLD_BYTES sets store_set_inline_fold_bytes for a
  * writer: tests use 0 to make every base large at the small scales they
  * run. Unset or not a number: 2 MiB. */
 static size_t inline_fold_from_env(void)
 {
-    const char *s = getenv("STRAUM_STORE_INLINE_FOLD_BYTES");
-    if (s && *s) {
-        char *end;
-        unsigned long long bytes = strtoull(s, &end, 10);
-        if (*end == '\0')
-            return (size_t)bytes;
-    }
-    return (size_t)2 << 20;
+    unsigned long long bytes;
+    return env_number("STRAUM_STORE_INLINE_FOLD_BYTES", &bytes) ? (size_t)bytes
+                                                                : (size_t)2 << 20;
 }
 
 static size_t max_map_from_env(void)
 {
     /* STRAUM_STORE_MAX_MAP_MB caps growth: tests use it to simulate a full
      * disk without filling one. */
-    const char *s = getenv("STRAUM_STORE_MAX_MAP_MB");
-    if (s && *s) {
-        char *end;
-        unsigned long long mb = strtoull(s, &end, 10);
-        if (*end == '\0' && mb > 0)
-            return (size_t)mb << 20;
-    }
+    unsigned long long mb;
+    if (env_number("STRAUM_STORE_MAX_MAP_MB", &mb) && mb > 0)
+        return (size_t)mb << 20;
     return DEFAULT_MAX_MAP_BYTES;
 }
 

@@ -210,6 +210,16 @@ static int batch_view(struct store *s, MDB_txn **txn, bool *own, struct store_er
     return *own ? store_txn_begin(s, MDB_RDONLY, txn, err) : 0;
 }
 
+/* Loads stored blocks into m (cellmap_load_segment), then gives their
+ * pages back (pages.c): decoded, the writer does not read them again. */
+static int load_blocks(struct store *s, struct cellmap *m, const MDB_val *blocks, int n,
+                       struct store_error *err)
+{
+    int rc = cellmap_load_segment(m, blocks, n, err);
+    segment_blocks_release(s, blocks, n);
+    return rc;
+}
+
 /* Loads a segment as this batch last left it, deltas merged into the base. */
 static int load_segment(struct store *s, struct cellmap *m, const uint8_t key[SEG_KEY_BYTES],
                         bool *found, struct store_error *err)
@@ -224,8 +234,7 @@ static int load_segment(struct store *s, struct cellmap *m, const uint8_t key[SE
     if (rc)
         ret = store_lmdb_error(err, rc, "reading a segment");
     else if (n > 0)
-        ret = cellmap_load_segment(m, blocks, n, err);
-    segment_blocks_release(s, blocks, *found ? n : 0);
+        ret = load_blocks(s, m, blocks, n, err);
     if (own)
         mdb_txn_abort(txn);
     return ret;
@@ -690,10 +699,8 @@ static int merge_deltas(struct store *s, struct cellmap *o, const uint8_t *key,
         rc = store_lmdb_error(err, rc, "reading a segment");
     else if (!*out)
         rc = store_fail(err, "out of memory");
-    else if (n > 1) { /* deltas load like a base: nothing checks their signs */
-        rc = cellmap_load_segment(*out, blocks + 1, n - 1, err);
-        segment_blocks_release(s, blocks + 1, n - 1);
-    }
+    else if (n > 1) /* deltas load like a base: nothing checks their signs */
+        rc = load_blocks(s, *out, blocks + 1, n - 1, err);
     if (rc == 0)
         rc = cellmap_merge(*out, o, err);
     if (own)
@@ -1232,8 +1239,7 @@ static int compact_segment(struct store *s, MDB_txn *txn, const uint8_t key[SEG_
                                     get_i64key(key + 3));
     struct encoded enc = {.key_len = SEG_KEY_BYTES};
     memcpy(enc.key, key, SEG_KEY_BYTES);
-    rc = m ? cellmap_load_segment(m, blocks, n, err) : store_fail(err, "out of memory");
-    segment_blocks_release(s, blocks, n);
+    rc = m ? load_blocks(s, m, blocks, n, err) : store_fail(err, "out of memory");
     if (rc == 0) /* the fold's peak: its runs held once, not twice */
         rc = cellmap_encode_consume(m, &enc.block, &enc.len, err);
     cellmap_free(m);
