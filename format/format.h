@@ -207,5 +207,9 @@ const char *format_codec_name(enum format_codec codec);
  * DRICE start at most 127 values back; DELTA, PFOR, DPFOR and LZ4 walk or
  * decode what lies before the slice). */
 bool format_codec_seeks(enum format_codec codec);
+/* A slice of a column in a codec that seeks and starting at a multiple of
+ * this needs no walk at all: a reader that decodes a column a stretch at a
+ * time ends its stretches there (RICE's and DRICE's anchors). */
+#define FORMAT_SEEK_STRIDE 128u
 
 #endif

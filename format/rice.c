@@ -45,6 +45,8 @@
  */
 #include "format/rice.h"
 
+#include "format/format.h"
+
 #include "format/bitpack.h"
 #include "format/bytes.h"
 #include "format/why.h"
@@ -54,6 +56,7 @@
 
 #define RICE_HEADER 8u
 #define RICE_ANCHOR 128u
+_Static_assert(RICE_ANCHOR == FORMAT_SEEK_STRIDE, "format.h promises slices from anchors");
 #define RICE_QMAX 32u
 #define RICE_OFFSET_BITS 27u /* an anchor: stream bit offset, then its block's k */
 #define RICE_MAX_BITS ((uint64_t)1 << RICE_OFFSET_BITS)

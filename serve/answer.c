@@ -140,9 +140,36 @@ static struct outval value_of(struct exec *x, int fact_col, const struct vc_sort
     return from_code(x, fact_col, code);
 }
 
+/* value_at over rows still encoded: decodes them a stretch at a time up to
+ * the run that holds row r. A percentile's pick lies on average halfway
+ * into a group's runs, and decoding every row was most of a percentile per
+ * bucket. */
+static struct outval value_at_decoding(struct exec *x, int fact_col, const struct vc_sorted *runs,
+                                       int64_t r)
+{
+    int64_t rows[FORMAT_SEEK_STRIDE];
+    for (uint32_t i = 0, got; i < runs->n && !x->answer_failed; i += got) {
+        if (vc_shared_rows(runs->lazy, runs->lazy_at + i, FORMAT_SEEK_STRIDE, rows, &got,
+                           &x->answer_err)) {
+            x->answer_failed = true;
+            break;
+        }
+        for (uint32_t j = 0; j < got; j++) {
+            if (r < rows[j])
+                return value_of(x, fact_col, runs, i + j);
+            r -= rows[j];
+        }
+    }
+    if (x->answer_failed)
+        return (struct outval){.kind = OV_NULL};
+    return value_of(x, fact_col, runs, runs->n - 1);
+}
+
 /* The value at 0-based row r of the ordered multiset. */
 static struct outval value_at(struct exec *x, int fact_col, const struct vc_sorted *runs, int64_t r)
 {
+    if (runs->rows_pending)
+        return value_at_decoding(x, fact_col, runs, r);
     for (uint32_t i = 0; i < runs->n; i++) {
         if (r < runs->rows[i])
             return value_of(x, fact_col, runs, i);
@@ -177,6 +204,8 @@ static struct outval ordered_measure(struct exec *x, const struct sql_measure *m
         return o;
     }
     uint32_t n = runs.n;
+    if (runs.rows_pending) /* exec.rows_count: percentiles only */
+        runs.total = g->counts[x->rows_count[m->value_counts]];
     if (m->agg == SQL_AGG_COUNT_DISTINCT) {
         o.kind = OV_INT;
         o.i = n;

@@ -343,29 +343,62 @@ static int decode_into(const struct exec *x, const struct store_segment *s, int 
     return decode_block_into(x->snapshot, &s->block, s->span_start, i, first, count, out, err);
 }
 
+/* Whether column i's slices cost their own length (format_codec_seeks). */
+static bool column_seeks(const struct format_block *b, int i)
+{
+    struct format_column_info ci = {0};
+    format_block_column(b, i, &ci);
+    return format_codec_seeks(ci.codec);
+}
+
+static int fill_rows(struct vc_shared *s, struct ask_error *err)
+{
+    struct vc_lazy *l = s->lazy;
+    if (l->rows_pending && decode_block_into(l->snapshot, &l->block, l->span_start,
+                                             l->rows_column, l->first, s->n, s->rows, err))
+        return -1;
+    l->rows_pending = false;
+    return 0;
+}
+
 int vc_shared_fill(struct vc_shared *s, struct ask_error *err)
 {
     struct vc_lazy *l = s->lazy;
     if (!l)
         return 0;
-    if (decode_block_into(l->snapshot, &l->block, l->span_start, l->column, l->first, s->n,
-                          s->codes, err))
+    if (fill_rows(s, err) || decode_block_into(l->snapshot, &l->block, l->span_start, l->column,
+                                               l->first, s->n, s->codes, err))
         return -1;
     free(l);
     s->lazy = NULL;
     return 0;
 }
 
+int vc_shared_rows(struct vc_shared *s, uint32_t i, uint32_t max, int64_t *out, uint32_t *got,
+                   struct ask_error *err)
+{
+    struct vc_lazy *l = s->lazy;
+    uint32_t n = max < s->n - i ? max : s->n - i;
+    /* Pending rows are in a codec that seeks (runs_into). Once vc_shared_code
+     * filled the list (its codes' codec does not seek), they are copied. */
+    if (l && l->rows_pending) {
+        uint32_t at = l->first + i, to_stride = FORMAT_SEEK_STRIDE - at % FORMAT_SEEK_STRIDE;
+        *got = n < to_stride ? n : to_stride;
+        return decode_block_into(l->snapshot, &l->block, l->span_start, l->rows_column, at,
+                                 *got, out, err);
+    }
+    memcpy(out, s->rows + i, 8 * (size_t)n);
+    *got = n;
+    return 0;
+}
+
 int vc_shared_code(struct vc_shared *s, uint32_t i, int64_t *code, struct ask_error *err)
 {
     const struct vc_lazy *l = s->lazy;
-    struct format_column_info ci = {0};
-    if (l)
-        format_block_column(&l->block, l->column, &ci);
     /* A codec that does not seek walks what lies before the code (DPFOR
      * every exception position: a pick per hour cost more than decoding
      * the whole list once). */
-    if (l && format_codec_seeks(ci.codec))
+    if (l && column_seeks(&l->block, l->column))
         return decode_block_into(l->snapshot, &l->block, l->span_start, l->column,
                                  l->first + i, 1, code, err);
     if (vc_shared_fill(s, err))
@@ -456,7 +489,9 @@ static int rows_by_starts(const struct exec *x, const struct store_segment *s, i
 }
 
 /* Runs [from, to) of value count k into codes and rows at position at;
- * with lazy set, the rows only, and *lazy says where the codes lie. */
+ * with lazy set, the rows only (none when x->rows_count says the groups'
+ * totals come without them and their codec seeks), and *lazy says where
+ * the rest lies. */
 static int runs_into(const struct exec *x, const struct store_segment *s, int base, int k,
                      int64_t from, int64_t to, int64_t *codes, int64_t *rows, int64_t at,
                      struct vc_lazy *lazy, struct ask_error *err)
@@ -466,10 +501,13 @@ static int runs_into(const struct exec *x, const struct store_segment *s, int ba
     int ir = find_column(s, (uint16_t)(base + STORE_ROLE_VC_COUNTS), (uint16_t)k, FORMAT_I64,
                          ANY_LENGTH, err);
     uint32_t count = (uint32_t)(to - from);
-    if (ic < 0 || ir < 0 || decode_into(x, s, ir, (uint32_t)from, count, rows + at, err))
+    bool rows_pending = lazy && x->rows_count[k] >= 0 && ir >= 0 && column_seeks(&s->block, ir);
+    if (ic < 0 || ir < 0 ||
+        (!rows_pending && decode_into(x, s, ir, (uint32_t)from, count, rows + at, err)))
         return -1;
     if (lazy) {
-        *lazy = (struct vc_lazy){s->block, ic, (uint32_t)from, s->span_start, x->snapshot};
+        *lazy = (struct vc_lazy){s->block, ic, ir, rows_pending, (uint32_t)from, s->span_start,
+                                 x->snapshot};
         return 0;
     }
     return decode_into(x, s, ic, (uint32_t)from, count, codes + at, err);
@@ -799,9 +837,9 @@ static int scan_segment(struct exec *x, const struct store_segment *s, int span,
     return rc;
 }
 
-/* A segment's base block, then each delta block as cells (they carry no
- * rollups): every accumulator adds, so folding the changes of later
- * commits after the base gives what one merged block would. */
+/* A segment's base block, then each delta block by the same rule (a delta
+ * carries its own rollups): every accumulator adds, so folding the changes
+ * of later commits after the base gives what one merged block would. */
 static int scan_with_deltas(struct exec *x, const struct store_segment *s, int width,
                             int64_t from, int64_t to, struct ask_error *err)
 {
@@ -878,6 +916,40 @@ static void need_key(struct exec *x, int k)
         x->need_key[k] = true;
 }
 
+static bool is_percentile(enum sql_agg agg)
+{
+    return agg == SQL_AGG_PERCENTILE_DISC || agg == SQL_AGG_PERCENTILE_CONT;
+}
+
+/* x->rows_count: a value count read by percentiles only, of a column that
+ * is not text (texts are ordered by their bytes: every code is read), whose
+ * rows a count of the view totals. That count is then read too: a group's
+ * rows come in every cell and rollup row beside its value counts. */
+static int plan_rows_counts(struct exec *x)
+{
+    const struct sql_view *v = x->v;
+    if (!(x->rows_count = malloc(sizeof *x->rows_count * ((size_t)v->nvalue_counts + 1))))
+        return -1;
+    for (int k = 0; k < v->nvalue_counts; k++) {
+        const struct sql_value_count_spec *vs = &v->value_counts[k];
+        x->rows_count[k] = -1;
+        for (int c = 0; c < v->ncounts; c++)
+            if (v->counts[c].fact_column == vs->fact_column && v->counts[c].filter == vs->filter)
+                x->rows_count[k] = c;
+        if (!x->need_vc[k] || x->types[vs->fact_column].type == STORE_TYPE_TEXT)
+            x->rows_count[k] = -1;
+        for (int i = 0; i < x->ask->ncolumns; i++) {
+            const struct sql_view_column *vc = &v->columns[x->ask->columns[i].view_column];
+            if (vc->kind == SQL_COLUMN_MEASURE && vc->measure.value_counts == k &&
+                !is_percentile(vc->measure.agg))
+                x->rows_count[k] = -1;
+        }
+        if (x->rows_count[k] >= 0)
+            x->need_count[x->rows_count[k]] = true;
+    }
+    return 0;
+}
+
 /* Which keys and accumulators the ask reads. */
 static int plan_needs(struct exec *x, struct ask_error *err)
 {
@@ -904,6 +976,8 @@ static int plan_needs(struct exec *x, struct ask_error *err)
             x->need_vc[m->value_counts] = true;
     }
     x->need_count[0] = true; /* a group exists while its rows do (drop_empty_groups) */
+    if (plan_rows_counts(x))
+        return ask_fail(err, 500, "internal", "out of memory");
     x->groups.nkey = 1 + x->ask->ngroup_keys;
     /* The keys read: group keys, conditions, and inner joins (they drop
      * cells whose key has no dim row). */
@@ -1013,5 +1087,6 @@ void exec_free(struct exec *x)
     free(x->need_count);
     free(x->need_sum);
     free(x->need_vc);
+    free(x->rows_count);
     bound_free(&x->b);
 }

@@ -70,12 +70,16 @@ struct vc_run {
 /* Where the codes of a vc_shared still lie encoded: a rollup's runs, whose
  * codes seg_load_runs leaves undecoded, since a group fed by one rollup row
  * (a percentile per bucket, or over a span) reads only the codes it picks.
+ * Their rows too when the ask knows each group's total without them
+ * (exec.rows_count): a percentile then decodes rows only up to its pick.
  * The block lies in the ask's read snapshot, valid until the answer is
  * written. */
 struct vc_lazy {
     struct format_block block;
     int column;
-    uint32_t first;           /* the column's index of codes[0] */
+    int rows_column;
+    bool rows_pending;        /* rows holds n undecoded slots too */
+    uint32_t first;           /* the columns' index of codes[0] and rows[0] */
     int64_t span_start;       /* for errors */
     uint64_t snapshot;        /* for the checksum cache (checked.c) */
 };
@@ -97,8 +101,14 @@ struct vc_shared {
  * still the caller's). */
 struct vc_shared *vc_shared_new(int64_t *codes, int64_t *rows, uint32_t n, struct vc_lazy *lazy);
 void vc_shared_release(struct vc_shared *s);
-/* Decodes the codes lazy left encoded (exec.c); a no-op once done. */
+/* Decodes the codes (and rows) lazy left encoded (exec.c); a no-op once
+ * done. */
 int vc_shared_fill(struct vc_shared *s, struct ask_error *err);
+/* Rows [i, i + *got) of the list into out, 0 < *got <= max (max > 0): while
+ * they are encoded, decoded a stretch at a time that ends where the codec
+ * can start the next one without a walk. */
+int vc_shared_rows(struct vc_shared *s, uint32_t i, uint32_t max, int64_t *out, uint32_t *got,
+                   struct ask_error *err);
 /* Code i of the list: while lazy, decoded alone when its codec seeks
  * (format_codec_seeks), else after vc_shared_fill. */
 int vc_shared_code(struct vc_shared *s, uint32_t i, int64_t *code, struct ask_error *err);
@@ -111,6 +121,7 @@ struct vc_acc {
     uint32_t nsorted;
     int64_t *owned_codes, *owned_rows;         /* the list when the group owns it */
     struct vc_shared *lent;                    /* else the block it lies in */
+    bool rows_pending;        /* the lent list's rows are encoded: not in total */
     bool zero_rows;           /* the list may hold runs whose rows are 0 */
     int64_t total;            /* rows added in all */
     int adds;
@@ -126,17 +137,19 @@ struct vc_acc {
 struct vc_sorted {
     const int64_t *codes, *rows;
     uint32_t n;
-    int64_t total; /* rows in all */
+    int64_t total; /* rows in all, unless rows_pending */
     struct vc_shared *lazy;       /* set: codes are not decoded; code i is */
     uint32_t lazy_at;             /* lazy's code lazy_at + i */
+    bool rows_pending;            /* rows are encoded too: read through
+                                     vc_shared_rows, total unknown */
 };
 
 /* Adds n runs (code, rows), ascending by code as blocks hold them (runs
  * that do not ascend, from a damaged block, are still counted). When
  * shared is not NULL the arrays lie in it and the group may keep them by
- * reference. -1 when out of memory. The codes must be decoded unless the
- * group lends them (vc_acc_lends), and the group's own list too when it
- * holds a lazy one. */
+ * reference. -1 when out of memory. The codes and rows must be decoded
+ * unless the group lends them (vc_acc_lends), and the group's own list too
+ * when it holds a lazy one (vc_shared_fill). */
 int vc_acc_add_runs(struct vc_acc *a, struct vc_shared *shared, const int64_t *codes,
                     const int64_t *rows, int64_t n);
 /* Whether adding n shared runs would lend them whole, without a merge. */
@@ -185,6 +198,11 @@ struct exec {
     struct text_pool pool;
     struct dim_cache *dims;   /* per join */
     bool *need_count, *need_sum, *need_vc, *need_key;
+    /* Per value count: the count whose rows are its rows' total (the same
+     * column and filter: a value count holds exactly the non-null values
+     * that count counts), when every measure the ask reads of it is a
+     * percentile and its rows may stay encoded; else -1. */
+    int *rows_count;
     int64_t **cond_ids;       /* per dim condition: its texts' pool ids */
     int read_key;             /* the one cell key the ask reads (conditions,
                                  group keys, inner joins); -1 none, -2 more */

@@ -8,7 +8,10 @@
  * the runs ascend, and its answer walks the block's own arrays. A rollup's
  * list may come with its codes still encoded (struct vc_lazy): the group
  * then sums its rows only, and its codes are decoded when the answer picks
- * one, or whole by the caller before another list merges in. The next
+ * one, or whole by the caller before another list merges in. Its rows may
+ * be encoded too (rows_pending): they are summed once the caller decodes
+ * them for a merge, and a percentile that only picks reads them up to its
+ * pick, its total being a count of the same rows (exec.rows_count). The next
  * few adds merge sorted lists. Past VC_MERGE_ADDS, codes go to a small hash
  * table. Once it holds VC_DENSE_AFTER distinct codes that fit in VC_WINDOW
  * consecutive codes, the group moves to a dense window of counters: the
@@ -122,6 +125,7 @@ static void let_go(struct vc_acc *a)
     a->owned_codes = a->owned_rows = NULL;
     a->sorted_codes = a->sorted_rows = NULL;
     a->lent = NULL;
+    a->rows_pending = false;
 }
 
 /* Makes (codes, rows) the group's own sorted list. */
@@ -228,6 +232,15 @@ static int unsort(struct vc_acc *a)
     return 0;
 }
 
+/* Counts the lent list's rows once they are decoded (vc_shared_fill). */
+static void settle_rows(struct vc_acc *a)
+{
+    if (a->rows_pending && !(a->lent->lazy && a->lent->lazy->rows_pending)) {
+        take_rows(a, a->sorted_rows, a->nsorted);
+        a->rows_pending = false;
+    }
+}
+
 bool vc_acc_lends(const struct vc_acc *a, int64_t n)
 {
     return !a->hashed && a->adds < VC_MERGE_ADDS && a->nsorted == 0 && n >= VC_LEND_RUNS;
@@ -243,14 +256,18 @@ int vc_acc_add_runs(struct vc_acc *a, struct vc_shared *shared, const int64_t *c
 {
     if (n == 0)
         return 0;
+    settle_rows(a);
     if (!a->hashed && a->adds < VC_MERGE_ADDS) {
         a->adds++;
         int rc;
         if (shared && vc_acc_lends(a, n)) {
             /* Lazy codes are not checked: the writer sorts them, and a
              * block that was damaged behind its checksum gives a wrong
-             * value, never a read outside the list. */
-            rc = shared->lazy ? (take_rows(a, rows, n), 0) : take_sorted(a, codes, rows, n);
+             * value, never a read outside the list. Lazy rows are counted
+             * when decoded: a group that lends only never needs them. */
+            bool rows_pending = shared->lazy && shared->lazy->rows_pending;
+            rc = shared->lazy ? (rows_pending ? 0 : (take_rows(a, rows, n), 0))
+                              : take_sorted(a, codes, rows, n);
             if (rc == 0) {
                 let_go(a);
                 a->lent = shared;
@@ -258,6 +275,7 @@ int vc_acc_add_runs(struct vc_acc *a, struct vc_shared *shared, const int64_t *c
                 a->sorted_codes = codes;
                 a->sorted_rows = rows;
                 a->nsorted = (uint32_t)n;
+                a->rows_pending = rows_pending;
             }
         } else {
             rc = merge_sorted(a, codes, rows, n);
@@ -364,6 +382,7 @@ static int hash_to_sorted(struct vc_acc *a)
 
 int vc_acc_runs(struct vc_acc *a, struct vc_sorted *out)
 {
+    settle_rows(a);
     if (a->hashed && hash_to_sorted(a))
         return -1;
     /* Delta blocks take rows away: a value can end at zero rows, and then it
@@ -381,10 +400,11 @@ int vc_acc_runs(struct vc_acc *a, struct vc_sorted *out)
         a->nsorted = kept;
         a->zero_rows = false;
     }
-    *out = (struct vc_sorted){a->sorted_codes, a->sorted_rows, a->nsorted, a->total, NULL, 0};
+    *out = (struct vc_sorted){a->sorted_codes, a->sorted_rows, a->nsorted, a->total, NULL, 0, false};
     if (vc_acc_lazy(a)) { /* zero_rows is false: the list was not copied */
         out->lazy = a->lent;
         out->lazy_at = (uint32_t)(a->sorted_codes - a->lent->codes);
+        out->rows_pending = a->rows_pending;
     }
     return 0;
 }
