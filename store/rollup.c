@@ -193,51 +193,77 @@ static bool same_group(const struct grouping *g, uint32_t a, uint32_t b)
 
 enum { BUILT = 0, SKIPPED = 1, FAILED = -1 };
 
-/* Value count k of the groups (group g = perm[start[g]..start[g+1])). */
+/* Column i keeps its first n elements and gives back the rest. */
+static void *shrink_column(struct block_columns *bc, int i, uint32_t n)
+{
+    struct format_column *c = &bc->cols[i];
+    void *a = realloc(bc->arrays[i], (n ? n : 1) * format_type_size(c->type));
+    if (a) /* else the longer array serves as well */
+        bc->arrays[i] = a;
+    c->values = bc->arrays[i];
+    c->n = n;
+    return bc->arrays[i];
+}
+
+/* Value count k of the groups (group g = perm[start[g]..start[g+1])), or
+ * SKIPPED as soon as its runs pass max_runs. Each group's runs are merged
+ * in a scratch buffer as long as the group's input, then appended to the
+ * columns, which are allocated for every input run but only written as
+ * far as the merged runs reach: a family that merged the widest segment's
+ * cells (3.9 M runs at full scale) through one buffer of all their runs
+ * touched that much again, and was a fold's peak (bench/RESULTS.md). */
 static int build_vc(const struct grouping *gr, int k, const uint32_t *perm, const uint32_t *start,
-                    uint32_t ng, uint16_t base, struct block_columns *bc, struct rows *out)
+                    uint32_t ng, uint16_t base, uint64_t max_runs, struct block_columns *bc,
+                    struct rows *out)
 {
     const struct rows *src = gr->src;
+    uint32_t total = src->n ? (uint32_t)src->vc_off[k][src->n] : 0;
     int64_t *off = block_column_add(bc, base + STORE_ROLE_VC_OFFSETS, (uint16_t)k, FORMAT_I64, ng + 1);
-    size_t total = src->n ? (size_t)src->vc_off[k][src->n] : 0;
-    struct store_run *runs = malloc(sizeof *runs * (total + 1));
-    int64_t *codes = NULL, *rows = NULL;
-    if (!off || !runs)
-        goto fail;
-    /* Merge each group into runs[] after the previous groups' merged runs:
-     * merged output never outruns its input, so one buffer serves. */
-    size_t used = 0;
+    int64_t *codes = off ? block_column_add(bc, base + STORE_ROLE_VC_VALUES, (uint16_t)k, FORMAT_I64, total) : NULL;
+    int64_t *rows = codes ? block_column_add(bc, base + STORE_ROLE_VC_COUNTS, (uint16_t)k, FORMAT_I64, total) : NULL;
+    struct store_run *scratch = NULL;
+    size_t cap = 0, used = 0;
+    int rc = FAILED;
+    if (!rows)
+        goto done;
     off[0] = 0;
     for (uint32_t g = 0; g < ng; g++) {
-        size_t first = used;
+        size_t n = 0, need = 0;
+        for (uint32_t i = start[g]; i < start[g + 1]; i++)
+            need += (size_t)(src->vc_off[k][perm[i] + 1] - src->vc_off[k][perm[i]]);
+        if (need > cap) {
+            free(scratch);
+            cap = need > 2 * cap ? need : 2 * cap;
+            if (!(scratch = malloc(sizeof *scratch * cap)))
+                goto done;
+        }
         for (uint32_t i = start[g]; i < start[g + 1]; i++) {
             uint32_t r = perm[i];
             for (int64_t j = src->vc_off[k][r]; j < src->vc_off[k][r + 1]; j++)
-                runs[used++] = (struct store_run){src->vc_codes[k][j], src->vc_rows[k][j]};
+                scratch[n++] = (struct store_run){src->vc_codes[k][j], src->vc_rows[k][j]};
         }
         struct store_error err;
-        int64_t m = store_runs_merge(runs + first, used - first, &err);
+        int64_t m = store_runs_merge(scratch, n, &err);
         if (m < 0)
-            goto fail;
-        used = first + (size_t)m;
+            goto done;
+        if (used + (uint64_t)m > max_runs) {
+            rc = SKIPPED;
+            goto done;
+        }
+        for (int64_t j = 0; j < m; j++) { /* merged runs never outnumber their input */
+            codes[used + (size_t)j] = scratch[j].code;
+            rows[used + (size_t)j] = scratch[j].rows;
+        }
+        used += (size_t)m;
         off[g + 1] = (int64_t)used;
     }
-    codes = block_column_add(bc, base + STORE_ROLE_VC_VALUES, (uint16_t)k, FORMAT_I64, (uint32_t)used);
-    rows = codes ? block_column_add(bc, base + STORE_ROLE_VC_COUNTS, (uint16_t)k, FORMAT_I64, (uint32_t)used) : NULL;
-    if (!rows)
-        goto fail;
-    for (size_t j = 0; j < used; j++) {
-        codes[j] = runs[j].code;
-        rows[j] = runs[j].rows;
-    }
-    out->vc_off[k] = off;
-    out->vc_codes[k] = codes;
-    out->vc_rows[k] = rows;
-    free(runs);
-    return BUILT;
-fail:
-    free(runs);
-    return FAILED;
+    out->vc_off[k] = off; /* the columns just added: offsets, codes, rows */
+    out->vc_codes[k] = shrink_column(bc, bc->ncols - 2, (uint32_t)used);
+    out->vc_rows[k] = shrink_column(bc, bc->ncols - 1, (uint32_t)used);
+    rc = BUILT;
+done:
+    free(scratch);
+    return rc;
 }
 
 static int build_sums(const struct sql_view *v, const struct store_column_type *types,
@@ -334,9 +360,10 @@ static int build_family(const struct sql_view *v, const struct store_column_type
     int before_vcs = bc->ncols;
     bool vcs = src->has_vcs;
     for (int k = 0; vcs && k < v->nvalue_counts; k++) {
-        if ((rc = build_vc(gr, k, perm, start, ng, base, bc, out)) != BUILT)
+        uint64_t max_runs = gr->key < 0 ? UINT64_MAX : (uint64_t)cell_off[k][ncells] / 2;
+        if ((rc = build_vc(gr, k, perm, start, ng, base, max_runs, bc, out)) == FAILED)
             goto done;
-        vcs = gr->key < 0 || (uint64_t)out->vc_off[k][ng] * 2 <= (uint64_t)cell_off[k][ncells];
+        vcs = rc == BUILT;
     }
     if (!vcs) {
         truncate_columns(bc, before_vcs);

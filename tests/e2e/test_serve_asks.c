@@ -67,6 +67,16 @@ static void compare(const char *what, struct answer *want, struct answer *got)
     answer_free(got);
 }
 
+/* PostgreSQL's answer to sql against the engine's to ask, in time zone tz. */
+static void check_ask(struct engine *e, PGconn *pg, const char *sql, const char *ask,
+                      int nparams, const char *const *params, const char *tz, const char *what)
+{
+    struct answer want, got;
+    pg_answer(pg, sql, &want);
+    straum_answer(e, ask, nparams, params, tz, &got);
+    compare(what, &want, &got);
+}
+
 static void check_seed_asks(struct engine *e, PGconn *pg, const char *when)
 {
     oracle_exec(pg, "SET TIME ZONE 'America/New_York'");
@@ -75,12 +85,9 @@ static void check_seed_asks(struct engine *e, PGconn *pg, const char *when)
         int n = 0;
         while (a->params[n])
             n++;
-        struct answer want, got;
-        pg_answer(pg, a->postgres_sql, &want);
-        straum_answer(e, a->ask, n, a->params, "America/New_York", &got);
         char what[256];
         snprintf(what, sizeof what, "%s, %s", a->name, when);
-        compare(what, &want, &got);
+        check_ask(e, pg, a->postgres_sql, a->ask, n, a->params, "America/New_York", what);
     }
 }
 
@@ -177,17 +184,37 @@ Test(serve_asks, picks_from_long_rollup_rows_equal_postgresql, .timeout = 600)
         cr_assert_not_null(e, "%s", serr.message);
         oracle_exec(db.pg, "SET TIME ZONE 'UTC'");
         for (size_t i = 0; i < sizeof asks / sizeof *asks; i++) {
-            struct answer want, got;
-            pg_answer(db.pg, asks[i][1], &want);
-            straum_answer(e, asks[i][0], 2, params, "UTC", &got);
             char what[256];
             snprintf(what, sizeof what, "ask %zu, round %d", i, round);
-            compare(what, &want, &got);
+            check_ask(e, db.pg, asks[i][1], asks[i][0], 2, params, "UTC", what);
         }
         check_seed_asks(e, db.pg, round ? "long rows, after changes" : "long rows");
         engine_close(e);
     }
     taxi_db_destroy(&db);
+}
+
+/* Writes a views file beside db's store; its path into path. */
+static void write_views(const struct taxi_db *db, const char *text, char *path, size_t cap)
+{
+    snprintf(path, cap, "%s.views.sql", db->store);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* Catches ingest up with those views and opens an engine on the store. */
+static struct engine *ingest_and_open(struct taxi_db *db, const char *views)
+{
+    char log[8192];
+    const char *extra[] = {"--views", views, NULL};
+    cr_assert_eq(taxi_ingest_once_with(db, extra, log, sizeof log), 0, "%s", log);
+    struct store_error serr;
+    struct engine *e = engine_open(db->store, NULL, &serr);
+    cr_assert_not_null(e, "%s", serr.message);
+    oracle_exec(db->pg, "SET TIME ZONE 'UTC'");
+    return e;
 }
 
 /* A percentile of a rollup row lent whole reads its rows only up to its
@@ -245,21 +272,12 @@ static void check_pick_asks(struct taxi_db *db, const char *views, const char *w
         {"SELECT " PICK_MEASURES_ASK " FROM fares WHERE bucket >= $1 AND bucket < $2",
          "SELECT " PICK_MEASURES_SQL " FROM yellow_trips"},
     };
-    char log[8192];
-    const char *extra[] = {"--views", views, NULL};
-    cr_assert_eq(taxi_ingest_once_with(db, extra, log, sizeof log), 0, "%s", log);
-    struct store_error serr;
-    struct engine *e = engine_open(db->store, NULL, &serr);
-    cr_assert_not_null(e, "%s", serr.message);
-    oracle_exec(db->pg, "SET TIME ZONE 'UTC'");
+    struct engine *e = ingest_and_open(db, views);
     const char *params[] = {TAXI_ALL_FROM, TAXI_ALL_TO};
     for (size_t i = 0; i < sizeof asks / sizeof *asks; i++) {
-        struct answer want, got;
-        pg_answer(db->pg, asks[i][1], &want);
-        straum_answer(e, asks[i][0], 2, params, "UTC", &got);
         char what[256];
         snprintf(what, sizeof what, "%s, ask %zu", when, i);
-        compare(what, &want, &got);
+        check_ask(e, db->pg, asks[i][1], asks[i][0], 2, params, "UTC", what);
     }
     engine_close(e);
 }
@@ -269,11 +287,7 @@ Test(serve_asks, percentiles_that_decode_rows_up_to_their_pick_equal_postgresql,
     struct taxi_db db;
     taxi_db_create(&db, NULL, 200000);
     char views[96];
-    snprintf(views, sizeof views, "%s.views.sql", db.store);
-    FILE *f = fopen(views, "w");
-    cr_assert_not_null(f);
-    fputs(PICK_VIEW, f);
-    fclose(f);
+    write_views(&db, PICK_VIEW, views, sizeof views);
     taxi_exec(db.pg, "UPDATE yellow_trips SET fare_amount = NULL WHERE id %% 7 = 0");
     check_pick_asks(&db, views, "after the snapshot");
     for (int i = 0; i < 4; i++)
@@ -560,21 +574,13 @@ static const struct {
 
 static void check_inner_asks(struct taxi_db *db, const char *views, const char *when)
 {
-    char log[8192];
-    const char *extra[] = {"--views", views, NULL};
-    cr_assert_eq(taxi_ingest_once_with(db, extra, log, sizeof log), 0, "%s", log);
-    struct store_error serr;
-    struct engine *e = engine_open(db->store, NULL, &serr);
-    cr_assert_not_null(e, "%s", serr.message);
-    oracle_exec(db->pg, "SET TIME ZONE 'UTC'");
+    struct engine *e = ingest_and_open(db, views);
     for (size_t i = 0; i < sizeof INNER_ASKS / sizeof INNER_ASKS[0]; i++) {
         const char *params[] = {TAXI_ALL_FROM, TAXI_ALL_TO, INNER_ASKS[i].cond};
-        struct answer want, got;
-        pg_answer(db->pg, INNER_ASKS[i].sql, &want);
-        straum_answer(e, INNER_ASKS[i].ask, INNER_ASKS[i].cond ? 3 : 2, params, "UTC", &got);
         char what[1024];
         snprintf(what, sizeof what, "%s: %s", when, INNER_ASKS[i].ask);
-        compare(what, &want, &got);
+        check_ask(e, db->pg, INNER_ASKS[i].sql, INNER_ASKS[i].ask, INNER_ASKS[i].cond ? 3 : 2,
+                  params, "UTC", what);
     }
     engine_close(e);
 }
@@ -584,11 +590,7 @@ Test(serve_asks, a_dim_joined_inner_equals_postgresql, .timeout = 600)
     struct taxi_db db;
     taxi_db_create(&db, NULL, 4000);
     char views[96];
-    snprintf(views, sizeof views, "%s.views.sql", db.store);
-    FILE *f = fopen(views, "w");
-    cr_assert_not_null(f);
-    fputs(INNER_VIEW, f);
-    fclose(f);
+    write_views(&db, INNER_VIEW, views, sizeof views);
     check_inner_asks(&db, views, "after the snapshot");
     /* Five Manhattan zones' rows go: their trips leave the view. */
     taxi_exec(db.pg, "CREATE TABLE gone AS SELECT * FROM taxi_zones WHERE location_id IN "
