@@ -247,14 +247,15 @@ void store_rollback(struct store *s);
  * them decoded for the next batch. Out of it (following changes, the
  * default), a commit writes the changes of a stored segment as a delta
  * block (past STORE_MAX_DELTAS, the deltas are merged into one), and folds
- * them into a new base only when the deltas would hold more cells than the
- * base, or, for a base block of more than store_set_inline_fold_bytes,
- * twice its cells (store_compact folds it sooner, when the writer idles). */
+ * them into a new base, right after the commit in a transaction of its
+ * own, only when the deltas hold more cells than the base, or, for a base
+ * block of more than store_set_inline_fold_bytes, twice its cells
+ * (store_compact folds it sooner, when the writer idles). */
 void store_set_bulk(struct store *s, bool bulk);
 
-/* The largest base block a commit folds as soon as its deltas outgrow it
- * (default 2 MiB, or STRAUM_STORE_INLINE_FOLD_BYTES when the store opens);
- * see store_set_bulk. */
+/* The largest base block a commit folds as soon as its deltas outgrow it,
+ * after the commit (default 2 MiB, or STRAUM_STORE_INLINE_FOLD_BYTES when
+ * the store opens); see store_set_bulk. */
 void store_set_inline_fold_bytes(struct store *s, size_t bytes);
 
 /* Folds the deltas of segments into their bases, in key order, each

@@ -59,6 +59,8 @@ struct pending {
                                  since is hot (store_commit_cold) */
     size_t bytes;             /* decoded bytes of the segments held */
     MDB_txn *txn;             /* the batch's write transaction, once it spilled */
+    uint8_t (*folds)[SEG_KEY_BYTES]; /* segments to fold after the commit (plan_write) */
+    size_t nfolds, folds_cap;
 };
 
 int pending_new(struct store *s, struct store_error *err)
@@ -121,6 +123,7 @@ static void pending_reset(struct pending *p, const struct sql_view_list *views)
     for (int v = 0; v < views->nviews; v++)
         if (p->bulk[v])
             bulk_clear(p->bulk[v]);
+    p->nfolds = 0;
 }
 
 void pending_free(struct store *s)
@@ -130,6 +133,7 @@ void pending_free(struct store *s)
     pending_reset(s->pending, s->views);
     bytemap_clear(&s->pending->segments);
     free(s->pending->proj);
+    free(s->pending->folds);
     free(s->pending->truncated);
     for (int v = 0; s->pending->bulk && v < s->views->nviews; v++)
         bulk_free(s->pending->bulk[v]);
@@ -604,6 +608,8 @@ struct encoded {
 };
 
 static int materialize(struct store *s, struct bytemap_entry *e, struct store_error *err);
+static int compact_segment(struct store *s, MDB_txn *txn, const uint8_t key[SEG_KEY_BYTES],
+                           struct store_error *err);
 struct write_plan_of;
 static int spill_segment(struct store *s, struct bytemap_entry *e,
                          const struct write_plan_of *known, struct store_error *err);
@@ -644,18 +650,39 @@ struct write_plan_of {
     int seq;
 };
 
+/* Notes a segment to fold after the commit, once. */
+static int fold_later(struct pending *p, const uint8_t *key)
+{
+    for (size_t i = 0; i < p->nfolds; i++)
+        if (memcmp(p->folds[i], key, SEG_KEY_BYTES) == 0)
+            return 0;
+    if (p->nfolds == p->folds_cap) {
+        size_t cap = p->folds_cap ? 2 * p->folds_cap : 64;
+        uint8_t(*folds)[SEG_KEY_BYTES] = realloc(p->folds, cap * SEG_KEY_BYTES);
+        if (!folds)
+            return -1;
+        p->folds = folds;
+        p->folds_cap = cap;
+    }
+    memcpy(p->folds[p->nfolds++], key, SEG_KEY_BYTES);
+    return 0;
+}
+
 /* The plan for an overlay and its delta number. A new base when the
- * segment is not stored yet or the deltas would hold more cells than the
- * base (an ask reading the segment then does at most twice the base's
- * work); the deltas merged into one when their numbers run out, so that a
- * stream of small commits costs what it changes, not the base.
+ * segment is not stored yet; else a delta, the deltas merged into one when
+ * their numbers run out, so that a stream of small commits costs what it
+ * changes, not the base.
  *
- * A base block bigger than inline_fold_bytes takes deltas up to twice its
- * cells (three times the base's work), left to the idle compaction: its
- * fold decodes the whole segment (the widest width's holds every row, 3.9
- * M value-count runs at full scale), and beside a large batch's overlays
- * and written pages that fold was ingest's peak during a million-row
- * UPDATE. */
+ * Deltas holding more cells than the base (an ask reading the segment
+ * then does more than twice the base's work) are folded into a new base
+ * right after the commit, each segment in its own write transaction
+ * (fold_after_commit): folded inside the batch, the decoded segment sat
+ * beside the batch's overlays and the pages its transaction holds until it
+ * commits, and that was ingest's peak under a stream of million-row
+ * UPDATEs. A base block bigger than inline_fold_bytes takes deltas up to
+ * twice its cells (three times the base's work) before that, left to the
+ * idle compaction meanwhile: its fold decodes the whole segment (the
+ * widest width's holds every row, 3.9 M value-count runs at full scale). */
 static int plan_write(struct store *s, const struct cellmap *o, const uint8_t *key,
                       enum write_plan *plan, int *seq, struct store_error *err)
 {
@@ -677,9 +704,11 @@ static int plan_write(struct store *s, const struct cellmap *o, const uint8_t *k
     if (rc < 0)
         return store_lmdb_error(err, -rc, "reading a segment");
     uint64_t room = rc == 1 && blocks[0].mv_size > s->inline_fold_bytes ? 2 * base : base;
-    if (rc == 1 && deltas + o->ncells <= room) {
+    if (rc == 1) {
         *plan = n <= STORE_MAX_DELTAS ? WRITE_DELTA : WRITE_ONE_DELTA;
         *seq = n <= STORE_MAX_DELTAS ? n : 1;
+        if (deltas + o->ncells > room && fold_later(s->pending, key))
+            return store_fail(err, "out of memory");
     }
     return 0;
 }
@@ -793,23 +822,20 @@ static bool kept_hot(const struct pending *p, const struct cellmap *m, bool keep
  * and the pages at once (a million-row UPDATE's commit was ingest's peak).
  * A load's segments stay decoded after the commit, so their encodings are
  * returned in *out for write_batch, unless the merged segments outgrow the
- * cache budget: the rest then go into the transaction too. large: the
- * batch spilled or outgrew the budget. */
-static int encode_dirty(struct store *s, bool keep_hot, bool large, struct encoded **out,
-                        size_t *n, struct store_error *err)
+ * cache budget: the rest then go into the transaction too. */
+static int encode_dirty(struct store *s, bool keep_hot, struct encoded **out, size_t *n,
+                        struct store_error *err)
 {
     struct pending *p = s->pending;
     struct encoded *enc = calloc(p->segments.count + 1, sizeof *enc);
     if (!enc)
         return store_fail(err, "out of memory");
     size_t k = 0;
-    /* Outside a load, the segments that take a delta go first: one merged
-     * into a new base decodes the whole stored segment, and by then the
-     * other overlays are freed (and, after a large batch, given back, lest
-     * the merge's arrays be mapped beside the freed heap). */
+    /* Outside a load, the segments that take a delta go first, then the
+     * new segments' bases (and a damaged segment's merge, which names the
+     * damage); folds of stored segments come after the commit
+     * (fold_after_commit). */
     for (int pass = s->bulk ? 1 : 0; pass < 2; pass++) {
-        if (pass == 1 && !s->bulk && large && p->segments.count)
-            malloc_trim(0);
         BYTEMAP_EACH(&p->segments, e)
         {
             if (!((struct cellmap *)e->ptr)->dirty || kept_hot(p, e->ptr, keep_hot))
@@ -1104,6 +1130,35 @@ static int spill(struct store *s, struct store_error *err)
     return 0;
 }
 
+/* Folds the segments plan_write noted, each in its own write transaction,
+ * once the batch's overlays and pages are gone. A fold changes no answer,
+ * so it need not be atomic with the batch; one that fails is logged and
+ * left to the idle compaction (store_compact), which finds the same
+ * deltas, and the commit stands. */
+static void fold_after_commit(struct store *s)
+{
+    struct pending *p = s->pending;
+    for (size_t i = 0; i < p->nfolds; i++) {
+        struct store_error err = {0};
+        MDB_txn *txn;
+        int rc = store_txn_begin(s, 0, &txn, &err);
+        if (rc == 0) {
+            rc = compact_segment(s, txn, p->folds[i], &err);
+            rc = rc == 0 ? mdb_txn_commit(txn) : (mdb_txn_abort(txn), rc);
+        }
+        if (rc == MDB_MAP_FULL && grow_map(s, &err) == 0) {
+            i--; /* the same segment again, in a bigger map */
+            continue;
+        }
+        if (rc) {
+            store_logf(STORE_LOG_WARN, "folding a segment after a commit failed (the idle "
+                       "compaction will try again): %s", rc == -1 ? err.message : mdb_strerror(rc));
+            break;
+        }
+    }
+    p->nfolds = 0;
+}
+
 static int commit(struct store *s, const struct store_position *pos, bool keep_hot,
                   struct store_error *err)
 {
@@ -1129,7 +1184,7 @@ static int commit(struct store *s, const struct store_position *pos, bool keep_h
      * encoded segments; malloc would keep them for the next one, and a
      * follower then idles at that size. Give them back after it. */
     bool large = p->txn != NULL || p->bytes > s->cache_bytes;
-    int rc = encode_dirty(s, keep_hot, large, &enc, &n, err);
+    int rc = encode_dirty(s, keep_hot, &enc, &n, err);
     bool spilled = p->txn != NULL; /* a retry would lose what went into it */
     while (rc == 0 && (rc = write_batch(s, enc, n, pos, err)) == MDB_MAP_FULL && !spilled)
         rc = grow_map(s, err);
@@ -1164,6 +1219,7 @@ static int commit(struct store *s, const struct store_position *pos, bool keep_h
     evict(s);
     if (large)
         malloc_trim(0);
+    fold_after_commit(s);
     store_release_map(s);
     return 0;
 }
