@@ -45,10 +45,9 @@
  */
 #include "format/rice.h"
 
-#include "format/format.h"
-
 #include "format/bitpack.h"
 #include "format/bytes.h"
+#include "format/format.h"
 #include "format/why.h"
 
 #include <stdio.h>

@@ -1140,16 +1140,15 @@ static void fold_after_commit(struct store *s)
     struct pending *p = s->pending;
     for (size_t i = 0; i < p->nfolds; i++) {
         struct store_error err = {0};
-        MDB_txn *txn;
-        int rc = store_txn_begin(s, 0, &txn, &err);
-        if (rc == 0) {
-            rc = compact_segment(s, txn, p->folds[i], &err);
-            rc = rc == 0 ? mdb_txn_commit(txn) : (mdb_txn_abort(txn), rc);
-        }
-        if (rc == MDB_MAP_FULL && grow_map(s, &err) == 0) {
-            i--; /* the same segment again, in a bigger map */
-            continue;
-        }
+        int rc;
+        do { /* a full map grows, and the same segment goes again */
+            MDB_txn *txn;
+            rc = store_txn_begin(s, 0, &txn, &err);
+            if (rc == 0) {
+                rc = compact_segment(s, txn, p->folds[i], &err);
+                rc = rc == 0 ? mdb_txn_commit(txn) : (mdb_txn_abort(txn), rc);
+            }
+        } while (rc == MDB_MAP_FULL && grow_map(s, &err) == 0);
         if (rc) {
             store_logf(STORE_LOG_WARN, "folding a segment after a commit failed (the idle "
                        "compaction will try again): %s", rc == -1 ? err.message : mdb_strerror(rc));
