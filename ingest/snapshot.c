@@ -208,7 +208,8 @@ static int replay_tuple(void *ctx, const uint8_t *bytes, size_t len)
     return apply_tuple(a, tuple, bytes, len, a->err, a->errlen);
 }
 
-/* Applies the tuples a partition's spool set aside, empties it, and
+/* Applies the tuples a partition's spool set aside, empties it, hands the
+ * segments it is done with to be encoded beside the next partitions, and
  * commits when the writer holds enough. */
 static int apply_partition(struct applier *a, struct spool *part, char *err, size_t errlen)
 {
@@ -216,6 +217,9 @@ static int apply_partition(struct applier *a, struct spool *part, char *err, siz
     a->errlen = errlen;
     int rc = spool_replay(part, replay_tuple, a, err, errlen);
     spool_free(part);
+    struct store_error serr;
+    if (rc == 0 && store_hand_off_cold(a->st, &serr))
+        rc = commit_failed(&serr, err, errlen);
     return rc ? rc : commit_if_big(a->st, err, errlen);
 }
 
@@ -530,6 +534,7 @@ int snapshot_load(const struct ingest_options *opt, struct source *src, struct s
         return -1;
     PGconn *c = NULL;
     int rc = -1;
+    struct store_error serr;
     drop_stale_slot(repl, opt->slot);
     char sql[300], q[200], snapshot[128];
     quote_ident(q, sizeof q, opt->slot);
@@ -558,14 +563,13 @@ int snapshot_load(const struct ingest_options *opt, struct source *src, struct s
         exec_ok(c, sql, err, errlen) || exec_ok(c, "SET LOCAL TIME ZONE 'UTC'", err, errlen))
         goto done;
     store_set_cache_bytes(st, LOAD_MEMORY_BUDGET / 2);
-    store_set_bulk(st, true); /* whole segments, kept decoded between batches */
+    store_set_bulk(st, true, &serr); /* whole segments, encoded beside the rows */
     int64_t started = now_usec();
     for (int i = 0; i < src->ntables; i++)
         if (load_table(c, &src->tables[i], src, st, opt, err, errlen))
             goto done;
     if (exec_ok(c, "COMMIT", err, errlen))
         goto done;
-    struct store_error serr;
     struct store_position pos = {consistent, now_usec(), now_usec(), 0};
     if (ingest_store_commit(st, &pos, NULL, &serr)) {
         commit_failed(&serr, err, errlen);
@@ -582,7 +586,8 @@ int snapshot_load(const struct ingest_options *opt, struct source *src, struct s
     }
     rc = 0;
 done:
-    store_set_bulk(st, false);
+    if (store_set_bulk(st, false, &serr) && rc == 0) /* after the last commit, nothing to write */
+        rc = ingest_fail(err, errlen, "%s", serr.message);
     PQfinish(c);
     PQfinish(repl);
     return rc;

@@ -254,6 +254,36 @@ void bulk_clear(struct bulk *b);
 bool bulk_empty(const struct bulk *b);
 size_t bulk_bytes(const struct bulk *b);
 
+/* ---- Encode jobs (encoder.c) --------------------------------------------
+ * A load's segments encoded on another core while the caller goes on. */
+
+/* A block ready to write: a base (it replaces the segment and its deltas;
+ * NULL deletes them all) or a delta (added after the stored ones). */
+struct encoded {
+    uint8_t key[DELTA_KEY_BYTES];
+    size_t key_len;           /* SEG_KEY_BYTES or DELTA_KEY_BYTES */
+    void *block;
+    size_t len;
+};
+
+struct encode_job;
+
+/* A job encoding n whole segments (no overlays) as bases. It owns maps
+ * (malloc'd) and the cellmaps in it from here on, also on failure (NULL
+ * with err). */
+struct encode_job *encode_job_new(struct cellmap **maps, size_t n, struct store_error *err);
+/* Starts encoding on a thread of its own. */
+void encode_job_start(struct encode_job *j);
+/* Encodes on the caller's thread too until no segment is left to take,
+ * then waits for the job's thread: 0, or -1 with the first failure. */
+int encode_job_finish(struct encode_job *j, struct store_error *err);
+/* Whether the job holds (or encoded) the segment of key. */
+bool encode_job_holds(const struct encode_job *j, const uint8_t key[SEG_KEY_BYTES]);
+/* The encoded blocks, after encode_job_finish: *n of them, owned by j. */
+const struct encoded *encode_job_blocks(const struct encode_job *j, size_t *n);
+/* Waits for the thread, then frees everything the job holds. */
+void encode_job_free(struct encode_job *j);
+
 /* ---- Pending writer state ------------------------------------------------ */
 
 int pending_new(struct store *s, struct store_error *err);

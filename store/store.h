@@ -221,11 +221,10 @@ struct store_position {
     uint64_t bytes_behind;   /* server WAL end minus lsn at last contact */
 };
 
-/* Writes every pending change and the position in one LMDB transaction,
- * growing the map when it is full (a load's commit then retries in place;
- * outside a load, segments go into the transaction as they are encoded, so
- * the map is grown generously first and a batch that fills it anyway asks
- * for a replay). On failure nothing is written and the
+/* Writes every pending change and the position in one LMDB transaction.
+ * Segments go into the transaction as they are encoded, so the map is
+ * grown generously first; a batch that fills it anyway asks for a replay
+ * (a batch of no segments retries in place). On failure nothing is written and the
  * pending changes are dropped (the caller replays from the last position);
  * err->kind tells a full store (STORE_ERR_LIMIT, STORE_ERR_NO_SPACE) or a
  * batch to replay at once (STORE_ERR_REPLAY) from other failures. */
@@ -240,18 +239,29 @@ int store_commit(struct store *s, const struct store_position *pos, struct store
  * store_commit. */
 int store_commit_cold(struct store *s, const struct store_position *pos, struct store_error *err);
 
+/* Between the partitions of a load in time order (bulk mode): the segments
+ * not used since the last hand-off or commit, which the load is done with,
+ * leave for an encode job on another thread while the load goes on; the
+ * next hand-off or commit writes them into the batch's transaction. No
+ * LMDB commit: cheap enough for every partition. Outside bulk mode,
+ * nothing. On failure the pending batch is dropped. */
+int store_hand_off_cold(struct store *s, struct store_error *err);
+
 /* Drops pending changes without writing them. */
 void store_rollback(struct store *s);
 
-/* Bulk mode (an initial load): commits write touched segments whole and keep
- * them decoded for the next batch. Out of it (following changes, the
+/* Bulk mode (an initial load): commits write touched segments whole, encoded
+ * on another core while the caller goes on (store_hand_off_cold,
+ * store_commit_cold) or on two (store_commit). Leaving it writes segments
+ * still being encoded into the pending batch: -1 with err when that fails,
+ * the batch dropped. Out of it (following changes, the
  * default), a commit writes the changes of a stored segment as a delta
  * block (past STORE_MAX_DELTAS, the deltas are merged into one), and folds
  * them into a new base, right after the commit in a transaction of its
  * own, only when the deltas hold more cells than the base, or, for a base
  * block of more than store_set_inline_fold_bytes, twice its cells
  * (store_compact folds it sooner, when the writer idles). */
-void store_set_bulk(struct store *s, bool bulk);
+int store_set_bulk(struct store *s, bool bulk, struct store_error *err);
 
 /* The largest base block a commit folds as soon as its deltas outgrow it,
  * after the commit (default 2 MiB, or STRAUM_STORE_INLINE_FOLD_BYTES when

@@ -6,11 +6,11 @@
  * entries and projection operations in order. store_commit writes it all
  * with the position in one LMDB write transaction and commits once: a source
  * transaction is either wholly in the store or not at all, and so is the
- * position that says so. A load's commit encodes its segments first, then
- * writes them: when the map is full the transaction is aborted, the map
- * doubled and the commit retried from the same pending state. Outside a
- * load the commit writes each segment into the transaction as soon as it is
- * encoded, as a spill does (below), to hold each segment's bytes once.
+ * position that says so. The commit writes each segment into the
+ * transaction as soon as it is encoded, as a spill does (below), to hold
+ * each segment's bytes once. A load (bulk mode) hands the segments it is
+ * done with to an encode job on another thread (encoder.c) and writes what
+ * the job encoded at its next hand-off or commit.
  *
  * A segment not already decoded is not decoded to take a delta: the deltas
  * collect in an overlay (a cellmap of this batch's changes only), merged
@@ -61,6 +61,9 @@ struct pending {
     MDB_txn *txn;             /* the batch's write transaction, once it spilled */
     uint8_t (*folds)[SEG_KEY_BYTES]; /* segments to fold after the commit (plan_write) */
     size_t nfolds, folds_cap;
+    struct encode_job *job;   /* a load's segments handed off (encoder.c), written
+                                 by the next hand-off or commit, or sooner when
+                                 a late row goes back to one (flush_job) */
 };
 
 int pending_new(struct store *s, struct store_error *err)
@@ -110,6 +113,8 @@ static void pending_reset(struct pending *p, const struct sql_view_list *views)
         mdb_txn_abort(p->txn);
         p->txn = NULL;
     }
+    encode_job_free(p->job);
+    p->job = NULL;
     drop_segments(p, true);
     p->bytes = 0;
     bytemap_clear(&p->values);
@@ -145,7 +150,9 @@ void pending_free(struct store *s)
 void store_set_cache_bytes(struct store *s, size_t bytes) { s->cache_bytes = bytes; }
 void store_set_inline_fold_bytes(struct store *s, size_t bytes) { s->inline_fold_bytes = bytes; }
 
-void store_set_bulk(struct store *s, bool bulk)
+static int flush_job(struct store *s, struct store_error *err);
+
+int store_set_bulk(struct store *s, bool bulk, struct store_error *err)
 {
     s->bulk = bulk;
     if (!bulk && s->pending) /* decoded segments would take changes whole: drop the clean ones */
@@ -154,6 +161,14 @@ void store_set_bulk(struct store *s, bool bulk)
             if (!((struct cellmap *)e->ptr)->dirty)
                 forget_segment(s->pending, e);
         }
+    /* A handed-off job goes into the batch's transaction now, so that
+     * reads outside bulk mode need not look for it; the next commit
+     * commits it. */
+    if (!bulk && s->pending && flush_job(s, err)) {
+        pending_reset(s->pending, s->views);
+        return -1;
+    }
+    return 0;
 }
 
 size_t store_cached_bytes(struct store *s)
@@ -256,6 +271,13 @@ static struct cellmap *get_segment(struct store *s, int view, int width, int64_t
         return NULL;
     }
     if (!e->ptr) {
+        /* A segment a load's commit handed off (a late row) is written
+         * first, so that the overlay below merges with it: no segment is
+         * both pending and in the job. */
+        if (p->job && encode_job_holds(p->job, key) && flush_job(s, err)) {
+            bytemap_remove(&p->segments, e);
+            return NULL;
+        }
         /* Not decoded: the batch's deltas collect in an overlay, written as
          * a delta block or merged with the stored blocks at commit. A view
          * emptied in this batch has nothing stored to merge with. */
@@ -598,15 +620,6 @@ static int delete_prefix(MDB_txn *txn, MDB_dbi dbi, const uint8_t *prefix, size_
     return rc == MDB_NOTFOUND ? 0 : rc;
 }
 
-/* A block ready to write: a base (it replaces the segment and its deltas;
- * NULL deletes them all) or a delta (added after the stored ones). */
-struct encoded {
-    uint8_t key[DELTA_KEY_BYTES];
-    size_t key_len;           /* SEG_KEY_BYTES or DELTA_KEY_BYTES */
-    void *block;
-    size_t len;
-};
-
 static int materialize(struct store *s, struct bytemap_entry *e, struct store_error *err);
 static int compact_segment(struct store *s, MDB_txn *txn, const uint8_t key[SEG_KEY_BYTES],
                            struct store_error *err);
@@ -752,11 +765,9 @@ static int encode_segment(struct store *s, struct bytemap_entry *e,
     if (rc || plan == WRITE_BASE) {
         if (rc || materialize(s, e, err))
             return -1;
-        if (s->bulk) /* a load keeps its segments decoded between commits */
-            return cellmap_encode(e->ptr, &out->block, &out->len, err);
-        /* Outside bulk mode a written segment is forgotten after the commit,
-         * and a failed commit drops the whole batch: its runs can go as they
-         * are copied, as in a fold (compact_segment). */
+        /* A written segment is forgotten after the commit, and a failed
+         * commit drops the whole batch: its runs can go as they are copied,
+         * as in a fold (compact_segment). */
         struct cellmap *m = e->ptr;
         unhold(s->pending, m);
         m->bytes = 0;
@@ -816,54 +827,31 @@ static bool kept_hot(const struct pending *p, const struct cellmap *m, bool keep
     return keep_hot && m->last_used > p->committed_clock;
 }
 
-/* Encodes every dirty segment. Outside a load each goes straight into the
- * batch's write transaction and is forgotten, so a commit holds a segment's
- * bytes once, as LMDB's dirty pages, rather than every overlay, its encoding
- * and the pages at once (a million-row UPDATE's commit was ingest's peak).
- * A load's segments stay decoded after the commit, so their encodings are
- * returned in *out for write_batch, unless the merged segments outgrow the
- * cache budget: the rest then go into the transaction too. */
-static int encode_dirty(struct store *s, bool keep_hot, struct encoded **out, size_t *n,
-                        struct store_error *err)
+/* Encodes every dirty segment outside a load, each straight into the
+ * batch's write transaction, and forgets it, so a commit holds a segment's
+ * bytes once, as LMDB's dirty pages, rather than every overlay, its
+ * encoding and the pages at once (a million-row UPDATE's commit was
+ * ingest's peak). The segments that take a delta go first, then the new
+ * segments' bases (and a damaged segment's merge, which names the damage);
+ * folds of stored segments come after the commit (fold_after_commit). */
+static int encode_dirty(struct store *s, struct store_error *err)
 {
     struct pending *p = s->pending;
-    struct encoded *enc = calloc(p->segments.count + 1, sizeof *enc);
-    if (!enc)
-        return store_fail(err, "out of memory");
-    size_t k = 0;
-    /* Outside a load, the segments that take a delta go first, then the
-     * new segments' bases (and a damaged segment's merge, which names the
-     * damage); folds of stored segments come after the commit
-     * (fold_after_commit). */
-    for (int pass = s->bulk ? 1 : 0; pass < 2; pass++) {
+    for (int pass = 0; pass < 2; pass++) {
         BYTEMAP_EACH(&p->segments, e)
         {
-            if (!((struct cellmap *)e->ptr)->dirty || kept_hot(p, e->ptr, keep_hot))
+            if (!((struct cellmap *)e->ptr)->dirty)
                 continue;
             struct write_plan_of known = {WRITE_BASE, 0};
             if (pass == 0 && plan_write(s, e->ptr, e->key, &known.plan, &known.seq, err))
-                goto fail;
+                return -1;
             if (pass == 0 && known.plan == WRITE_BASE)
                 continue;
-            if (!s->bulk || p->bytes > s->cache_bytes) {
-                /* it forgets e alone, or everything: leave */
-                if (spill_segment(s, e, pass == 0 ? &known : NULL, err))
-                    goto fail;
-                continue;
-            }
-            if (encode_segment(s, e, NULL, &enc[k], err))
-                goto fail;
-            k++;
+            if (spill_segment(s, e, pass == 0 ? &known : NULL, err)) /* it forgets e alone, or everything: leave */
+                return -1;
         }
     }
-    *out = enc;
-    *n = k;
     return 0;
-fail:
-    for (size_t i = 0; i < k; i++)
-        free(enc[i].block);
-    free(enc);
-    return -1;
 }
 
 static int write_values(struct store *s, MDB_txn *txn, struct store_error *err)
@@ -943,25 +931,17 @@ static int delete_truncated(struct store *s, MDB_txn *txn)
     return 0;
 }
 
-static int write_segments(struct store *s, MDB_txn *txn, const struct encoded *enc, size_t n)
-{
-    int rc = delete_truncated(s, txn);
-    for (size_t i = 0; rc == 0 && i < n; i++)
-        rc = put_encoded(s, txn, &enc[i]);
-    return rc;
-}
-
 /* One attempt at the write transaction: the batch's own when it spilled.
  * Each step returns 0, an LMDB code, or -1 with err set. Returns 0,
  * MDB_MAP_FULL to retry after growing the map, or -1 with err. */
-static int write_batch(struct store *s, const struct encoded *enc, size_t n,
-                       const struct store_position *pos, struct store_error *err)
+static int write_batch(struct store *s, const struct store_position *pos,
+                       struct store_error *err)
 {
     MDB_txn *txn = s->pending->txn;
     s->pending->txn = NULL; /* committed or aborted below, either way */
     if (!txn && store_txn_begin(s, 0, &txn, err))
         return -1;
-    int rc = write_segments(s, txn, enc, n);
+    int rc = delete_truncated(s, txn);
     if (!rc)
         rc = write_values(s, txn, err);
     if (!rc)
@@ -1130,6 +1110,59 @@ static int spill(struct store *s, struct store_error *err)
     return 0;
 }
 
+/* Writes what a handed-off job encoded into the batch's transaction and
+ * frees the job: before a commit, or a read of one of its segments. */
+static int flush_job(struct store *s, struct store_error *err)
+{
+    struct pending *p = s->pending;
+    struct encode_job *j = p->job;
+    if (!j)
+        return 0;
+    p->job = NULL;
+    size_t n;
+    const struct encoded *enc = encode_job_blocks(j, &n);
+    int rc = encode_job_finish(j, err);
+    if (rc == 0 && !p->txn && open_batch_txn(s, err))
+        rc = -1;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = put_encoded(s, p->txn, &enc[i]);
+    encode_job_free(j);
+    return rc ? batch_lost(s, rc, err) : 0;
+}
+
+/* A load's commit: its dirty segments, but for those kept hot, leave the
+ * writer for an encode job (encoder.c). A commit between partitions
+ * (keep_hot) lets the job run on while the load goes on, and the next
+ * commit writes it; any other writes it now, the caller's thread encoding
+ * beside the job's. */
+static int hand_off(struct store *s, bool keep_hot, struct store_error *err)
+{
+    struct pending *p = s->pending;
+    struct cellmap **maps = malloc((p->segments.count + 1) * sizeof *maps);
+    if (!maps)
+        return store_fail(err, "out of memory");
+    size_t n = 0;
+    BYTEMAP_EACH(&p->segments, e)
+    {
+        struct cellmap *m = e->ptr;
+        if (!m->dirty || kept_hot(p, m, keep_hot))
+            continue;
+        if (materialize(s, e, err)) { /* an overlay of a stored segment, merged */
+            while (n > 0)
+                cellmap_free(maps[--n]);
+            free(maps);
+            return -1;
+        }
+        unhold(p, e->ptr);
+        maps[n++] = e->ptr;
+        bytemap_remove(&p->segments, e);
+    }
+    if (!(p->job = encode_job_new(maps, n, err)))
+        return -1;
+    encode_job_start(p->job);
+    return keep_hot ? 0 : flush_job(s, err);
+}
+
 /* Folds the segments plan_write noted, each in its own write transaction,
  * once the batch's overlays and pages are gone. A fold changes no answer,
  * so it need not be atomic with the batch; one that fails is logged and
@@ -1163,8 +1196,6 @@ static int commit(struct store *s, const struct store_position *pos, bool keep_h
 {
     if (need_writer(s, err))
         return -1;
-    struct encoded *enc = NULL;
-    size_t n = 0;
     struct pending *p = s->pending;
     if (drain_all(s, err)) {
         pending_reset(p, s->views);
@@ -1182,14 +1213,14 @@ static int commit(struct store *s, const struct store_position *pos, bool keep_h
     /* A batch past the budget went through hundreds of MiB of decoded and
      * encoded segments; malloc would keep them for the next one, and a
      * follower then idles at that size. Give them back after it. */
-    bool large = p->txn != NULL || p->bytes > s->cache_bytes;
-    int rc = encode_dirty(s, keep_hot, &enc, &n, err);
+    bool large = p->txn != NULL || p->bytes > s->cache_bytes || p->job != NULL;
+    /* The last commit's job first: hand_off's merges read what it wrote. */
+    int rc = flush_job(s, err);
+    if (rc == 0)
+        rc = s->bulk ? hand_off(s, keep_hot, err) : encode_dirty(s, err);
     bool spilled = p->txn != NULL; /* a retry would lose what went into it */
-    while (rc == 0 && (rc = write_batch(s, enc, n, pos, err)) == MDB_MAP_FULL && !spilled)
+    while (rc == 0 && (rc = write_batch(s, pos, err)) == MDB_MAP_FULL && !spilled)
         rc = grow_map(s, err);
-    for (size_t i = 0; i < n; i++)
-        free(enc[i].block);
-    free(enc);
     if (rc == MDB_MAP_FULL)
         return batch_lost(s, rc, err);
     if (rc) {
@@ -1231,6 +1262,21 @@ int store_commit(struct store *s, const struct store_position *pos, struct store
 int store_commit_cold(struct store *s, const struct store_position *pos, struct store_error *err)
 {
     return commit(s, pos, s->bulk, err);
+}
+
+int store_hand_off_cold(struct store *s, struct store_error *err)
+{
+    if (need_writer(s, err))
+        return -1;
+    if (!s->bulk)
+        return 0;
+    struct pending *p = s->pending;
+    if (drain_all(s, err) || flush_job(s, err) || hand_off(s, true, err)) {
+        pending_reset(p, s->views);
+        return -1;
+    }
+    p->committed_clock = p->clock; /* hot now means used since this hand-off */
+    return 0;
 }
 
 void store_rollback(struct store *s)
@@ -1310,7 +1356,7 @@ int store_compact(struct store *s, int64_t max_us, bool all, int *left, struct s
     if (need_writer(s, err))
         return -1;
     for (int v = 0; v < s->views->nviews; v++)
-        if (s->pending->bulk[v] && !bulk_empty(s->pending->bulk[v]))
+        if ((s->pending->bulk[v] && !bulk_empty(s->pending->bulk[v])) || s->pending->job)
             return store_fail(err, "compaction between commits only: changes are pending");
     BYTEMAP_EACH(&s->pending->segments, e)
     {

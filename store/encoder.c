@@ -1,0 +1,135 @@
+/* encoder.c -- a load's segments encoded on another core.
+ *
+ * During an initial load (bulk mode) a commit's main cost is encoding the
+ * segments it writes: rollups, Rice codes, lz4. It is pure work on
+ * cellmaps nothing else holds, so a commit between partitions hands the
+ * segments the load is done with to an encode job on its own thread and
+ * returns to the rows; the next commit writes what the job encoded. The
+ * last commit's segments are split between that thread and the caller.
+ *
+ * A job owns its cellmaps from encode_job_new on and frees each as soon as
+ * it is encoded (cellmap_encode_consume). Either thread takes the next
+ * segment, largest first, by one atomic counter; each writes only its own
+ * segments' outputs. Nothing here touches LMDB or the writer's state. */
+#include "store/internal.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct encode_job {
+    struct cellmap **maps;   /* owned until encoded; NULL once freed */
+    struct encoded *out;     /* out[i] is maps[i]'s block */
+    size_t n;
+    atomic_size_t next;      /* the next segment either thread takes */
+    pthread_t thread;
+    bool started;
+    /* The first failure of the thread [0] and of the helper [1]. */
+    int rc[2];
+    struct store_error err[2];
+};
+
+static int larger_first(const void *a, const void *b)
+{
+    const struct cellmap *x = *(struct cellmap *const *)a, *y = *(struct cellmap *const *)b;
+    return (x->bytes < y->bytes) - (x->bytes > y->bytes);
+}
+
+struct encode_job *encode_job_new(struct cellmap **maps, size_t n, struct store_error *err)
+{
+    struct encode_job *j = calloc(1, sizeof *j);
+    if (j)
+        j->out = calloc(n + 1, sizeof *j->out);
+    if (!j || !j->out) {
+        for (size_t i = 0; i < n; i++)
+            cellmap_free(maps[i]);
+        free(maps);
+        if (j)
+            free(j);
+        store_fail(err, "out of memory");
+        return NULL;
+    }
+    /* Largest first: the two threads then end close together. */
+    qsort(maps, n, sizeof *maps, larger_first);
+    j->maps = maps;
+    j->n = n;
+    for (size_t i = 0; i < n; i++) {
+        seg_key(j->out[i].key, maps[i]->view_index, maps[i]->width, maps[i]->span_start);
+        j->out[i].key_len = SEG_KEY_BYTES;
+    }
+    atomic_init(&j->next, 0);
+    return j;
+}
+
+/* Encodes segments until none is left or one fails (then the others are
+ * left to encode_job_free). who: 0 the thread, 1 the helper. */
+static void encode_some(struct encode_job *j, int who)
+{
+    size_t i;
+    while ((i = atomic_fetch_add(&j->next, 1)) < j->n) {
+        struct cellmap *m = j->maps[i];
+        j->maps[i] = NULL;
+        int rc = cellmap_encode_consume(m, &j->out[i].block, &j->out[i].len, &j->err[who]);
+        cellmap_free(m);
+        if (rc) {
+            j->rc[who] = -1;
+            return;
+        }
+    }
+}
+
+static void *encode_thread(void *arg)
+{
+    encode_some(arg, 0);
+    return NULL;
+}
+
+void encode_job_start(struct encode_job *j)
+{
+    /* Without a thread (none could start) encode_job_finish does it all. */
+    j->started = j->n > 0 && pthread_create(&j->thread, NULL, encode_thread, j) == 0;
+}
+
+int encode_job_finish(struct encode_job *j, struct store_error *err)
+{
+    encode_some(j, 1); /* the caller helps rather than waits; does all without a thread */
+    if (j->started) {
+        pthread_join(j->thread, NULL);
+        j->started = false;
+    }
+    for (int who = 0; who < 2; who++)
+        if (j->rc[who]) {
+            *err = j->err[who];
+            return -1;
+        }
+    return 0;
+}
+
+bool encode_job_holds(const struct encode_job *j, const uint8_t key[SEG_KEY_BYTES])
+{
+    for (size_t i = 0; i < j->n; i++)
+        if (memcmp(j->out[i].key, key, SEG_KEY_BYTES) == 0)
+            return true;
+    return false;
+}
+
+const struct encoded *encode_job_blocks(const struct encode_job *j, size_t *n)
+{
+    *n = j->n;
+    return j->out;
+}
+
+void encode_job_free(struct encode_job *j)
+{
+    if (!j)
+        return;
+    if (j->started)
+        pthread_join(j->thread, NULL);
+    for (size_t i = 0; i < j->n; i++) {
+        cellmap_free(j->maps[i]);
+        free(j->out[i].block);
+    }
+    free(j->maps);
+    free(j->out);
+    free(j);
+}
