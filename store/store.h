@@ -239,12 +239,14 @@ int store_commit(struct store *s, const struct store_position *pos, struct store
  * store_commit. */
 int store_commit_cold(struct store *s, const struct store_position *pos, struct store_error *err);
 
-/* Between the partitions of a load in time order (bulk mode): the segments
- * not used since the last hand-off or commit, which the load is done with,
- * leave for an encode job on another thread while the load goes on; the
- * next hand-off or commit writes them into the batch's transaction. No
- * LMDB commit: cheap enough for every partition. Outside bulk mode,
- * nothing. On failure the pending batch is dropped. */
+/* Between the partitions of a load in time order (bulk mode): the rows
+ * staged since the last hand-off are drained, and the segments that drain
+ * did not touch, which the load is done with, encoded, on other threads
+ * while the caller stages the next partition; the next hand-off or commit
+ * writes them into the batch's transaction. No LMDB commit: cheap enough
+ * for every partition. The store is still one writer's: calls on it stay
+ * on the caller's thread. Outside bulk mode, nothing. On failure (this
+ * one's or the last job's) the pending batch is dropped. */
 int store_hand_off_cold(struct store *s, struct store_error *err);
 
 /* Drops pending changes without writing them. */

@@ -8,9 +8,10 @@
  * transaction is either wholly in the store or not at all, and so is the
  * position that says so. The commit writes each segment into the
  * transaction as soon as it is encoded, as a spill does (below), to hold
- * each segment's bytes once. A load (bulk mode) hands the segments it is
- * done with to an encode job on another thread (encoder.c) and writes what
- * the job encoded at its next hand-off or commit.
+ * each segment's bytes once. A load (bulk mode) drains each partition and
+ * encodes the segments it is done with on other threads while the next
+ * partition is staged (a load job, below), and writes what they encoded at
+ * its next hand-off or commit.
  *
  * A segment not already decoded is not decoded to take a delta: the deltas
  * collect in an overlay (a cellmap of this batch's changes only), merged
@@ -54,6 +55,10 @@ struct pending {
     size_t nproj, proj_cap;
     bool *truncated;          /* per view: emptied in this batch */
     struct bulk **bulk;       /* per view: rows staged in bulk mode (bulk.c), NULL until one */
+    struct bulk **spare;      /* the other staging set, which a load job drains */
+    struct load_job *load;    /* a load's partition being drained and encoded
+                                 (store_hand_off_cold), or NULL */
+    size_t bytes_seen;        /* bytes when the load job started (store_cached_bytes) */
     uint64_t clock;
     uint64_t committed_clock; /* the clock at the last commit: a segment used
                                  since is hot (store_commit_cold) */
@@ -70,7 +75,8 @@ int pending_new(struct store *s, struct store_error *err)
 {
     s->pending = calloc(1, sizeof *s->pending);
     if (!s->pending || !(s->pending->truncated = calloc((size_t)s->views->nviews, 1)) ||
-        !(s->pending->bulk = calloc((size_t)s->views->nviews, sizeof *s->pending->bulk)))
+        !(s->pending->bulk = calloc((size_t)s->views->nviews, sizeof *s->pending->bulk)) ||
+        !(s->pending->spare = calloc((size_t)s->views->nviews, sizeof *s->pending->spare)))
         return store_fail(err, "out of memory");
     return 0;
 }
@@ -106,9 +112,13 @@ static void drop_segments(struct pending *p, bool all)
     }
 }
 
+static int join_load(struct pending *p, int nviews, struct store_error *err);
+
 /* Forgets the batch: everything not yet committed. */
 static void pending_reset(struct pending *p, const struct sql_view_list *views)
 {
+    struct store_error ignored; /* the batch goes either way */
+    join_load(p, views->nviews, &ignored);
     if (p->txn) {
         mdb_txn_abort(p->txn);
         p->txn = NULL;
@@ -125,9 +135,12 @@ static void pending_reset(struct pending *p, const struct sql_view_list *views)
         free(p->proj[i].row);
     p->nproj = 0;
     memset(p->truncated, 0, (size_t)views->nviews);
-    for (int v = 0; v < views->nviews; v++)
+    for (int v = 0; v < views->nviews; v++) {
         if (p->bulk[v])
             bulk_clear(p->bulk[v]);
+        if (p->spare[v])
+            bulk_clear(p->spare[v]);
+    }
     p->nfolds = 0;
 }
 
@@ -140,9 +153,12 @@ void pending_free(struct store *s)
     free(s->pending->proj);
     free(s->pending->folds);
     free(s->pending->truncated);
-    for (int v = 0; s->pending->bulk && v < s->views->nviews; v++)
-        bulk_free(s->pending->bulk[v]);
+    for (int v = 0; v < s->views->nviews; v++) {
+        bulk_free(s->pending->bulk ? s->pending->bulk[v] : NULL);
+        bulk_free(s->pending->spare ? s->pending->spare[v] : NULL);
+    }
     free(s->pending->bulk);
+    free(s->pending->spare);
     free(s->pending);
     s->pending = NULL;
 }
@@ -152,8 +168,14 @@ void store_set_inline_fold_bytes(struct store *s, size_t bytes) { s->inline_fold
 
 static int flush_job(struct store *s, struct store_error *err);
 
+static int settle_load(struct store *s, struct store_error *err);
+
 int store_set_bulk(struct store *s, bool bulk, struct store_error *err)
 {
+    if (s->pending && settle_load(s, err)) {
+        pending_reset(s->pending, s->views);
+        return -1;
+    }
     s->bulk = bulk;
     if (!bulk && s->pending) /* decoded segments would take changes whole: drop the clean ones */
         BYTEMAP_EACH(&s->pending->segments, e)
@@ -175,7 +197,8 @@ size_t store_cached_bytes(struct store *s)
 {
     if (!s->pending)
         return 0;
-    size_t bytes = s->pending->bytes;
+    /* A load job is changing bytes: what it held when it started. */
+    size_t bytes = s->pending->load ? s->pending->bytes_seen : s->pending->bytes;
     for (int v = 0; v < s->views->nviews; v++)
         if (s->pending->bulk[v])
             bytes += bulk_bytes(s->pending->bulk[v]);
@@ -358,11 +381,11 @@ static int drain_value(void *ctx, int vc, int64_t code, int64_t rows, struct sto
     return add_value_rows(dr->s->pending, dr->view, vc, code, rows, err);
 }
 
-/* Moves a view's staged rows into its cellmaps. Nothing frees a cellmap
- * meanwhile (spills happen between rows), so drain.last stays valid. */
-static int drain_view(struct store *s, int view, struct store_error *err)
+/* Moves a view's staged rows (b) into its cellmaps. Nothing frees a
+ * cellmap meanwhile (spills happen between rows), so drain.last stays
+ * valid. */
+static int drain_view(struct store *s, struct bulk *b, int view, struct store_error *err)
 {
-    struct bulk *b = s->pending->bulk[view];
     if (!b || bulk_empty(b))
         return 0;
     struct drain dr = {s, view, calloc((size_t)s->views->views[view].nwidths, sizeof *dr.last)};
@@ -374,12 +397,18 @@ static int drain_view(struct store *s, int view, struct store_error *err)
     return rc;
 }
 
-static int drain_all(struct store *s, struct store_error *err)
+/* Drains a staging set: the writer's (s->pending->bulk) or a load job's. */
+static int drain_set(struct store *s, struct bulk **set, struct store_error *err)
 {
     for (int v = 0; v < s->views->nviews; v++)
-        if (drain_view(s, v, err))
+        if (drain_view(s, set[v], v, err))
             return -1;
     return 0;
+}
+
+static int drain_all(struct store *s, struct store_error *err)
+{
+    return settle_load(s, err) || drain_set(s, s->pending->bulk, err) ? -1 : 0;
 }
 
 /* Stages a row; a quarter of the cache budget staged is drained. */
@@ -392,7 +421,10 @@ static int stage_row(struct store *s, const struct store_delta *d, struct store_
     struct bulk *b = p->bulk[d->view];
     if (bulk_add(b, bucket_of(v, 0, d->time), d, err))
         return -1;
-    return bulk_bytes(b) > s->cache_bytes / 16 ? drain_view(s, d->view, err) : 0;
+    if (bulk_bytes(b) <= s->cache_bytes / 16)
+        return 0;
+    /* The cellmaps are the load job's until it ends. */
+    return settle_load(s, err) || drain_view(s, b, d->view, err) ? -1 : 0;
 }
 
 int store_apply(struct store *s, const struct store_delta *d, struct store_error *err)
@@ -411,7 +443,7 @@ int store_apply(struct store *s, const struct store_delta *d, struct store_error
                           s->views->views[d->view].name, when);
     }
     struct pending *p = s->pending;
-    if (p->bytes > 2 * s->cache_bytes && spill(s, err))
+    if (!p->load && p->bytes > 2 * s->cache_bytes && spill(s, err)) /* a load job's bytes are its own */
         return -1;
     const struct sql_view *v = &s->views->views[d->view];
     if (s->bulk)
@@ -437,6 +469,10 @@ int store_truncate_view(struct store *s, int view, struct store_error *err)
     if (view < 0 || view >= s->views->nviews)
         return store_fail(err, "view %d does not exist", view);
     struct pending *p = s->pending;
+    if (settle_load(s, err)) {
+        pending_reset(p, s->views);
+        return -1;
+    }
     if (p->bulk[view]) /* rows staged before the truncate are gone with it */
         bulk_clear(p->bulk[view]);
     BYTEMAP_EACH(&p->segments, e)
@@ -1130,6 +1166,37 @@ static int flush_job(struct store *s, struct store_error *err)
     return rc ? batch_lost(s, rc, err) : 0;
 }
 
+/* Takes out of the writer, for an encode job, its dirty segments but
+ * those kept hot: into *out (malloc'd), *n of them. An overlay is merged
+ * with what is stored first (materialize), or left pending when
+ * whole_only: a load job reads no LMDB. */
+static int detach_dirty(struct store *s, bool keep_hot, bool whole_only, struct cellmap ***out,
+                        size_t *n, struct store_error *err)
+{
+    struct pending *p = s->pending;
+    struct cellmap **maps = malloc((p->segments.count + 1) * sizeof *maps);
+    if (!maps)
+        return store_fail(err, "out of memory");
+    *n = 0;
+    BYTEMAP_EACH(&p->segments, e)
+    {
+        struct cellmap *m = e->ptr;
+        if (!m->dirty || kept_hot(p, m, keep_hot) || (whole_only && m->overlay))
+            continue;
+        if (materialize(s, e, err)) { /* an overlay of a stored segment, merged */
+            while (*n > 0)
+                cellmap_free(maps[--*n]);
+            free(maps);
+            return -1;
+        }
+        unhold(p, e->ptr);
+        maps[(*n)++] = e->ptr;
+        bytemap_remove(&p->segments, e);
+    }
+    *out = maps;
+    return 0;
+}
+
 /* A load's commit: its dirty segments, but for those kept hot, leave the
  * writer for an encode job (encoder.c). A commit between partitions
  * (keep_hot) lets the job run on while the load goes on, and the next
@@ -1138,29 +1205,118 @@ static int flush_job(struct store *s, struct store_error *err)
 static int hand_off(struct store *s, bool keep_hot, struct store_error *err)
 {
     struct pending *p = s->pending;
-    struct cellmap **maps = malloc((p->segments.count + 1) * sizeof *maps);
-    if (!maps)
-        return store_fail(err, "out of memory");
-    size_t n = 0;
-    BYTEMAP_EACH(&p->segments, e)
-    {
-        struct cellmap *m = e->ptr;
-        if (!m->dirty || kept_hot(p, m, keep_hot))
-            continue;
-        if (materialize(s, e, err)) { /* an overlay of a stored segment, merged */
-            while (n > 0)
-                cellmap_free(maps[--n]);
-            free(maps);
-            return -1;
-        }
-        unhold(p, e->ptr);
-        maps[n++] = e->ptr;
-        bytemap_remove(&p->segments, e);
-    }
-    if (!(p->job = encode_job_new(maps, n, err)))
+    struct cellmap **maps;
+    size_t n;
+    if (detach_dirty(s, keep_hot, false, &maps, &n, err) ||
+        !(p->job = encode_job_new(maps, n, err)))
         return -1;
     encode_job_start(p->job);
     return keep_hot ? 0 : flush_job(s, err);
+}
+
+/* ---- A load's partition, drained and encoded beside the next one ------------------ */
+
+/* What store_hand_off_cold starts on a thread of its own while the caller
+ * stages the next partition: the partition's staged rows drained into the
+ * cellmaps, then the whole segments the drain did not touch taken out and
+ * encoded. Until the job is joined (settle_load) it alone touches the
+ * segments, their cellmaps, the held bytes, the clock and the value
+ * deltas: the caller stages into the other staging set, and every writer
+ * call that reaches those settles the job first. Nothing here touches
+ * LMDB, whose write transaction belongs to the caller's thread: overlays
+ * (segments not yet looked up in the store) stay pending, and the caller
+ * merges them (materialize) before it starts the next job. */
+struct load_job {
+    struct store *s;
+    struct bulk **staging;      /* per view: the partition's rows, drained here */
+    struct encode_job *encoded; /* what it encoded, for flush_job */
+    pthread_t thread;
+    bool threaded;              /* false: it ran on the caller's thread */
+    int rc;
+    struct store_error err;
+};
+
+static void *run_load_job(void *arg)
+{
+    struct load_job *j = arg;
+    struct pending *p = j->s->pending;
+    struct cellmap **maps;
+    size_t n;
+    j->rc = drain_set(j->s, j->staging, &j->err);
+    if (j->rc == 0)
+        j->rc = detach_dirty(j->s, true, true, &maps, &n, &j->err);
+    if (j->rc == 0 && !(j->encoded = encode_job_new(maps, n, &j->err)))
+        j->rc = -1;
+    if (j->rc == 0) { /* on two threads: the last one takes the widest segments */
+        encode_job_start(j->encoded);
+        j->rc = encode_job_finish(j->encoded, &j->err);
+    }
+    p->committed_clock = p->clock; /* hot now means drained by a later job */
+    return NULL;
+}
+
+/* Waits for the load job, if one runs, and takes back the writer's state:
+ * its staging set (empty) as the spare, what it encoded as p->job. */
+static int join_load(struct pending *p, int nviews, struct store_error *err)
+{
+    struct load_job *j = p->load;
+    if (!j)
+        return 0;
+    p->load = NULL;
+    if (j->threaded)
+        pthread_join(j->thread, NULL);
+    for (int v = 0; v < nviews; v++)
+        if (j->staging[v]) /* drained already, but for a failure */
+            bulk_clear(j->staging[v]);
+    free(p->spare);
+    p->spare = j->staging;
+    p->job = j->encoded; /* flush_job ran before the job started: none was left */
+    int rc = j->rc;
+    if (rc)
+        *err = j->err;
+    free(j);
+    return rc;
+}
+
+static int settle_load(struct store *s, struct store_error *err)
+{
+    return join_load(s->pending, s->views->nviews, err);
+}
+
+/* Starts a load job on the staging set filled since the last one; the
+ * writer stages into the spare meanwhile. */
+static int start_load(struct store *s, struct store_error *err)
+{
+    struct pending *p = s->pending;
+    struct load_job *j = calloc(1, sizeof *j);
+    struct bulk **fresh = p->spare ? p->spare : calloc((size_t)s->views->nviews, sizeof *fresh);
+    if (!j || !fresh) {
+        free(j);
+        return store_fail(err, "out of memory");
+    }
+    j->s = s;
+    j->staging = p->bulk;
+    p->bulk = fresh;
+    p->spare = NULL;
+    p->bytes_seen = p->bytes;
+    p->load = j;
+    j->threaded = pthread_create(&j->thread, NULL, run_load_job, j) == 0;
+    if (!j->threaded) /* no thread to be had: the same work, now */
+        run_load_job(j);
+    return 0;
+}
+
+/* Merges every overlay with what is stored, so that a load job can take
+ * it: a new segment is found not stored (cheap), a segment a late row went
+ * back to is merged with the blocks written for it. */
+static int materialize_all(struct store *s, struct store_error *err)
+{
+    BYTEMAP_EACH(&s->pending->segments, e)
+    {
+        if (((struct cellmap *)e->ptr)->overlay && materialize(s, e, err))
+            return -1;
+    }
+    return 0;
 }
 
 /* Folds the segments plan_write noted, each in its own write transaction,
@@ -1270,12 +1426,14 @@ int store_hand_off_cold(struct store *s, struct store_error *err)
         return -1;
     if (!s->bulk)
         return 0;
+    /* The last job's segments are written first, so that overlays merge
+     * with them. */
     struct pending *p = s->pending;
-    if (drain_all(s, err) || flush_job(s, err) || hand_off(s, true, err)) {
+    if (settle_load(s, err) || flush_job(s, err) || materialize_all(s, err) ||
+        start_load(s, err)) {
         pending_reset(p, s->views);
         return -1;
     }
-    p->committed_clock = p->clock; /* hot now means used since this hand-off */
     return 0;
 }
 
@@ -1353,7 +1511,7 @@ static int compact_segment(struct store *s, MDB_txn *txn, const uint8_t key[SEG_
 int store_compact(struct store *s, int64_t max_us, bool all, int *left, struct store_error *err)
 {
     *left = 0;
-    if (need_writer(s, err))
+    if (need_writer(s, err) || settle_load(s, err))
         return -1;
     for (int v = 0; v < s->views->nviews; v++)
         if ((s->pending->bulk[v] && !bulk_empty(s->pending->bulk[v])) || s->pending->job)
