@@ -105,14 +105,6 @@ int encode_job_finish(struct encode_job *j, struct store_error *err)
     return 0;
 }
 
-bool encode_job_holds(const struct encode_job *j, const uint8_t key[SEG_KEY_BYTES])
-{
-    for (size_t i = 0; i < j->n; i++)
-        if (memcmp(j->out[i].key, key, SEG_KEY_BYTES) == 0)
-            return true;
-    return false;
-}
-
 const struct encoded *encode_job_blocks(const struct encode_job *j, size_t *n)
 {
     *n = j->n;

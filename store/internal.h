@@ -277,8 +277,6 @@ void encode_job_start(struct encode_job *j);
 /* Encodes on the caller's thread too until no segment is left to take,
  * then waits for the job's thread: 0, or -1 with the first failure. */
 int encode_job_finish(struct encode_job *j, struct store_error *err);
-/* Whether the job holds (or encoded) the segment of key. */
-bool encode_job_holds(const struct encode_job *j, const uint8_t key[SEG_KEY_BYTES]);
 /* The encoded blocks, after encode_job_finish: *n of them, owned by j. */
 const struct encoded *encode_job_blocks(const struct encode_job *j, size_t *n);
 /* Waits for the thread, then frees everything the job holds. */

@@ -67,8 +67,9 @@ struct pending {
     uint8_t (*folds)[SEG_KEY_BYTES]; /* segments to fold after the commit (plan_write) */
     size_t nfolds, folds_cap;
     struct encode_job *job;   /* a load's segments handed off (encoder.c), written
-                                 by the next hand-off or commit, or sooner when
-                                 a late row goes back to one (flush_job) */
+                                 by the next settle_load or commit (flush_job):
+                                 outside a load job, no segment is both pending
+                                 and in it */
 };
 
 int pending_new(struct store *s, struct store_error *err)
@@ -282,6 +283,9 @@ static int load_segment(struct store *s, struct cellmap *m, const uint8_t key[SE
     return ret;
 }
 
+/* The segment (view, width, span) of the batch, an overlay when it was not
+ * decoded: also one an encode job holds, when a load job's drain sends a
+ * late row to it (see struct load_job). */
 static struct cellmap *get_segment(struct store *s, int view, int width, int64_t span,
                                    struct store_error *err)
 {
@@ -294,13 +298,6 @@ static struct cellmap *get_segment(struct store *s, int view, int width, int64_t
         return NULL;
     }
     if (!e->ptr) {
-        /* A segment a load's commit handed off (a late row) is written
-         * first, so that the overlay below merges with it: no segment is
-         * both pending and in the job. */
-        if (p->job && encode_job_holds(p->job, key) && flush_job(s, err)) {
-            bytemap_remove(&p->segments, e);
-            return NULL;
-        }
         /* Not decoded: the batch's deltas collect in an overlay, written as
          * a delta block or merged with the stored blocks at commit. A view
          * emptied in this batch has nothing stored to merge with. */
@@ -365,7 +362,8 @@ static int drain_cell(void *ctx, int64_t time, const int64_t *keys, const int64_
         int64_t bucket = bucket_of(v, w, time);
         int64_t span = store_span_start(v, w, bucket);
         struct cellmap *m = dr->last[w];
-        if ((!m || m->span_start != span) && !(m = dr->last[w] = get_segment(s, dr->view, w, span, err)))
+        if ((!m || m->span_start != span) &&
+            !(m = dr->last[w] = get_segment(s, dr->view, w, span, err)))
             return -1;
         size_t before = m->bytes;
         if (cellmap_add_cell(m, (uint32_t)((bucket - span) / v->widths[w]), keys, counts, sums, runs, err))
@@ -1168,10 +1166,9 @@ static int flush_job(struct store *s, struct store_error *err)
 
 /* Takes out of the writer, for an encode job, its dirty segments but
  * those kept hot: into *out (malloc'd), *n of them. An overlay is merged
- * with what is stored first (materialize), or left pending when
- * whole_only: a load job reads no LMDB. */
-static int detach_dirty(struct store *s, bool keep_hot, bool whole_only, struct cellmap ***out,
-                        size_t *n, struct store_error *err)
+ * with what is stored first (materialize). */
+static int detach_dirty(struct store *s, bool keep_hot, struct cellmap ***out, size_t *n,
+                        struct store_error *err)
 {
     struct pending *p = s->pending;
     struct cellmap **maps = malloc((p->segments.count + 1) * sizeof *maps);
@@ -1181,7 +1178,7 @@ static int detach_dirty(struct store *s, bool keep_hot, bool whole_only, struct 
     BYTEMAP_EACH(&p->segments, e)
     {
         struct cellmap *m = e->ptr;
-        if (!m->dirty || kept_hot(p, m, keep_hot) || (whole_only && m->overlay))
+        if (!m->dirty || kept_hot(p, m, keep_hot))
             continue;
         if (materialize(s, e, err)) { /* an overlay of a stored segment, merged */
             while (*n > 0)
@@ -1205,31 +1202,31 @@ static int detach_dirty(struct store *s, bool keep_hot, bool whole_only, struct 
 static int hand_off(struct store *s, bool keep_hot, struct store_error *err)
 {
     struct pending *p = s->pending;
-    struct cellmap **maps;
-    size_t n;
-    if (detach_dirty(s, keep_hot, false, &maps, &n, err) ||
+    struct cellmap **maps = NULL;
+    size_t n = 0;
+    if (detach_dirty(s, keep_hot, &maps, &n, err) ||
         !(p->job = encode_job_new(maps, n, err)))
         return -1;
     encode_job_start(p->job);
     return keep_hot ? 0 : flush_job(s, err);
 }
 
-/* ---- A load's partition, drained and encoded beside the next one ------------------ */
+/* ---- A load's partition, drained beside the next one ---------------------------- */
 
 /* What store_hand_off_cold starts on a thread of its own while the caller
  * stages the next partition: the partition's staged rows drained into the
- * cellmaps, then the whole segments the drain did not touch taken out and
- * encoded. Until the job is joined (settle_load) it alone touches the
+ * cellmaps. Until the job is joined (settle_load) it alone touches the
  * segments, their cellmaps, the held bytes, the clock and the value
  * deltas: the caller stages into the other staging set, and every writer
- * call that reaches those settles the job first. Nothing here touches
- * LMDB, whose write transaction belongs to the caller's thread: overlays
- * (segments not yet looked up in the store) stay pending, and the caller
- * merges them (materialize) before it starts the next job. */
+ * call that reaches those settles the job first. The job reads no LMDB,
+ * whose write transaction belongs to the caller's thread: a late row for a
+ * segment the encode job running beside it holds starts an overlay, which
+ * the caller merges (materialize) only after settle_load wrote that job.
+ * Every drain on the caller's thread comes after a settle_load too, so it
+ * never meets a segment an encode job holds. */
 struct load_job {
     struct store *s;
     struct bulk **staging;      /* per view: the partition's rows, drained here */
-    struct encode_job *encoded; /* what it encoded, for flush_job */
     pthread_t thread;
     bool threaded;              /* false: it ran on the caller's thread */
     int rc;
@@ -1239,24 +1236,12 @@ struct load_job {
 static void *run_load_job(void *arg)
 {
     struct load_job *j = arg;
-    struct pending *p = j->s->pending;
-    struct cellmap **maps;
-    size_t n;
     j->rc = drain_set(j->s, j->staging, &j->err);
-    if (j->rc == 0)
-        j->rc = detach_dirty(j->s, true, true, &maps, &n, &j->err);
-    if (j->rc == 0 && !(j->encoded = encode_job_new(maps, n, &j->err)))
-        j->rc = -1;
-    if (j->rc == 0) { /* on two threads: the last one takes the widest segments */
-        encode_job_start(j->encoded);
-        j->rc = encode_job_finish(j->encoded, &j->err);
-    }
-    p->committed_clock = p->clock; /* hot now means drained by a later job */
     return NULL;
 }
 
-/* Waits for the load job, if one runs, and takes back the writer's state:
- * its staging set (empty) as the spare, what it encoded as p->job. */
+/* Waits for the load job, if one runs, and takes its staging set back
+ * (empty) as the spare. */
 static int join_load(struct pending *p, int nviews, struct store_error *err)
 {
     struct load_job *j = p->load;
@@ -1270,7 +1255,6 @@ static int join_load(struct pending *p, int nviews, struct store_error *err)
             bulk_clear(j->staging[v]);
     free(p->spare);
     p->spare = j->staging;
-    p->job = j->encoded; /* flush_job ran before the job started: none was left */
     int rc = j->rc;
     if (rc)
         *err = j->err;
@@ -1278,13 +1262,18 @@ static int join_load(struct pending *p, int nviews, struct store_error *err)
     return rc;
 }
 
+/* Joins the load job, then writes what the encode job beside it encoded
+ * (the caller helping it finish): the drain may have started overlays of
+ * segments that job holds, which must not be merged with the store before
+ * (no segment is both pending and in a job once settled). */
 static int settle_load(struct store *s, struct store_error *err)
 {
-    return join_load(s->pending, s->views->nviews, err);
+    return join_load(s->pending, s->views->nviews, err) || flush_job(s, err) ? -1 : 0;
 }
 
 /* Starts a load job on the staging set filled since the last one; the
- * writer stages into the spare meanwhile. */
+ * writer stages into the spare meanwhile. A segment the job touches is hot
+ * at the next hand-off. */
 static int start_load(struct store *s, struct store_error *err)
 {
     struct pending *p = s->pending;
@@ -1298,24 +1287,12 @@ static int start_load(struct store *s, struct store_error *err)
     j->staging = p->bulk;
     p->bulk = fresh;
     p->spare = NULL;
+    p->committed_clock = p->clock;
     p->bytes_seen = p->bytes;
     p->load = j;
     j->threaded = pthread_create(&j->thread, NULL, run_load_job, j) == 0;
     if (!j->threaded) /* no thread to be had: the same work, now */
         run_load_job(j);
-    return 0;
-}
-
-/* Merges every overlay with what is stored, so that a load job can take
- * it: a new segment is found not stored (cheap), a segment a late row went
- * back to is merged with the blocks written for it. */
-static int materialize_all(struct store *s, struct store_error *err)
-{
-    BYTEMAP_EACH(&s->pending->segments, e)
-    {
-        if (((struct cellmap *)e->ptr)->overlay && materialize(s, e, err))
-            return -1;
-    }
     return 0;
 }
 
@@ -1426,11 +1403,10 @@ int store_hand_off_cold(struct store *s, struct store_error *err)
         return -1;
     if (!s->bulk)
         return 0;
-    /* The last job's segments are written first, so that overlays merge
-     * with them. */
+    /* The last encode job is written first, so that the overlays among the
+     * segments handed off now merge with it. */
     struct pending *p = s->pending;
-    if (settle_load(s, err) || flush_job(s, err) || materialize_all(s, err) ||
-        start_load(s, err)) {
+    if (settle_load(s, err) || hand_off(s, true, err) || start_load(s, err)) {
         pending_reset(p, s->views);
         return -1;
     }

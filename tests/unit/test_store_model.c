@@ -288,15 +288,15 @@ Test(store_model, random_batches_equal_the_model) { random_batches(false); }
 Test(store_model, random_bulk_batches_equal_the_model) { random_batches(true); }
 
 /* A load in time order: after each partition a hand-off
- * (store_hand_off_cold) drains it and encodes the segments it did not
- * touch on another thread while the next partition is staged, and a
- * commit (store_commit_cold) now and then does the same on the caller's
- * thread; the next hand-off or commit writes what was encoded. Rows four
- * days late go back to such segments before that. With a small cache
- * (cache_kib) a commit's drain also meets them while its job still holds
- * their segment: at 96 KiB, without that job written first (get_segment),
- * cells are lost (tried). The last commit leaves the model's cells, also
- * when bulk mode is left with a job in flight. */
+ * (store_hand_off_cold) drains it, and encodes the segments the partition
+ * before did not touch, on other threads while the next partition is
+ * staged, and a commit (store_commit_cold) now and then drains on the
+ * caller's thread; the next hand-off or commit writes what was encoded. Rows four
+ * days late go back to such segments before that, starting overlays; a
+ * small cache (cache_kib) also spills meanwhile. Had the overlays been
+ * merged with the store before the encode job was written (settle_load),
+ * every variant would lose cells (tried). The last commit leaves the
+ * model's cells, also when bulk mode is left with a job in flight. */
 static void load_with_late_rows(size_t cache_kib, bool leave_bulk_in_flight)
 {
     char dir[64];
