@@ -208,15 +208,20 @@ static int replay_tuple(void *ctx, const uint8_t *bytes, size_t len)
     return apply_tuple(a, tuple, bytes, len, a->err, a->errlen);
 }
 
-/* Applies the tuples a partition's spool set aside, empties it, hands the
- * segments it is done with to be encoded beside the next partitions, and
- * commits when the writer holds enough. */
-static int apply_partition(struct applier *a, struct spool *part, char *err, size_t errlen)
+/* Applies the tuples a partition's spools (one per reader) set aside,
+ * empties them, hands the segments it is done with to be encoded beside
+ * the next partitions, and commits when the writer holds enough. */
+static int apply_partition(struct applier *a, struct spool *const *parts, int nparts, char *err,
+                           size_t errlen)
 {
     a->err = err;
     a->errlen = errlen;
-    int rc = spool_replay(part, replay_tuple, a, err, errlen);
-    spool_free(part);
+    int rc = 0;
+    for (int i = 0; i < nparts; i++) {
+        if (rc == 0)
+            rc = spool_replay(parts[i], replay_tuple, a, err, errlen);
+        spool_free(parts[i]);
+    }
     struct store_error serr;
     if (rc == 0 && store_hand_off_cold(a->st, &serr))
         rc = commit_failed(&serr, err, errlen);
@@ -291,41 +296,122 @@ static int spool_tuple(void *ctx, const struct copy_tuple *tuple, const uint8_t 
     return spool_append(&pp->parts[k], bytes, len, err, errlen);
 }
 
-/* Reads the table in one COPY (one sequential scan), sets its tuples aside
- * by time partition, then applies the partitions in time order, NULLs
- * last. */
-static int load_spooled(PGconn *c, struct applier *a, const char *col, int64_t lo, int64_t step,
-                        int nparts, char *err, size_t errlen)
+/* The table's pages when a scan of it can be split by ctid ranges: a
+ * plain table on PostgreSQL 14 or later (TID range scans; before, each
+ * range would read the whole table). 0 otherwise. */
+static int64_t splittable_pages(PGconn *c, const struct source_table *t)
+{
+    if (PQserverVersion(c) < 140000)
+        return 0;
+    const char *params[1] = {t->qualified};
+    PGresult *r = PQexecParams(c,
+                               "SELECT pg_relation_size($1::regclass)"
+                               " / current_setting('block_size')::bigint",
+                               1, NULL, params, NULL, NULL, 0);
+    int64_t pages = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 &&
+                            !PQgetisnull(r, 0, 0)
+                        ? atoll(PQgetvalue(r, 0, 0))
+                        : 0;
+    PQclear(r);
+    return pages;
+}
+
+/* One reader of a table's scan: its connection, its ctid range and its
+ * spools, one per time partition. */
+struct scan_reader {
+    PGconn *c;
+    const struct source_table *t;
+    char where[96];
+    struct partitioner pp;
+    pthread_t thread;
+    int rc;
+    char err[1024];
+};
+
+static void *read_scan(void *arg)
+{
+    struct scan_reader *r = arg;
+    r->rc = copy_table(r->c, r->t, r->where, spool_tuple, &r->pp, r->err, sizeof r->err);
+    return NULL;
+}
+
+/* Reads the table in one sequential scan, split by ctid range over
+ * SCAN_READERS connections in the load's snapshot when it can be (the
+ * rows are the same; PostgreSQL then sends them on as many cores), sets
+ * the tuples aside by time partition, then applies the partitions in time
+ * order, NULLs last, each from every reader's spool. */
+enum { SCAN_READERS = 2 };
+
+static int load_spooled(PGconn *c, PGconn *more, struct applier *a, const char *col, int64_t lo,
+                        int64_t step, int nparts, char *err, size_t errlen)
 {
     struct source_table *t = a->t;
-    struct partitioner pp = {calloc((size_t)nparts + 1, sizeof *pp.parts), nparts, -1,
-                             (lo - 946684800) * 1000000, step * 1000000, t->qualified};
+    int64_t pages = more ? splittable_pages(c, t) : 0;
+    int nreaders = pages > 0 ? SCAN_READERS : 1, col_at = -1;
     for (int i = 0; i < t->ncols; i++)
         if (strcmp(t->cols[i].name, col) == 0)
-            pp.col = i;
-    if (!pp.parts)
-        return ingest_fail(err, errlen, "out of memory");
-    for (int k = 0; k <= nparts; k++)
-        pp.parts[k].memory_bytes = SPOOL_BYTES;
-    int64_t started = now_usec();
-    int rc = pp.col < 0 ? ingest_fail(err, errlen, "%s has no column %s", t->qualified, col)
-                        : copy_table(c, t, "", spool_tuple, &pp, err, errlen);
-    uint64_t rows = 0, bytes = 0;
-    for (int k = 0; k <= nparts; k++) {
-        rows += pp.parts[k].count;
-        bytes += spool_bytes(&pp.parts[k]);
+            col_at = i;
+    if (col_at < 0)
+        return ingest_fail(err, errlen, "%s has no column %s", t->qualified, col);
+    struct scan_reader r[SCAN_READERS] = {0};
+    for (int i = 0; i < nreaders; i++) {
+        r[i] = (struct scan_reader){.c = i ? more : c, .t = t};
+        r[i].pp = (struct partitioner){calloc((size_t)nparts + 1, sizeof *r[i].pp.parts), nparts,
+                                       col_at, (lo - 946684800) * 1000000, step * 1000000,
+                                       t->qualified};
+        if (!r[i].pp.parts) {
+            while (i > 0)
+                free(r[--i].pp.parts);
+            return ingest_fail(err, errlen, "out of memory");
+        }
+        for (int k = 0; k <= nparts; k++)
+            r[i].pp.parts[k].memory_bytes = SPOOL_BYTES / (size_t)nreaders;
+        long long at = (long long)(pages * i / nreaders);
+        long long to = (long long)(pages * (i + 1) / nreaders);
+        if (nreaders > 1 && i + 1 < nreaders)
+            snprintf(r[i].where, sizeof r[i].where,
+                     " WHERE ctid >= '(%lld,0)' AND ctid < '(%lld,0)'", at, to);
+        else if (nreaders > 1) /* open: pages added since count too */
+            snprintf(r[i].where, sizeof r[i].where, " WHERE ctid >= '(%lld,0)'", at);
     }
+    int64_t started = now_usec();
+    bool threaded[SCAN_READERS] = {false};
+    for (int i = 1; i < nreaders; i++)
+        threaded[i] = pthread_create(&r[i].thread, NULL, read_scan, &r[i]) == 0;
+    read_scan(&r[0]);
+    for (int i = 1; i < nreaders; i++) {
+        if (threaded[i])
+            pthread_join(r[i].thread, NULL);
+        else
+            read_scan(&r[i]); /* no thread to be had: one after the other */
+    }
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < nreaders; i++)
+        if (r[i].rc)
+            rc = ingest_fail(err, errlen, "%s", r[i].err);
+    uint64_t rows = 0, bytes = 0;
+    for (int i = 0; i < nreaders; i++)
+        for (int k = 0; k <= nparts; k++) {
+            rows += r[i].pp.parts[k].count;
+            bytes += spool_bytes(&r[i].pp.parts[k]);
+        }
     if (rc == 0)
-        log_info("read %s in one scan: %llu rows, %.0f MiB set aside by time partition, in %.1f s",
-                 t->qualified, (unsigned long long)rows, (double)bytes / (1 << 20),
+        log_info("read %s in one scan%s: %llu rows, %.0f MiB set aside by time partition, in "
+                 "%.1f s", t->qualified, nreaders > 1 ? " over two connections" : "",
+                 (unsigned long long)rows, (double)bytes / (1 << 20),
                  (double)(now_usec() - started) / 1e6);
     for (int k = 0; k <= nparts; k++) {
+        struct spool *parts[SCAN_READERS] = {0};
+        for (int i = 0; i < nreaders; i++)
+            parts[i] = &r[i].pp.parts[k];
         if (rc == 0)
-            rc = apply_partition(a, &pp.parts[k], err, errlen); /* frees the spool */
+            rc = apply_partition(a, parts, nreaders, err, errlen); /* frees the spools */
         else
-            spool_free(&pp.parts[k]);
+            for (int i = 0; i < nreaders; i++)
+                spool_free(parts[i]);
     }
-    free(pp.parts);
+    for (int i = 0; i < nreaders; i++)
+        free(r[i].pp.parts);
     return rc;
 }
 
@@ -429,7 +515,7 @@ static int load_by_ranges(PGconn *c, struct applier *a, const char *qcol, int64_
             rc = ingest_fail(err, errlen, "%s", r.err);
             break;
         }
-        rc = apply_partition(a, &r.parts[k], err, errlen);
+        rc = apply_partition(a, (struct spool *[]){&r.parts[k]}, 1, err, errlen);
         pthread_mutex_lock(&r.mu);
         r.consumed = k + 1;
         pthread_cond_broadcast(&r.cv);
@@ -463,9 +549,11 @@ static int load_by_ranges(PGconn *c, struct applier *a, const char *qcol, int64_
  * memory stays bounded by LOAD_MEMORY_BUDGET whatever the table's size or
  * row order. A table stored in time order is read by index range scans; any
  * other in one scan, set aside by partition on local disk (a range scan of
- * it would read the whole table each time). */
-static int load_table(PGconn *c, struct source_table *t, struct source *src, struct store *st,
-                      const struct ingest_options *opt, char *err, size_t errlen)
+ * it would read the whole table each time), split over two connections
+ * (more; NULL for one) when it can be. */
+static int load_table(PGconn *c, PGconn *more, struct source_table *t, struct source *src,
+                      struct store *st, const struct ingest_options *opt, char *err,
+                      size_t errlen)
 {
     struct progress prog = {t->name, t->reltuples, 0, now_usec(), 0, isatty(2)};
     double per_part = opt->snapshot_batch_rows > 0 ? (double)opt->snapshot_batch_rows : 5e5;
@@ -496,7 +584,7 @@ static int load_table(PGconn *c, struct source_table *t, struct source *src, str
                  ordered ? "stored in time order: an index range scan each"
                          : "not stored in time order: one scan, set aside by partition");
         rc = ordered ? load_by_ranges(c, &a, qcol, lo, step, nparts, err, errlen)
-                     : load_spooled(c, &a, col, lo, step, nparts, err, errlen);
+                     : load_spooled(c, more, &a, col, lo, step, nparts, err, errlen);
     }
     free(scratch);
     free(row);
@@ -512,6 +600,24 @@ static int load_table(PGconn *c, struct source_table *t, struct source *src, str
         store_log_end(&l);
     }
     return rc;
+}
+
+/* A connection reading in the load's exported snapshot; NULL with err. */
+static PGconn *open_in_snapshot(const struct ingest_options *opt, const char *snapshot, char *err,
+                                size_t errlen)
+{
+    PGconn *c = source_connect(opt->source, false, err, errlen);
+    if (!c)
+        return NULL;
+    char sql[200];
+    snprintf(sql, sizeof sql, "SET TRANSACTION SNAPSHOT '%s'", snapshot);
+    /* UTC: timestamp columns compare with partition edges as the store codes them. */
+    if (exec_ok(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", err, errlen) ||
+        exec_ok(c, sql, err, errlen) || exec_ok(c, "SET LOCAL TIME ZONE 'UTC'", err, errlen)) {
+        PQfinish(c);
+        return NULL;
+    }
+    return c;
 }
 
 /* Drops a slot left by an earlier attempt that never finished its store. */
@@ -532,7 +638,7 @@ int snapshot_load(const struct ingest_options *opt, struct source *src, struct s
     PGconn *repl = source_connect(opt->source, true, err, errlen);
     if (!repl)
         return -1;
-    PGconn *c = NULL;
+    PGconn *c = NULL, *more = NULL;
     int rc = -1;
     struct store_error serr;
     drop_stale_slot(repl, opt->slot);
@@ -555,20 +661,18 @@ int snapshot_load(const struct ingest_options *opt, struct source *src, struct s
     log_info("created slot %s at %s; loading in snapshot %s", opt->slot,
              lsn_text(consistent, lsn), snapshot);
 
-    if (!(c = source_connect(opt->source, false, err, errlen)))
+    if (!(c = open_in_snapshot(opt, snapshot, err, errlen)))
         goto done;
-    snprintf(sql, sizeof sql, "SET TRANSACTION SNAPSHOT '%s'", snapshot);
-    /* UTC: timestamp columns compare with partition edges as the store codes them. */
-    if (exec_ok(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", err, errlen) ||
-        exec_ok(c, sql, err, errlen) || exec_ok(c, "SET LOCAL TIME ZONE 'UTC'", err, errlen))
-        goto done;
+    char why[300];
+    if (!(more = open_in_snapshot(opt, snapshot, why, sizeof why)))
+        log_info("a second connection for the load failed, reading with one: %s", why);
     store_set_cache_bytes(st, LOAD_MEMORY_BUDGET / 2);
     store_set_bulk(st, true, &serr); /* whole segments, encoded beside the rows */
     int64_t started = now_usec();
     for (int i = 0; i < src->ntables; i++)
-        if (load_table(c, &src->tables[i], src, st, opt, err, errlen))
+        if (load_table(c, more, &src->tables[i], src, st, opt, err, errlen))
             goto done;
-    if (exec_ok(c, "COMMIT", err, errlen))
+    if (exec_ok(c, "COMMIT", err, errlen) || (more && exec_ok(more, "COMMIT", err, errlen)))
         goto done;
     struct store_position pos = {consistent, now_usec(), now_usec(), 0};
     if (ingest_store_commit(st, &pos, NULL, &serr)) {
@@ -588,6 +692,7 @@ int snapshot_load(const struct ingest_options *opt, struct source *src, struct s
 done:
     if (store_set_bulk(st, false, &serr) && rc == 0) /* after the last commit, nothing to write */
         rc = ingest_fail(err, errlen, "%s", serr.message);
+    PQfinish(more);
     PQfinish(c);
     PQfinish(repl);
     return rc;
