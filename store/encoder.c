@@ -1,11 +1,11 @@
 /* encoder.c -- a load's segments encoded on another core.
  *
- * During an initial load (bulk mode) a commit's main cost is encoding the
- * segments it writes: rollups, Rice codes, lz4. It is pure work on
- * cellmaps nothing else holds, so a commit between partitions hands the
- * segments the load is done with to an encode job on its own thread and
- * returns to the rows; the next commit writes what the job encoded. The
- * last commit's segments are split between that thread and the caller.
+ * During an initial load (bulk mode) the main cost of writing segments is
+ * encoding them: rollups, Rice codes, lz4. It is pure work on cellmaps
+ * nothing else holds, so between partitions the writer hands the segments
+ * the load is done with to an encode job on its own thread and returns to
+ * the rows; the next hand-off or commit writes what the job encoded, the
+ * caller encoding beside the thread until nothing is left.
  *
  * A job owns its cellmaps from encode_job_new on and frees each as soon as
  * it is encoded (cellmap_encode_consume). Either thread takes the next

@@ -167,12 +167,13 @@ void pending_free(struct store *s)
 void store_set_cache_bytes(struct store *s, size_t bytes) { s->cache_bytes = bytes; }
 void store_set_inline_fold_bytes(struct store *s, size_t bytes) { s->inline_fold_bytes = bytes; }
 
-static int flush_job(struct store *s, struct store_error *err);
-
 static int settle_load(struct store *s, struct store_error *err);
 
 int store_set_bulk(struct store *s, bool bulk, struct store_error *err)
 {
+    /* A load's work still in flight goes into the batch's transaction
+     * first, so that reads outside bulk mode need not look for it; the
+     * next commit commits it. */
     if (s->pending && settle_load(s, err)) {
         pending_reset(s->pending, s->views);
         return -1;
@@ -184,13 +185,6 @@ int store_set_bulk(struct store *s, bool bulk, struct store_error *err)
             if (!((struct cellmap *)e->ptr)->dirty)
                 forget_segment(s->pending, e);
         }
-    /* A handed-off job goes into the batch's transaction now, so that
-     * reads outside bulk mode need not look for it; the next commit
-     * commits it. */
-    if (!bulk && s->pending && flush_job(s, err)) {
-        pending_reset(s->pending, s->views);
-        return -1;
-    }
     return 0;
 }
 
@@ -1145,7 +1139,8 @@ static int spill(struct store *s, struct store_error *err)
 }
 
 /* Writes what a handed-off job encoded into the batch's transaction and
- * frees the job: before a commit, or a read of one of its segments. */
+ * frees the job, the caller encoding beside it until it is done
+ * (settle_load, a bulk store_commit). */
 static int flush_job(struct store *s, struct store_error *err)
 {
     struct pending *p = s->pending;
@@ -1194,11 +1189,10 @@ static int detach_dirty(struct store *s, bool keep_hot, struct cellmap ***out, s
     return 0;
 }
 
-/* A load's commit: its dirty segments, but for those kept hot, leave the
- * writer for an encode job (encoder.c). A commit between partitions
- * (keep_hot) lets the job run on while the load goes on, and the next
- * commit writes it; any other writes it now, the caller's thread encoding
- * beside the job's. */
+/* A load's dirty segments, but for those kept hot, leave the writer for an
+ * encode job (encoder.c). Between partitions (keep_hot) the job runs on
+ * while the load goes on, and the next hand-off or commit writes it; a
+ * bulk store_commit writes it now, the caller encoding beside it. */
 static int hand_off(struct store *s, bool keep_hot, struct store_error *err)
 {
     struct pending *p = s->pending;
@@ -1346,11 +1340,9 @@ static int commit(struct store *s, const struct store_position *pos, bool keep_h
     /* A batch past the budget went through hundreds of MiB of decoded and
      * encoded segments; malloc would keep them for the next one, and a
      * follower then idles at that size. Give them back after it. */
-    bool large = p->txn != NULL || p->bytes > s->cache_bytes || p->job != NULL;
-    /* The last commit's job first: hand_off's merges read what it wrote. */
-    int rc = flush_job(s, err);
-    if (rc == 0)
-        rc = s->bulk ? hand_off(s, keep_hot, err) : encode_dirty(s, err);
+    bool large = p->txn != NULL || p->bytes > s->cache_bytes;
+    /* drain_all wrote the last job (settle_load): hand_off's merges read it. */
+    int rc = s->bulk ? hand_off(s, keep_hot, err) : encode_dirty(s, err);
     bool spilled = p->txn != NULL; /* a retry would lose what went into it */
     while (rc == 0 && (rc = write_batch(s, pos, err)) == MDB_MAP_FULL && !spilled)
         rc = grow_map(s, err);
@@ -1487,11 +1479,13 @@ static int compact_segment(struct store *s, MDB_txn *txn, const uint8_t key[SEG_
 int store_compact(struct store *s, int64_t max_us, bool all, int *left, struct store_error *err)
 {
     *left = 0;
-    if (need_writer(s, err) || settle_load(s, err))
+    if (need_writer(s, err))
         return -1;
+    bool changes = s->pending->load || s->pending->job; /* a load's, not yet written */
     for (int v = 0; v < s->views->nviews; v++)
-        if ((s->pending->bulk[v] && !bulk_empty(s->pending->bulk[v])) || s->pending->job)
-            return store_fail(err, "compaction between commits only: changes are pending");
+        changes |= s->pending->bulk[v] && !bulk_empty(s->pending->bulk[v]);
+    if (changes)
+        return store_fail(err, "compaction between commits only: changes are pending");
     BYTEMAP_EACH(&s->pending->segments, e)
     {
         if (((struct cellmap *)e->ptr)->dirty)
