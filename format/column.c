@@ -561,10 +561,11 @@ int column_encode(const struct format_column *col, enum format_policy policy, in
     return rc;
 }
 
-/* column_encode, given an i128 column's bitpack plan and offsets (or NULL). */
-static int encode_planned(const struct format_column *col, enum format_policy policy, int codec,
-                          const struct plan *bp128, const uint8_t *offsets, uint8_t *out,
-                          size_t cap, struct column_encoding *enc, char *why, size_t whylen)
+/* encode_planned, with room ks for the rice plans' block widths (or NULL). */
+static int encode_with(const struct format_column *col, enum format_policy policy, int codec,
+                       const struct plan *bp128, const uint8_t *offsets, uint8_t *ks,
+                       uint8_t *out, size_t cap, struct column_encoding *enc, char *why,
+                       size_t whylen)
 {
     static const uint8_t none[1];
     const unsigned type = col->type;
@@ -583,8 +584,8 @@ static int encode_planned(const struct format_column *col, enum format_policy po
         plan_dpfor(v, n, &dpfor);
         if (codec == FORMAT_RICE || codec == FORMAT_DRICE ||
             (codec == COLUMN_CODEC_AUTO && policy == FORMAT_POLICY_SMALLEST && col->compact)) {
-            rice_plan(v, n, false, bp.base, bp.bits, &rice);
-            rice_plan(v, n, true, bp.base, bp.bits, &drice);
+            rice_plan(v, n, false, bp.base, bp.bits, ks, &rice);
+            rice_plan(v, n, true, bp.base, bp.bits, ks ? ks + rice_blocks(n) : NULL, &drice);
         }
     } else if (type == FORMAT_I128) {
         bp = *bp128;
@@ -698,6 +699,21 @@ static int encode_planned(const struct format_column *col, enum format_policy po
         break; /* written above */
     }
     return 0;
+}
+
+/* column_encode, given an i128 column's bitpack plan and offsets (or NULL).
+ * An i64 column's rice plans keep their blocks' widths for the write, which
+ * would otherwise size every block again (a third of the load's rice
+ * sizing); without the room, the write finds them itself. */
+static int encode_planned(const struct format_column *col, enum format_policy policy, int codec,
+                          const struct plan *bp128, const uint8_t *offsets, uint8_t *out,
+                          size_t cap, struct column_encoding *enc, char *why, size_t whylen)
+{
+    uint32_t blocks = col->type == FORMAT_I64 ? rice_blocks(col->n) : 0;
+    uint8_t *ks = blocks ? malloc(2 * (size_t)blocks) : NULL;
+    int rc = encode_with(col, policy, codec, bp128, offsets, ks, out, cap, enc, why, whylen);
+    free(ks);
+    return rc;
 }
 
 /* ---- Checking a directory entry ------------------------------------------- */

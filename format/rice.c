@@ -153,10 +153,12 @@ static unsigned block_k(const uint64_t *t, uint32_t m, bool delta, unsigned xbit
     return best;
 }
 
+uint32_t rice_blocks(uint32_t n) { return anchor_count(n); }
+
 void rice_plan(const uint8_t *v, uint32_t n, bool delta, int64_t min, unsigned xbits,
-               struct rice_plan *p)
+               uint8_t *ks, struct rice_plan *p)
 {
-    *p = (struct rice_plan){.ok = true};
+    *p = (struct rice_plan){.ok = true, .ks = ks};
     if (n == 0)
         return;
     p->base = min;
@@ -167,6 +169,8 @@ void rice_plan(const uint8_t *v, uint32_t n, bool delta, int64_t min, unsigned x
         uint64_t bits;
         block_symbols(v, from, to, delta, i64_bits(min), t);
         unsigned k = block_k(t, to - from, delta, p->xbits, &bits);
+        if (ks)
+            ks[from / RICE_ANCHOR] = (uint8_t)k;
         p->k = k > p->k ? k : p->k;
         total += bits;
     }
@@ -192,7 +196,7 @@ void rice_write(const uint8_t *v, uint32_t n, bool delta, const struct rice_plan
             uint32_t to = n - i > RICE_ANCHOR ? i + RICE_ANCHOR : n;
             uint64_t bits;
             block_symbols(v, i, to, delta, base, block);
-            k = block_k(block, to - i, delta, p->xbits, &bits);
+            k = p->ks ? p->ks[i / RICE_ANCHOR] : block_k(block, to - i, delta, p->xbits, &bits);
             store_u32(anchors + 4 * (size_t)(i / RICE_ANCHOR),
                       (uint32_t)at | (uint32_t)k << RICE_OFFSET_BITS);
         }

@@ -29,12 +29,19 @@ struct rice_plan {
     unsigned xbits; /* an escape's width: that of max - min */
     int64_t base;   /* the smallest value */
     uint64_t size;  /* encoded bytes */
+    uint8_t *ks;    /* each block's remainder width, as rice_plan found it; or NULL */
 };
 
 /* min is the values' smallest and xbits the width of max - min: what the
- * caller's frame-of-reference plan (BITPACK's) already found. */
+ * caller's frame-of-reference plan (BITPACK's) already found. ks, when not
+ * NULL, has room for a byte per block of 128 values (rice_blocks): the
+ * plan keeps each block's k there for rice_write, which otherwise sizes
+ * every block again. */
 void rice_plan(const uint8_t *v, uint32_t n, bool delta, int64_t min, unsigned xbits,
-               struct rice_plan *p);
+               uint8_t *ks, struct rice_plan *p);
+
+/* How many blocks n values make: the bytes rice_plan's ks needs. */
+uint32_t rice_blocks(uint32_t n);
 
 /* Writes exactly p->size bytes. */
 void rice_write(const uint8_t *v, uint32_t n, bool delta, const struct rice_plan *p,

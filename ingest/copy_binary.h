@@ -18,7 +18,7 @@
 
 struct copy_field {
     bool is_null;
-    const uint8_t *data; /* points into the parser's buffer; valid until the next feed */
+    const uint8_t *data; /* points into the chunk fed or the parser's buffer; see copy_parser_next */
     uint32_t len;
 };
 
@@ -28,27 +28,36 @@ struct copy_tuple {
 };
 
 struct copy_parser {
-    uint8_t *buf;        /* bytes not yet consumed */
-    size_t len, cap, pos;
+    const uint8_t *buf;  /* the bytes being read: own, or a lent chunk */
+    size_t len, pos;     /* buf's length, and how much of it is consumed */
+    uint8_t *own;        /* the parser's buffer, of cap bytes */
+    size_t cap;
     bool header_done, trailer_seen;
-    size_t tuple_at, tuple_len; /* the last tuple taken: its bytes in buf, until the next feed */
+    const uint8_t *tuple; /* the last tuple taken: its bytes, valid as its fields are */
+    size_t tuple_len;
     char error[200];
 };
 
 void copy_parser_init(struct copy_parser *p);
 void copy_parser_free(struct copy_parser *p);
 
-/* Appends a chunk. Returns 0, or -1 when out of memory. */
+/* Appends a copy of a chunk. Returns 0, or -1 when out of memory. */
 int copy_parser_feed(struct copy_parser *p, const void *data, size_t len);
 
+/* Appends a chunk without copying it when nothing is pending: the chunk
+ * must then stay valid until copy_parser_next has returned 0 or -1 (or the
+ * next feed or lend), by when whatever of it was not taken is in the
+ * parser's own buffer. Returns 0, or -1 when out of memory. */
+int copy_parser_lend(struct copy_parser *p, const void *data, size_t len);
+
 /* Takes the next whole tuple: 1 with a tuple in t (fields point into the
- * parser's buffer, valid until the next feed), 0 when more bytes are needed
- * or the trailer was reached (see trailer_seen), -1 on malformed input with
- * p->error set. */
+ * lent chunk or the parser's buffer, valid until the next feed and while
+ * the chunk is), 0 when more bytes are needed or the trailer was reached
+ * (see trailer_seen), -1 on malformed input with p->error set. */
 int copy_parser_next(struct copy_parser *p, struct copy_tuple *t);
 
 /* Decodes one tuple from exactly len bytes (as copy_parser_next took them,
- * tuple_at and tuple_len): 0 with t's fields pointing into data, or -1 with
+ * tuple and tuple_len): 0 with t's fields pointing into data, or -1 with
  * err when the bytes are not one whole tuple. */
 int copy_tuple_decode(const uint8_t *data, size_t len, struct copy_tuple *t, char *err,
                       size_t errlen);

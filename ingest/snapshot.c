@@ -100,6 +100,21 @@ static int commit_if_big(struct store *st, char *err, size_t errlen)
 typedef int (*tuple_fn)(void *ctx, const struct copy_tuple *tuple, const uint8_t *bytes,
                         size_t len, char *err, size_t errlen);
 
+/* Stops a COPY that is still sending, after an error of ours: until it
+ * ends, PQgetResult hands out the COPY's own state forever. */
+static void abandon_copy(PGconn *c)
+{
+    PGcancel *cancel = PQgetCancel(c);
+    char why[256];
+    if (cancel) {
+        PQcancel(cancel, why, sizeof why);
+        PQfreeCancel(cancel);
+    }
+    char *buf;
+    while (PQgetCopyData(c, &buf, 0) > 0)
+        PQfreemem(buf);
+}
+
 /* One COPY of a table's needed columns (rows matching where, "" for all),
  * each tuple handed to fn as it completes. */
 static int copy_table(PGconn *c, const struct source_table *t, const char *where, tuple_fn fn,
@@ -130,24 +145,38 @@ static int copy_table(PGconn *c, const struct source_table *t, const char *where
     copy_parser_init(&parser);
     struct copy_tuple *tuple = malloc(sizeof *tuple);
     int rc = tuple ? 0 : ingest_fail(err, errlen, "out of memory");
-    char *buf;
-    int n;
-    while (rc == 0 && (n = PQgetCopyData(c, &buf, 0)) > 0) {
-        rc = copy_parser_feed(&parser, buf, (size_t)n) ? ingest_fail(err, errlen, "out of memory") : 0;
-        PQfreemem(buf);
-        int got;
+    char *buf = NULL;
+    int n = rc == 0 ? PQgetCopyData(c, &buf, 0) : 0;
+    while (rc == 0 && n > 0) {
+        /* Fetch one message ahead: libpq has only just copied buf's bytes,
+         * with wide stores that its reader's small loads stall on until
+         * they reach the cache (perf: half of a reader thread's time went
+         * to the first loads of a row); a message later they are there. */
+        char *next = NULL;
+        int nnext = PQgetCopyData(c, &next, 0);
+        /* The parser reads buf in place until next has taken every whole
+         * tuple in it (and kept what is left): free it only then. */
+        rc = copy_parser_lend(&parser, buf, (size_t)n) ? ingest_fail(err, errlen, "out of memory") : 0;
+        int got = 0;
         while (rc == 0 && (got = copy_parser_next(&parser, tuple)) == 1) {
             if (tuple->nfields != t->ncols)
                 rc = ingest_fail(err, errlen, "COPY of %s sent %d fields, expected %d",
                                  t->qualified, tuple->nfields, t->ncols);
             else
-                rc = fn(ctx, tuple, parser.buf + parser.tuple_at, parser.tuple_len, err, errlen);
+                rc = fn(ctx, tuple, parser.tuple, parser.tuple_len, err, errlen);
         }
         if (rc == 0 && got < 0)
             rc = ingest_fail(err, errlen, "COPY of %s: %s", t->qualified, parser.error);
+        PQfreemem(buf);
+        buf = next;
+        n = nnext;
     }
+    if (n > 0)
+        PQfreemem(buf);
     if (rc == 0 && n == -2)
         rc = ingest_fail(err, errlen, "COPY of %s failed: %s", t->qualified, PQerrorMessage(c));
+    if (n > 0)
+        abandon_copy(c);
     if (rc == 0 && copy_parser_finish(&parser))
         rc = ingest_fail(err, errlen, "COPY of %s: %s", t->qualified, parser.error);
     while ((r = PQgetResult(c)) != NULL) {

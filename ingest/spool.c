@@ -6,11 +6,40 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int fail_io(char *err, size_t errlen, const char *doing)
 {
     snprintf(err, errlen, "spool: %s: %s", doing, strerror(errno));
     return -1;
+}
+
+/* An unlinked temporary file in $TMPDIR, else /tmp: tmpfile(3) ignores
+ * TMPDIR, and a load's spools are gigabytes that a small /tmp cannot hold.
+ * NULL with err. */
+static FILE *temp_file(char *err, size_t errlen)
+{
+    const char *dir = getenv("TMPDIR");
+    dir = dir && *dir ? dir : "/tmp";
+    char path[4096];
+    if ((size_t)snprintf(path, sizeof path, "%s/straum-spool-XXXXXX", dir) >= sizeof path) {
+        snprintf(err, errlen, "spool: TMPDIR is too long a path");
+        return NULL;
+    }
+    int fd = mkstemp(path);
+    FILE *f = fd >= 0 ? fdopen(fd, "w+") : NULL;
+    if (!f) {
+        snprintf(err, errlen, "spool: creating a temporary file in %s: %s (set TMPDIR to a "
+                 "directory on a disk with room)", dir, strerror(errno));
+        if (fd >= 0) {
+            unlink(path);
+            close(fd);
+        }
+        return NULL;
+    }
+    unlink(path); /* gone with the last close, however ingest ends */
+    setvbuf(f, NULL, _IONBF, 0);
+    return f;
 }
 
 /* Writes the memory part to the end of the file, made on first use: the
@@ -19,12 +48,8 @@ static int fail_io(char *err, size_t errlen, const char *doing)
  * rather than through stdio's 4 KiB buffer: a load's spools are gigabytes. */
 static int flush_memory(struct spool *s, char *err, size_t errlen)
 {
-    if (!s->file) {
-        if (!(s->file = tmpfile()))
-            return fail_io(err, errlen, "creating a temporary file (set TMPDIR to a disk with "
-                                        "room)");
-        setvbuf(s->file, NULL, _IONBF, 0);
-    }
+    if (!s->file && !(s->file = temp_file(err, errlen)))
+        return -1;
     if (s->len && fwrite(s->mem, s->len, 1, s->file) != 1)
         return fail_io(err, errlen, "writing");
     s->file_bytes += s->len;

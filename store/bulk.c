@@ -19,7 +19,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <xxhash.h>
 
 /* One row's change to one value count of one staged cell. */
 struct bulk_entry {
@@ -117,7 +116,7 @@ size_t bulk_bytes(const struct bulk *b)
 
 static uint64_t cell_hash(int64_t time, const int64_t *keys, int nkeys)
 {
-    return XXH3_64bits(keys, 8 * (size_t)nkeys) ^ ((uint64_t)time * 0x9E3779B97F4A7C15ULL);
+    return cell_key_hash((uint64_t)time, keys, nkeys);
 }
 
 static int grow_cells(struct bulk *b)
@@ -171,7 +170,7 @@ static int64_t find_or_add(struct bulk *b, int64_t time, const int64_t *keys)
     for (uint64_t slot; (slot = b->slots[i]) != 0; i = (i + 1) & (b->nslots - 1)) {
         uint32_t c = (uint32_t)slot - 1;
         if ((uint32_t)(slot >> 32) == tag && *cell_time(b, c) == time &&
-            memcmp(cell_keys(b, c), keys, 8 * (size_t)nkeys) == 0)
+            cell_keys_equal(cell_keys(b, c), keys, nkeys))
             return c;
     }
     uint32_t c = b->ncells++;
@@ -200,7 +199,7 @@ static int add_entry(struct bulk *b, uint32_t cell, const struct store_vc_delta 
 
 static struct bulk_value *value_slot(struct bulk_value *t, uint32_t nslots, int32_t vc, int64_t code)
 {
-    uint64_t h = XXH3_64bits(&code, 8) ^ (uint64_t)vc;
+    uint64_t h = cell_key_hash((uint64_t)vc, &code, 1);
     uint32_t i = (uint32_t)h & (nslots - 1);
     while (t[i].vc >= 0 && (t[i].vc != vc || t[i].code != code))
         i = (i + 1) & (nslots - 1);

@@ -12,7 +12,6 @@
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
-#include <xxhash.h>
 
 /* ---- Cells ---------------------------------------------------------------- */
 
@@ -51,12 +50,16 @@ static struct cell *cell_new(const struct cellmap *m, uint32_t bucket, const int
     return c;
 }
 
+static void runs_free(struct vc_runs *r)
+{
+    free(r->codes); /* rows too */
+    *r = (struct vc_runs){0};
+}
+
 static void cell_free(const struct cellmap *m, struct cell *c)
 {
-    for (int i = 0; i < m->view->nvalue_counts; i++) {
-        free(c->vcs[i].codes);
-        free(c->vcs[i].rows);
-    }
+    for (int i = 0; i < m->view->nvalue_counts; i++)
+        runs_free(&c->vcs[i]);
     free(c);
 }
 
@@ -64,13 +67,12 @@ static void cell_free(const struct cellmap *m, struct cell *c)
 
 static uint64_t cell_hash(uint32_t bucket, const int64_t *keys, int nkeys)
 {
-    XXH64_hash_t h = XXH3_64bits(keys, 8 * (size_t)nkeys);
-    return h ^ (bucket * 0x9E3779B97F4A7C15ULL);
+    return cell_key_hash(bucket, keys, nkeys);
 }
 
 static bool cell_matches(const struct cell *c, uint32_t bucket, const int64_t *keys, int nkeys)
 {
-    return c->bucket == bucket && memcmp(c->keys, keys, 8 * (size_t)nkeys) == 0;
+    return c->bucket == bucket && cell_keys_equal(c->keys, keys, nkeys);
 }
 
 struct cellmap *cellmap_new(const struct sql_view *view, const struct store_column_type *types,
@@ -168,6 +170,10 @@ static struct cell *find_or_add(struct cellmap *m, uint32_t bucket, const int64_
 
 /* ---- Applying deltas -------------------------------------------------------- */
 
+/* Room for want runs. A cell's codes and rows share one allocation (codes,
+ * then rows from codes + cap): one malloc and one free per value count of
+ * a cell, where two were a fifth of a load's drain and encode threads
+ * (perf: malloc, free and their chunk merging). */
 static int runs_reserve(struct vc_runs *r, uint32_t want)
 {
     if (want <= r->cap)
@@ -175,17 +181,20 @@ static int runs_reserve(struct vc_runs *r, uint32_t want)
     uint32_t cap = r->cap ? r->cap * 2 : 4;
     while (cap < want)
         cap *= 2;
-    int64_t *codes = realloc(r->codes, cap * sizeof *codes);
+    int64_t *codes = malloc(2 * (size_t)cap * sizeof *codes);
     if (!codes)
         return -1;
+    if (r->n) {
+        memcpy(codes, r->codes, r->n * sizeof *codes);
+        memcpy(codes + cap, r->rows, r->n * sizeof *codes);
+    }
+    free(r->codes);
     r->codes = codes;
-    int64_t *rows = realloc(r->rows, cap * sizeof *rows);
-    if (!rows)
-        return -1;
-    r->rows = rows;
+    r->rows = codes + cap;
     r->cap = cap;
     return 0;
 }
+
 
 /* Adds delta rows of code to sorted runs, removing a run that reaches zero. */
 static int runs_add(struct cellmap *m, struct vc_runs *r, int64_t code, int64_t delta,
@@ -417,12 +426,6 @@ static struct cell **live_cells(struct cellmap *m, uint32_t *n, struct store_err
  * (measured). */
 #define TRIM_RUN_BYTES ((uint64_t)32 << 20)
 
-static void release_runs(struct cell *c, int k)
-{
-    free(c->vcs[k].codes);
-    free(c->vcs[k].rows);
-    c->vcs[k] = (struct vc_runs){0};
-}
 
 static int build_columns(const struct cellmap *m, struct cell **cells, uint32_t n, bool consume,
                          struct block_columns *bc)
@@ -481,7 +484,7 @@ static int build_columns(const struct cellmap *m, struct cell **cells, uint32_t 
                 memcpy(rows + off[i], cells[i]->vcs[k].rows, 8 * (size_t)cells[i]->vcs[k].n);
             }
             if (consume) {
-                release_runs(cells[i], k);
+                runs_free(&cells[i]->vcs[k]);
                 if (trim && (i + 1) % (n / 8 + 1) == 0)
                     malloc_trim(0);
             }

@@ -11,9 +11,12 @@
 #include <xxhash.h>
 
 /* Sorts runs by code: by insertion when few, else by an LSD radix sort of
- * the codes' offsets from the smallest, 11 bits a pass (fares in cents
- * span a few thousand codes: one or two passes). qsort and its comparator
- * were a third of a commit's time (perf). -1 when out of memory. */
+ * the codes' offsets from the smallest (fares in cents span a few thousand
+ * codes: one or two passes). qsort and its comparator were a third of a
+ * commit's time (perf). A pass costs its digits' counters as well as its
+ * runs, so a short list takes narrower digits: with 11 bits for all, the
+ * load's drains, whose lists are mostly tens of runs, spent more time
+ * clearing and summing counters than moving runs. -1 when out of memory. */
 static int sort_runs(struct store_run *runs, size_t n)
 {
     if (n < 32) {
@@ -35,15 +38,22 @@ static int sort_runs(struct store_run *runs, size_t n)
     struct store_run *tmp = malloc(sizeof *tmp * n), *src = runs, *dst = tmp;
     if (!tmp)
         return -1;
-    enum { BITS = 11, RADIX = 1 << BITS };
-    for (int shift = 0; shift < 64 && (range >> shift) != 0; shift += BITS) {
-        size_t at[RADIX + 1] = {0};
+    enum { MAX_BITS = 11 };
+    int bits = 64 - __builtin_clzll((uint64_t)n); /* a digit of about n values */
+    bits = bits > MAX_BITS ? MAX_BITS : bits;
+    int range_bits = 64 - __builtin_clzll(range | 1);
+    int passes = (range_bits + bits - 1) / bits;
+    bits = (range_bits + passes - 1) / passes; /* as narrow as the passes allow */
+    uint64_t mask = ((uint64_t)1 << bits) - 1;
+    for (int shift = 0; shift < 64 && (range >> shift) != 0; shift += bits) {
+        size_t at[(1 << MAX_BITS) + 1];
+        memset(at, 0, sizeof at[0] * (mask + 2));
         for (size_t i = 0; i < n; i++)
-            at[(((uint64_t)src[i].code - (uint64_t)lo) >> shift & (RADIX - 1)) + 1]++;
-        for (int d = 0; d < RADIX; d++)
+            at[(((uint64_t)src[i].code - (uint64_t)lo) >> shift & mask) + 1]++;
+        for (uint64_t d = 0; d < mask + 1; d++)
             at[d + 1] += at[d];
         for (size_t i = 0; i < n; i++)
-            dst[at[((uint64_t)src[i].code - (uint64_t)lo) >> shift & (RADIX - 1)]++] = src[i];
+            dst[at[((uint64_t)src[i].code - (uint64_t)lo) >> shift & mask]++] = src[i];
         struct store_run *t = src;
         src = dst;
         dst = t;

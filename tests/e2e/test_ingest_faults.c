@@ -234,6 +234,23 @@ Test(ingest_faults, column_type_changes_are_followed_or_stop_ingest, .timeout = 
     taxi_db_destroy(&db);
 }
 
+/* A row the store cannot hold stops the initial load in the middle of its
+ * COPY with a message naming what is wrong. (The COPY still sending used to
+ * leave libpq in COPY state, and ingest waited for its result forever.) */
+Test(ingest_faults, a_row_the_store_cannot_hold_stops_the_load_mid_copy, .timeout = 120)
+{
+    struct taxi_db db;
+    taxi_db_create(&db, NULL, 2000);
+    /* Unconstrained numeric: Straum keeps 6 decimals, and every fare has 7. */
+    taxi_exec(db.pg, "ALTER TABLE yellow_trips ALTER COLUMN fare_amount TYPE numeric;"
+                     "UPDATE yellow_trips SET fare_amount = fare_amount + 0.0000001");
+    char log[8192];
+    int rc = taxi_ingest_once(&db, log, sizeof log);
+    cr_assert_neq(rc, 0, "%s", log);
+    cr_assert(strstr(log, "more than 6 decimals"), "%s", log);
+    taxi_db_destroy(&db);
+}
+
 /* ---- Upstream changes Straum cannot follow ------------------------------------------ */
 
 /* A following straum-ingest (as taxi_ingest_start) with stderr into log. */

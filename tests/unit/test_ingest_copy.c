@@ -108,7 +108,10 @@ static int drain(struct copy_parser *p, struct collected *c)
     return rc;
 }
 
-/* Feeds s in chunks of the given sizes (cycled; 0 = everything at once). */
+/* Lends s in chunks of the given sizes (cycled; 0 = everything at once).
+ * Each chunk is a copy freed once drained, as libpq's are: under ASan, a
+ * parser that reads a lent chunk after next said it had kept what it needs
+ * fails here. (The tests that feed s whole take the copying path.) */
 static int feed_chunks(struct copy_parser *p, const struct stream *s, const size_t *sizes,
                        int nsizes, struct collected *c)
 {
@@ -118,9 +121,14 @@ static int feed_chunks(struct copy_parser *p, const struct stream *s, const size
         size_t n = nsizes ? sizes[k++ % nsizes] : s->len;
         if (n > s->len - at)
             n = s->len - at;
-        cr_assert_eq(copy_parser_feed(p, s->p + at, n), 0);
+        uint8_t *chunk = malloc(n);
+        cr_assert_not_null(chunk);
+        memcpy(chunk, s->p + at, n);
+        cr_assert_eq(copy_parser_lend(p, chunk, n), 0);
         at += n;
-        if (drain(p, c) < 0)
+        int rc = drain(p, c);
+        free(chunk);
+        if (rc < 0)
             return -1;
     }
     return 0;
@@ -180,7 +188,7 @@ Test(ingest_copy, whole_stream)
     free(s.p);
 }
 
-/* A tuple's bytes as the parser took them (tuple_at, tuple_len) decode
+/* A tuple's bytes as the parser took them (tuple, tuple_len) decode
  * alone to the same fields, as the initial load's spools replay them; bytes
  * that are not exactly one tuple are refused with a message. */
 Test(ingest_copy, a_tuple_decodes_from_its_own_bytes)
@@ -196,7 +204,7 @@ Test(ingest_copy, a_tuple_decodes_from_its_own_bytes)
     copy_parser_init(&p);
     cr_assert_eq(copy_parser_feed(&p, s.p, s.len), 0);
     cr_assert_eq(copy_parser_next(&p, &tuple), 1, "%s", p.error);
-    const uint8_t *raw = p.buf + p.tuple_at;
+    const uint8_t *raw = p.tuple;
     size_t len = p.tuple_len;
     cr_assert_eq(len, 2 + 4 + 5 + 4 + 4);
     static struct copy_tuple again;

@@ -145,3 +145,39 @@ Test(spool, a_cut_file_is_an_error)
     forget(&e);
     spool_free(&s);
 }
+
+/* The file goes where TMPDIR says (tmpfile(3) alone would put it in /tmp
+ * whatever TMPDIR is), unlinked; a TMPDIR that cannot take it is an error
+ * that names it, and the messages in memory are still there. */
+Test(spool, the_file_is_made_in_tmpdir)
+{
+    char dir[] = "/tmp/straum-spool-test-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    cr_assert_eq(setenv("TMPDIR", dir, 1), 0);
+    struct spool s = {.memory_bytes = 64};
+    struct expect e = {0};
+    rng_state = 3;
+    append_some(&s, &e, 40, 30);
+    cr_assert_not_null(s.file, "40 messages overflow a 64-byte memory part");
+    char fd_path[64], target[4096];
+    snprintf(fd_path, sizeof fd_path, "/proc/self/fd/%d", fileno(s.file));
+    ssize_t n = readlink(fd_path, target, sizeof target - 1);
+    cr_assert_gt(n, 0);
+    target[n] = '\0';
+    cr_assert(strncmp(target, dir, strlen(dir)) == 0 && strstr(target, "(deleted)"),
+              "the spool file is %s, not an unlinked file in %s", target, dir);
+    replay_all(&s, &e);
+    spool_free(&s);
+    forget(&e);
+    cr_assert_eq(rmdir(dir), 0, "nothing is left in TMPDIR");
+
+    cr_assert_eq(setenv("TMPDIR", "/nonexistent/straum", 1), 0);
+    struct spool t = {.memory_bytes = 64};
+    uint8_t msg[40] = {1, 2, 3};
+    char err[300];
+    cr_assert_eq(spool_append(&t, msg, sizeof msg, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(spool_append(&t, msg, sizeof msg, err, sizeof err), -1);
+    cr_assert(strstr(err, "/nonexistent/straum") && strstr(err, "TMPDIR"), "%s", err);
+    unsetenv("TMPDIR");
+    spool_free(&t);
+}
