@@ -3,9 +3,11 @@
  * The writer applies deltas here and encodes the segment back to a block at
  * commit. Cells live in an open-addressing hash table keyed by (bucket index,
  * cell keys). Each cell is one allocation: the struct, then its keys, counts,
- * sums and value-count run headers. Invariant: a cell's runs are sorted by
- * code and hold no zero-row run; a cell with zero rows holds nothing else
- * (checked at encode, where it is dropped). */
+ * sums and value-count run headers. Invariant: a cell's runs [0, sorted)
+ * are sorted by code and hold no zero-row run; a cell with zero rows holds
+ * nothing else (checked at encode, where it is dropped). Runs [sorted, n)
+ * are whole cells' runs appended by cellmap_add_cell (runs_merge) and
+ * merged in (settle_runs) before anything reads the cell's runs. */
 #include "store/internal.h"
 
 #include <stdalign.h>
@@ -196,10 +198,14 @@ static int runs_reserve(struct vc_runs *r, uint32_t want)
 }
 
 
+static int settle_runs(struct cellmap *m, struct vc_runs *r, struct store_error *err);
+
 /* Adds delta rows of code to sorted runs, removing a run that reaches zero. */
 static int runs_add(struct cellmap *m, struct vc_runs *r, int64_t code, int64_t delta,
                     struct store_error *err)
 {
+    if (settle_runs(m, r, err))
+        return -1;
     uint32_t lo = 0, hi = r->n;
     while (lo < hi) {
         uint32_t mid = (lo + hi) / 2;
@@ -214,7 +220,7 @@ static int runs_add(struct cellmap *m, struct vc_runs *r, int64_t code, int64_t 
         if (r->rows[lo] == 0) {
             memmove(r->codes + lo, r->codes + lo + 1, (r->n - lo - 1) * sizeof *r->codes);
             memmove(r->rows + lo, r->rows + lo + 1, (r->n - lo - 1) * sizeof *r->rows);
-            r->n--;
+            r->sorted = --r->n;
         }
         return 0;
     }
@@ -228,15 +234,15 @@ static int runs_add(struct cellmap *m, struct vc_runs *r, int64_t code, int64_t 
     memmove(r->rows + lo + 1, r->rows + lo, (r->n - lo) * sizeof *r->rows);
     r->codes[lo] = code;
     r->rows[lo] = delta;
-    r->n++;
+    r->sorted = ++r->n;
     return 0;
 }
 
-/* Adds sorted runs to sorted runs in one pass, from the back so that the
- * result can share r's array: every write lands at or above the next run
- * of r still to read. Runs that reach zero rows are dropped. */
-static int runs_merge(struct cellmap *m, struct vc_runs *r, const struct vc_runs *add,
-                      struct store_error *err)
+/* Adds sorted runs to sorted runs (r settled) in one pass, from the back
+ * so that the result can share r's array: every write lands at or above
+ * the next run of r still to read. Runs that reach zero rows are dropped. */
+static int merge_sorted(struct cellmap *m, struct vc_runs *r, const struct vc_runs *add,
+                        struct store_error *err)
 {
     if (add->n <= 2) { /* an insertion or two: no need to move every run */
         for (uint32_t j = 0; j < add->n; j++)
@@ -272,7 +278,68 @@ static int runs_merge(struct cellmap *m, struct vc_runs *r, const struct vc_runs
         memmove(r->codes + i, r->codes + k, (total - k) * sizeof *r->codes);
         memmove(r->rows + i, r->rows + k, (total - k) * sizeof *r->rows);
     }
-    r->n = i + (total - k);
+    r->sorted = r->n = i + (total - k);
+    return 0;
+}
+
+/* Merges the appended runs [sorted, n) into the sorted ones: sorted and
+ * summed by code on their own (store_runs_merge), then merged from the
+ * back. */
+static int settle_runs(struct cellmap *m, struct vc_runs *r, struct store_error *err)
+{
+    uint32_t t = r->n - r->sorted;
+    if (t == 0)
+        return 0;
+    struct store_run *tail = malloc(sizeof *tail * t);
+    int64_t *mem = malloc(2 * sizeof *mem * t);
+    if (!tail || !mem) {
+        free(tail);
+        free(mem);
+        return store_fail(err, "out of memory");
+    }
+    for (uint32_t i = 0; i < t; i++)
+        tail[i] = (struct store_run){r->codes[r->sorted + i], r->rows[r->sorted + i]};
+    int64_t k = store_runs_merge(tail, t, err);
+    struct vc_runs add = {mem, mem + t, (uint32_t)(k > 0 ? k : 0), t, (uint32_t)(k > 0 ? k : 0)};
+    for (int64_t i = 0; i < k; i++) {
+        add.codes[i] = tail[i].code;
+        add.rows[i] = tail[i].rows;
+    }
+    r->n = r->sorted;
+    int rc = k < 0 ? -1 : merge_sorted(m, r, &add, err);
+    free(tail);
+    free(mem);
+    return rc;
+}
+
+/* Adds a cell's sorted runs to r. Merging them in at once costs every run
+ * of r above add's smallest code: a cell of the widest width takes a merge
+ * from each of its finest cells, and those merges were most of a load's
+ * drain (perf). So small adds to a large r are appended, and merged in
+ * (settled) together once the appended ones are as many as the sorted:
+ * each run then moves a few times, not once per add. */
+static int runs_merge(struct cellmap *m, struct vc_runs *r, const struct vc_runs *add,
+                      struct store_error *err)
+{
+    if (r->sorted == r->n && (uint64_t)add->n * 8 >= r->n)
+        return merge_sorted(m, r, add, err);
+    uint32_t old_cap = r->cap;
+    if (r->n > UINT32_MAX / 2 - add->n || runs_reserve(r, r->n + add->n))
+        return store_fail(err, "out of memory");
+    m->bytes += (r->cap - old_cap) * 16;
+    if (add->n) {
+        memcpy(r->codes + r->n, add->codes, add->n * sizeof *r->codes);
+        memcpy(r->rows + r->n, add->rows, add->n * sizeof *r->rows);
+    }
+    r->n += add->n;
+    return r->n - r->sorted >= r->sorted ? settle_runs(m, r, err) : 0;
+}
+
+static int settle_cell(struct cellmap *m, struct cell *c, struct store_error *err)
+{
+    for (int k = 0; k < m->view->nvalue_counts; k++)
+        if (settle_runs(m, &c->vcs[k], err))
+            return -1;
     return 0;
 }
 
@@ -337,11 +404,12 @@ int cellmap_add_cell(struct cellmap *m, uint32_t bucket, const int64_t *keys,
     return 0;
 }
 
-int cellmap_merge(struct cellmap *base, const struct cellmap *overlay, struct store_error *err)
+int cellmap_merge(struct cellmap *base, struct cellmap *overlay, struct store_error *err)
 {
     for (uint32_t i = 0; i < overlay->nslots; i++) {
-        const struct cell *o = overlay->slots[i];
-        if (o && cellmap_add_cell(base, o->bucket, o->keys, o->counts, o->sums, o->vcs, err))
+        struct cell *o = overlay->slots[i];
+        if (o && (settle_cell(overlay, o, err) ||
+                  cellmap_add_cell(base, o->bucket, o->keys, o->counts, o->sums, o->vcs, err)))
             return -1;
     }
     base->dirty = true;
@@ -391,7 +459,7 @@ static struct cell **live_cells(struct cellmap *m, uint32_t *n, struct store_err
         struct cell *c = m->slots[i];
         if (!c)
             continue;
-        if (check_cell(m, c, err)) {
+        if (settle_cell(m, c, err) || check_cell(m, c, err)) {
             free(cells);
             return NULL;
         }
@@ -572,9 +640,14 @@ int cellmap_encode_delta(struct cellmap *m, void **out, size_t *len, struct stor
     if (!cells)
         return store_fail(err, "out of memory");
     uint32_t n = 0;
-    for (uint32_t i = 0; i < m->nslots; i++)
+    for (uint32_t i = 0; i < m->nslots; i++) {
+        if (m->slots[i] && settle_cell(m, m->slots[i], err)) {
+            free(cells);
+            return -1;
+        }
         if (m->slots[i] && cell_changes(m->view, m->slots[i]))
             cells[n++] = m->slots[i];
+    }
     int nkeys = m->view->ncell_keys;
     qsort_r(cells, n, sizeof *cells, cell_cmp, &nkeys);
     int rc = n ? encode_cells(m, cells, n, true, false, out, len, err) : 0;
@@ -646,7 +719,7 @@ static int load_vcs(struct cellmap *m, const struct format_block *b, struct cell
             }
             memcpy(r->codes, codes + off[i], 8 * (size_t)cnt);
             memcpy(r->rows, rows + off[i], 8 * (size_t)cnt);
-            r->n = cnt;
+            r->sorted = r->n = cnt;
             m->bytes += 16 * (size_t)cnt;
         }
         free(off);

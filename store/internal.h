@@ -103,10 +103,10 @@ int store_put_position(struct store *s, MDB_txn *txn, const struct store_positio
 int store_txn_begin(struct store *s, unsigned flags, MDB_txn **txn, struct store_error *err);
 
 /* ---- Hashing cells ----------------------------------------------------------
- * A cell's (time, keys), hashed for the in-memory tables of the writer and
- * the load's staging: a few multiplies inline, where a library call per
- * probe (XXH3) was a tenth of the staging's time. Never stored: tables
- * that use it may change it. */
+ * A cell's (time, keys), or a value's code, hashed for the in-memory tables
+ * of the writer, the load's staging and run merges: a few multiplies
+ * inline, where a library call per probe (XXH3) was a tenth of the
+ * staging's time. Never stored: tables that use it may change it. */
 static inline uint64_t cell_key_hash(uint64_t seed, const int64_t *keys, int nkeys)
 {
     uint64_t h = seed * 0x9E3779B97F4A7C15ULL;
@@ -138,6 +138,7 @@ struct vc_runs {
     int64_t *codes;
     int64_t *rows;   /* in a cell, in codes' allocation (at codes + cap) */
     uint32_t n, cap;
+    uint32_t sorted; /* in a cell, runs [sorted, n) are appended, not yet merged (cellmap.c) */
 };
 
 struct cell {
@@ -177,10 +178,11 @@ void *store_decode_column(const struct format_block *b, uint16_t role, uint16_t 
 /* Adds every cell of an overlay (counts, sums and runs that may be
  * negative) into the base, which then holds both; -1 on overflow or out of
  * memory. */
-int cellmap_merge(struct cellmap *base, const struct cellmap *overlay, struct store_error *err);
+int cellmap_merge(struct cellmap *base, struct cellmap *overlay, struct store_error *err);
 /* Adds one cell's worth of counts, sums and sorted value-count runs (as
  * cellmap_merge adds an overlay's cell) to the cell at bucket index b,
- * creating it; -1 on overflow or out of memory. */
+ * creating it; -1 on overflow or out of memory. runs[k].n of them are
+ * read; they must be sorted by code, each code once. */
 int cellmap_add_cell(struct cellmap *m, uint32_t bucket, const int64_t *keys,
                      const int64_t *counts, const struct store_sum *sums,
                      const struct vc_runs *runs, struct store_error *err);

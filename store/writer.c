@@ -1256,13 +1256,16 @@ static int join_load(struct pending *p, int nviews, struct store_error *err)
     return rc;
 }
 
-/* Joins the load job, then writes what the encode job beside it encoded
- * (the caller helping it finish): the drain may have started overlays of
- * segments that job holds, which must not be merged with the store before
- * (no segment is both pending and in a job once settled). */
+/* Writes what the encode job beside the load job encoded (the caller
+ * helping it finish), then joins the load job. In that order the caller
+ * encodes while the drain runs rather than idling on it first (the drain
+ * touches neither LMDB nor the job's segments). The drain may have started
+ * overlays of segments that job holds: they are merged with the store only
+ * after both (no segment is both pending and in a job once settled). A
+ * failed write still joins the drain (batch_lost resets the batch). */
 static int settle_load(struct store *s, struct store_error *err)
 {
-    return join_load(s->pending, s->views->nviews, err) || flush_job(s, err) ? -1 : 0;
+    return flush_job(s, err) || join_load(s->pending, s->views->nviews, err) ? -1 : 0;
 }
 
 /* Starts a load job on the staging set filled since the last one; the

@@ -406,6 +406,45 @@ Test(store_model, crowded_cells_equal_the_model) { crowded_cells(false); }
 
 Test(store_model, crowded_bulk_cells_equal_the_model) { crowded_cells(true); }
 
+/* Weeks of rows in few cells with many distinct fares: a cell of the
+ * widest width takes a finest cell's runs from every hour of its span,
+ * small adds to a long list, which store/cellmap.c appends and merges in
+ * later (settle_runs). A second bulk batch adds to stored segments through
+ * overlays whose cells hold appended runs when they are merged; a third,
+ * outside bulk mode, takes single rows away from settled lists. */
+Test(store_model, wide_cells_take_many_small_adds)
+{
+    char dir[64];
+    struct store *s = fixture_create(dir);
+    struct store_error err;
+    enum { FIRST = 6000, MORE = 3000 };
+    struct ride *rides = calloc(FIRST + MORE, sizeof *rides);
+    uint64_t rng = 11;
+    int n = 0;
+    for (int round = 0; round < 3; round++) {
+        cr_assert_eq(store_set_bulk(s, round < 2, &err), 0, "%s", err.message);
+        for (int i = 0; round < 2 && i < (round ? MORE : FIRST); i++) {
+            rides[n] = fixture_ride(&rng);
+            rides[n].zone %= 2;
+            rides[n].fare = (rides[n].fare % 100 + 100) % 100; /* (the model keeps 128 codes a cell) */
+            fixture_apply(s, &rides[n++], +1);
+        }
+        if (round == 2) /* every third ride goes */
+            for (int i = n - 1; i >= 0; i -= 3) {
+                fixture_apply(s, &rides[i], -1);
+                rides[i] = rides[--n];
+            }
+        cr_assert_eq(store_commit(s, &(struct store_position){.lsn = 1 + (uint64_t)round}, &err),
+                     0, "%s", err.message);
+        char when[32];
+        snprintf(when, sizeof when, "after round %d", round);
+        compare(s, rides, n, when);
+    }
+    store_close(s);
+    free(rides);
+    fixture_remove(dir);
+}
+
 /* A batch bigger than the cache budget spills segments into its write
  * transaction (store/writer.c): readers see none of it before the commit,
  * a rollback forgets all of it, and the commit lands all of it. */
