@@ -53,7 +53,7 @@ static struct {
 void imetrics_state(enum ingest_state state) { SET(M.state, (int)state); }
 void imetrics_applied_lsn(uint64_t lsn) { SET(M.applied_lsn, lsn); }
 void imetrics_source_lsn(uint64_t lsn) { SET(M.source_lsn, lsn); }
-void imetrics_snapshot_row(void) { ADD(M.snapshot_rows, 1); }
+void imetrics_snapshot_rows(uint64_t n) { ADD(M.snapshot_rows, n); }
 void imetrics_reconnect(void) { ADD(M.reconnects, 1); }
 void imetrics_spool_bytes(uint64_t bytes) { SET(M.spool_bytes, bytes); }
 

@@ -54,6 +54,10 @@ struct progress {
     bool tty;
 };
 
+/* Every PROGRESS_ROWS rows applied, the metrics hear of them and a load
+ * past its memory budget commits (commit_if_big). */
+enum { PROGRESS_ROWS = 65536 };
+
 static void progress_print(struct progress *p, bool done)
 {
     if (!p->tty) /* before the clock: this runs for every row */
@@ -216,10 +220,10 @@ static int apply_tuple(void *ctx, const struct copy_tuple *tuple, const uint8_t 
         rc = rows_apply_fact(a->st, t, a->row, +1, err, errlen);
     if (rc == 0 && t->ndims)
         rc = rows_put_dim(a->st, t, a->row, err, errlen);
-    if (rc == 0)
-        imetrics_snapshot_row();
-    if (rc == 0 && ++a->prog->rows % 65536 == 0)
+    if (rc == 0 && ++a->prog->rows % PROGRESS_ROWS == 0) {
+        imetrics_snapshot_rows(PROGRESS_ROWS);
         rc = commit_if_big(a->st, err, errlen);
+    }
     progress_print(a->prog, false);
     return rc;
 }
@@ -617,6 +621,7 @@ static int load_table(PGconn *c, PGconn *more, struct source_table *t, struct so
     }
     free(scratch);
     free(row);
+    imetrics_snapshot_rows((uint64_t)prog.rows % PROGRESS_ROWS); /* (the rest went in batches) */
     progress_print(&prog, true);
     struct store_logline l;
     char msg[600];

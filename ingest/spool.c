@@ -95,6 +95,13 @@ int spool_append(struct spool *s, const uint8_t *msg, size_t len, char *err, siz
     memcpy(s->mem + s->len, &n, 4);
     memcpy(s->mem + s->len + 4, msg, len);
     s->len += 4 + len;
+    /* The lines the next message will take, fetched for writing now: a
+     * load appends to hundreds of spools in turn, so each message's first
+     * store missed the cache, and those stores were a third of the scan's
+     * time in ingest (perf); by the next message to this spool they are
+     * there. */
+    __builtin_prefetch(s->mem + s->len + 64, 1);
+    __builtin_prefetch(s->mem + s->len + 128, 1);
     return 0;
 }
 

@@ -8,7 +8,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <xxhash.h>
 
 /* Sorts runs by code: by insertion when few, else by an LSD radix sort of
  * the codes' offsets from the smallest (fares in cents span a few thousand
@@ -74,7 +73,7 @@ static struct store_run *run_table(struct store_run *t, size_t cap, size_t ncap)
         nt[j].code = STORE_NULL;
     for (size_t j = 0; nt && t && j < cap; j++)
         if (t[j].code != STORE_NULL) {
-            size_t h = XXH3_64bits(&t[j].code, 8) & (ncap - 1);
+            size_t h = cell_key_hash(0, &t[j].code, 1) & (ncap - 1);
             while (nt[h].code != STORE_NULL)
                 h = (h + 1) & (ncap - 1);
             nt[h] = t[j];
@@ -96,7 +95,7 @@ static int64_t sum_by_code(struct store_run *runs, size_t n)
             if (!t)
                 break;
         }
-        size_t h = XXH3_64bits(&runs[i].code, 8) & (cap - 1);
+        size_t h = cell_key_hash(0, &runs[i].code, 1) & (cap - 1);
         while (t[h].code != STORE_NULL && t[h].code != runs[i].code)
             h = (h + 1) & (cap - 1);
         if (t[h].code == STORE_NULL) {
