@@ -5,7 +5,9 @@
  * nothing else holds, so between partitions the writer hands the segments
  * the load is done with to an encode job on its own thread and returns to
  * the rows; the next hand-off or commit writes what the job encoded, the
- * caller encoding beside the thread until nothing is left.
+ * caller encoding beside the thread until nothing is left (or, at a
+ * hand-off, a segment at a time while the drain runs, the job then left at
+ * work for the hand-off after: encode_job_busy, encode_job_help).
  *
  * A job owns its cellmaps from encode_job_new on and frees each as soon as
  * it is encoded (cellmap_encode_consume). Either thread takes the next
@@ -22,6 +24,7 @@ struct encode_job {
     struct encoded *out;     /* out[i] is maps[i]'s block */
     size_t n;
     atomic_size_t next;      /* the next segment either thread takes */
+    atomic_size_t done;      /* segments encoded (or failed) */
     pthread_t thread;
     bool started;
     /* The first failure of the thread [0] and of the helper [1]. */
@@ -58,24 +61,34 @@ struct encode_job *encode_job_new(struct cellmap **maps, size_t n, struct store_
         j->out[i].key_len = SEG_KEY_BYTES;
     }
     atomic_init(&j->next, 0);
+    atomic_init(&j->done, 0);
     return j;
 }
 
-/* Encodes segments until none is left or one fails (then the others are
- * left to encode_job_free). who: 0 the thread, 1 the helper. */
+/* Encodes the next segment if one is left: false when none was, or it
+ * failed (then the others are left to encode_job_free). who: 0 the thread,
+ * 1 the helper. */
+static bool encode_one(struct encode_job *j, int who)
+{
+    if (j->rc[who])
+        return false;
+    size_t i = atomic_fetch_add(&j->next, 1);
+    if (i >= j->n)
+        return false;
+    struct cellmap *m = j->maps[i];
+    j->maps[i] = NULL;
+    int rc = cellmap_encode_consume(m, &j->out[i].block, &j->out[i].len, &j->err[who]);
+    cellmap_free(m);
+    atomic_fetch_add(&j->done, 1);
+    if (rc)
+        j->rc[who] = -1;
+    return rc == 0;
+}
+
 static void encode_some(struct encode_job *j, int who)
 {
-    size_t i;
-    while ((i = atomic_fetch_add(&j->next, 1)) < j->n) {
-        struct cellmap *m = j->maps[i];
-        j->maps[i] = NULL;
-        int rc = cellmap_encode_consume(m, &j->out[i].block, &j->out[i].len, &j->err[who]);
-        cellmap_free(m);
-        if (rc) {
-            j->rc[who] = -1;
-            return;
-        }
-    }
+    while (encode_one(j, who))
+        ;
 }
 
 static void *encode_thread(void *arg)
@@ -88,6 +101,15 @@ void encode_job_start(struct encode_job *j)
 {
     /* Without a thread (none could start) encode_job_finish does it all. */
     j->started = j->n > 0 && pthread_create(&j->thread, NULL, encode_thread, j) == 0;
+}
+
+bool encode_job_help(struct encode_job *j) { return encode_one(j, 1); }
+
+bool encode_job_busy(const struct encode_job *j)
+{
+    /* A thread that failed leaves segments untaken: not busy, but finish
+     * has the rest to do (and the failure to report). */
+    return j->started && atomic_load(&j->done) < j->n && j->rc[0] == 0;
 }
 
 int encode_job_finish(struct encode_job *j, struct store_error *err)

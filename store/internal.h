@@ -304,6 +304,11 @@ struct encode_job;
 struct encode_job *encode_job_new(struct cellmap **maps, size_t n, struct store_error *err);
 /* Starts encoding on a thread of its own. */
 void encode_job_start(struct encode_job *j);
+/* Whether its thread is still encoding a segment or has one left to take. */
+bool encode_job_busy(const struct encode_job *j);
+/* Encodes one segment on the caller's thread, if one is left to take:
+ * false when none was (or it failed: encode_job_finish reports it). */
+bool encode_job_help(struct encode_job *j);
 /* Encodes on the caller's thread too until no segment is left to take,
  * then waits for the job's thread: 0, or -1 with the first failure. */
 int encode_job_finish(struct encode_job *j, struct store_error *err);

@@ -243,7 +243,9 @@ int store_commit_cold(struct store *s, const struct store_position *pos, struct 
  * staged since the last hand-off are drained, and the segments the drain
  * before did not touch, which the load is done with, encoded, on other
  * threads while the caller stages the next partition; the next hand-off or
- * commit writes them into the batch's transaction. No LMDB commit: cheap enough
+ * commit writes them into the batch's transaction (a hand-off that finds
+ * the encode job still at work leaves it, and the newly cold segments, to
+ * the next one). No LMDB commit: cheap enough
  * for every partition. The store is still one writer's: calls on it stay
  * on the caller's thread. Outside bulk mode, nothing. On failure (this
  * one's or the last job's) the pending batch is dropped. */

@@ -31,6 +31,7 @@
 #include "store/internal.h"
 
 #include <malloc.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -70,6 +71,7 @@ struct pending {
                                  by the next settle_load or commit (flush_job):
                                  outside a load job, no segment is both pending
                                  and in it */
+    bool job_left;            /* the last hand-off left job at work unwritten */
 };
 
 int pending_new(struct store *s, struct store_error *err)
@@ -1223,6 +1225,7 @@ struct load_job {
     struct bulk **staging;      /* per view: the partition's rows, drained here */
     pthread_t thread;
     bool threaded;              /* false: it ran on the caller's thread */
+    atomic_bool drained;        /* the drain is over: a join will not wait */
     int rc;
     struct store_error err;
 };
@@ -1231,6 +1234,7 @@ static void *run_load_job(void *arg)
 {
     struct load_job *j = arg;
     j->rc = drain_set(j->s, j->staging, &j->err);
+    atomic_store(&j->drained, true);
     return NULL;
 }
 
@@ -1281,6 +1285,7 @@ static int start_load(struct store *s, struct store_error *err)
         return store_fail(err, "out of memory");
     }
     j->s = s;
+    atomic_init(&j->drained, false);
     j->staging = p->bulk;
     p->bulk = fresh;
     p->spare = NULL;
@@ -1398,9 +1403,26 @@ int store_hand_off_cold(struct store *s, struct store_error *err)
         return -1;
     if (!s->bulk)
         return 0;
+    struct pending *p = s->pending;
+    /* An encode job still at work on the other core is left to it, with the
+     * segments that went cold since, which the next hand-off takes: the
+     * caller goes back to its rows rather than encoding beside the job
+     * (ingest's thread, the busier, spent a fifth of its time there).
+     * Once only, so that cold segments do not pile up. */
+    if (p->job && encode_job_busy(p->job) && !p->job_left) {
+        p->job_left = true;
+        /* While the drain runs, a segment of the job at a time. */
+        while (p->load && !atomic_load(&p->load->drained) && encode_job_help(p->job))
+            ;
+        if (join_load(p, s->views->nviews, err) || start_load(s, err)) {
+            pending_reset(p, s->views);
+            return -1;
+        }
+        return 0;
+    }
+    p->job_left = false;
     /* The last encode job is written first, so that the overlays among the
      * segments handed off now merge with it. */
-    struct pending *p = s->pending;
     if (settle_load(s, err) || hand_off(s, true, err) || start_load(s, err)) {
         pending_reset(p, s->views);
         return -1;
