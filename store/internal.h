@@ -158,6 +158,7 @@ struct cellmap {
     uint32_t *tags;            /* high hash bits of each slot's cell: a probe
                                   compares them before touching the cell */
     uint32_t nslots, ncells;
+    struct cell_slab *slabs;   /* the cells' memory, freed with the cellmap */
     size_t bytes;              /* approximate heap held */
     bool dirty;
     bool overlay;              /* holds only this batch's deltas: the stored

@@ -361,6 +361,18 @@ Test(store_model, late_rows_spilled_while_their_segment_is_encoded_are_kept)
 
 Test(store_model, leaving_bulk_mode_writes_a_job_in_flight) { load_with_late_rows(0, true); }
 
+/* Commits round (at position 1 + round) and compares the store with the
+ * model of the n rides. */
+static void commit_round(struct store *s, const struct ride *rides, int n, int round)
+{
+    struct store_error err;
+    cr_assert_eq(store_commit(s, &(struct store_position){.lsn = 1 + (uint64_t)round}, &err), 0,
+                 "%s", err.message);
+    char when[32];
+    snprintf(when, sizeof when, "after round %d", round);
+    compare(s, rides, n, when);
+}
+
 /* Thousands of rows in a few cells: many rows per finest cell, so cells
  * take their value counts as long sorted run lists (the merge in
  * store/cellmap.c) rather than one run at a time, and deletes make runs
@@ -391,11 +403,7 @@ static void crowded_cells(bool bulk)
             rides[n].fare %= 60;
             fixture_apply(s, &rides[n++], +1);
         }
-        cr_assert_eq(store_commit(s, &(struct store_position){.lsn = 1 + (uint64_t)round}, &err),
-                     0, "%s", err.message);
-        char when[32];
-        snprintf(when, sizeof when, "after round %d", round);
-        compare(s, rides, n, when);
+        commit_round(s, rides, n, round);
     }
     store_close(s);
     free(rides);
@@ -434,11 +442,7 @@ Test(store_model, wide_cells_take_many_small_adds)
                 fixture_apply(s, &rides[i], -1);
                 rides[i] = rides[--n];
             }
-        cr_assert_eq(store_commit(s, &(struct store_position){.lsn = 1 + (uint64_t)round}, &err),
-                     0, "%s", err.message);
-        char when[32];
-        snprintf(when, sizeof when, "after round %d", round);
-        compare(s, rides, n, when);
+        commit_round(s, rides, n, round);
     }
     store_close(s);
     free(rides);
