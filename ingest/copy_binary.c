@@ -5,11 +5,10 @@
  * A chunk fed is copied into the parser's own buffer. A chunk lent that
  * arrives with nothing pending is read where it lies; only its unread
  * tail, the start of a tuple cut short, is copied, when next runs out of
- * whole tuples. A copy
- * of every row cost the load 13% of its CPU (perf: the copy missed the cache
- * on each row's first bytes). The own buffer holds at most the unread part
- * of one tuple plus one chunk: memory is bounded by the largest tuple, not by
- * the stream. A tuple is only returned once all of its bytes are present;
+ * whole tuples. A copy of every row cost the load 13% of its CPU (perf: the
+ * copy missed the cache on each row's first bytes). The own buffer holds at
+ * most the unread part of one tuple plus one chunk: memory is bounded by the
+ * largest tuple, not by the stream. A tuple is only returned once all of its bytes are present;
  * until then nothing is consumed and the next call starts over from the
  * tuple's first byte.
  *

@@ -175,12 +175,12 @@ static int copy_table(PGconn *c, const struct source_table *t, const char *where
         buf = next;
         n = nnext;
     }
-    if (n > 0)
+    if (n > 0) { /* stopped by an error of ours */
         PQfreemem(buf);
+        abandon_copy(c);
+    }
     if (rc == 0 && n == -2)
         rc = ingest_fail(err, errlen, "COPY of %s failed: %s", t->qualified, PQerrorMessage(c));
-    if (n > 0)
-        abandon_copy(c);
     if (rc == 0 && copy_parser_finish(&parser))
         rc = ingest_fail(err, errlen, "COPY of %s: %s", t->qualified, parser.error);
     while ((r = PQgetResult(c)) != NULL) {
@@ -701,7 +701,10 @@ int snapshot_load(const struct ingest_options *opt, struct source *src, struct s
     if (!(more = open_in_snapshot(opt, snapshot, why, sizeof why)))
         log_info("a second connection for the load failed, reading with one: %s", why);
     store_set_cache_bytes(st, LOAD_MEMORY_BUDGET / 2);
-    store_set_bulk(st, true, &serr); /* whole segments, encoded beside the rows */
+    if (store_set_bulk(st, true, &serr)) { /* whole segments, encoded beside the rows */
+        ingest_fail(err, errlen, "%s", serr.message);
+        goto done;
+    }
     int64_t started = now_usec();
     for (int i = 0; i < src->ntables; i++)
         if (load_table(c, more, &src->tables[i], src, st, opt, err, errlen))

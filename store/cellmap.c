@@ -2,8 +2,8 @@
  *
  * The writer applies deltas here and encodes the segment back to a block at
  * commit. Cells live in an open-addressing hash table keyed by (bucket index,
- * cell keys). Each cell is one piece of a slab: the struct, then its keys, counts,
- * sums and value-count run headers. Invariant: a cell's runs [0, sorted)
+ * cell keys). Each cell is one piece of a slab: the struct, then its keys,
+ * counts, sums and value-count run headers. Invariant: a cell's runs [0, sorted)
  * are sorted by code and hold no zero-row run; a cell with zero rows holds
  * nothing else (checked at encode, where it is dropped). Runs [sorted, n)
  * are whole cells' runs appended by cellmap_add_cell (runs_merge) and
@@ -232,7 +232,6 @@ static int runs_reserve(struct vc_runs *r, uint32_t want)
     r->cap = cap;
     return 0;
 }
-
 
 static int settle_runs(struct cellmap *m, struct vc_runs *r, struct store_error *err);
 
@@ -529,7 +528,6 @@ static struct cell **live_cells(struct cellmap *m, uint32_t *n, struct store_err
  * for every segment a million-row commit folded made it 1.5 times as long
  * (measured). */
 #define TRIM_RUN_BYTES ((uint64_t)32 << 20)
-
 
 static int build_columns(const struct cellmap *m, struct cell **cells, uint32_t n, bool consume,
                          struct block_columns *bc)

@@ -107,9 +107,10 @@ bool encode_job_help(struct encode_job *j) { return encode_one(j, 1); }
 
 bool encode_job_busy(const struct encode_job *j)
 {
-    /* A thread that failed leaves segments untaken: not busy, but finish
-     * has the rest to do (and the failure to report). */
-    return j->started && atomic_load(&j->done) < j->n && j->rc[0] == 0;
+    /* (A thread that failed leaves segments unencoded and looks busy: the
+     * job is then left once, and the next settle finishes it and reports
+     * the failure.) */
+    return j->started && atomic_load(&j->done) < j->n;
 }
 
 int encode_job_finish(struct encode_job *j, struct store_error *err)

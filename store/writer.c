@@ -1406,24 +1406,18 @@ int store_hand_off_cold(struct store *s, struct store_error *err)
     struct pending *p = s->pending;
     /* An encode job still at work on the other core is left to it, with the
      * segments that went cold since, which the next hand-off takes: the
-     * caller goes back to its rows rather than encoding beside the job
-     * (ingest's thread, the busier, spent a fifth of its time there).
-     * Once only, so that cold segments do not pile up. */
-    if (p->job && encode_job_busy(p->job) && !p->job_left) {
-        p->job_left = true;
-        /* While the drain runs, a segment of the job at a time. */
-        while (p->load && !atomic_load(&p->load->drained) && encode_job_help(p->job))
-            ;
-        if (join_load(p, s->views->nviews, err) || start_load(s, err)) {
-            pending_reset(p, s->views);
-            return -1;
-        }
-        return 0;
-    }
-    p->job_left = false;
-    /* The last encode job is written first, so that the overlays among the
-     * segments handed off now merge with it. */
-    if (settle_load(s, err) || hand_off(s, true, err) || start_load(s, err)) {
+     * caller encodes beside it only while the drain runs, then goes back to
+     * its rows (ingest's thread, the busier, spent a fifth of its time
+     * waiting out jobs). Once in a row, so that cold segments do not pile
+     * up. Otherwise the last job is written first, so that the overlays
+     * among the segments handed off now merge with it. */
+    bool leave = p->job && encode_job_busy(p->job) && !p->job_left;
+    p->job_left = leave;
+    while (leave && p->load && !atomic_load(&p->load->drained) && encode_job_help(p->job))
+        ;
+    int rc = leave ? join_load(p, s->views->nviews, err)
+                   : settle_load(s, err) || hand_off(s, true, err);
+    if (rc || start_load(s, err)) {
         pending_reset(p, s->views);
         return -1;
     }
