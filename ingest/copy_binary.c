@@ -192,8 +192,6 @@ static int scan_tuple(struct copy_parser *p, struct copy_tuple *t)
     }
     if (t)
         t->nfields = nfields;
-    p->tuple = b;
-    p->tuple_len = at;
     p->pos += at;
     return 1;
 }
@@ -221,21 +219,6 @@ int copy_parser_next(struct copy_parser *p, struct copy_tuple *t)
     if (rc == 0 && p->buf != p->own && keep_unread(p))
         return fail(p, "out of memory keeping %zu bytes of a tuple", p->len - p->pos);
     return rc;
-}
-
-int copy_tuple_decode(const uint8_t *data, size_t len, struct copy_tuple *t, char *err,
-                      size_t errlen)
-{
-    struct copy_parser p = {.buf = data, .len = len, .header_done = true};
-    int rc = scan_tuple(&p, t);
-    if (rc == 1 && p.pos == len)
-        return 0;
-    if (rc == 1 || (rc == 0 && p.trailer_seen))
-        fail(&p, "%zu bytes are not one tuple", len);
-    else if (rc == 0)
-        fail(&p, "a tuple cut short at %zu bytes", len);
-    snprintf(err, errlen, "%s", p.error);
-    return -1;
 }
 
 int copy_parser_finish(struct copy_parser *p)

@@ -33,8 +33,6 @@ struct copy_parser {
     uint8_t *own;        /* the parser's buffer, of cap bytes */
     size_t cap;
     bool header_done, trailer_seen;
-    const uint8_t *tuple; /* the last tuple taken: its bytes, valid as its fields are */
-    size_t tuple_len;
     char error[200];
 };
 
@@ -55,12 +53,6 @@ int copy_parser_lend(struct copy_parser *p, const void *data, size_t len);
  * the chunk is), 0 when more bytes are needed or the trailer was reached
  * (see trailer_seen), -1 on malformed input with p->error set. */
 int copy_parser_next(struct copy_parser *p, struct copy_tuple *t);
-
-/* Decodes one tuple from exactly len bytes (as copy_parser_next took them,
- * tuple and tuple_len): 0 with t's fields pointing into data, or -1 with
- * err when the bytes are not one whole tuple. */
-int copy_tuple_decode(const uint8_t *data, size_t len, struct copy_tuple *t, char *err,
-                      size_t errlen);
 
 /* After the last chunk: 0 if the stream ended cleanly with the trailer and
  * nothing after it, -1 with p->error otherwise. */

@@ -122,12 +122,29 @@ struct row_value {
     uint32_t len;
 };
 
+/* A column of a row, decoded. */
+struct decoded_value {
+    bool is_null;
+    struct pgvalue v;
+};
+
+/* Decodes every column of a row (t->ncols values), binary or text as it
+ * came. Returns 0, or -1 with a message naming the table and column. */
+int rows_decode(const struct source_table *t, const struct row_value *row,
+                struct decoded_value *out, char *err, size_t errlen);
+
 /* Adds (sign +1) or takes away (-1) a fact row's contribution to every view
  * reading the table, and for dims puts or deletes the projection row. */
 int rows_apply_fact(struct store *st, struct source_table *t, const struct row_value *row,
                     int sign, char *err, size_t errlen);
 int rows_put_dim(struct store *st, struct source_table *t, const struct row_value *row,
                  char *err, size_t errlen);
+/* The same for a row decoded already (the initial load decodes in its
+ * reader threads). */
+int rows_apply_decoded_fact(struct store *st, const struct source_table *t,
+                            const struct decoded_value *row, int sign, char *err, size_t errlen);
+int rows_put_decoded_dim(struct store *st, const struct source_table *t,
+                         const struct decoded_value *row, char *err, size_t errlen);
 int rows_delete_dim(struct store *st, struct source_table *t, const struct row_value *row,
                     char *err, size_t errlen);
 /* True when the dim key of old and new differ (then the old key goes). */

@@ -875,6 +875,19 @@ int pgvalue_decode_text(uint32_t type_oid, const struct store_column_type *t, co
     return -1;
 }
 
+void pgvalue_from_code(const struct store_column_type *t, int64_t code, struct pgvalue *out)
+{
+    out->text = NULL;
+    out->len = 0;
+    if (t->type == STORE_TYPE_FLOAT) {
+        set_float(out, store_code_float(code));
+        return;
+    }
+    out->code = code;
+    out->exact = code;
+    out->real = scaled_to_double(code, column_scale(t));
+}
+
 /* ---- View filter constants --------------------------------------------------- */
 
 /* Constants are compared with codes, so a constant becomes the code of the

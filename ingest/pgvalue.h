@@ -52,6 +52,11 @@ int pgvalue_decode_binary(uint32_t type_oid, const struct store_column_type *t,
 int pgvalue_decode_text(uint32_t type_oid, const struct store_column_type *t, const char *s,
                         size_t len, struct pgvalue *out, char *err, size_t errlen);
 
+/* The value a non-TEXT code of column type t stands for, exactly as
+ * decoding gave it: code, exact and real are functions of the code and the
+ * type (the initial load keeps only codes while it sets rows aside). */
+void pgvalue_from_code(const struct store_column_type *t, int64_t code, struct pgvalue *out);
+
 /* Parses a constant of a view filter (sql_const text) into the column's
  * type, so filters compare codes. Returns 0, or -1 with a message. */
 int pgvalue_parse_constant(const struct store_column_type *t, const char *text, size_t len,

@@ -15,14 +15,9 @@
 
 enum { MAX_ACCUMULATORS = 256 };
 
-struct decoded {
-    bool is_null;
-    struct pgvalue v;
-};
-
 /* Decodes one column of a row, binary or text as it came. */
 static int decode_value(const struct source_table *t, int c, const struct row_value *rv,
-                        struct decoded *out, char *err, size_t errlen)
+                        struct decoded_value *out, char *err, size_t errlen)
 {
     const struct source_column *col = &t->cols[c];
     out->is_null = rv->is_null;
@@ -42,8 +37,8 @@ static int decode_value(const struct source_table *t, int c, const struct row_va
     return 0;
 }
 
-static int decode_row(const struct source_table *t, const struct row_value *row,
-                      struct decoded *out, char *err, size_t errlen)
+int rows_decode(const struct source_table *t, const struct row_value *row,
+                struct decoded_value *out, char *err, size_t errlen)
 {
     for (int c = 0; c < t->ncols; c++)
         if (decode_value(t, c, &row[c], &out[c], err, errlen))
@@ -52,9 +47,9 @@ static int decode_row(const struct source_table *t, const struct row_value *row,
 }
 
 /* The table's row buffer, made once: rows are decoded millions of times. */
-static struct decoded *scratch_for(struct source_table *t, char *err, size_t errlen)
+static struct decoded_value *scratch_for(struct source_table *t, char *err, size_t errlen)
 {
-    if (!t->scratch && !(t->scratch = calloc((size_t)t->ncols + 1, sizeof(struct decoded))))
+    if (!t->scratch && !(t->scratch = calloc((size_t)t->ncols + 1, sizeof(struct decoded_value))))
         ingest_fail(err, errlen, "out of memory");
     return t->scratch;
 }
@@ -80,7 +75,8 @@ static int value_cmp(const struct source_column *col, const struct pgvalue *a,
 }
 
 /* 1 true, 0 false, -1 unknown. */
-static int eval(const struct row_filter *f, const struct source_table *t, const struct decoded *row)
+static int eval(const struct row_filter *f, const struct source_table *t,
+                const struct decoded_value *row)
 {
     switch (f->kind) {
     case SQL_FILTER_AND: {
@@ -134,7 +130,7 @@ static int eval(const struct row_filter *f, const struct source_table *t, const 
 /* The code of a decoded value of a view's fact column: text is interned in
  * the view's dictionary of that column. */
 static int code_of(struct store *st, int view, int fact_col, const struct source_column *col,
-                   const struct decoded *d, int64_t *code, char *err, size_t errlen)
+                   const struct decoded_value *d, int64_t *code, char *err, size_t errlen)
 {
     if (d->is_null) {
         *code = STORE_NULL;
@@ -151,10 +147,10 @@ static int code_of(struct store *st, int view, int fact_col, const struct source
 }
 
 static int apply_view(struct store *st, const struct source_table *t, const struct fact_use *u,
-                      const struct decoded *row, int sign, const struct sql_view *v, char *err,
-                      size_t errlen)
+                      const struct decoded_value *row, int sign, const struct sql_view *v,
+                      char *err, size_t errlen)
 {
-    const struct decoded *time = &row[u->col[v->bucket_fact_column]];
+    const struct decoded_value *time = &row[u->col[v->bucket_fact_column]];
     if (time->is_null)
         return 0;
     int64_t keys[MAX_ACCUMULATORS], counts[MAX_ACCUMULATORS];
@@ -177,7 +173,7 @@ static int apply_view(struct store *st, const struct source_table *t, const stru
     }
     for (int s = 0; s < v->nsums; s++) {
         const struct sql_sum_spec *ss = &v->sums[s];
-        const struct decoded *d = &row[u->col[ss->fact_column]];
+        const struct decoded_value *d = &row[u->col[ss->fact_column]];
         bool summed = pass[ss->filter + 1] && !d->is_null;
         sums[s].exact = summed ? d->v.exact * sign : 0;
         sums[s].real = summed ? d->v.real * sign : 0;
@@ -200,27 +196,33 @@ static int apply_view(struct store *st, const struct source_table *t, const stru
     return 0;
 }
 
-int rows_apply_fact(struct store *st, struct source_table *t, const struct row_value *row,
-                    int sign, char *err, size_t errlen)
+int rows_apply_decoded_fact(struct store *st, const struct source_table *t,
+                            const struct decoded_value *row, int sign, char *err, size_t errlen)
 {
-    if (!t->nfacts)
-        return 0;
-    struct decoded *d = scratch_for(t, err, errlen);
-    if (!d)
-        return -1;
-    int rc = decode_row(t, row, d, err, errlen);
     const struct sql_view_list *views = store_views(st);
+    int rc = 0;
     for (int f = 0; rc == 0 && f < t->nfacts; f++) {
         const struct sql_view *v = &views->views[t->facts[f].view];
         if (v->ncell_keys > MAX_ACCUMULATORS || v->ncounts > MAX_ACCUMULATORS ||
             v->nsums > MAX_ACCUMULATORS || v->nvalue_counts > MAX_ACCUMULATORS ||
             v->nfilters > MAX_ACCUMULATORS)
-            rc = ingest_fail(err, errlen, "view \"%s\" has more than %d keys or accumulators", v->name,
-                      MAX_ACCUMULATORS);
+            rc = ingest_fail(err, errlen, "view \"%s\" has more than %d keys or accumulators",
+                             v->name, MAX_ACCUMULATORS);
         else
-            rc = apply_view(st, t, &t->facts[f], d, sign, v, err, errlen);
+            rc = apply_view(st, t, &t->facts[f], row, sign, v, err, errlen);
     }
     return rc;
+}
+
+int rows_apply_fact(struct store *st, struct source_table *t, const struct row_value *row,
+                    int sign, char *err, size_t errlen)
+{
+    if (!t->nfacts)
+        return 0;
+    struct decoded_value *d = scratch_for(t, err, errlen);
+    if (!d || rows_decode(t, row, d, err, errlen))
+        return -1;
+    return rows_apply_decoded_fact(st, t, d, sign, err, errlen);
 }
 
 /* ---- Dims ---------------------------------------------------------------------------- */
@@ -228,7 +230,7 @@ int rows_apply_fact(struct store *st, struct source_table *t, const struct row_v
 /* The projection key of a dim row for one use; false when the key is NULL
  * (a NULL key joins nothing). */
 static int dim_key(struct store *st, const struct source_table *t, const struct dim_use *u,
-                   const struct decoded *row, bool *present, int64_t *key, char *err,
+                   const struct decoded_value *row, bool *present, int64_t *key, char *err,
                    size_t errlen)
 {
     *present = !row[u->key_col].is_null;
@@ -238,15 +240,10 @@ static int dim_key(struct store *st, const struct source_table *t, const struct 
     return code_of(st, u->view, u->fact_column, kc, &row[u->key_col], key, err, errlen);
 }
 
-int rows_put_dim(struct store *st, struct source_table *t, const struct row_value *row,
-                 char *err, size_t errlen)
+int rows_put_decoded_dim(struct store *st, const struct source_table *t,
+                         const struct decoded_value *d, char *err, size_t errlen)
 {
-    if (!t->ndims)
-        return 0;
-    struct decoded *d = scratch_for(t, err, errlen);
-    if (!d)
-        return -1;
-    int rc = decode_row(t, row, d, err, errlen);
+    int rc = 0;
     for (int i = 0; rc == 0 && i < t->ndims; i++) {
         const struct dim_use *u = &t->dims[i];
         const struct sql_join *j = &store_views(st)->views[u->view].joins[u->join];
@@ -259,7 +256,7 @@ int rows_put_dim(struct store *st, struct source_table *t, const struct row_valu
             rc = ingest_fail(err, errlen, "out of memory");
         else if (!(rc = dim_key(st, t, u, d, &present, &key, err, errlen)) && present) {
             for (int c = 0; c < n; c++) {
-                const struct decoded *x = &d[u->cols[c]];
+                const struct decoded_value *x = &d[u->cols[c]];
                 const struct source_column *col = &t->cols[u->cols[c]];
                 vals[c].is_null = x->is_null;
                 if (x->is_null)
@@ -282,12 +279,23 @@ int rows_put_dim(struct store *st, struct source_table *t, const struct row_valu
     return rc;
 }
 
+int rows_put_dim(struct store *st, struct source_table *t, const struct row_value *row,
+                 char *err, size_t errlen)
+{
+    if (!t->ndims)
+        return 0;
+    struct decoded_value *d = scratch_for(t, err, errlen);
+    if (!d || rows_decode(t, row, d, err, errlen))
+        return -1;
+    return rows_put_decoded_dim(st, t, d, err, errlen);
+}
+
 int rows_delete_dim(struct store *st, struct source_table *t, const struct row_value *row,
                     char *err, size_t errlen)
 {
     if (!t->ndims)
         return 0;
-    struct decoded *d = scratch_for(t, err, errlen);
+    struct decoded_value *d = scratch_for(t, err, errlen);
     if (!d)
         return -1;
     /* Only the key matters: decode just it, other columns may be absent

@@ -12,6 +12,7 @@
 #include "ingest/copy_binary.h"
 #include "ingest/internal.h"
 #include "ingest/metrics.h"
+#include "ingest/row_record.h"
 #include "ingest/spool.h"
 
 #include <pthread.h>
@@ -100,9 +101,8 @@ static int commit_if_big(struct store *st, char *err, size_t errlen)
     return 0;
 }
 
-/* What one tuple of a COPY is handed to: the tuple, and its bytes as sent. */
-typedef int (*tuple_fn)(void *ctx, const struct copy_tuple *tuple, const uint8_t *bytes,
-                        size_t len, char *err, size_t errlen);
+/* What one tuple of a COPY is handed to. */
+typedef int (*tuple_fn)(void *ctx, const struct copy_tuple *tuple, char *err, size_t errlen);
 
 /* Stops a COPY that is still sending, after an error of ours: until it
  * ends, PQgetResult hands out the COPY's own state forever. */
@@ -167,7 +167,7 @@ static int copy_table(PGconn *c, const struct source_table *t, const char *where
                 rc = ingest_fail(err, errlen, "COPY of %s sent %d fields, expected %d",
                                  t->qualified, tuple->nfields, t->ncols);
             else
-                rc = fn(ctx, tuple, parser.tuple, parser.tuple_len, err, errlen);
+                rc = fn(ctx, tuple, err, errlen);
         }
         if (rc == 0 && got < 0)
             rc = ingest_fail(err, errlen, "COPY of %s: %s", t->qualified, parser.error);
@@ -193,33 +193,26 @@ static int copy_table(PGconn *c, const struct source_table *t, const char *where
     return rc;
 }
 
-/* ---- Applying tuples ------------------------------------------------------------- */
+/* ---- Applying rows ---------------------------------------------------------------- */
 
 struct applier {
     struct source_table *t;
     struct store *st;
     struct progress *prog;
-    struct row_value *row;      /* t->ncols */
-    struct copy_tuple *tuple;   /* a spooled tuple, decoded */
+    struct row_value *raw;      /* t->ncols: a COPY tuple's fields */
+    struct decoded_value *row;  /* t->ncols: the row decoded */
     char *err;                  /* for spool_replay, whose callback has none */
     size_t errlen;
 };
 
-static int apply_tuple(void *ctx, const struct copy_tuple *tuple, const uint8_t *bytes, size_t len,
-                       char *err, size_t errlen)
+static int apply_row(struct applier *a, char *err, size_t errlen)
 {
-    (void)bytes;
-    (void)len;
-    struct applier *a = ctx;
     struct source_table *t = a->t;
-    for (int i = 0; i < t->ncols; i++)
-        a->row[i] = (struct row_value){tuple->fields[i].is_null, false, true,
-                                       tuple->fields[i].data, tuple->fields[i].len};
     int rc = 0;
     if (t->nfacts)
-        rc = rows_apply_fact(a->st, t, a->row, +1, err, errlen);
+        rc = rows_apply_decoded_fact(a->st, t, a->row, +1, err, errlen);
     if (rc == 0 && t->ndims)
-        rc = rows_put_dim(a->st, t, a->row, err, errlen);
+        rc = rows_put_decoded_dim(a->st, t, a->row, err, errlen);
     if (rc == 0 && ++a->prog->rows % PROGRESS_ROWS == 0) {
         imetrics_snapshot_rows(PROGRESS_ROWS);
         rc = commit_if_big(a->st, err, errlen);
@@ -228,20 +221,34 @@ static int apply_tuple(void *ctx, const struct copy_tuple *tuple, const uint8_t 
     return rc;
 }
 
-/* A tuple set aside in a spool, applied. */
-static int replay_tuple(void *ctx, const uint8_t *bytes, size_t len)
+/* A COPY tuple's fields as a row of the table's columns. */
+static void tuple_fields(const struct copy_tuple *tuple, struct row_value *raw, int ncols)
 {
-    struct applier *a = ctx;
-    struct copy_tuple *tuple = a->tuple;
-    if (copy_tuple_decode(bytes, len, tuple, a->err, a->errlen))
-        return -1;
-    if (tuple->nfields != a->t->ncols)
-        return ingest_fail(a->err, a->errlen, "a spooled tuple of %s has %d fields, expected %d",
-                           a->t->qualified, tuple->nfields, a->t->ncols);
-    return apply_tuple(a, tuple, bytes, len, a->err, a->errlen);
+    for (int i = 0; i < ncols; i++)
+        raw[i] = (struct row_value){tuple->fields[i].is_null, false, true, tuple->fields[i].data,
+                                    tuple->fields[i].len};
 }
 
-/* Applies the tuples a partition's spools (one per reader) set aside,
+/* A tuple of a table read whole, applied as it arrives. */
+static int apply_tuple(void *ctx, const struct copy_tuple *tuple, char *err, size_t errlen)
+{
+    struct applier *a = ctx;
+    tuple_fields(tuple, a->raw, a->t->ncols);
+    if (rows_decode(a->t, a->raw, a->row, err, errlen))
+        return -1;
+    return apply_row(a, err, errlen);
+}
+
+/* A row set aside in a spool, applied. */
+static int replay_record(void *ctx, const uint8_t *bytes, size_t len)
+{
+    struct applier *a = ctx;
+    if (row_record_decode(a->t, bytes, len, a->row, a->err, a->errlen))
+        return -1;
+    return apply_row(a, a->err, a->errlen);
+}
+
+/* Applies the rows a partition's spools (one per reader) set aside,
  * empties them, hands the segments it is done with to be encoded beside
  * the next partitions, and commits when the writer holds enough. */
 static int apply_partition(struct applier *a, struct spool *const *parts, int nparts, char *err,
@@ -252,7 +259,7 @@ static int apply_partition(struct applier *a, struct spool *const *parts, int np
     int rc = 0;
     for (int i = 0; i < nparts; i++) {
         if (rc == 0)
-            rc = spool_replay(parts[i], replay_tuple, a, err, errlen);
+            rc = spool_replay(parts[i], replay_record, a, err, errlen);
         spool_free(parts[i]);
     }
     struct store_error serr;
@@ -300,19 +307,56 @@ static bool stored_in_time_order(PGconn *c, const struct source_table *t, const 
     return ordered;
 }
 
-/* A table read once, its tuples set aside per time partition: spools in
- * memory up to SPOOL_BYTES each, then in unlinked temporary files. */
+/* A reader's means of setting a tuple aside as a row record: its own
+ * buffers, for readers are threads. */
+struct record_writer {
+    const struct source_table *t;
+    struct row_value *raw;      /* t->ncols */
+    struct decoded_value *row;  /* t->ncols */
+    struct row_record_buf buf;
+};
+
+static int record_writer_init(struct record_writer *w, const struct source_table *t)
+{
+    *w = (struct record_writer){.t = t,
+                                .raw = calloc((size_t)t->ncols + 1, sizeof *w->raw),
+                                .row = calloc((size_t)t->ncols + 1, sizeof *w->row)};
+    return w->raw && w->row ? 0 : -1;
+}
+
+static void record_writer_free(struct record_writer *w)
+{
+    free(w->raw);
+    free(w->row);
+    row_record_buf_free(&w->buf);
+}
+
+/* Decodes a tuple and appends its record to s. */
+static int spool_record(struct record_writer *w, struct spool *s, const struct copy_tuple *tuple,
+                        char *err, size_t errlen)
+{
+    tuple_fields(tuple, w->raw, w->t->ncols);
+    if (rows_decode(w->t, w->raw, w->row, err, errlen))
+        return -1;
+    size_t n = row_record_encode(w->t, w->row, &w->buf);
+    return n ? spool_append(s, w->buf.bytes, n, err, errlen)
+             : ingest_fail(err, errlen, "out of memory");
+}
+
+/* A table read once, its rows set aside per time partition as row records:
+ * spools in memory up to SPOOL_BYTES each, then in unlinked temporary
+ * files. */
 struct partitioner {
     struct spool *parts;        /* nparts time partitions, then the NULLs */
     int nparts, col;            /* col: the bucket column's index in a tuple */
     int64_t lo_usec, step_usec; /* PostgreSQL's timestamp epoch, 2000-01-01 */
     const char *table;
+    struct record_writer w;
 };
 
 enum { SPOOL_BYTES = 256 << 10 };
 
-static int spool_tuple(void *ctx, const struct copy_tuple *tuple, const uint8_t *bytes, size_t len,
-                       char *err, size_t errlen)
+static int spool_tuple(void *ctx, const struct copy_tuple *tuple, char *err, size_t errlen)
 {
     struct partitioner *pp = ctx;
     const struct copy_field *f = &tuple->fields[pp->col];
@@ -326,7 +370,7 @@ static int spool_tuple(void *ctx, const struct copy_tuple *tuple, const uint8_t 
         uint64_t i = usec < pp->lo_usec ? 0 : ((uint64_t)usec - (uint64_t)pp->lo_usec) / (uint64_t)pp->step_usec;
         k = i >= (uint64_t)pp->nparts ? pp->nparts - 1 : (int)i;
     }
-    return spool_append(&pp->parts[k], bytes, len, err, errlen);
+    return spool_record(&pp->w, &pp->parts[k], tuple, err, errlen);
 }
 
 /* The table's pages when a scan of it can be split by ctid ranges: a
@@ -371,7 +415,7 @@ static void *read_scan(void *arg)
 /* Reads the table in one sequential scan, split by ctid range over
  * SCAN_READERS connections in the load's snapshot when it can be (the
  * rows are the same; PostgreSQL then sends them on as many cores), sets
- * the tuples aside by time partition, then applies the partitions in time
+ * the rows aside by time partition, then applies the partitions in time
  * order, NULLs last, each from every reader's spool. */
 enum { SCAN_READERS = 2 };
 
@@ -389,12 +433,15 @@ static int load_spooled(PGconn *c, PGconn *more, struct applier *a, const char *
     struct scan_reader r[SCAN_READERS] = {0};
     for (int i = 0; i < nreaders; i++) {
         r[i] = (struct scan_reader){.c = i ? more : c, .t = t};
-        r[i].pp = (struct partitioner){calloc((size_t)nparts + 1, sizeof *r[i].pp.parts), nparts,
-                                       col_at, (lo - 946684800) * 1000000, step * 1000000,
-                                       t->qualified};
-        if (!r[i].pp.parts) {
-            while (i > 0)
-                free(r[--i].pp.parts);
+        r[i].pp = (struct partitioner){.parts = calloc((size_t)nparts + 1, sizeof *r[i].pp.parts),
+                                       .nparts = nparts, .col = col_at,
+                                       .lo_usec = (lo - 946684800) * 1000000,
+                                       .step_usec = step * 1000000, .table = t->qualified};
+        if (!r[i].pp.parts || record_writer_init(&r[i].pp.w, t)) {
+            for (i++; i > 0; i--) {
+                free(r[i - 1].pp.parts);
+                record_writer_free(&r[i - 1].pp.w);
+            }
             return ingest_fail(err, errlen, "out of memory");
         }
         for (int k = 0; k <= nparts; k++)
@@ -443,13 +490,15 @@ static int load_spooled(PGconn *c, PGconn *more, struct applier *a, const char *
             for (int i = 0; i < nreaders; i++)
                 spool_free(parts[i]);
     }
-    for (int i = 0; i < nreaders; i++)
+    for (int i = 0; i < nreaders; i++) {
         free(r[i].pp.parts);
+        record_writer_free(&r[i].pp.w);
+    }
     return rc;
 }
 
 /* A table stored in time order, read by index range scans of its time
- * partitions (then its NULLs) in a reader thread, each partition's tuples
+ * partitions (then its NULLs) in a reader thread, each partition's rows
  * set aside in its spool, while this thread applies the partitions already
  * read and commits: PostgreSQL's scan, the apply and the commits between
  * partitions overlap. The reader runs at most LOOKAHEAD partitions ahead
@@ -472,13 +521,14 @@ struct range_reader {
     int ready, consumed;        /* partitions read whole; applied and freed */
     bool stop, failed;
     char err[1024];
+    struct record_writer w;     /* the reader's */
+    int reading;                /* the partition being read */
 };
 
-static int spool_one(void *ctx, const struct copy_tuple *tuple, const uint8_t *bytes, size_t len,
-                     char *err, size_t errlen)
+static int spool_one(void *ctx, const struct copy_tuple *tuple, char *err, size_t errlen)
 {
-    (void)tuple;
-    return spool_append(ctx, bytes, len, err, errlen);
+    struct range_reader *r = ctx;
+    return spool_record(&r->w, &r->parts[r->reading], tuple, err, errlen);
 }
 
 static void *read_ranges(void *arg)
@@ -500,7 +550,8 @@ static void *read_ranges(void *arg)
                      (long long)at, r->qcol, (long long)(at + r->step));
         else
             snprintf(where, sizeof where, " WHERE %s IS NULL", r->qcol);
-        int rc = copy_table(r->c, r->t, where, spool_one, &r->parts[k], err, sizeof err);
+        r->reading = k;
+        int rc = copy_table(r->c, r->t, where, spool_one, r, err, sizeof err);
         pthread_mutex_lock(&r->mu);
         if (rc) {
             r->failed = true;
@@ -533,8 +584,11 @@ static int load_by_ranges(PGconn *c, struct applier *a, const char *qcol, int64_
     struct range_reader r = {.c = c, .t = a->t, .qcol = qcol, .lo = lo, .step = step,
                              .nparts = nparts,
                              .parts = calloc((size_t)nparts + 1, sizeof *r.parts)};
-    if (!r.parts)
+    if (!r.parts || record_writer_init(&r.w, a->t)) {
+        free(r.parts);
+        record_writer_free(&r.w);
         return ingest_fail(err, errlen, "out of memory");
+    }
     for (int k = 0; k <= nparts; k++)
         r.parts[k].memory_bytes = READ_AHEAD_BYTES;
     pthread_mutex_init(&r.mu, NULL);
@@ -571,6 +625,7 @@ static int load_by_ranges(PGconn *c, struct applier *a, const char *qcol, int64_
     for (int k = 0; k <= nparts; k++)
         spool_free(&r.parts[k]);
     free(r.parts);
+    record_writer_free(&r.w);
     pthread_mutex_destroy(&r.mu);
     pthread_cond_destroy(&r.cv);
     return rc;
@@ -593,10 +648,10 @@ static int load_table(PGconn *c, PGconn *more, struct source_table *t, struct so
     int64_t lo, hi;
     const char *col = NULL;
     char qcol[300];
-    struct copy_tuple *scratch = malloc(sizeof *scratch);
-    struct row_value *row = calloc((size_t)t->ncols + 1, sizeof *row);
-    struct applier a = {t, st, &prog, row, scratch, err, errlen};
-    int rc = scratch && row ? 0 : ingest_fail(err, errlen, "out of memory");
+    struct row_value *raw = calloc((size_t)t->ncols + 1, sizeof *raw);
+    struct decoded_value *row = calloc((size_t)t->ncols + 1, sizeof *row);
+    struct applier a = {t, st, &prog, raw, row, err, errlen};
+    int rc = raw && row ? 0 : ingest_fail(err, errlen, "out of memory");
     if (t->nfacts && t->reltuples > per_part) {
         const struct sql_view *v = &src->views->views[t->facts[0].view];
         col = v->fact_columns[v->bucket_fact_column].name;
@@ -619,7 +674,7 @@ static int load_table(PGconn *c, PGconn *more, struct source_table *t, struct so
         rc = ordered ? load_by_ranges(c, &a, qcol, lo, step, nparts, err, errlen)
                      : load_spooled(c, more, &a, col, lo, step, nparts, err, errlen);
     }
-    free(scratch);
+    free(raw);
     free(row);
     imetrics_snapshot_rows((uint64_t)prog.rows % PROGRESS_ROWS); /* (the rest went in batches) */
     progress_print(&prog, true);

@@ -6,8 +6,8 @@
  * memory; each time that part fills it is written, whole, to the end of an
  * unlinked temporary file, so ingest's memory stays bounded whatever the
  * transaction's size, and the file is written in large pieces. The initial
- * load sets tuples aside by time partition in spools too. Private to
- * ingest/. */
+ * load sets rows aside (row_record.h) by time partition in spools too.
+ * Private to ingest/. */
 #ifndef STRAUM_INGEST_SPOOL_H
 #define STRAUM_INGEST_SPOOL_H
 

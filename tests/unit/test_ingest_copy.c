@@ -188,47 +188,6 @@ Test(ingest_copy, whole_stream)
     free(s.p);
 }
 
-/* A tuple's bytes as the parser took them (tuple, tuple_len) decode
- * alone to the same fields, as the initial load's spools replay them; bytes
- * that are not exactly one tuple are refused with a message. */
-Test(ingest_copy, a_tuple_decodes_from_its_own_bytes)
-{
-    struct stream s = {0};
-    header(&s);
-    put16(&s, 3);
-    field(&s, "alpha");
-    field(&s, NULL);
-    field(&s, "");
-    trailer(&s);
-    struct copy_parser p;
-    copy_parser_init(&p);
-    cr_assert_eq(copy_parser_feed(&p, s.p, s.len), 0);
-    cr_assert_eq(copy_parser_next(&p, &tuple), 1, "%s", p.error);
-    const uint8_t *raw = p.tuple;
-    size_t len = p.tuple_len;
-    cr_assert_eq(len, 2 + 4 + 5 + 4 + 4);
-    static struct copy_tuple again;
-    char err[200];
-    cr_assert_eq(copy_tuple_decode(raw, len, &again, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(again.nfields, 3);
-    cr_assert(again.fields[0].len == 5 && memcmp(again.fields[0].data, "alpha", 5) == 0);
-    cr_assert(again.fields[1].is_null && !again.fields[2].is_null && again.fields[2].len == 0);
-    cr_assert_eq(copy_tuple_decode(raw, len - 1, &again, err, sizeof err), -1);
-    cr_assert_str_eq(err, "binary COPY: a tuple cut short at 18 bytes");
-    uint8_t longer[64];
-    memcpy(longer, raw, len);
-    longer[len] = 0;
-    cr_assert_eq(copy_tuple_decode(longer, len + 1, &again, err, sizeof err), -1);
-    cr_assert_str_eq(err, "binary COPY: 20 bytes are not one tuple");
-    const uint8_t end[2] = {0xff, 0xff}, negative[6] = {0, 1, 0xff, 0xff, 0xff, 0xfe};
-    cr_assert_eq(copy_tuple_decode(end, 2, &again, err, sizeof err), -1);
-    cr_assert_str_eq(err, "binary COPY: 2 bytes are not one tuple");
-    cr_assert_eq(copy_tuple_decode(negative, 6, &again, err, sizeof err), -1);
-    cr_assert_str_eq(err, "binary COPY: field 1 of a tuple has length -2");
-    copy_parser_free(&p);
-    free(s.p);
-}
-
 Test(ingest_copy, byte_by_byte)
 {
     struct stream s = {0};

@@ -762,6 +762,43 @@ Test(ingest_pgvalue, text_timestamps)
                      "a timestamp value cannot be stored in a date column");
 }
 
+/* ---- Back from a code ------------------------------------------------------------ */
+
+/* The initial load keeps only a value's code while it sets rows aside
+ * (row_record.h): from the code and the type, pgvalue_from_code must give
+ * back every field decoding gave, to the last bit of the double. */
+Test(ingest_pgvalue, a_code_gives_back_the_value_decoding_gave)
+{
+    static const struct {
+        uint32_t oid;
+        const struct store_column_type *t;
+        const char *text;
+    } cases[] = {
+        {PG_INT8, &T_INT, "0"}, {PG_INT8, &T_INT, "-9223372036854775807"},
+        {PG_INT8, &T_INT, "9223372036854775807"}, {PG_INT4, &T_INT, "-7"},
+        {PG_NUMERIC, &T_NUM2, "12.34"}, {PG_NUMERIC, &T_NUM2, "-0.01"},
+        {PG_NUMERIC, &T_NUM2, "92233720368547758.07"}, {PG_NUMERIC, &T_NUM6, "0.000001"},
+        {PG_NUMERIC, &T_NUM6, "-9223372036854.775807"}, {PG_NUMERIC, &T_NUM0, "123456789"},
+        {PG_FLOAT8, &T_FLOAT, "1.5"}, {PG_FLOAT8, &T_FLOAT, "-0"},
+        {PG_FLOAT8, &T_FLOAT, "NaN"}, {PG_FLOAT8, &T_FLOAT, "-Infinity"},
+        {PG_FLOAT8, &T_FLOAT, "1e-320"}, {PG_FLOAT4, &T_FLOAT, "0.1"},
+        {PG_INT4, &T_FLOAT, "-7"}, {PG_BOOL, &T_BOOL, "t"}, {PG_BOOL, &T_BOOL, "f"},
+        {PG_DATE, &T_DATE, "2024-01-17"}, {PG_DATE, &T_DATE, "1969-12-31"},
+        {PG_TIMESTAMPTZ, &T_TS, "2024-01-17 10:00:00.123456+00"},
+        {PG_TIMESTAMPTZ, &T_TS, "1900-01-01 00:00:00+00"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct pgvalue v = text_ok(cases[i].oid, cases[i].t, cases[i].text), back;
+        memset(&back, 0xa5, sizeof back);
+        pgvalue_from_code(cases[i].t, v.code, &back);
+        cr_assert_eq(back.code, v.code, "%s", cases[i].text);
+        cr_assert(back.exact == v.exact, "%s: exact", cases[i].text);
+        cr_assert(same_double(back.real, v.real), "%s: real %.17g, decoded %.17g", cases[i].text,
+                  back.real, v.real);
+        cr_assert(back.text == NULL && back.len == 0, "%s", cases[i].text);
+    }
+}
+
 /* ---- View filter constants ---------------------------------------------------------- */
 
 Test(ingest_pgvalue, constants)
