@@ -237,43 +237,15 @@ static enum num_status add_digits(u128 *acc, uint32_t d, int64_t e)
     return NUM_OK;
 }
 
-/* The value of a non-negative code at a scale as a double: strtod of its
- * exact decimal text, as PostgreSQL's numeric -> float8 cast does. */
-static double scaled_to_double(int64_t code, int scale)
-{
-    if (scale <= 0)
-        return (double)code;
-    uint64_t mag = code < 0 ? (uint64_t)0 - (uint64_t)code : (uint64_t)code;
-    /* Both operands exact in a double (2^53, 10^22): IEEE division rounds
-     * the exact quotient once, to nearest, as strtod does; equal to the
-     * last bit, and cheaper (strtod was 5% of a load, perf). */
-    static const double pow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                                   1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-                                   1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
-    if (mag <= (1ULL << 53) && scale <= 22)
-        return (double)code / pow10[scale];
-    char buf[48], *e = buf + sizeof buf, *q = e;
-    *--q = '\0';
-    for (int i = 0; i <= scale || mag > 0; i++) {
-        if (i == scale)
-            *--q = '.';
-        *--q = (char)('0' + mag % 10);
-        mag /= 10;
-    }
-    if (code < 0)
-        *--q = '-';
-    return strtod(q, NULL);
-}
-
-/* A scaled magnitude into code, exact and real. */
-static enum num_status set_scaled(struct pgvalue *out, bool neg, u128 mag, int scale)
+/* A scaled magnitude into code and exact. */
+static enum num_status set_scaled(struct pgvalue *out, bool neg, u128 mag)
 {
     if (mag > (u128)INT64_MAX)
         return NUM_RANGE; /* also keeps INT64_MIN, which is STORE_NULL, out */
     int64_t code = neg ? -(int64_t)mag : (int64_t)mag;
     out->code = code;
     out->exact = code;
-    out->real = scaled_to_double(code, scale);
+    out->real = 0;
     return NUM_OK;
 }
 
@@ -282,7 +254,7 @@ static enum num_status int_scaled(struct pgvalue *out, int64_t v, int scale)
     bool neg = v < 0;
     u128 mag = neg ? (u128)((uint64_t)0 - (uint64_t)v) : (u128)v;
     mag *= pow10_u128(scale); /* < 2^63 x 10^18 < 10^38 */
-    return set_scaled(out, neg, mag, scale);
+    return set_scaled(out, neg, mag);
 }
 
 /* numeric's send format: i16 ndigits, i16 weight, u16 sign, u16 dscale, then
@@ -340,7 +312,7 @@ static enum num_status numeric_binary_scaled(const uint8_t *p, size_t len, int s
     }
     if (st != NUM_OK)
         return st;
-    return set_scaled(out, sign == 0x4000, mag, scale);
+    return set_scaled(out, sign == 0x4000, mag);
 }
 
 static bool word_is(const char *s, size_t len, const char *w)
@@ -412,7 +384,7 @@ static enum num_status decimal_text_scaled(const char *s, size_t len, int scale,
     }
     if (st != NUM_OK)
         return st;
-    return set_scaled(out, neg, mag, scale);
+    return set_scaled(out, neg, mag);
 }
 
 /* Messages for a value (not a constant) that failed to become a scaled
@@ -472,7 +444,7 @@ static void set_plain(struct pgvalue *out, int64_t code)
 {
     out->code = code;
     out->exact = code;
-    out->real = (double)code;
+    out->real = 0;
 }
 
 /* Float text: what float4out/float8out print ("1.5", "-1e+300", "Infinity",
@@ -885,7 +857,7 @@ void pgvalue_from_code(const struct store_column_type *t, int64_t code, struct p
     }
     out->code = code;
     out->exact = code;
-    out->real = scaled_to_double(code, column_scale(t));
+    out->real = 0;
 }
 
 /* ---- View filter constants --------------------------------------------------- */
