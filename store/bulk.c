@@ -12,6 +12,12 @@
  * a sorted insertion at every width (perf of the load: 44% of it), and the
  * wider widths take one merge per finest cell instead of one per row.
  *
+ * A row is added BULK_AHEAD rows after it is staged, in order: staging
+ * copies it into a small ring and prefetches its cell's slot (and its
+ * values' slots), and half-way along the ring its cell. Rows come in no
+ * order within a partition, so each add would otherwise wait on two or
+ * three cache misses (perf: 60% of bulk_add's time was those loads).
+ *
  * Answers do not change: counts, exact sums and value counts add the same
  * in any order. Float sums add in another order, as they would had
  * PostgreSQL sent the rows in another order. */
@@ -32,10 +38,25 @@ struct bulk_value {
     int32_t vc;      /* -1: an empty slot */
 };
 
+/* A staged row waiting in the ring: its header, then keys, counts, sums and
+ * value count deltas at the offsets struct bulk records. */
+struct ahead_row {
+    int64_t time;
+    uint64_t hash; /* cell_hash of (time, keys) */
+    int nvcs;
+};
+
+enum { BULK_AHEAD = 8 };
+
 struct bulk {
     const struct sql_view *view;
     const struct store_column_type *types;
     int nkeys, ncounts, nsums, nvcs;
+
+    /* Rows staged, not yet added: ring_len of them from ring_head. */
+    uint8_t *ring;
+    size_t ring_stride, keys_at, counts_at, sums_at_row, vcs_at;
+    uint32_t ring_head, ring_len;
 
     /* Cells, each one record of `stride` bytes (so that a row touches one
      * or two cache lines): its finest bucket's start, keys, counts, then
@@ -68,7 +89,37 @@ struct bulk *bulk_new(const struct sql_view *view, const struct store_column_typ
     b->sums_at = (head + 15) / 16 * 16;
     b->stride = b->sums_at + sizeof(struct store_sum) * (size_t)b->nsums;
     b->stride = (b->stride + 15) / 16 * 16;
+    b->keys_at = (sizeof(struct ahead_row) + 15) / 16 * 16;
+    b->counts_at = b->keys_at + 8 * (size_t)b->nkeys;
+    b->sums_at_row = (b->counts_at + 8 * (size_t)b->ncounts + 15) / 16 * 16;
+    b->vcs_at = b->sums_at_row + sizeof(struct store_sum) * (size_t)b->nsums;
+    b->ring_stride = (b->vcs_at + sizeof(struct store_vc_delta) * (size_t)b->nvcs + 15) / 16 * 16;
+    if (!(b->ring = aligned_alloc(16, b->ring_stride * BULK_AHEAD))) {
+        free(b);
+        return NULL;
+    }
     return b;
+}
+
+static struct ahead_row *ring_row(const struct bulk *b, uint32_t i)
+{
+    return (struct ahead_row *)(b->ring + (size_t)((b->ring_head + i) % BULK_AHEAD) * b->ring_stride);
+}
+static int64_t *row_keys(const struct bulk *b, struct ahead_row *r)
+{
+    return (int64_t *)((uint8_t *)r + b->keys_at);
+}
+static int64_t *row_counts(const struct bulk *b, struct ahead_row *r)
+{
+    return (int64_t *)((uint8_t *)r + b->counts_at);
+}
+static struct store_sum *row_sums(const struct bulk *b, struct ahead_row *r)
+{
+    return (struct store_sum *)((uint8_t *)r + b->sums_at_row);
+}
+static struct store_vc_delta *row_vcs(const struct bulk *b, struct ahead_row *r)
+{
+    return (struct store_vc_delta *)((uint8_t *)r + b->vcs_at);
 }
 
 static int64_t *cell_time(const struct bulk *b, uint32_t c) { return (int64_t *)(b->cells + c * b->stride); }
@@ -83,6 +134,7 @@ void bulk_free(struct bulk *b)
 {
     if (!b)
         return;
+    free(b->ring);
     free(b->cells);
     free(b->slots);
     free(b->entries);
@@ -92,6 +144,7 @@ void bulk_free(struct bulk *b)
 
 void bulk_clear(struct bulk *b)
 {
+    b->ring_len = 0;
     b->ncells = 0;
     b->nentries = 0;
     b->nvalues = 0;
@@ -101,7 +154,7 @@ void bulk_clear(struct bulk *b)
         b->values[i].vc = -1;
 }
 
-bool bulk_empty(const struct bulk *b) { return b->ncells == 0; }
+bool bulk_empty(const struct bulk *b) { return b->ncells == 0 && b->ring_len == 0; }
 
 /* What is staged, counted by use rather than by capacity: the writer
  * drains at a share of its cache budget, and small budgets (tests) should
@@ -155,17 +208,16 @@ static int rehash(struct bulk *b)
     return 0;
 }
 
-/* The staged cell of (time, keys), created zeroed; -1 when out of memory.
- * A slot holds the hash's high bits: a probe that misses rarely touches a
- * cell. */
-static int64_t find_or_add(struct bulk *b, int64_t time, const int64_t *keys)
+/* The staged cell of (time, keys), whose cell_hash is h, created zeroed;
+ * -1 when out of memory. A slot holds the hash's high bits: a probe that
+ * misses rarely touches a cell. */
+static int64_t find_or_add(struct bulk *b, int64_t time, const int64_t *keys, uint64_t h)
 {
     if (b->ncells == b->cell_cap && (grow_cells(b) || rehash(b)))
         return -1;
     if (!b->slots && rehash(b))
         return -1;
     int nkeys = b->nkeys;
-    uint64_t h = cell_hash(time, keys, nkeys);
     uint32_t i = (uint32_t)h & (b->nslots - 1), tag = tag_of(h);
     for (uint64_t slot; (slot = b->slots[i]) != 0; i = (i + 1) & (b->nslots - 1)) {
         uint32_t c = (uint32_t)slot - 1;
@@ -197,10 +249,14 @@ static int add_entry(struct bulk *b, uint32_t cell, const struct store_vc_delta 
     return 0;
 }
 
+static uint64_t value_hash(int32_t vc, int64_t code)
+{
+    return cell_key_hash((uint64_t)vc, &code, 1);
+}
+
 static struct bulk_value *value_slot(struct bulk_value *t, uint32_t nslots, int32_t vc, int64_t code)
 {
-    uint64_t h = cell_key_hash((uint64_t)vc, &code, 1);
-    uint32_t i = (uint32_t)h & (nslots - 1);
+    uint32_t i = (uint32_t)value_hash(vc, code) & (nslots - 1);
     while (t[i].vc >= 0 && (t[i].vc != vc || t[i].code != code))
         i = (i + 1) & (nslots - 1);
     return &t[i];
@@ -232,24 +288,81 @@ static int add_value(struct bulk *b, int32_t vc, int64_t code, int64_t rows)
     return 0;
 }
 
-int bulk_add(struct bulk *b, int64_t time, const struct store_delta *d, struct store_error *err)
+/* Adds a staged row to its cell and its value counts. */
+static int add_row(struct bulk *b, struct ahead_row *r, struct store_error *err)
 {
     const struct sql_view *v = b->view;
-    for (int i = 0; i < d->nvcs; i++)
-        if (d->vcs[i].vc < 0 || d->vcs[i].vc >= v->nvalue_counts)
-            return store_fail(err, "value count %d is not one of view \"%s\"", d->vcs[i].vc, v->name);
-    int64_t c = find_or_add(b, time, d->keys);
+    int64_t c = find_or_add(b, r->time, row_keys(b, r), r->hash);
     if (c < 0 || cell_accumulate(v, b->types, cell_counts(b, (uint32_t)c), cell_sums(b, (uint32_t)c),
-                                 d->counts, d->sums, err))
+                                 row_counts(b, r), row_sums(b, r), err))
         return c < 0 ? store_fail(err, "out of memory") : -1;
-    for (int i = 0; i < d->nvcs; i++) {
-        if (d->vcs[i].delta == 0)
+    const struct store_vc_delta *vcs = row_vcs(b, r);
+    for (int i = 0; i < r->nvcs; i++) {
+        if (vcs[i].delta == 0)
             continue;
-        if (add_entry(b, (uint32_t)c, &d->vcs[i]) ||
-            add_value(b, d->vcs[i].vc, d->vcs[i].code, d->vcs[i].delta))
+        if (add_entry(b, (uint32_t)c, &vcs[i]) ||
+            add_value(b, vcs[i].vc, vcs[i].code, vcs[i].delta))
             return store_fail(err, "out of memory");
     }
     return 0;
+}
+
+/* Adds the oldest staged row. */
+static int add_oldest(struct bulk *b, struct store_error *err)
+{
+    struct ahead_row *r = ring_row(b, 0);
+    b->ring_head = (b->ring_head + 1) % BULK_AHEAD;
+    b->ring_len--;
+    return add_row(b, r, err);
+}
+
+/* Adds every staged row, in order. */
+static int flush_ring(struct bulk *b, struct store_error *err)
+{
+    while (b->ring_len)
+        if (add_oldest(b, err))
+            return -1;
+    return 0;
+}
+
+/* Half-way along the ring a row's slot has arrived: the cell it names is
+ * fetched next (the probe's likely end; a tag that differs is left). */
+static void prefetch_cell(const struct bulk *b, struct ahead_row *r)
+{
+    if (!b->slots)
+        return;
+    uint64_t slot = b->slots[(uint32_t)r->hash & (b->nslots - 1)];
+    if (slot && (uint32_t)(slot >> 32) == tag_of(r->hash))
+        __builtin_prefetch(cell_time(b, (uint32_t)slot - 1));
+}
+
+int bulk_add(struct bulk *b, int64_t time, const struct store_delta *d, struct store_error *err)
+{
+    const struct sql_view *v = b->view;
+    if (d->nvcs > v->nvalue_counts)
+        return store_fail(err, "a row of view \"%s\" has %d value count changes, more than its "
+                          "%d value counts", v->name, d->nvcs, v->nvalue_counts);
+    for (int i = 0; i < d->nvcs; i++)
+        if (d->vcs[i].vc < 0 || d->vcs[i].vc >= v->nvalue_counts)
+            return store_fail(err, "value count %d is not one of view \"%s\"", d->vcs[i].vc, v->name);
+    struct ahead_row *r = ring_row(b, b->ring_len);
+    r->time = time;
+    r->hash = cell_hash(time, d->keys, b->nkeys);
+    r->nvcs = d->nvcs;
+    memcpy(row_keys(b, r), d->keys, 8 * (size_t)b->nkeys);
+    memcpy(row_counts(b, r), d->counts, 8 * (size_t)b->ncounts);
+    memcpy(row_sums(b, r), d->sums, sizeof *d->sums * (size_t)b->nsums);
+    memcpy(row_vcs(b, r), d->vcs, sizeof *d->vcs * (size_t)d->nvcs);
+    if (b->slots)
+        __builtin_prefetch(&b->slots[(uint32_t)r->hash & (b->nslots - 1)]);
+    if (b->values)
+        for (int i = 0; i < d->nvcs; i++)
+            __builtin_prefetch(&b->values[(uint32_t)value_hash(d->vcs[i].vc, d->vcs[i].code) &
+                                          (b->value_slots - 1)]);
+    b->ring_len++;
+    if (b->ring_len > BULK_AHEAD / 2)
+        prefetch_cell(b, ring_row(b, b->ring_len - 1 - BULK_AHEAD / 2));
+    return b->ring_len == BULK_AHEAD ? add_oldest(b, err) : 0;
 }
 
 /* ---- Draining ------------------------------------------------------------------------ */
@@ -283,6 +396,10 @@ static struct store_run *group_entries(const struct bulk *b, size_t **start)
 
 int bulk_drain(struct bulk *b, const struct bulk_sink *sink, struct store_error *err)
 {
+    if (flush_ring(b, err)) {
+        bulk_clear(b);
+        return -1;
+    }
     size_t *start = NULL;
     struct store_run *runs = group_entries(b, &start);
     int64_t *codes = malloc(8 * (b->nentries + 1)), *rows = malloc(8 * (b->nentries + 1));
