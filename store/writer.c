@@ -893,29 +893,53 @@ static int encode_dirty(struct store *s, struct store_error *err)
     return 0;
 }
 
+/* Adds one value change to what the table holds. */
+static int write_value(struct store *s, MDB_txn *txn, const struct bytemap_entry *e,
+                       struct store_error *err)
+{
+    MDB_val k = {VALUE_KEY_BYTES, (void *)e->key}, v;
+    int64_t rows = 0;
+    int rc = mdb_get(txn, s->values, &k, &v);
+    if (rc == 0 && v.mv_size == 8)
+        memcpy(&rows, v.mv_data, 8);
+    else if (rc && rc != MDB_NOTFOUND)
+        return rc;
+    rows += e->num;
+    if (rows < 0)
+        return store_fail(err, "view %u: a value's row count went negative; a delta took "
+                               "away a value that was never added", get_u16be(e->key));
+    v = (MDB_val){8, &rows};
+    rc = rows ? mdb_put(txn, s->values, &k, &v, 0) : mdb_del(txn, s->values, &k, NULL);
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+static int value_key_cmp(const void *a, const void *b)
+{
+    return memcmp((*(struct bytemap_entry *const *)a)->key,
+                  (*(struct bytemap_entry *const *)b)->key, VALUE_KEY_BYTES);
+}
+
+/* The batch's value changes, in key order: LMDB fills the pages of keys
+ * that come in ascending order, where keys in hash order split pages
+ * about in half (the benchmark's 19,113 values took 217 pages, now 142:
+ * a third of a MiB of the store file). */
 static int write_values(struct store *s, MDB_txn *txn, struct store_error *err)
 {
+    size_t n = 0;
+    struct bytemap_entry **es = malloc((s->pending->values.count + 1) * sizeof *es);
+    if (!es)
+        return store_fail(err, "out of memory");
     BYTEMAP_EACH(&s->pending->values, e)
     {
-        if (e->num == 0)
-            continue;
-        MDB_val k = {VALUE_KEY_BYTES, e->key}, v;
-        int64_t rows = 0;
-        int rc = mdb_get(txn, s->values, &k, &v);
-        if (rc == 0 && v.mv_size == 8)
-            memcpy(&rows, v.mv_data, 8);
-        else if (rc && rc != MDB_NOTFOUND)
-            return rc;
-        rows += e->num;
-        if (rows < 0)
-            return store_fail(err, "view %u: a value's row count went negative; a delta took "
-                                   "away a value that was never added", get_u16be(e->key));
-        v = (MDB_val){8, &rows};
-        rc = rows ? mdb_put(txn, s->values, &k, &v, 0) : mdb_del(txn, s->values, &k, NULL);
-        if (rc && rc != MDB_NOTFOUND)
-            return rc;
+        if (e->num != 0)
+            es[n++] = e;
     }
-    return 0;
+    qsort(es, n, sizeof *es, value_key_cmp);
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = write_value(s, txn, es[i], err);
+    free(es);
+    return rc;
 }
 
 static int write_dict(struct store *s, MDB_txn *txn)
