@@ -38,8 +38,8 @@ struct bulk_value {
     int32_t vc;      /* -1: an empty slot */
 };
 
-/* A staged row waiting in the ring: its header, then keys, counts, sums and
- * value count deltas at the offsets struct bulk records. */
+/* A staged row waiting in the ring: this header, then its keys, counts,
+ * sums and value-count deltas at the offsets struct bulk records. */
 struct ahead_row {
     int64_t time;
     uint64_t hash; /* cell_hash of (time, keys) */
@@ -53,9 +53,10 @@ struct bulk {
     const struct store_column_type *types;
     int nkeys, ncounts, nsums, nvcs;
 
-    /* Rows staged, not yet added: ring_len of them from ring_head. */
+    /* Rows staged, not yet added: ring_len of them from ring_head, each
+     * ring_stride bytes laid out at the row_*_at offsets. */
     uint8_t *ring;
-    size_t ring_stride, keys_at, counts_at, sums_at_row, vcs_at;
+    size_t ring_stride, row_keys_at, row_counts_at, row_sums_at, row_vcs_at;
     uint32_t ring_head, ring_len;
 
     /* Cells, each one record of `stride` bytes (so that a row touches one
@@ -89,11 +90,12 @@ struct bulk *bulk_new(const struct sql_view *view, const struct store_column_typ
     b->sums_at = (head + 15) / 16 * 16;
     b->stride = b->sums_at + sizeof(struct store_sum) * (size_t)b->nsums;
     b->stride = (b->stride + 15) / 16 * 16;
-    b->keys_at = (sizeof(struct ahead_row) + 15) / 16 * 16;
-    b->counts_at = b->keys_at + 8 * (size_t)b->nkeys;
-    b->sums_at_row = (b->counts_at + 8 * (size_t)b->ncounts + 15) / 16 * 16;
-    b->vcs_at = b->sums_at_row + sizeof(struct store_sum) * (size_t)b->nsums;
-    b->ring_stride = (b->vcs_at + sizeof(struct store_vc_delta) * (size_t)b->nvcs + 15) / 16 * 16;
+    b->row_keys_at = (sizeof(struct ahead_row) + 15) / 16 * 16;
+    b->row_counts_at = b->row_keys_at + 8 * (size_t)b->nkeys;
+    b->row_sums_at = (b->row_counts_at + 8 * (size_t)b->ncounts + 15) / 16 * 16;
+    b->row_vcs_at = b->row_sums_at + sizeof(struct store_sum) * (size_t)b->nsums;
+    b->ring_stride = b->row_vcs_at + sizeof(struct store_vc_delta) * (size_t)b->nvcs;
+    b->ring_stride = (b->ring_stride + 15) / 16 * 16;
     if (!(b->ring = aligned_alloc(16, b->ring_stride * BULK_AHEAD))) {
         free(b);
         return NULL;
@@ -101,25 +103,27 @@ struct bulk *bulk_new(const struct sql_view *view, const struct store_column_typ
     return b;
 }
 
+/* The i-th row waiting, oldest first. */
 static struct ahead_row *ring_row(const struct bulk *b, uint32_t i)
 {
-    return (struct ahead_row *)(b->ring + (size_t)((b->ring_head + i) % BULK_AHEAD) * b->ring_stride);
+    size_t at = (b->ring_head + i) % BULK_AHEAD;
+    return (struct ahead_row *)(b->ring + at * b->ring_stride);
 }
 static int64_t *row_keys(const struct bulk *b, struct ahead_row *r)
 {
-    return (int64_t *)((uint8_t *)r + b->keys_at);
+    return (int64_t *)((uint8_t *)r + b->row_keys_at);
 }
 static int64_t *row_counts(const struct bulk *b, struct ahead_row *r)
 {
-    return (int64_t *)((uint8_t *)r + b->counts_at);
+    return (int64_t *)((uint8_t *)r + b->row_counts_at);
 }
 static struct store_sum *row_sums(const struct bulk *b, struct ahead_row *r)
 {
-    return (struct store_sum *)((uint8_t *)r + b->sums_at_row);
+    return (struct store_sum *)((uint8_t *)r + b->row_sums_at);
 }
 static struct store_vc_delta *row_vcs(const struct bulk *b, struct ahead_row *r)
 {
-    return (struct store_vc_delta *)((uint8_t *)r + b->vcs_at);
+    return (struct store_vc_delta *)((uint8_t *)r + b->row_vcs_at);
 }
 
 static int64_t *cell_time(const struct bulk *b, uint32_t c) { return (int64_t *)(b->cells + c * b->stride); }
@@ -293,8 +297,8 @@ static int add_row(struct bulk *b, struct ahead_row *r, struct store_error *err)
 {
     const struct sql_view *v = b->view;
     int64_t c = find_or_add(b, r->time, row_keys(b, r), r->hash);
-    if (c < 0 || cell_accumulate(v, b->types, cell_counts(b, (uint32_t)c), cell_sums(b, (uint32_t)c),
-                                 row_counts(b, r), row_sums(b, r), err))
+    if (c < 0 || cell_accumulate(v, b->types, cell_counts(b, (uint32_t)c),
+                                 cell_sums(b, (uint32_t)c), row_counts(b, r), row_sums(b, r), err))
         return c < 0 ? store_fail(err, "out of memory") : -1;
     const struct store_vc_delta *vcs = row_vcs(b, r);
     for (int i = 0; i < r->nvcs; i++) {
