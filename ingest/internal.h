@@ -75,6 +75,7 @@ struct source_table {
     uint32_t relid;
     char replident;
     bool has_unique_key;        /* for dims: a unique index on the key exists */
+    bool partitioned;           /* a partitioned table: published through its root */
     double reltuples;
     struct source_column *cols;
     int ncols;

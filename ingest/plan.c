@@ -42,15 +42,52 @@ static int slots_in_use(PGconn *conn)
     return n;
 }
 
-static void print_sql(FILE *out, const struct source *src, const char *pub)
+/* The leaf partitions of a partitioned table whose replica identity is
+ * not FULL (their old rows are what UPDATE and DELETE send), as
+ * qualified names in a PGresult, or NULL. */
+static PGresult *leaves_without_full_identity(PGconn *conn, const struct source_table *t)
+{
+    const char *params[] = {t->qualified};
+    PGresult *r = PQexecParams(conn,
+                               "SELECT format('%I.%I', n.nspname, c.relname)"
+                               " FROM pg_partition_tree($1::regclass) p"
+                               " JOIN pg_class c ON c.oid = p.relid"
+                               " JOIN pg_namespace n ON n.oid = c.relnamespace"
+                               " WHERE p.isleaf AND c.relreplident <> 'f' ORDER BY 1",
+                               1, NULL, params, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        PQclear(r);
+        return NULL;
+    }
+    return r;
+}
+
+static bool any_partitioned(const struct source *src)
+{
+    for (int i = 0; i < src->ntables; i++)
+        if (src->tables[i].partitioned)
+            return true;
+    return false;
+}
+
+static void print_sql(FILE *out, PGconn *conn, const struct source *src, const char *pub)
 {
     fprintf(out, "-- Run once, as a superuser or the tables' owner:\n");
     fprintf(out, "CREATE PUBLICATION \"%s\" FOR TABLE ", pub);
     for (int i = 0; i < src->ntables; i++)
         fprintf(out, "%s%s", i ? ", " : "", src->tables[i].qualified);
-    fprintf(out, ";\n");
-    for (int i = 0; i < src->ntables; i++)
-        fprintf(out, "ALTER TABLE %s REPLICA IDENTITY FULL;\n", src->tables[i].qualified);
+    /* A partitioned table's changes must name it, not its partitions. */
+    fprintf(out, "%s;\n", any_partitioned(src) ? " WITH (publish_via_partition_root = true)" : "");
+    for (int i = 0; i < src->ntables; i++) {
+        const struct source_table *t = &src->tables[i];
+        fprintf(out, "ALTER TABLE %s REPLICA IDENTITY FULL;\n", t->qualified);
+        PGresult *r = t->partitioned ? leaves_without_full_identity(conn, t) : NULL;
+        for (int k = 0; r && k < PQntuples(r); k++)
+            fprintf(out, "ALTER TABLE %s REPLICA IDENTITY FULL;\n", PQgetvalue(r, k, 0));
+        PQclear(r);
+    }
+    if (any_partitioned(src))
+        fprintf(out, "-- (and REPLICA IDENTITY FULL on each partition made later)\n");
 }
 
 static void print_checks(struct checks *c, PGconn *conn, const struct source *src,
@@ -75,10 +112,21 @@ static void print_checks(struct checks *c, PGconn *conn, const struct source *sr
         bool exists;
         bool has = publication_has(conn, opt->publication, t, &exists);
         snprintf(what, sizeof what, "publication \"%s\" holds %s", opt->publication, t->qualified);
-        check(c, has, what, exists ? "ALTER PUBLICATION ... ADD TABLE (see above)"
-                                   : "CREATE PUBLICATION (see above)");
+        check(c, has, what,
+              !exists          ? "CREATE PUBLICATION (see above)"
+              : t->partitioned ? "ALTER PUBLICATION ... ADD TABLE if it is not there, and SET "
+                                 "(publish_via_partition_root = true)"
+                               : "ALTER PUBLICATION ... ADD TABLE (see above)");
         snprintf(what, sizeof what, "%s has REPLICA IDENTITY FULL", t->qualified);
         check(c, t->replident == 'f', what, "ALTER TABLE ... REPLICA IDENTITY FULL (see above)");
+        if (t->partitioned) {
+            PGresult *r = leaves_without_full_identity(conn, t);
+            snprintf(what, sizeof what, "every partition of %s has REPLICA IDENTITY FULL",
+                     t->qualified);
+            check(c, r && PQntuples(r) == 0, what,
+                  "ALTER TABLE ... REPLICA IDENTITY FULL on each (see above)");
+            PQclear(r);
+        }
         if (t->ndims) {
             snprintf(what, sizeof what, "%s has a unique index on its join key \"%s\"",
                      t->qualified, t->cols[t->dims[0].key_col].name);
@@ -104,7 +152,7 @@ int ingest_plan(const struct ingest_options *opt, FILE *out)
         fprintf(stderr, "straum-ingest: %s\n", err);
     } else {
         struct checks c = {out, 0};
-        print_sql(out, &src, opt->publication);
+        print_sql(out, conn, &src, opt->publication);
         print_checks(&c, conn, &src, opt);
         fprintf(out, c.fixes ? "\n-- %d thing%s to fix before straum-ingest run.\n"
                              : "\n-- Ready: straum-ingest run can start.\n",

@@ -154,6 +154,7 @@ static int resolve_table(PGconn *c, struct source_table *t, char *err, size_t er
     t->name = strdup(PQgetvalue(r, 0, 2));
     t->replident = PQgetvalue(r, 0, 3)[0];
     t->reltuples = atof(PQgetvalue(r, 0, 4));
+    t->partitioned = strcmp(kind, "p") == 0;
     PQclear(r);
     free(t->qualified);
     t->qualified = quote_qualified(t->schema, t->name);

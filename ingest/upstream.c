@@ -111,6 +111,19 @@ int upstream_check(PGconn *c, const struct source *src, const struct ingest_opti
                           "with --rebuild, or change the views not to read it and rerun with "
                           "--rebuild",
                           t->qualified, use, lsn);
+        } else if (!published && t->partitioned) {
+            /* Without publish_via_partition_root, a partitioned table is
+             * published as its partitions, whose changes name them and
+             * not the table the views read. */
+            rc = ingest_fail(err, errlen,
+                      "table %s is partitioned, and the publication \"%s\" does not publish "
+                      "it as itself; the views read it (%s): run ALTER PUBLICATION \"%s\" SET "
+                      "(publish_via_partition_root = true); (PostgreSQL 13 or later; it must "
+                      "also be in the publication, and each partition needs REPLICA IDENTITY "
+                      "FULL: straum-ingest plan prints the SQL), then start again%s",
+                      t->qualified, opt->publication, use, opt->publication,
+                      loaded ? " with --rebuild (changes made meanwhile are not in the slot)"
+                             : "");
         } else if (!published) {
             rc = loaded ? ingest_fail(err, errlen,
                                "table %s is not in the publication \"%s\" any more, so its "

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -174,6 +175,83 @@ Test(ingest_follow, a_snapshot_loaded_by_index_ranges, .timeout = 300) { load_in
 Test(ingest_follow, a_snapshot_out_of_time_order_set_aside_by_partition, .timeout = 300)
 {
     load_in_partitions(false);
+}
+
+/* Runs straum-ingest plan against db; its exit status, output in out. */
+static int run_plan(struct taxi_db *db, char *out, size_t len)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s plan --source '%s' --views %s/bench/taxi_views.sql 2>&1",
+             STRAUM_INGEST_BIN, db->conninfo, STRAUM_SOURCE_DIR);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    size_t n = fread(out, 1, len - 1, p);
+    out[n] = '\0';
+    return WEXITSTATUS(pclose(p));
+}
+
+/* A partitioned fact table. Published as its partitions (the default), its
+ * changes would name them, not the table the views read: plan prints the
+ * publication WITH (publish_via_partition_root = true) and each
+ * partition's REPLICA IDENTITY FULL, and ingest refuses to start and says
+ * so. Then: its parent has no pages of its own, so the scan cannot be split
+ * by ctid and is one COPY of the parent (which reads every partition), set
+ * aside by time partition as any other; the store equals PostgreSQL's
+ * answers over it, and its changes follow, rows moving between partitions
+ * too. Rows go in out of time order, so that the statistics do not pick
+ * index ranges. */
+Test(ingest_follow, a_partitioned_table_loads_in_one_scan, .timeout = 300)
+{
+    struct taxi_db db;
+    taxi_db_create(&db, NULL, 4000);
+    taxi_exec(db.pg, "ALTER PUBLICATION straum DROP TABLE yellow_trips;"
+                     "ALTER TABLE yellow_trips RENAME TO trips_plain;"
+                     "CREATE TABLE yellow_trips (LIKE trips_plain INCLUDING DEFAULTS)"
+                     " PARTITION BY RANGE (pickup_at);"
+                     "CREATE TABLE trips_q1 PARTITION OF yellow_trips"
+                     " FOR VALUES FROM ('2024-01-01') TO ('2024-04-01');"
+                     "CREATE TABLE trips_rest PARTITION OF yellow_trips DEFAULT;"
+                     "INSERT INTO yellow_trips SELECT * FROM trips_plain ORDER BY md5(id::text);"
+                     "DROP TABLE trips_plain;"
+                     "ALTER TABLE yellow_trips REPLICA IDENTITY FULL;"
+                     "ALTER PUBLICATION straum ADD TABLE yellow_trips");
+    taxi_exec(db.pg, "ANALYZE yellow_trips");
+    char out[8192], log[16384];
+    cr_assert_eq(run_plan(&db, out, sizeof out), 1, "%s", out);
+    cr_assert(strstr(out, "\"public\".\"taxi_zones\" WITH (publish_via_partition_root = true);") &&
+                  strstr(out, "ALTER TABLE public.trips_q1 REPLICA IDENTITY FULL;") &&
+                  strstr(out, "ALTER TABLE public.trips_rest REPLICA IDENTITY FULL;") &&
+                  strstr(out, "FIX  publication \"straum\" holds \"public\".\"yellow_trips\"") &&
+                  strstr(out, "FIX  every partition of \"public\".\"yellow_trips\" has REPLICA "
+                              "IDENTITY FULL"),
+              "%s", out);
+    cr_assert_neq(taxi_ingest_once(&db, log, sizeof log), 0, "%s", log);
+    cr_assert(strstr(log, "is partitioned") && strstr(log, "publish_via_partition_root = true"),
+              "%s", log);
+    taxi_exec(db.pg, "ALTER TABLE trips_q1 REPLICA IDENTITY FULL;"
+                     "ALTER TABLE trips_rest REPLICA IDENTITY FULL;"
+                     "ALTER PUBLICATION straum SET (publish_via_partition_root = true)");
+    cr_assert_eq(run_plan(&db, out, sizeof out), 0, "%s", out);
+    const char *extra[] = {"--snapshot-batch", "300", NULL};
+    cr_assert_eq(taxi_ingest_once_with(&db, extra, log, sizeof log), 0, "%s", log);
+    cr_assert(strstr(log, "yellow_trips\\\": 4000 rows"), "%s", log);
+    cr_assert(strstr(log, "not stored in time order: one scan, set aside by partition") &&
+                  strstr(log, "in one scan: 4000 rows"),
+              "one COPY, not split: %s", log);
+    taxi_check(&db, "after a snapshot of a partitioned table");
+    /* Published through the parent (publish_via_partition_root), its
+     * changes follow as any table's, rows moving between partitions too. */
+    taxi_ingest_start(&db, NULL);
+    for (int batch = 0; batch < 6; batch++) {
+        char when[160];
+        snprintf(when, sizeof when, "after batch %d on a partitioned table (%s)", batch,
+                 taxi_random_batch(&db));
+        taxi_check(&db, when);
+    }
+    taxi_exec(db.pg, "UPDATE yellow_trips SET pickup_at = pickup_at + interval '100 days'"
+                     " WHERE id %% 5 = 0");
+    taxi_check(&db, "after rows moved between partitions");
+    taxi_db_destroy(&db);
 }
 
 /* A row the store refuses (a time past the year 100000) in a load by index
