@@ -87,6 +87,18 @@ void taxi_db_create(struct taxi_db *db, const char *cluster_conninfo, int trips)
     cr_assert_not_null(mkdtemp(db->store));
 }
 
+int taxi_plan(struct taxi_db *db, char *out, size_t len)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s plan --source '%s' --views %s/bench/taxi_views.sql 2>&1",
+             STRAUM_INGEST_BIN, db->conninfo, STRAUM_SOURCE_DIR);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    size_t n = fread(out, 1, len - 1, p);
+    out[n] = '\0';
+    return WEXITSTATUS(pclose(p));
+}
+
 void taxi_db_add_trips(struct taxi_db *db, int n, double seed)
 {
     char sql[256];

@@ -44,6 +44,10 @@ int taxi_ingest_once(struct taxi_db *db, char *log, size_t loglen);
 /* The same with extra arguments (NULL-terminated). */
 int taxi_ingest_once_with(struct taxi_db *db, const char *const *extra, char *log, size_t loglen);
 
+/* Runs straum-ingest plan against db's database and the taxi views;
+ * returns its exit status, stdout and stderr in out. */
+int taxi_plan(struct taxi_db *db, char *out, size_t len);
+
 /* One random committed change batch (deterministic sequence); returns a
  * short description of what it did. */
 const char *taxi_random_batch(struct taxi_db *db);

@@ -184,21 +184,13 @@ Test(ingest_faults, plan_names_what_is_missing, .timeout = 120)
     struct taxi_db db;
     taxi_db_create(&db, NULL, 10);
     taxi_exec(db.pg, "ALTER TABLE yellow_trips RENAME COLUMN fare_amount TO fare");
-    char cmd[2048], out[8192];
-    snprintf(cmd, sizeof cmd, "%s plan --source '%s' --views %s/bench/taxi_views.sql 2>&1",
-             STRAUM_INGEST_BIN, db.conninfo, STRAUM_SOURCE_DIR);
-    FILE *p = popen(cmd, "r");
-    size_t n = fread(out, 1, sizeof out - 1, p);
-    out[n] = '\0';
-    cr_assert_eq(WEXITSTATUS(pclose(p)), 2, "%s", out);
+    char out[8192];
+    cr_assert_eq(taxi_plan(&db, out, sizeof out), 2, "%s", out);
     cr_assert(strstr(out, "column \"fare_amount\" does not exist in table \"public\".\"yellow_trips\""),
               "%s", out);
     taxi_exec(db.pg, "ALTER TABLE yellow_trips RENAME COLUMN fare TO fare_amount;"
                      "ALTER TABLE yellow_trips REPLICA IDENTITY DEFAULT");
-    p = popen(cmd, "r");
-    n = fread(out, 1, sizeof out - 1, p);
-    out[n] = '\0';
-    cr_assert_eq(WEXITSTATUS(pclose(p)), 1, "%s", out);
+    cr_assert_eq(taxi_plan(&db, out, sizeof out), 1, "%s", out);
     cr_assert(strstr(out, "CREATE PUBLICATION \"straum\" FOR TABLE \"public\".\"yellow_trips\", "
                           "\"public\".\"taxi_zones\";"), "%s", out);
     cr_assert(strstr(out, "FIX  \"public\".\"yellow_trips\" has REPLICA IDENTITY FULL"), "%s", out);

@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -177,19 +176,6 @@ Test(ingest_follow, a_snapshot_out_of_time_order_set_aside_by_partition, .timeou
     load_in_partitions(false);
 }
 
-/* Runs straum-ingest plan against db; its exit status, output in out. */
-static int run_plan(struct taxi_db *db, char *out, size_t len)
-{
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "%s plan --source '%s' --views %s/bench/taxi_views.sql 2>&1",
-             STRAUM_INGEST_BIN, db->conninfo, STRAUM_SOURCE_DIR);
-    FILE *p = popen(cmd, "r");
-    cr_assert_not_null(p);
-    size_t n = fread(out, 1, len - 1, p);
-    out[n] = '\0';
-    return WEXITSTATUS(pclose(p));
-}
-
 /* A partitioned fact table. Published as its partitions (the default), its
  * changes would name them, not the table the views read: plan prints the
  * publication WITH (publish_via_partition_root = true) and each
@@ -217,7 +203,7 @@ Test(ingest_follow, a_partitioned_table_loads_in_one_scan, .timeout = 300)
                      "ALTER PUBLICATION straum ADD TABLE yellow_trips");
     taxi_exec(db.pg, "ANALYZE yellow_trips");
     char out[8192], log[16384];
-    cr_assert_eq(run_plan(&db, out, sizeof out), 1, "%s", out);
+    cr_assert_eq(taxi_plan(&db, out, sizeof out), 1, "%s", out);
     cr_assert(strstr(out, "\"public\".\"taxi_zones\" WITH (publish_via_partition_root = true);") &&
                   strstr(out, "ALTER TABLE public.trips_q1 REPLICA IDENTITY FULL;") &&
                   strstr(out, "ALTER TABLE public.trips_rest REPLICA IDENTITY FULL;") &&
@@ -231,7 +217,7 @@ Test(ingest_follow, a_partitioned_table_loads_in_one_scan, .timeout = 300)
     taxi_exec(db.pg, "ALTER TABLE trips_q1 REPLICA IDENTITY FULL;"
                      "ALTER TABLE trips_rest REPLICA IDENTITY FULL;"
                      "ALTER PUBLICATION straum SET (publish_via_partition_root = true)");
-    cr_assert_eq(run_plan(&db, out, sizeof out), 0, "%s", out);
+    cr_assert_eq(taxi_plan(&db, out, sizeof out), 0, "%s", out);
     const char *extra[] = {"--snapshot-batch", "300", NULL};
     cr_assert_eq(taxi_ingest_once_with(&db, extra, log, sizeof log), 0, "%s", log);
     cr_assert(strstr(log, "yellow_trips\\\": 4000 rows"), "%s", log);
