@@ -8,9 +8,9 @@
  * whole tuples. A copy of every row cost the load 13% of its CPU (perf: the
  * copy missed the cache on each row's first bytes). The own buffer holds at
  * most the unread part of one tuple plus one chunk: memory is bounded by the
- * largest tuple, not by the stream. A tuple is only returned once all of its bytes are present;
- * until then nothing is consumed and the next call starts over from the
- * tuple's first byte.
+ * largest tuple, not by the stream. A tuple is only returned once all of its
+ * bytes are present; until then nothing is consumed and the next call
+ * starts over from the tuple's first byte.
  *
  * Every count and length is checked before it is used, and malformed input
  * stops the parser for good with a message naming what was wrong. */

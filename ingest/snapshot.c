@@ -8,7 +8,6 @@
  * position 0, which marks the store as not yet loaded. The last commit writes the slot's consistent
  * point: streaming resumes exactly there, so no transaction is missed or
  * applied twice. */
-#include "ingest/bytes_be.h"
 #include "ingest/copy_binary.h"
 #include "ingest/internal.h"
 #include "ingest/metrics.h"
@@ -331,13 +330,17 @@ static void record_writer_free(struct record_writer *w)
     row_record_buf_free(&w->buf);
 }
 
-/* Decodes a tuple and appends its record to s. */
-static int spool_record(struct record_writer *w, struct spool *s, const struct copy_tuple *tuple,
-                        char *err, size_t errlen)
+/* Decodes a tuple into w->row. */
+static int decode_tuple(struct record_writer *w, const struct copy_tuple *tuple, char *err,
+                        size_t errlen)
 {
     tuple_fields(tuple, w->raw, w->t->ncols);
-    if (rows_decode(w->t, w->raw, w->row, err, errlen))
-        return -1;
+    return rows_decode(w->t, w->raw, w->row, err, errlen);
+}
+
+/* Appends the record of the row decoded last to s. */
+static int append_record(struct record_writer *w, struct spool *s, char *err, size_t errlen)
+{
     size_t n = row_record_encode(w->t, w->row, &w->buf);
     return n ? spool_append(s, w->buf.bytes, n, err, errlen)
              : ingest_fail(err, errlen, "out of memory");
@@ -348,9 +351,8 @@ static int spool_record(struct record_writer *w, struct spool *s, const struct c
  * files. */
 struct partitioner {
     struct spool *parts;        /* nparts time partitions, then the NULLs */
-    int nparts, col;            /* col: the bucket column's index in a tuple */
-    int64_t lo_usec, step_usec; /* PostgreSQL's timestamp epoch, 2000-01-01 */
-    const char *table;
+    int nparts, col;            /* col: the bucket column's index in a row */
+    int64_t lo_usec, step_usec; /* as the bucket column's codes: since 1970 */
     struct record_writer w;
 };
 
@@ -359,18 +361,19 @@ enum { SPOOL_BYTES = 256 << 10 };
 static int spool_tuple(void *ctx, const struct copy_tuple *tuple, char *err, size_t errlen)
 {
     struct partitioner *pp = ctx;
-    const struct copy_field *f = &tuple->fields[pp->col];
+    if (decode_tuple(&pp->w, tuple, err, errlen))
+        return -1;
+    const struct decoded_value *time = &pp->w.row[pp->col];
     int k = pp->nparts;
-    if (!f->is_null) {
-        if (f->len != 8)
-            return ingest_fail(err, errlen, "COPY of %s sent a bucket time of %u bytes, not 8",
-                               pp->table, f->len);
-        int64_t usec = be_i64(f->data);
-        /* Unsigned: the distance from lo fits even from -infinity to infinity. */
-        uint64_t i = usec < pp->lo_usec ? 0 : ((uint64_t)usec - (uint64_t)pp->lo_usec) / (uint64_t)pp->step_usec;
+    if (!time->is_null) {
+        int64_t usec = time->v.code;
+        /* Unsigned: the distance from lo fits whatever the time. */
+        uint64_t i = usec < pp->lo_usec ? 0
+                                         : ((uint64_t)usec - (uint64_t)pp->lo_usec) /
+                                               (uint64_t)pp->step_usec;
         k = i >= (uint64_t)pp->nparts ? pp->nparts - 1 : (int)i;
     }
-    return spool_record(&pp->w, &pp->parts[k], tuple, err, errlen);
+    return append_record(&pp->w, &pp->parts[k], err, errlen);
 }
 
 /* The table's pages when a scan of it can be split by ctid ranges: a
@@ -450,9 +453,8 @@ static int load_spooled(PGconn *c, PGconn *more, struct applier *a, const char *
     for (int i = 0; i < nreaders; i++) {
         r[i] = (struct scan_reader){.c = i ? more : c, .t = t};
         r[i].pp = (struct partitioner){.parts = calloc((size_t)nparts + 1, sizeof *r[i].pp.parts),
-                                       .nparts = nparts, .col = col_at,
-                                       .lo_usec = (lo - 946684800) * 1000000,
-                                       .step_usec = step * 1000000, .table = t->qualified};
+                                       .nparts = nparts, .col = col_at, .lo_usec = lo * 1000000,
+                                       .step_usec = step * 1000000};
         if (!r[i].pp.parts || record_writer_init(&r[i].pp.w, t)) {
             for (i++; i > 0; i--) {
                 free(r[i - 1].pp.parts);
@@ -544,7 +546,10 @@ struct range_reader {
 static int spool_one(void *ctx, const struct copy_tuple *tuple, char *err, size_t errlen)
 {
     struct range_reader *r = ctx;
-    return spool_record(&r->w, &r->parts[r->reading], tuple, err, errlen);
+    return decode_tuple(&r->w, tuple, err, errlen) ||
+                   append_record(&r->w, &r->parts[r->reading], err, errlen)
+               ? -1
+               : 0;
 }
 
 static void *read_ranges(void *arg)
