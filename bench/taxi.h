@@ -6,7 +6,7 @@
 #ifndef STRAUM_BENCH_TAXI_H
 #define STRAUM_BENCH_TAXI_H
 
-#include "bench/http_client.h"
+#include "tests/kit/http_client.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -8,7 +8,7 @@
 #define STRAUM_BENCH_TAXI_BENCH_H
 
 #include "bench/taxi.h"
-#include "tests/pg/pgtmp.h"
+#include "tests/kit/pgtmp.h"
 
 #include <cjson/cJSON.h>
 #include <libpq-fe.h>

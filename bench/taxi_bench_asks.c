@@ -6,8 +6,8 @@
  * sends requests back to back for its share of --seconds (at least one), and
  * a side's figure is the median of all its requests. Prints the seed's
  * table: Ask | Rows | PostgreSQL | Straum | Faster. */
-#include "bench/answer.h"
-#include "bench/taxi_asks.h"
+#include "tests/kit/answer.h"
+#include "tests/kit/taxi_asks.h"
 #include "bench/taxi_bench.h"
 
 #include <stdio.h>

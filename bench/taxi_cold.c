@@ -5,7 +5,7 @@
  * warm and, where the machine lets us drop it (root, writable
  * /proc/sys/vm/drop_caches), cold. Beside it: the initial load's time, what
  * a design that rebuilds from PostgreSQL pays at every start. */
-#include "bench/taxi_asks.h"
+#include "tests/kit/taxi_asks.h"
 #include "bench/taxi_bench.h"
 
 #include <fcntl.h>

@@ -1,12 +1,12 @@
-/* taxi_demo.c -- `taxi demo`: the ten benchmark asks (bench/taxi_asks.h),
+/* taxi_demo.c -- `taxi demo`: the ten benchmark asks (tests/kit/taxi_asks.h),
  * each run on PostgreSQL (session time zone America/New_York; one warm-up,
  * then one timed run) and posted to straum-serve (median of back-to-back
  * requests on one kept-alive connection), both answers printed side by side
- * and checked equal (bench/answer.h). Exit 0 only if every answer is equal.
+ * and checked equal (tests/kit/answer.h). Exit 0 only if every answer is equal.
  * tools/demo.sh runs it; it is not a benchmark run (see the other modes). */
-#include "bench/answer.h"
+#include "tests/kit/answer.h"
 #include "bench/taxi.h"
-#include "bench/taxi_asks.h"
+#include "tests/kit/taxi_asks.h"
 
 #include <libpq-fe.h>
 #include <stdbool.h>

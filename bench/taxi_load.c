@@ -14,8 +14,8 @@
  *
  * The setup is the other modes' (taxi_setup.c), at 200,000 trips unless
  * --trips says otherwise: the figures are serve's, not the data's. */
-#include "bench/http_client.h"
-#include "bench/taxi_asks.h"
+#include "tests/kit/http_client.h"
+#include "tests/kit/taxi_asks.h"
 #include "bench/taxi_bench.h"
 
 #include <errno.h>

@@ -5,7 +5,7 @@
  * freshly started, after the ten asks, and after a sweep over every hour
  * bucket of both views (three asks per day of the six months); the initial
  * load's peak RSS; PostgreSQL's table and index sizes. */
-#include "bench/taxi_asks.h"
+#include "tests/kit/taxi_asks.h"
 #include "bench/taxi_bench.h"
 
 #include <stdio.h>

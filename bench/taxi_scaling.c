@@ -5,8 +5,8 @@
  * p99 over a kept-alive connection. Answers are not compared here (the
  * asks mode does that); PostgreSQL's ask times are not measured (at 4x the
  * full scale they would take most of an hour). */
-#include "bench/http_client.h"
-#include "bench/taxi_asks.h"
+#include "tests/kit/http_client.h"
+#include "tests/kit/taxi_asks.h"
 #include "bench/taxi_bench.h"
 
 #include <stdio.h>

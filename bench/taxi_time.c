@@ -3,9 +3,9 @@
  * prints the fastest, median and 99th percentile client-measured latency.
  * For quick measurement while changing serve, and for the scaling mode,
  * which needs Straum's figures without PostgreSQL's. */
-#include "bench/http_client.h"
+#include "tests/kit/http_client.h"
 #include "bench/taxi.h"
-#include "bench/taxi_asks.h"
+#include "tests/kit/taxi_asks.h"
 
 #include <stdbool.h>
 #include <stdio.h>

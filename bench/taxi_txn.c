@@ -14,7 +14,7 @@
  *     and none of it is spent inside straum-serve), and the asks' p99
  *     against the idle p99; the idle median is reported too;
  *   - the following ingest's VmRSS and VmHWM before and after. */
-#include "bench/taxi_asks.h"
+#include "tests/kit/taxi_asks.h"
 #include "bench/taxi_bench.h"
 
 #include "store/store.h"

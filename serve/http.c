@@ -35,7 +35,7 @@
  * Every error body is {"error": {"code", "message"[, "line", "column"]}}. */
 #include "serve/serve.h"
 
-#include "serve/engine.h"
+#include "engine/engine.h"
 #include "serve/metrics.h"
 #include "serve/request.h"
 

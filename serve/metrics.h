@@ -7,7 +7,7 @@
 #ifndef STRAUM_SERVE_METRICS_H
 #define STRAUM_SERVE_METRICS_H
 
-#include "serve/engine.h"
+#include "engine/engine.h"
 
 #include <stdint.h>
 

@@ -11,7 +11,7 @@
 #ifndef STRAUM_SERVE_REQUEST_H
 #define STRAUM_SERVE_REQUEST_H
 
-#include "serve/engine.h"
+#include "engine/engine.h"
 
 #include <stddef.h>
 

@@ -2,7 +2,7 @@
  * stop, and a start/stop pair for tests and embedding.
  *
  * The HTTP layer (serve/http.c) owns sockets, limits, status lines, the
- * bearer token and metrics; the engine (serve/engine.h) owns meaning. */
+ * bearer token and metrics; the engine (engine/engine.h) owns meaning. */
 #ifndef STRAUM_SERVE_SERVE_H
 #define STRAUM_SERVE_SERVE_H
 

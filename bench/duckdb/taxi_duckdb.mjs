@@ -12,13 +12,13 @@
 // zones CSV and taxi_gen's trips (COPY text format, streamed through a FIFO
 // as `taxi` streams them into PostgreSQL's COPY FROM STDIN, or via a temp
 // file with --load file) and times the load; then runs each ask of
-// bench/taxi_asks.h (postgres_sql, parsed from the header so the two cannot
+// tests/kit/taxi_asks.h (postgres_sql, parsed from the header so the two cannot
 // drift; DUCKDB_SQL below holds the asks whose DuckDB text differs) once to
 // warm up and --runs times more, client-measured, and reports the median.
 // With --pg CONNINFO it runs the same SQL on PostgreSQL through psql
 // (session time zone America/New_York, \timing: client-measured too),
 // compares each answer (rows as sets, decimals digit for digit, timestamps as
-// instants; see bench/answer.h) and exits 1 when one differs.
+// instants; see tests/kit/answer.h) and exits 1 when one differs.
 //
 // Usage (from the repository, after building the C tools):
 //   node bench/duckdb/taxi_duckdb.mjs --trips 20332093 --seed 42 \
@@ -158,7 +158,7 @@ function loadDuckDB(cache) {
   return createRequire(path.join(cache, 'node_modules', 'x.js'))('@duckdb/node-api');
 }
 
-// ---- The asks, from bench/taxi_asks.h -------------------------------------------
+// ---- The asks, from tests/kit/taxi_asks.h -------------------------------------------
 
 // The TAXI_ASKS initializer: per entry, its groups of adjacent C string
 // literals; the first is the name, the second postgres_sql.
@@ -199,7 +199,7 @@ function parseAsks(file) {
   return asks;
 }
 
-// ---- Answers: normalized rows (bench/answer.c's rules) -------------------------------
+// ---- Answers: normalized rows (tests/kit/answer.c's rules) -------------------------------
 
 // A timestamp with an offset becomes "@<µs since the epoch>".
 function normText(s) {

@@ -14,12 +14,12 @@
  * PostgreSQL never had. */
 #include "tests/e2e/chaos.h"
 
-#include "bench/answer.h"
-#include "bench/http_client.h"
-#include "bench/taxi_asks.h"
+#include "tests/kit/answer.h"
+#include "tests/kit/http_client.h"
+#include "tests/kit/taxi_asks.h"
 #include "tests/e2e/oracle.h"
 #include "tests/e2e/taxi_db.h"
-#include "tests/pg/pgtmp.h"
+#include "tests/kit/pgtmp.h"
 
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>

@@ -9,7 +9,7 @@
  * PostgreSQL as it was). */
 #include "tests/e2e/oracle.h"
 #include "tests/e2e/taxi_db.h"
-#include "tests/pg/pgtmp.h"
+#include "tests/kit/pgtmp.h"
 
 #include <criterion/criterion.h>
 #include <fcntl.h>

@@ -18,9 +18,9 @@
  * process (PR_SET_PDEATHSIG) and writes only in a temporary directory: its
  * pid, error log, access log and temp paths. Without nginx the test fails:
  * it is in tools/packages.sh. STRAUM_NGINX names another binary. */
-#include "bench/answer.h"
-#include "bench/http_client.h"
-#include "bench/taxi_asks.h"
+#include "tests/kit/answer.h"
+#include "tests/kit/http_client.h"
+#include "tests/kit/taxi_asks.h"
 #include "tests/e2e/oracle.h"
 #include "tests/e2e/taxi_db.h"
 #include "tests/serve/serve_test.h"

@@ -1,17 +1,17 @@
 /* test_serve_asks.c -- answers equal PostgreSQL's.
  *
- * The ten seed asks (bench/taxi_asks.h) after the snapshot and after
+ * The ten seed asks (tests/kit/taxi_asks.h) after the snapshot and after
  * streamed changes, with the session time zone America/New_York; then 500+
  * generated asks — random key subsets, conditions, ranges on hour edges
  * across day and week boundaries, grouping by bucket at each width, every
  * measure kind — each compared with the equivalent SQL over the raw tables;
  * and a view whose dim is joined INNER, across deleted, moved and restored
  * zone rows.
- * Rows compare as sets (bench/answer.h): exact decimals digit for digit,
+ * Rows compare as sets (tests/kit/answer.h): exact decimals digit for digit,
  * timestamps as instants (PostgreSQL and Straum write offsets differently). */
-#include "bench/answer.h"
-#include "bench/taxi_asks.h"
-#include "serve/engine.h"
+#include "tests/kit/answer.h"
+#include "tests/kit/taxi_asks.h"
+#include "engine/engine.h"
 #include "tests/e2e/oracle.h"
 #include "tests/e2e/taxi_db.h"
 
@@ -57,7 +57,7 @@ static void pg_answer(PGconn *pg, const char *sql, struct answer *out)
 }
 
 /* Rows compare as sets: exact decimals digit for digit, timestamps as
- * instants (bench/answer.h). */
+ * instants (tests/kit/answer.h). */
 static void compare(const char *what, struct answer *want, struct answer *got)
 {
     char why[1024];

@@ -1,6 +1,6 @@
 /* fuzz_segment.c -- libFuzzer target for segment blocks as serve reads them:
  * a block stored under a segment key of a real store, read through the
- * store's segment walk and the engine's scan (serve/exec.c: family choice,
+ * store's segment walk and the engine's scan (engine/exec.c: family choice,
  * bucket starts, slices of key, sum and value-count columns, value-count
  * offsets), as asks over HTTP would.
  *
@@ -25,8 +25,8 @@
  * corruption may be caught or harmless but never change an answer.
  *
  * FUZZ_SEGMENT_SEEDS=<dir> writes the original blocks there as seeds. */
-#include "serve/engine.h"
-#include "serve/internal.h"
+#include "engine/engine.h"
+#include "engine/internal.h"
 #include "store/internal.h"
 #include "tests/fuzz/fuzz_store.h"
 

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tests/pg/pgtmp.h"
+#include "tests/kit/pgtmp.h"
 
 static struct pgtmp own_cluster;
 static int own_started;

@@ -14,7 +14,7 @@
 #include <libpq-fe.h>
 
 #include "tests/pg/pgtest.h"
-#include "tests/pg/pgtmp.h"
+#include "tests/kit/pgtmp.h"
 
 /* Runs a one-value query and copies the value into out. */
 static void query1(PGconn *conn, const char *sql, char *out, size_t outlen)

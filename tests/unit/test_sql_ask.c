@@ -1,6 +1,6 @@
 /* test_sql_ask.c -- asks compile against the views: the ten seed asks to
  * the structs serve plans from, and every construct of the ask grammar. */
-#include "bench/taxi_asks.h"
+#include "tests/kit/taxi_asks.h"
 #include "sql/sql.h"
 #include "tests/unit/source_file.h"
 

@@ -8,7 +8,7 @@
 #ifndef STRAUM_TOOLS_SHELL_H
 #define STRAUM_TOOLS_SHELL_H
 
-#include "serve/engine.h"
+#include "engine/engine.h"
 
 #include <signal.h>
 #include <stdbool.h>

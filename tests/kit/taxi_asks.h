@@ -3,8 +3,8 @@
  * taxi_views.sql with every value a parameter. Where the SQL has no range the
  * ask's is 2000 to 2030, which holds every trip. Shared by the tests (which
  * compile and, later, answer them) and the benchmark (which times them). */
-#ifndef STRAUM_BENCH_TAXI_ASKS_H
-#define STRAUM_BENCH_TAXI_ASKS_H
+#ifndef STRAUM_KIT_TAXI_ASKS_H
+#define STRAUM_KIT_TAXI_ASKS_H
 
 struct taxi_ask {
     const char *name;

@@ -2,8 +2,8 @@
  * timestamp parameters written without an offset and writing buckets back
  * with the zone's offset, as PostgreSQL's session TimeZone does.
  * Private to serve/. */
-#ifndef STRAUM_SERVE_TZ_H
-#define STRAUM_SERVE_TZ_H
+#ifndef STRAUM_ENGINE_TZ_H
+#define STRAUM_ENGINE_TZ_H
 
 #include <stdbool.h>
 #include <stddef.h>

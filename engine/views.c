@@ -1,7 +1,7 @@
 /* views.c -- GET /views: what each view keeps, as JSON: its widths with
  * their cell counts (read from segment headers, not cells), keys, dim
  * columns and measures. */
-#include "serve/internal.h"
+#include "engine/internal.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -6,7 +6,7 @@
  * than the sum's scale — so "avg" reads the same here and in psql
  * (13.0000000000000000). Conversions to double go through the decimal text,
  * as numeric_float8 does, so they round the same way. */
-#include "serve/internal.h"
+#include "engine/internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>

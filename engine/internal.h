@@ -1,10 +1,10 @@
 /* internal.h -- what the engine's files share: the engine, a bound ask, the
  * scan's groups and finished answer values. Private to serve/. */
-#ifndef STRAUM_SERVE_INTERNAL_H
-#define STRAUM_SERVE_INTERNAL_H
+#ifndef STRAUM_ENGINE_INTERNAL_H
+#define STRAUM_ENGINE_INTERNAL_H
 
-#include "serve/engine.h"
-#include "serve/tz.h"
+#include "engine/engine.h"
+#include "engine/tz.h"
 
 #include <pthread.h>
 

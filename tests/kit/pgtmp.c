@@ -6,7 +6,7 @@
  *   commands.log   output of initdb and pg_ctl, quoted in error messages
  *   .s.PGSQL.N     unix socket, so local tools need no TCP
  */
-#include "tests/pg/pgtmp.h"
+#include "tests/kit/pgtmp.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -7,7 +7,7 @@
  * column; every cell in range passes the key conditions (dim columns through
  * the projection, looked up once per distinct join key) and is added to its
  * group: counts and sums add, value counts merge. */
-#include "serve/internal.h"
+#include "engine/internal.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -5,7 +5,7 @@
  * hash table under a mutex; a compiled ask is immutable, so threads share it.
  * Each ask takes its own read snapshot: it never blocks ingest and sees a
  * whole number of source transactions. */
-#include "serve/internal.h"
+#include "engine/internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>

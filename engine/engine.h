@@ -5,8 +5,8 @@
  * The HTTP layer (serve/http.c) owns sockets, limits and status lines; the
  * engine owns meaning. Thread-safe: many threads may call engine_ask at once
  * (each call takes its own read snapshot). */
-#ifndef STRAUM_SERVE_ENGINE_H
-#define STRAUM_SERVE_ENGINE_H
+#ifndef STRAUM_ENGINE_H
+#define STRAUM_ENGINE_H
 
 #include "store/store.h"
 

@@ -3,8 +3,8 @@
  * Content-Length bodies, responses read by Content-Length (or chunked, or to
  * EOF). No TLS, no redirects: just enough to time straum-serve honestly
  * without a client library's overhead in the figures. */
-#ifndef STRAUM_BENCH_HTTP_CLIENT_H
-#define STRAUM_BENCH_HTTP_CLIENT_H
+#ifndef STRAUM_KIT_HTTP_CLIENT_H
+#define STRAUM_KIT_HTTP_CLIENT_H
 
 #include <stddef.h>
 

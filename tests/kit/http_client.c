@@ -1,6 +1,6 @@
 /* http_client.c -- the benchmarks' HTTP/1.1 keep-alive client (see
  * http_client.h): plain sockets, TCP_NODELAY, one write per request. */
-#include "bench/http_client.h"
+#include "tests/kit/http_client.h"
 
 #include <errno.h>
 #include <netdb.h>

@@ -3,7 +3,7 @@
  * Answers are written straight into one buffer: no printf on the hot paths
  * that matter (strings, integers), no intermediate tree. A failed allocation
  * marks the buffer failed instead of aborting; the caller answers 500. */
-#include "serve/engine.h"
+#include "engine/engine.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -9,7 +9,7 @@
  * address and length and the checksum they were checked against; all four
  * must match. The table is direct-mapped and per thread (no locks): a
  * collision or a new snapshot only costs the hash again. */
-#include "serve/internal.h"
+#include "engine/internal.h"
 
 #include <stdint.h>
 

@@ -1,4 +1,4 @@
-/* test_serve_vc_acc.c -- a group's value-count accumulator (serve/vc_acc.c)
+/* test_engine_vc_acc.c -- a group's value-count accumulator (engine/vc_acc.c)
  * against a brute-force model.
  *
  * Runs are added in batches the way folding cells does (each batch ascending
@@ -12,7 +12,7 @@
  * (as decoded blocks do), which a group may hold by reference: each batch's
  * arrays are released right after its add, so under AddressSanitizer a
  * group that kept them without its own reference reads freed memory. */
-#include "serve/internal.h"
+#include "engine/internal.h"
 
 #include <criterion/criterion.h>
 #include <stdlib.h>

@@ -6,7 +6,7 @@
  * footer is not needed for the years Straum serves; after the last
  * transition the last offset stays in force. Zones are loaded once and kept
  * (a handful per process), behind a mutex only on first load. */
-#include "serve/tz.h"
+#include "engine/tz.h"
 #include "sql/sql.h"
 
 #include <pthread.h>

@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "tests/pg/pgtmp.h"
+#include "tests/kit/pgtmp.h"
 
 #define MAX_SETTINGS 64
 

@@ -16,8 +16,8 @@
  * synchronous_commit off): a test that kills the postmaster and expects
  * recent commits to survive must commit with SET synchronous_commit = on.
  */
-#ifndef STRAUM_TESTS_PG_PGTMP_H
-#define STRAUM_TESTS_PG_PGTMP_H
+#ifndef STRAUM_KIT_PGTMP_H
+#define STRAUM_KIT_PGTMP_H
 
 #include <stddef.h>
 #include <sys/types.h>

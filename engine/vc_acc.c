@@ -24,7 +24,7 @@
  * copied before any is dropped, never changed in place. Codes of every type
  * but text are ordered like their values (store.h), so the answer walks
  * them in code order. */
-#include "serve/internal.h"
+#include "engine/internal.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,12 +1,12 @@
-/* test_serve_format.c -- the text serve writes for times and exact decimals
- * (serve/tz.c tz_format, serve/numeric.c dec_format), written without
+/* test_engine_format.c -- the text serve writes for times and exact decimals
+ * (engine/tz.c tz_format, engine/numeric.c dec_format), written without
  * printf. Times are checked against the C library's own local time
  * (localtime_r with TZ set: an independent reading of the same tz
  * database) for random instants in four zones, one with an offset in
  * seconds; years outside 0 to 9999 and short buffers against fixed
  * expectations. */
-#include "serve/internal.h"
-#include "serve/tz.h"
+#include "engine/internal.h"
+#include "engine/tz.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>

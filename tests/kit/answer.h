@@ -5,8 +5,8 @@
  * strings); timestamps as instants (the two sides write offsets
  * differently); JSON numbers as integers or their shortest round-trip text,
  * as PostgreSQL writes float8. */
-#ifndef STRAUM_BENCH_ANSWER_H
-#define STRAUM_BENCH_ANSWER_H
+#ifndef STRAUM_KIT_ANSWER_H
+#define STRAUM_KIT_ANSWER_H
 
 #include <libpq-fe.h>
 #include <stdbool.h>

@@ -1,6 +1,6 @@
 /* answer.c -- answers from PostgreSQL and straum-serve as sorted rows of
  * normalized text, and their comparison (see answer.h). */
-#include "bench/answer.h"
+#include "tests/kit/answer.h"
 
 #include "sql/sql.h"
 

@@ -7,7 +7,7 @@
  * matches nothing); dim columns compare as text, as their projections hold
  * them; LIMIT and OFFSET take non-negative integers. A value of the wrong
  * kind is a 422 naming the parameter. */
-#include "serve/internal.h"
+#include "engine/internal.h"
 
 #include <errno.h>
 #include <inttypes.h>

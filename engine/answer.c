@@ -9,7 +9,7 @@
  * Without ORDER BY rows come in group-key order (bucket, then keys, NULLs
  * last). Text orders bytewise (C collation), here and in min/max/percentiles
  * over text. */
-#include "serve/internal.h"
+#include "engine/internal.h"
 
 #include <math.h>
 #include <stdlib.h>
