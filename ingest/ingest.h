@@ -24,6 +24,8 @@ struct ingest_options {
     bool exit_when_caught_up;    /* stop once the stream reaches the server's WAL end
                                     (tests, benchmarks); normally run forever */
     int64_t snapshot_batch_rows; /* rows per time partition while loading; default 500k */
+    int64_t progress_interval_us; /* a load's progress line every this; 0: none
+                                     (ingest/progress.h) */
     uint64_t max_store_bytes;    /* cap on data.mdb; 0: none (SPEC.md "Disk full") */
     const char *metrics_listen;  /* "host:port" for GET /metrics and /healthz; NULL: none */
 };

@@ -30,6 +30,10 @@ static const char usage[] =
     "  --exit-when-caught-up  stop once the server's current WAL is applied\n"
     "  --snapshot-batch ROWS  rows per time partition of a large fact table while\n"
     "                         loading (default 500000)\n"
+    "  --progress-interval DUR  while loading, an info line every DUR with the\n"
+    "                         table, rows of the estimated total, rows a second and\n"
+    "                         time left (default 5s; 0: none); a terminal also gets\n"
+    "                         a one-line bar\n"
     "  --max-store-size SIZE  cap on the store's data.mdb (e.g. 512MiB, 20GiB); a\n"
     "                         commit that does not fit stops ingest with the store at\n"
     "                         its last commit (default: no cap)\n"
@@ -110,7 +114,8 @@ int main(int argc, char **argv)
     bool run = !strcmp(argv[1], "run");
     long nice_by = 10;
     struct ingest_options opt = {.source = "", .slot = "straum", .publication = "straum",
-                                 .commit_interval_us = 5000, .max_lag_us = 10000000};
+                                 .commit_interval_us = 5000, .max_lag_us = 10000000,
+                                 .progress_interval_us = 5000000};
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         bool takes = strcmp(a, "--rebuild") && strcmp(a, "--exit-when-caught-up") &&
@@ -165,7 +170,9 @@ int main(int argc, char **argv)
             }
         }
         else if ((!strcmp(a, "--commit-interval") && parse_duration(v, &opt.commit_interval_us) == 0) ||
-                 (!strcmp(a, "--max-lag") && parse_duration(v, &opt.max_lag_us) == 0))
+                 (!strcmp(a, "--max-lag") && parse_duration(v, &opt.max_lag_us) == 0) ||
+                 (!strcmp(a, "--progress-interval") &&
+                  parse_duration(v, &opt.progress_interval_us) == 0))
             ;
         else {
             fprintf(stderr, "straum-ingest: unknown or bad option %s%s%s (see --help)\n", a,

@@ -5,6 +5,7 @@
 #include "ingest/internal.h"
 
 #include <microhttpd.h>
+#include <pthread.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
@@ -55,6 +56,26 @@ void imetrics_applied_lsn(uint64_t lsn) { SET(M.applied_lsn, lsn); }
 void imetrics_source_lsn(uint64_t lsn) { SET(M.source_lsn, lsn); }
 void imetrics_snapshot_rows(uint64_t n) { ADD(M.snapshot_rows, n); }
 void imetrics_reconnect(void) { ADD(M.reconnects, 1); }
+
+/* The load's phase changes a few times per load and are read per
+ * scrape: a lock costs nothing there. Rows change per batch: an atomic. */
+static struct {
+    pthread_mutex_t lock;
+    char phase[16];
+    int64_t estimated;
+    atomic_int_fast64_t rows;
+} L = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+void imetrics_load(const char *table, const char *phase, int64_t rows, double estimated)
+{
+    pthread_mutex_lock(&L.lock);
+    snprintf(L.phase, sizeof L.phase, "%s", table && phase ? phase : "");
+    L.estimated = estimated >= 0 ? (int64_t)estimated : -1;
+    SET(L.rows, rows);
+    pthread_mutex_unlock(&L.lock);
+}
+
+void imetrics_load_rows(int64_t rows) { SET(L.rows, rows); }
 void imetrics_spool_bytes(uint64_t bytes) { SET(M.spool_bytes, bytes); }
 
 void imetrics_position(const struct store_position *pos)
@@ -230,6 +251,23 @@ char *imetrics_text(const char *store_dir, int64_t now_us)
     head(&t, "straum_ingest_snapshot_rows_total", "counter",
          "Rows read by the initial load since start.");
     put(&t, "straum_ingest_snapshot_rows_total %llu\n", (unsigned long long)GET(M.snapshot_rows));
+    pthread_mutex_lock(&L.lock);
+    if (L.phase[0]) {
+        head(&t, "straum_ingest_load_phase", "gauge",
+             "The initial load running now (one table at a time; the log names it): 1 for its "
+             "phase (loading: read and applied in one pass; reading: one scan set aside by time "
+             "partition; applying: the partitions set aside); absent when no load runs.");
+        put(&t, "straum_ingest_load_phase{phase=\"%s\"} 1\n", L.phase);
+        head(&t, "straum_ingest_load_rows", "gauge", "Rows of the load's current phase so far.");
+        put(&t, "straum_ingest_load_rows %lld\n", (long long)GET(L.rows));
+        if (L.estimated >= 0) {
+            head(&t, "straum_ingest_load_rows_estimated", "gauge",
+                 "Rows the table being loaded holds by PostgreSQL's statistics "
+                 "(pg_class.reltuples).");
+            put(&t, "straum_ingest_load_rows_estimated %lld\n", (long long)L.estimated);
+        }
+    }
+    pthread_mutex_unlock(&L.lock);
     head(&t, "straum_ingest_spool_bytes", "gauge",
          "Bytes streamed transactions hold in their spools (memory, then a temporary file).");
     put(&t, "straum_ingest_spool_bytes %llu\n", (unsigned long long)GET(M.spool_bytes));

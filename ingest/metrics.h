@@ -44,6 +44,13 @@ void imetrics_position(const struct store_position *pos);
 /* Rows of the initial load applied: added in batches (an atomic add per
  * row was 2% of the load's apply). */
 void imetrics_snapshot_rows(uint64_t n);
+/* The initial load of a table now: its name (the log names it; metrics do
+ * not, so a table name needs no escaping), its phase ("loading", "reading",
+ * "applying"), rows of that phase so far and the estimated total (< 0
+ * unknown); a NULL table: no load runs. */
+void imetrics_load(const char *table, const char *phase, int64_t rows, double estimated);
+/* Rows of the load's current phase so far (progress.c, per batch). */
+void imetrics_load_rows(int64_t rows);
 void imetrics_reconnect(void);
 /* Bytes streamed transactions hold in their spools now. */
 void imetrics_spool_bytes(uint64_t bytes);

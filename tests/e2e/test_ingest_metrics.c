@@ -9,7 +9,12 @@
  * the exposition parses.
  *
  * Logs: every stderr line is logfmt starting ts=, level=; --log-level warn
- * writes no info lines, debug more lines than info. */
+ * writes no info lines, debug more lines than info.
+ *
+ * Progress: a load writes progress lines that parse, whose estimate is the
+ * table's size once analyzed, with no bar on a file and a bar on a
+ * terminal; /metrics has the load's phase and rows while one runs. */
+#include "ingest/metrics.h"
 #include "serve/serve.h"
 #include "tests/e2e/oracle.h"
 #include "tests/e2e/taxi_db.h"
@@ -19,6 +24,8 @@
 #include <criterion/criterion.h>
 #include <ctype.h>
 #include <math.h>
+#include <pty.h>
+#include <poll.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <sys/socket.h>
@@ -505,4 +512,142 @@ Test(ingest_metrics, logfmt_writer_quotes_and_escapes)
     cr_assert_eq(store_log_parse_level("DEBUG", &level), 0);
     cr_assert_eq(level, STORE_LOG_DEBUG);
     cr_assert_eq(store_log_parse_level("verbose", &level), -1);
+}
+
+/* ---- Progress ------------------------------------------------------------------------------- */
+
+/* The value of field key in a logfmt line (unquoted values only), into
+ * out; false when absent. */
+static bool field(const char *line, const char *key, char *out, size_t len)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, " %s=", key);
+    const char *p = strstr(line, pat);
+    if (!p)
+        return false;
+    p += strlen(pat);
+    size_t n = strcspn(p, " \n");
+    if (n >= len)
+        return false;
+    memcpy(out, p, n);
+    out[n] = '\0';
+    return true;
+}
+
+static double num_field(const char *line, const char *key)
+{
+    char v[64];
+    if (!field(line, key, v, sizeof v))
+        return NAN;
+    char *end;
+    double d = strtod(v, &end);
+    return end != v && *end == '\0' ? d : NAN;
+}
+
+Test(ingest_metrics, a_load_says_how_far_it_is, .timeout = 300)
+{
+    struct taxi_db db;
+    taxi_db_create(&db, NULL, 200000);
+    taxi_exec(db.pg, "ANALYZE yellow_trips"); /* fresh statistics: a true estimate */
+    int64_t trips = count_sql(db.pg, "SELECT count(*) FROM yellow_trips");
+
+    /* A line per batch of rows (1 ms between lines), the table loaded in
+     * time partitions (50,000 rows each). */
+    const char *const extra[] = {"--progress-interval", "1ms", "--snapshot-batch", "50000", NULL};
+    static char log[1 << 20];
+    cr_assert_eq(taxi_ingest_once_with(&db, extra, log, sizeof log), 0, "%s", log);
+    check_log(log); /* every line parses as logfmt: the bar never reaches a file */
+    cr_assert_null(strchr(log, '\r'), "a bar in a log file:\n%s", log);
+    cr_assert_null(strstr(log, "\033["), "terminal escapes in a log file:\n%s", log);
+
+    int lines = 0;
+    double last_rows = -1;
+    char last_phase[16] = "";
+    /* The table's name as PostgreSQL would quote it, logfmt-escaped. */
+    const char *table = " table=\"\\\"public\\\".\\\"yellow_trips\\\"\" phase=";
+    for (const char *p = log; (p = strstr(p, table)); p++) {
+        const char *start = p;
+        while (start > log && start[-1] != '\n')
+            start--;
+        char line[1024];
+        size_t n = strcspn(start, "\n");
+        cr_assert_lt(n, sizeof line);
+        memcpy(line, start, n);
+        line[n] = '\0';
+        char phase[16];
+        cr_assert(field(line, "phase", phase, sizeof phase), "%s", line);
+        cr_assert(!strcmp(phase, "loading") || !strcmp(phase, "reading") ||
+                      !strcmp(phase, "applying"),
+                  "%s", line);
+        cr_assert(strstr(line, "level=info msg=\"loading \\\"public\\\".\\\"yellow_trips\\\" ("),
+                  "%s", line);
+        double rows = num_field(line, "rows"), est = num_field(line, "rows_estimated");
+        double rate = num_field(line, "rows_per_s"), eta = num_field(line, "eta_s");
+        cr_assert(rows > 0 && rows <= (double)trips, "%s", line);
+        /* ANALYZE just ran: PostgreSQL's estimate is the table's rows. */
+        cr_assert(fabs(est - (double)trips) <= 0.05 * (double)trips,
+                  "estimate %.0f for %lld rows: %s", est, (long long)trips, line);
+        cr_assert(rate > 0, "%s", line);
+        cr_assert(eta >= 0, "%s", line);
+        if (!strcmp(phase, last_phase))
+            cr_assert_gt(rows, last_rows, "rows go back within a phase: %s", line);
+        snprintf(last_phase, sizeof last_phase, "%s", phase);
+        last_rows = rows;
+        lines++;
+    }
+    /* 200,000 rows in batches of 65,536: three lines a phase at least. */
+    cr_assert_geq(lines, 3, "%d progress lines:\n%s", lines, log);
+    cr_assert(strstr(log, "msg=\"loaded \\\"public\\\".\\\"yellow_trips\\\": "), "%s", log);
+
+    /* On a terminal: the same lines, and a bar between them. */
+    int master, slave;
+    cr_assert_eq(openpty(&master, &slave, NULL, NULL, NULL), 0);
+    struct taxi_db tty_db;
+    taxi_db_create(&tty_db, NULL, 100000);
+    pid_t pid = taxi_ingest_spawn(&tty_db, extra, true, slave);
+    close(slave);
+    static char screen[1 << 20];
+    size_t got = 0;
+    for (;;) { /* until the follower closes the terminal's last writer */
+        struct pollfd pfd = {master, POLLIN, 0};
+        cr_assert_geq(poll(&pfd, 1, 120000), 1, "straum-ingest wrote nothing for 120 s");
+        ssize_t r = read(master, screen + got, sizeof screen - 1 - got);
+        if (r <= 0)
+            break; /* EIO: no writer left */
+        got += (size_t)r;
+        cr_assert_lt(got, sizeof screen - 1);
+    }
+    screen[got] = '\0';
+    close(master);
+    int status;
+    waitpid(pid, &status, 0);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s", screen);
+    cr_assert(strstr(screen, "\r\033[Kloading \"public\".\"yellow_trips\" ["), "no bar:\n%s",
+              screen);
+    cr_assert(strstr(screen, "% "), "no percentage in the bar:\n%s", screen);
+    cr_assert(strstr(screen, " phase="), "no progress line on the terminal:\n%s", screen);
+    taxi_db_destroy(&tty_db);
+    taxi_db_destroy(&db);
+}
+
+/* The load's figures in the exposition while one runs, gone after. */
+Test(ingest_metrics, a_load_in_the_exposition)
+{
+    imetrics_load("public.t", "reading", 0, 1000);
+    imetrics_load_rows(250);
+    char *body = imetrics_text("/nonexistent-store", 0);
+    cr_assert_not_null(body);
+    cr_assert_eq(sample(body, "straum_ingest_load_phase{phase=\"reading\"}"), 1, "%s", body);
+    cr_assert_eq(sample(body, "straum_ingest_load_rows"), 250, "%s", body);
+    cr_assert_eq(sample(body, "straum_ingest_load_rows_estimated"), 1000, "%s", body);
+    free(body);
+    imetrics_load("public.t", "applying", 0, -1); /* never analyzed: no estimate */
+    body = imetrics_text("/nonexistent-store", 0);
+    cr_assert_eq(sample(body, "straum_ingest_load_phase{phase=\"applying\"}"), 1, "%s", body);
+    cr_assert(isnan(sample(body, "straum_ingest_load_rows_estimated")), "%s", body);
+    free(body);
+    imetrics_load(NULL, NULL, 0, -1);
+    body = imetrics_text("/nonexistent-store", 0);
+    cr_assert_null(strstr(body, "straum_ingest_load_"), "%s", body);
+    free(body);
 }
