@@ -3,6 +3,7 @@
 #ifndef STRAUM_STORE_INTERNAL_H
 #define STRAUM_STORE_INTERNAL_H
 
+#include "store/bytemap.h"
 #include "store/store.h"
 
 #include <lmdb.h>
@@ -318,9 +319,173 @@ const struct encoded *encode_job_blocks(const struct encode_job *j, size_t *n);
 /* Waits for the thread, then frees everything the job holds. */
 void encode_job_free(struct encode_job *j);
 
-/* ---- Pending writer state ------------------------------------------------ */
+/* ---- The writer: a batch, pending until its commit --------------------------
+ * Five files share the batch (struct pending), each one job:
+ *   writer.c  the batch's life (new, reset, free), its settings, what it
+ *             holds, dictionaries and projections;
+ *   apply.c   rows into cells: overlays, the cache budget and its spills;
+ *   commit.c  the commit: each segment's plan (plan_write), bases and
+ *             deltas written, the position, map growth and a lost batch;
+ *   fold.c    deltas folded into bases: after a commit and when idle;
+ *   load.c    a load's rows drained into cellmaps, and its hand-offs to
+ *             the encode job (encoder.c) and the load job beside it.
+ * Invariants, held between any two writer calls on the caller's thread:
+ *   1. Outside a load job (load.c), no segment is both in p->segments and
+ *      in p->job: the drains on the caller's thread come after load_settle.
+ *   2. While p->load runs it alone touches p->segments, their cellmaps,
+ *      p->bytes, p->clock and p->values; every writer call reaching those
+ *      calls load_settle (or load_join) first.
+ *   3. p->txn, once open, holds what spilled of this batch: a batch that
+ *      fails then is lost whole (batch_lost), never retried in place.
+ *   4. p->bytes is the decoded bytes of the segments held (approximate
+ *      between recounts), the figure the cache budget is held to. */
+
+enum proj_op_kind { PROJ_PUT, PROJ_DELETE, PROJ_TRUNCATE };
+
+struct proj_op {
+    enum proj_op_kind kind;
+    int view, join;
+    int64_t key;
+    void *row;
+    size_t row_len;
+};
+
+struct pending {
+    /* Read for every row a load stages (load_stage_row), so apart from the
+     * fields a load job writes beside the caller (the segments, the value
+     * deltas, the clock, the held bytes): sharing a cache line with those
+     * cost the row a miss (perf). */
+    struct bulk **bulk;       /* per view: rows staged in bulk mode (bulk.c), NULL until one */
+    struct bulk **spare;      /* the other staging set, which a load job drains */
+    char apart[64];
+    struct bytemap segments;  /* seg key -> struct cellmap * */
+    struct bytemap values;    /* value key -> num: row delta */
+    struct bytemap dict;      /* dict key -> num: id; ptr: the text (malloc'd) */
+    struct bytemap dict_next; /* (view, column) -> num: next id */
+    struct proj_op *proj;
+    size_t nproj, proj_cap;
+    bool *truncated;          /* per view: emptied in this batch */
+    struct load_job *load;    /* a load's partition being drained and encoded
+                                 (store_hand_off_cold), or NULL */
+    size_t bytes_seen;        /* bytes when the load job started (store_cached_bytes) */
+    uint64_t clock;
+    uint64_t committed_clock; /* the clock at the last commit: a segment used
+                                 since is hot (store_commit_cold) */
+    size_t bytes;             /* decoded bytes of the segments held */
+    MDB_txn *txn;             /* the batch's write transaction, once it spilled */
+    uint8_t (*folds)[SEG_KEY_BYTES]; /* segments to fold after the commit (plan_write) */
+    size_t nfolds, folds_cap;
+    struct encode_job *job;   /* a load's segments handed off (encoder.c), written
+                                 by the next load_settle or commit (flush_job):
+                                 outside a load job, no segment is both pending
+                                 and in it */
+    bool job_left;            /* the last hand-off left job at work unwritten */
+};
 
 int pending_new(struct store *s, struct store_error *err);
 void pending_free(struct store *s);
+
+/* writer.c. */
+/* -1 with err when the store is open read-only, else 0. */
+int store_need_writer(struct store *s, struct store_error *err);
+/* Forgets the batch: everything not yet committed, a load job joined and
+ * an encode job freed, the spilled transaction aborted. Cannot fail. */
+void pending_reset(struct pending *p, const struct sql_view_list *views);
+/* Takes a segment's decoded bytes off what the batch holds. */
+void pending_unhold(struct pending *p, const struct cellmap *m);
+/* Frees the segment of e and removes e from p->segments. */
+void pending_forget(struct pending *p, struct bytemap_entry *e);
+/* Counts p->bytes afresh from the segments held (encoding drops dead cells). */
+void pending_recount(struct pending *p);
+
+/* apply.c. */
+/* The start of t's bucket of the given width; t within STORE_MIN_TIME ..
+ * STORE_MAX_TIME, where it cannot overflow. */
+int64_t store_bucket_of(const struct sql_view *v, int width, int64_t t);
+/* The transaction that sees the store as this batch last left it: the
+ * batch's own once it spilled, else a fresh read one (*own set: the
+ * caller aborts it). -1 with err when none opens. */
+int batch_view(struct store *s, MDB_txn **txn, bool *own, struct store_error *err);
+/* Loads stored blocks (base first) into the empty m, then gives their
+ * pages back; -1 with err when a block is damaged or memory runs out. */
+int segment_load_blocks(struct store *s, struct cellmap *m, const MDB_val *blocks, int n,
+                        struct store_error *err);
+/* The batch's segment (view, width, span), a new overlay when it is not
+ * held (or an empty whole segment when the view was truncated in this
+ * batch); its use clock advanced. NULL with err when out of memory. */
+struct cellmap *pending_segment(struct store *s, int view, int width, int64_t span,
+                                struct store_error *err);
+/* Adds rows to the batch's change of (view, value count, code); -1 with
+ * err when out of memory. */
+int pending_add_value_rows(struct pending *p, int view, int vc, int64_t code, int64_t rows,
+                           struct store_error *err);
+/* Turns e's overlay into the whole segment (the stored blocks as this
+ * batch last left them plus the overlay); nothing when e holds a whole
+ * segment. -1 with err on damage, overflow or out of memory, e unchanged. */
+int overlay_materialize(struct store *s, struct bytemap_entry *e, struct store_error *err);
+/* Drops clean segments, oldest first, until the batch holds at most the
+ * cache budget or no clean one is left. Cannot fail. */
+void cache_evict(struct store *s);
+/* Drops clean segments, then writes the least recently used dirty ones
+ * into the batch's transaction, until the batch fits the cache budget.
+ * -1 with err, the batch then lost (batch_lost). */
+int cache_spill(struct store *s, struct store_error *err);
+
+/* commit.c. */
+/* A stored segment's blocks (*n: base and deltas) and their cells, from
+ * the blocks' headers: 1 when all is there, 0 when it is not stored or a
+ * block does not open, -(LMDB code). blocks_out gets the blocks unless NULL. */
+int segment_census(struct store *s, MDB_txn *txn, const uint8_t *key, int *n,
+                   uint64_t *base, uint64_t *deltas, MDB_val *blocks_out);
+/* Writes one encoded block in txn; a base replaces the segment's deltas,
+ * delta 1 the deltas it merged. 0 or an LMDB code. */
+int encoded_put(struct store *s, MDB_txn *txn, const struct encoded *enc);
+/* Whether a commit that keeps hot segments (keep_hot) leaves m pending:
+ * it was used since the last commit. */
+bool pending_kept_hot(const struct pending *p, const struct cellmap *m, bool keep_hot);
+/* Doubles the map, up to its size limit; -1 with err (STORE_ERR_LIMIT)
+ * at the limit. Only with no transaction open. */
+int store_grow_map(struct store *s, struct store_error *err);
+/* Resets a batch that failed after writing into its transaction (rc: an
+ * LMDB code, or -1 with err set); a full map is grown and reported as
+ * STORE_ERR_REPLAY. Returns -1. */
+int batch_lost(struct store *s, int rc, struct store_error *err);
+/* Empties in txn the views truncated in this batch; -1 with err, the batch
+ * then lost. */
+int batch_truncate(struct store *s, MDB_txn *txn, struct store_error *err);
+/* Opens the batch's write transaction (p->txn), the map grown first
+ * because an open transaction cannot grow it; -1 with err. */
+int batch_txn_open(struct store *s, struct store_error *err);
+struct write_plan_of;
+/* Writes e's dirty segment into the batch's transaction, by its plan when
+ * known (NULL: worked out here), and forgets it. -1 with err, the batch
+ * then lost (every segment forgotten). */
+int segment_spill(struct store *s, struct bytemap_entry *e, const struct write_plan_of *known,
+                  struct store_error *err);
+
+/* fold.c. */
+/* Folds the segments plan_write noted (p->folds), each in its own write
+ * transaction; one that fails is logged and left to the idle compaction.
+ * Cannot fail: the commit before it stands. */
+void fold_after_commit(struct store *s);
+
+/* load.c. */
+/* Stages a row of a load (bulk mode), draining the view's staging past a
+ * sixteenth of the cache budget; -1 with err. */
+int load_stage_row(struct store *s, const struct store_delta *d, struct store_error *err);
+/* Settles the load (load_settle), then drains the caller's staging into
+ * the cellmaps; -1 with err. */
+int load_drain_all(struct store *s, struct store_error *err);
+/* Hands the dirty segments but those kept hot (keep_hot) to an encode job;
+ * without keep_hot the job is written into the batch's transaction now.
+ * -1 with err. */
+int load_hand_off(struct store *s, bool keep_hot, struct store_error *err);
+/* Writes the encode job into the batch's transaction, then joins the load
+ * job (invariant 1 holds after). -1 with err: a failed write has lost the
+ * batch; the load job is joined either way. */
+int load_settle(struct store *s, struct store_error *err);
+/* Waits for the load job, if one runs, and takes its staging set back as
+ * the spare; -1 with the drain's error when it failed. */
+int load_join(struct pending *p, int nviews, struct store_error *err);
 
 #endif

@@ -295,7 +295,7 @@ Test(store_model, random_bulk_batches_equal_the_model) { random_batches(true); }
  * caller's thread; the next hand-off or commit writes what was encoded. Rows four
  * days late go back to such segments before that, starting overlays; a
  * small cache (cache_kib) also spills meanwhile. Had the overlays been
- * merged with the store before the encode job was written (settle_load),
+ * merged with the store before the encode job was written (load_settle),
  * every variant would lose cells (tried). The last commit leaves the
  * model's cells, also when bulk mode is left with a job in flight. */
 static void load_with_late_rows(size_t cache_kib, bool leave_bulk_in_flight)

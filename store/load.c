@@ -1,0 +1,289 @@
+/* load.c -- an initial load (bulk mode): rows staged per finest cell
+ * (bulk.c) and drained into the cellmaps, and the hand-offs that let the
+ * drain of one partition and the encoding of the segments done with run
+ * on other cores while the caller stages the next partition.
+ *
+ * Three parties share a load's segments, one at a time each: the caller's
+ * thread (staging, LMDB, the batch's write transaction), the load job
+ * (a partition's staged rows drained into the cellmaps, struct load_job)
+ * and the encode job (encoder.c: cold segments encoded as bases). The
+ * hand-off between them (store_hand_off_cold, load_settle) keeps the
+ * writer's invariants 1 and 2 (internal.h): a segment is in one place at a
+ * time, and what the encode job encoded is written before an overlay is
+ * merged with the store. SPEC.md §4.4 "Initial load: bulk mode". */
+#include "store/internal.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+
+/* ---- Bulk staging: rows summed per finest cell first (bulk.c) ---------------------- */
+
+struct drain {
+    struct store *s;
+    int view;
+    struct cellmap **last; /* per width: the segment the last cell went to */
+};
+
+/* A finest-width cell, added to its cell at every width. */
+static int drain_cell(void *ctx, int64_t time, const int64_t *keys, const int64_t *counts,
+                      const struct store_sum *sums, const struct vc_runs *runs,
+                      struct store_error *err)
+{
+    struct drain *dr = ctx;
+    struct store *s = dr->s;
+    const struct sql_view *v = &s->views->views[dr->view];
+    for (int w = 0; w < v->nwidths; w++) {
+        int64_t bucket = store_bucket_of(v, w, time);
+        int64_t span = store_span_start(v, w, bucket);
+        struct cellmap *m = dr->last[w];
+        if ((!m || m->span_start != span) &&
+            !(m = dr->last[w] = pending_segment(s, dr->view, w, span, err)))
+            return -1;
+        size_t before = m->bytes;
+        if (cellmap_add_cell(m, (uint32_t)((bucket - span) / v->widths[w]), keys, counts, sums, runs, err))
+            return -1;
+        s->pending->bytes += m->bytes - before;
+    }
+    return 0;
+}
+
+static int drain_value(void *ctx, int vc, int64_t code, int64_t rows, struct store_error *err)
+{
+    struct drain *dr = ctx;
+    return pending_add_value_rows(dr->s->pending, dr->view, vc, code, rows, err);
+}
+
+/* Moves a view's staged rows (b) into its cellmaps. Nothing frees a
+ * cellmap meanwhile (spills happen between rows), so drain.last stays
+ * valid. */
+static int drain_view(struct store *s, struct bulk *b, int view, struct store_error *err)
+{
+    if (!b || bulk_empty(b))
+        return 0;
+    struct drain dr = {s, view, calloc((size_t)s->views->views[view].nwidths, sizeof *dr.last)};
+    if (!dr.last)
+        return store_fail(err, "out of memory");
+    struct bulk_sink sink = {&dr, drain_cell, drain_value};
+    int rc = bulk_drain(b, &sink, err);
+    free(dr.last);
+    return rc;
+}
+
+/* Drains a staging set: the writer's (s->pending->bulk) or a load job's. */
+static int drain_set(struct store *s, struct bulk **set, struct store_error *err)
+{
+    for (int v = 0; v < s->views->nviews; v++)
+        if (drain_view(s, set[v], v, err))
+            return -1;
+    return 0;
+}
+
+int load_drain_all(struct store *s, struct store_error *err)
+{
+    return load_settle(s, err) || drain_set(s, s->pending->bulk, err) ? -1 : 0;
+}
+
+/* Stages a row; a quarter of the cache budget staged is drained. */
+int load_stage_row(struct store *s, const struct store_delta *d, struct store_error *err)
+{
+    struct pending *p = s->pending;
+    const struct sql_view *v = &s->views->views[d->view];
+    if (!p->bulk[d->view] && !(p->bulk[d->view] = bulk_new(v, s->types[d->view])))
+        return store_fail(err, "out of memory");
+    struct bulk *b = p->bulk[d->view];
+    if (bulk_add(b, store_bucket_of(v, 0, d->time), d, err))
+        return -1;
+    if (bulk_bytes(b) <= s->cache_bytes / 16)
+        return 0;
+    /* The cellmaps are the load job's until it ends. A drain here is what
+     * grows the segments held on this thread in bulk mode: past twice the
+     * budget they spill, as store_apply's would. */
+    if (load_settle(s, err) || drain_view(s, b, d->view, err))
+        return -1;
+    return p->bytes > 2 * s->cache_bytes ? cache_spill(s, err) : 0;
+}
+
+/* Writes what a handed-off job encoded into the batch's transaction and
+ * frees the job, the caller encoding beside it until it is done
+ * (load_settle, a bulk store_commit). */
+static int flush_job(struct store *s, struct store_error *err)
+{
+    struct pending *p = s->pending;
+    struct encode_job *j = p->job;
+    if (!j)
+        return 0;
+    p->job = NULL;
+    size_t n;
+    const struct encoded *enc = encode_job_blocks(j, &n);
+    int rc = encode_job_finish(j, err);
+    if (rc == 0 && !p->txn && batch_txn_open(s, err))
+        rc = -1;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = encoded_put(s, p->txn, &enc[i]);
+    encode_job_free(j);
+    return rc ? batch_lost(s, rc, err) : 0;
+}
+
+/* Takes out of the writer, for an encode job, its dirty segments but
+ * those kept hot: into *out (malloc'd), *n of them. An overlay is merged
+ * with what is stored first (overlay_materialize). */
+static int detach_dirty(struct store *s, bool keep_hot, struct cellmap ***out, size_t *n,
+                        struct store_error *err)
+{
+    struct pending *p = s->pending;
+    struct cellmap **maps = malloc((p->segments.count + 1) * sizeof *maps);
+    if (!maps)
+        return store_fail(err, "out of memory");
+    *n = 0;
+    BYTEMAP_EACH(&p->segments, e)
+    {
+        struct cellmap *m = e->ptr;
+        if (!m->dirty || pending_kept_hot(p, m, keep_hot))
+            continue;
+        if (overlay_materialize(s, e, err)) { /* an overlay of a stored segment, merged */
+            while (*n > 0)
+                cellmap_free(maps[--*n]);
+            free(maps);
+            return -1;
+        }
+        pending_unhold(p, e->ptr);
+        maps[(*n)++] = e->ptr;
+        bytemap_remove(&p->segments, e);
+    }
+    *out = maps;
+    return 0;
+}
+
+/* A load's dirty segments, but for those kept hot, leave the writer for an
+ * encode job (encoder.c). Between partitions (keep_hot) the job runs on
+ * while the load goes on, and the next hand-off or commit writes it; a
+ * bulk store_commit writes it now, the caller encoding beside it. */
+int load_hand_off(struct store *s, bool keep_hot, struct store_error *err)
+{
+    struct pending *p = s->pending;
+    struct cellmap **maps = NULL;
+    size_t n = 0;
+    if (detach_dirty(s, keep_hot, &maps, &n, err) ||
+        !(p->job = encode_job_new(maps, n, err)))
+        return -1;
+    encode_job_start(p->job);
+    return keep_hot ? 0 : flush_job(s, err);
+}
+
+/* ---- A load's partition, drained beside the next one ---------------------------- */
+
+/* What store_hand_off_cold starts on a thread of its own while the caller
+ * stages the next partition: the partition's staged rows drained into the
+ * cellmaps. Until the job is joined (load_settle) it alone touches the
+ * segments, their cellmaps, the held bytes, the clock and the value
+ * deltas: the caller stages into the other staging set, and every writer
+ * call that reaches those settles the job first. The job reads no LMDB,
+ * whose write transaction belongs to the caller's thread: a late row for a
+ * segment the encode job running beside it holds starts an overlay, which
+ * the caller merges (overlay_materialize) only after load_settle wrote that job.
+ * Every drain on the caller's thread comes after a load_settle too, so it
+ * never meets a segment an encode job holds. */
+struct load_job {
+    struct store *s;
+    struct bulk **staging;      /* per view: the partition's rows, drained here */
+    pthread_t thread;
+    bool threaded;              /* false: it ran on the caller's thread */
+    atomic_bool drained;        /* the drain is over: a join will not wait */
+    int rc;
+    struct store_error err;
+};
+
+static void *run_load_job(void *arg)
+{
+    struct load_job *j = arg;
+    j->rc = drain_set(j->s, j->staging, &j->err);
+    atomic_store(&j->drained, true);
+    return NULL;
+}
+
+/* Waits for the load job, if one runs, and takes its staging set back
+ * (empty) as the spare. */
+int load_join(struct pending *p, int nviews, struct store_error *err)
+{
+    struct load_job *j = p->load;
+    if (!j)
+        return 0;
+    p->load = NULL;
+    if (j->threaded)
+        pthread_join(j->thread, NULL);
+    for (int v = 0; v < nviews; v++)
+        if (j->staging[v]) /* drained already, but for a failure */
+            bulk_clear(j->staging[v]);
+    free(p->spare);
+    p->spare = j->staging;
+    int rc = j->rc;
+    if (rc)
+        *err = j->err;
+    free(j);
+    return rc;
+}
+
+/* Writes what the encode job beside the load job encoded (the caller
+ * helping it finish), then joins the load job. In that order the caller
+ * encodes while the drain runs rather than idling on it first (the drain
+ * touches neither LMDB nor the job's segments). The drain may have started
+ * overlays of segments that job holds: they are merged with the store only
+ * after both (no segment is both pending and in a job once settled). A
+ * failed write still joins the drain (batch_lost resets the batch). */
+int load_settle(struct store *s, struct store_error *err)
+{
+    return flush_job(s, err) || load_join(s->pending, s->views->nviews, err) ? -1 : 0;
+}
+
+/* Starts a load job on the staging set filled since the last one; the
+ * writer stages into the spare meanwhile. A segment the job touches is hot
+ * at the next hand-off. */
+static int start_load(struct store *s, struct store_error *err)
+{
+    struct pending *p = s->pending;
+    struct load_job *j = calloc(1, sizeof *j);
+    struct bulk **fresh = p->spare ? p->spare : calloc((size_t)s->views->nviews, sizeof *fresh);
+    if (!j || !fresh) {
+        free(j);
+        return store_fail(err, "out of memory");
+    }
+    j->s = s;
+    atomic_init(&j->drained, false);
+    j->staging = p->bulk;
+    p->bulk = fresh;
+    p->spare = NULL;
+    p->committed_clock = p->clock;
+    p->bytes_seen = p->bytes;
+    p->load = j;
+    j->threaded = pthread_create(&j->thread, NULL, run_load_job, j) == 0;
+    if (!j->threaded) /* no thread to be had: the same work, now */
+        run_load_job(j);
+    return 0;
+}
+
+int store_hand_off_cold(struct store *s, struct store_error *err)
+{
+    if (store_need_writer(s, err))
+        return -1;
+    if (!s->bulk)
+        return 0;
+    struct pending *p = s->pending;
+    /* An encode job still at work on the other core is left to it, with the
+     * segments that went cold since, which the next hand-off takes: the
+     * caller encodes beside it only while the drain runs, then goes back to
+     * its rows (ingest's thread, the busier, spent a fifth of its time
+     * waiting out jobs). Once in a row, so that cold segments do not pile
+     * up. Otherwise the last job is written first, so that the overlays
+     * among the segments handed off now merge with it. */
+    bool leave = p->job && encode_job_busy(p->job) && !p->job_left;
+    p->job_left = leave;
+    while (leave && p->load && !atomic_load(&p->load->drained) && encode_job_help(p->job))
+        ;
+    int rc = leave ? load_join(p, s->views->nviews, err)
+                   : load_settle(s, err) || load_hand_off(s, true, err);
+    if (rc || start_load(s, err)) {
+        pending_reset(p, s->views);
+        return -1;
+    }
+    return 0;
+}
