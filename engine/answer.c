@@ -389,6 +389,28 @@ static void write_value(struct exec *x, struct buf *out, const struct outval *o)
     }
 }
 
+/* "range":{"from":...,"to":...}: the buckets read, half-open, in the ask's
+ * zone; null for a side the ask leaves open. */
+static void write_range(struct exec *x, struct buf *out)
+{
+    char tmp[64];
+    buf_puts(out, "\"range\":{\"from\":");
+    if (x->b.has_from) {
+        tz_format(x->b.tz, x->b.from, tmp, sizeof tmp);
+        buf_json_string(out, tmp, strlen(tmp));
+    } else {
+        buf_puts(out, "null");
+    }
+    buf_puts(out, ",\"to\":");
+    if (x->b.has_to) {
+        tz_format(x->b.tz, x->b.to, tmp, sizeof tmp);
+        buf_json_string(out, tmp, strlen(tmp));
+    } else {
+        buf_puts(out, "null");
+    }
+    buf_puts(out, "}");
+}
+
 int answer_write(struct exec *x, struct buf *out, struct ask_error *err)
 {
     const struct sql_ask *a = x->ask;
@@ -422,7 +444,9 @@ int answer_write(struct exec *x, struct buf *out, struct ask_error *err)
             }
             buf_puts(out, "]");
         }
-        buf_puts(out, "]}");
+        buf_puts(out, "],");
+        write_range(x, out);
+        buf_puts(out, "}");
         if (out->failed)
             rc = ask_fail(err, 500, "internal", "out of memory writing the answer");
     }

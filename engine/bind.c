@@ -2,7 +2,8 @@
  *
  * A parameter's type comes from where it stands (sql_ask params): bucket
  * edges are timestamps, read in the ask's time zone when written without an
- * offset, and must fall on edges of the finest width; key values take the
+ * offset, and mark which of the view's buckets the ask reads (those whose
+ * start lies in the range: bind_range); key values take the
  * key's type (a text is looked up in the dictionary: a text never seen
  * matches nothing); dim columns compare as text, as their projections hold
  * them; LIMIT and OFFSET take non-negative integers. A value of the wrong
@@ -266,21 +267,49 @@ static int bind_count(const struct sql_operand *o, const struct ask_request *req
     return 0;
 }
 
-static int check_edge(const struct sql_view *v, const struct bound *b, int64_t t,
-                      const struct sql_operand *o, struct ask_error *err)
+/* Floors t to an edge of width w from origin. Within the times a store
+ * keeps (t clamped to them first), and widths of at most
+ * SQL_MAX_WIDTH_USEC, nothing overflows. */
+static int64_t floor_to_edge(int64_t t, int64_t origin, int64_t w)
 {
-    int64_t w = v->widths[0], rel = t - v->origin_usec;
-    if (rel % w == 0)
-        return 0;
-    char when[64], name[64], width[32];
-    tz_format(b->tz, t, when, sizeof when);
-    if (w % 3600000000LL == 0)
-        snprintf(width, sizeof width, "%" PRId64 " hour%s", (int64_t)(w / 3600000000LL), w == 3600000000LL ? "" : "s");
-    else
-        snprintf(width, sizeof width, "%" PRId64 " s", (int64_t)(w / 1000000));
-    return ask_fail(err, 422, "range_not_on_edge",
-                    "%s is %s, not on an edge of the view's finest width (%s): asks read whole "
-                    "buckets", what(o, name, sizeof name), when, width);
+    int64_t rel = t - origin, q = rel / w - (rel % w != 0 && rel < 0);
+    return origin + q * w;
+}
+
+static int64_t clamp_time(int64_t t)
+{
+    return t < STORE_MIN_TIME ? STORE_MIN_TIME : t > STORE_MAX_TIME ? STORE_MAX_TIME : t;
+}
+
+/* The range as the view's buckets whose start satisfies it, [from, to) on
+ * edges of the finest width: bucket >= a starts at the first edge at or
+ * after a, bucket > a at the first after a; bucket < z ends at the first
+ * edge at or after z, bucket <= z after the first edge after z. A missing
+ * side is every bucket a store can hold on that side. */
+static int bind_range(const struct sql_ask *ask, const struct ask_request *req,
+                      struct bound *out, struct ask_error *err)
+{
+    const struct sql_view *v = ask->view;
+    int64_t w = v->widths[0], o = v->origin_usec, t;
+    out->from = floor_to_edge(STORE_MIN_TIME, o, w) + w;
+    out->to = floor_to_edge(STORE_MAX_TIME, o, w);
+    if (ask->has_range_from) {
+        if (bind_time(&ask->range_from, req, out, &t, err))
+            return -1;
+        int64_t e = floor_to_edge(clamp_time(t), o, w);
+        out->from = e == t && ask->range_from_inclusive ? e : e + w;
+        out->has_from = true;
+    }
+    if (ask->has_range_to) {
+        if (bind_time(&ask->range_to, req, out, &t, err))
+            return -1;
+        int64_t e = floor_to_edge(clamp_time(t), o, w);
+        out->to = e == t && !ask->range_to_inclusive ? e : e + w;
+        out->has_to = true;
+    }
+    if (out->to < out->from)
+        out->to = out->from; /* an empty range: no bucket */
+    return 0;
 }
 
 int bind_ask(struct store_read *r, const struct sql_ask *ask, int view,
@@ -295,11 +324,11 @@ int bind_ask(struct store_read *r, const struct sql_ask *ask, int view,
     if (req->nparams > ask->nparams)
         return ask_fail(err, 422, "extra_parameter", "%d parameters were given but the ask uses %d",
                         req->nparams, ask->nparams);
-    if (bind_time(&ask->range_from, req, out, &out->from, err) ||
-        bind_time(&ask->range_to, req, out, &out->to, err) ||
-        check_edge(ask->view, out, out->from, &ask->range_from, err) ||
-        check_edge(ask->view, out, out->to, &ask->range_to, err))
+    if (bind_range(ask, req, out, err))
         return -1;
+    if (ask->bucket_calendar &&
+        !(out->group_tz = ask->bucket_zone ? tz_get(ask->bucket_zone, why, sizeof why) : out->tz))
+        return ask_fail(err, 422, "bad_time_zone", "date_trunc's time zone: %s", why);
     out->conds = calloc((size_t)ask->nconds + 1, sizeof *out->conds);
     if (!out->conds)
         return ask_fail(err, 500, "internal", "out of memory");

@@ -7,6 +7,7 @@
  * column; every cell in range passes the key conditions (dim columns through
  * the projection, looked up once per distinct join key) and is added to its
  * group: counts and sums add, value counts merge. */
+#include "engine/calendar.h"
 #include "engine/internal.h"
 
 #include <stdlib.h>
@@ -690,6 +691,25 @@ __attribute__((always_inline)) static inline int cell_passes(struct exec *x, con
     return 0;
 }
 
+/* The calendar bucket holding a bucket start the scan reads (one lies in
+ * the range, so in some bucket). */
+static int64_t calendar_key(struct exec *x, int64_t bucket)
+{
+    uint32_t i = x->cal_hint;
+    if (!(x->cal_edges[i] <= bucket && bucket < x->cal_edges[i + 1])) {
+        uint32_t lo = 0, hi = x->ncal; /* the last edge at or before bucket */
+        while (hi - lo > 1) {
+            uint32_t mid = lo + (hi - lo) / 2;
+            if (x->cal_edges[mid] <= bucket)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        x->cal_hint = i = lo;
+    }
+    return x->cal_keys[i];
+}
+
 /* The group key of cell i: the bucket (rolled to the asked width) then one
  * id per group key (a fact key's code, a dim value's interned id). */
 static int cell_key(struct exec *x, const struct seg_columns *c, uint32_t i, int64_t bucket,
@@ -697,10 +717,12 @@ static int cell_key(struct exec *x, const struct seg_columns *c, uint32_t i, int
 {
     const struct sql_ask *a = x->ask;
     const struct sql_view *v = x->v;
-    if (a->group_by_bucket) {
-        int64_t w = a->bucket_width, rel = bucket - v->origin_usec;
+    if (x->ncal) {
+        key[0] = calendar_key(x, bucket);
+    } else if (a->group_by_bucket) {
+        int64_t w = x->bin_width, rel = bucket - x->bin_origin;
         int64_t q = rel / w - (rel % w != 0 && rel < 0);
-        key[0] = v->origin_usec + q * w;
+        key[0] = x->bin_origin + q * w;
     } else {
         key[0] = 0;
     }
@@ -886,7 +908,32 @@ static int64_t floor_edge(int64_t t, int64_t origin, int64_t w)
     return origin + q * w;
 }
 
-/* Covers [from, to) with widths[0..top], widest first. */
+/* Whether width w's cells each lie in one group of the ask's time grouping:
+ * any width when it does not group by time, or within one calendar bucket
+ * (cover is then called per bucket); for bins, widths that divide the bin
+ * and whose edges are bin edges too. */
+static bool width_fits(const struct exec *x, int64_t width)
+{
+    if (!x->ask->group_by_bucket || x->ncal)
+        return true;
+    return x->bin_width % width == 0 && (x->bin_origin - x->v->origin_usec) % width == 0;
+}
+
+static int add_piece(struct exec *x, int width, int64_t from, int64_t to, struct ask_error *err)
+{
+    if (x->npieces == x->pieces_cap) {
+        uint32_t cap = x->pieces_cap ? x->pieces_cap * 2 : 16;
+        struct scan_piece *p = realloc(x->pieces, sizeof *p * cap);
+        if (!p)
+            return ask_fail(err, 500, "internal", "out of memory");
+        x->pieces = p;
+        x->pieces_cap = cap;
+    }
+    x->pieces[x->npieces++] = (struct scan_piece){width, from, to};
+    return 0;
+}
+
+/* Covers [from, to) with widths[0..top], widest first, into x->pieces. */
 static int cover(struct exec *x, int top, int64_t from, int64_t to, struct ask_error *err)
 {
     if (from >= to)
@@ -894,7 +941,7 @@ static int cover(struct exec *x, int top, int64_t from, int64_t to, struct ask_e
     const struct sql_view *v = x->v;
     for (int w = top; w >= 0; w--) {
         int64_t width = v->widths[w];
-        if (x->ask->group_by_bucket && x->ask->bucket_width % width != 0)
+        if (!width_fits(x, width))
             continue; /* its cells would straddle the asked buckets */
         int64_t a = floor_edge(from, v->origin_usec, width);
         if (a < from)
@@ -902,12 +949,135 @@ static int cover(struct exec *x, int top, int64_t from, int64_t to, struct ask_e
         int64_t b = floor_edge(to, v->origin_usec, width);
         if (a >= b)
             continue;
-        if (scan_range(x, w, a, b, err) || cover(x, w - 1, from, a, err) ||
+        if (add_piece(x, w, a, b, err) || cover(x, w - 1, from, a, err) ||
             cover(x, w - 1, b, to, err))
             return -1;
         return 0;
     }
     return ask_fail(err, 500, "internal", "no width covers the range"); /* widths[0] always does */
+}
+
+static int cmp_piece(const void *pa, const void *pb)
+{
+    const struct scan_piece *a = pa, *b = pb;
+    if (a->width != b->width)
+        return a->width < b->width ? -1 : 1;
+    return a->from < b->from ? -1 : a->from > b->from;
+}
+
+/* Reads the pieces, those of one width that touch end to end as one: a
+ * calendar bucket's edges meet its neighbour's at the same width (a New
+ * York day's hours run on into the next day's), so that each segment is
+ * opened once rather than once per bucket. */
+static int scan_pieces(struct exec *x, struct ask_error *err)
+{
+    qsort(x->pieces, x->npieces, sizeof *x->pieces, cmp_piece);
+    for (uint32_t i = 0; i < x->npieces;) {
+        struct scan_piece p = x->pieces[i++];
+        while (i < x->npieces && x->pieces[i].width == p.width && x->pieces[i].from == p.to)
+            p.to = x->pieces[i++].to;
+        if (scan_range(x, p.width, p.from, p.to, err))
+            return -1;
+    }
+    return 0;
+}
+
+/* The first and last instants the view holds cells for: the widest
+ * width's first segment's start and its last one's end (every row lies in
+ * a cell of every width), clipped to [*from, *to). */
+static int clip_to_data(struct exec *x, int64_t *from, int64_t *to, struct ask_error *err)
+{
+    int top = x->v->nwidths - 1;
+    int64_t span = store_span_buckets(x->v, top) * x->v->widths[top];
+    struct store_segment_iter it;
+    struct store_segment s;
+    struct store_error serr;
+    if (store_segments_begin(x->r, x->view, top, *from, *to, &it, &serr))
+        return ask_fail(err, 500, "corrupt_store", "%s", serr.message);
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    int got;
+    while ((got = store_segments_next(&it, &s, &serr)) != 0) {
+        if (got < 0 && !s.bytes) {
+            store_segments_end(&it);
+            return ask_fail(err, 500, "corrupt_store", "%s", serr.message);
+        }
+        if (s.span_start < lo)
+            lo = s.span_start;
+        if (s.span_start + span > hi)
+            hi = s.span_start + span;
+    }
+    store_segments_end(&it);
+    if (lo > *from)
+        *from = lo;
+    if (hi < *to)
+        *to = hi;
+    if (*to < *from)
+        *to = *from;
+    return 0;
+}
+
+/* A calendar bucket that starts off the view's bucket edges cannot be
+ * composed from cells: the 422 says where, and which finest width would
+ * (the largest that divides every such start's distance from an edge). */
+static int not_composable(struct exec *x, int64_t edge, struct ask_error *err)
+{
+    const struct sql_view *v = x->v;
+    int64_t w = v->widths[0], g = w;
+    for (uint32_t i = 1; i < x->ncal; i++) {
+        int64_t r = (x->cal_edges[i] - v->origin_usec) % w;
+        for (int64_t a = g, b = r < 0 ? -r : r; b;) { /* g = gcd(g, |r|) */
+            int64_t t = a % b;
+            a = b;
+            b = t;
+            g = a;
+        }
+    }
+    char when[64], finest[48], serves[48];
+    tz_format(x->b.group_tz, edge, when, sizeof when);
+    sql_format_interval(w, finest, sizeof finest);
+    sql_format_interval(g, serves, sizeof serves);
+    const char *zone = x->ask->bucket_zone ? x->ask->bucket_zone
+                                            : x->b.group_tz == x->b.tz ? "the ask's time zone"
+                                                                        : "?";
+    return ask_fail(err, 422, "not_composable",
+                    "date_trunc('%s', bucket) in %s starts a bucket at %s, inside one of view "
+                    "\"%s\"'s %s buckets: its cells cannot compose it exactly; a view whose "
+                    "finest width divides %s would",
+                    sql_time_unit_name(x->ask->bucket_unit), zone, when, v->name, finest,
+                    serves);
+}
+
+/* Plans the ask's grouping by time: its bins, or its calendar buckets over
+ * the range (each one's cover is its own), into x->pieces. */
+static int plan_time(struct exec *x, struct ask_error *err)
+{
+    const struct sql_ask *a = x->ask;
+    int64_t from = x->b.from, to = x->b.to;
+    x->bin_width = a->bucket_width;
+    x->bin_origin = a->bucket_origin;
+    if (!a->bucket_calendar)
+        return cover(x, x->v->nwidths - 1, from, to, err);
+    if (clip_to_data(x, &from, &to, err))
+        return -1;
+    uint32_t max = x->e->limits.max_groups > 0 ? (uint32_t)x->e->limits.max_groups : UINT32_MAX - 1;
+    if (calendar_groups(x->b.group_tz, a->bucket_unit, from, to, max, &x->cal_edges,
+                        &x->cal_keys, &x->ncal)) {
+        if (x->ncal > max)
+            return ask_fail(err, 422, "too_many_groups",
+                            "the range holds more than %u %ss: narrow the range or use a "
+                            "larger unit", max, sql_time_unit_name(a->bucket_unit));
+        return ask_fail(err, 500, "internal", "out of memory");
+    }
+    int64_t w = x->v->widths[0];
+    for (uint32_t i = 1; i < x->ncal; i++)
+        if ((x->cal_edges[i] - x->v->origin_usec) % w != 0)
+            return not_composable(x, x->cal_edges[i], err);
+    for (uint32_t i = 0; i < x->ncal; i++)
+        if (cover(x, x->v->nwidths - 1, x->cal_edges[i], x->cal_edges[i + 1], err))
+            return -1;
+    if (x->ncal == 0)
+        x->ncal = 0; /* an empty range: no calendar bucket, nothing to read */
+    return 0;
 }
 
 static void need_key(struct exec *x, int k)
@@ -1051,7 +1221,7 @@ static int drop_empty_groups(struct exec *x, struct ask_error *err)
 int exec_scan(struct exec *x, struct ask_error *err)
 {
     x->started_us = now_us();
-    if (plan_needs(x, err) || cover(x, x->v->nwidths - 1, x->b.from, x->b.to, err))
+    if (plan_needs(x, err) || plan_time(x, err) || scan_pieces(x, err))
         return -1;
     if (x->folded_deltas && drop_empty_groups(x, err))
         return -1;
@@ -1088,5 +1258,8 @@ void exec_free(struct exec *x)
     free(x->need_sum);
     free(x->need_vc);
     free(x->rows_count);
+    free(x->pieces);
+    free(x->cal_edges);
+    free(x->cal_keys);
     bound_free(&x->b);
 }

@@ -41,8 +41,10 @@ struct bound_cond {
 };
 
 struct bound {
-    int64_t from, to;      /* µs, on finest-width edges */
+    int64_t from, to;      /* µs, on finest-width edges: the buckets read */
+    bool has_from, has_to; /* the ask bounds that side (else all time) */
     const struct tz *tz;
+    const struct tz *group_tz; /* date_trunc's zone (the ask's unless given) */
     struct bound_cond *conds;
     int nconds;
     int64_t limit;         /* -1: none */
@@ -206,6 +208,17 @@ struct exec {
     int64_t **cond_ids;       /* per dim condition: its texts' pool ids */
     int read_key;             /* the one cell key the ask reads (conditions,
                                  group keys, inner joins); -1 none, -2 more */
+    /* Grouping by time (exec.c plan_time): a bucket's group is its bin of
+     * bin_width from bin_origin, or, by a calendar unit, the bucket
+     * cal_keys[i] of the cal_edges[i] <= bucket < cal_edges[i + 1] that
+     * holds it (cal_hint: the last one found; cells come in time order). */
+    int64_t bin_width, bin_origin;
+    int64_t *cal_edges, *cal_keys;
+    uint32_t ncal, cal_hint;
+    /* The pieces the range is read in: a width and a sub-range of its
+     * edges, each cell of which lies in one group (exec.c cover). */
+    struct scan_piece *pieces;
+    uint32_t npieces, pieces_cap;
     int64_t started_us;
     uint64_t cells_read;
     bool folded_deltas;       /* a delta block was folded: groups may be empty */
@@ -213,6 +226,11 @@ struct exec {
     bool any_vc;              /* some value count is needed */
     bool answer_failed;       /* a lazy code failed to decode while answering */
     struct ask_error answer_err;
+};
+
+struct scan_piece {
+    int width;
+    int64_t from, to;
 };
 
 /* Covers [from, to) with the widest cells that fit and folds every cell

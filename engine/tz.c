@@ -147,10 +147,10 @@ const struct tz *tz_get(const char *name, char *err, size_t errlen)
     return z;
 }
 
-int32_t tz_offset_at(const struct tz *tz, int64_t utc_us)
+/* The index of the first transition after second s (tz->n when none). */
+static int first_after(const struct tz *tz, int64_t s)
 {
-    int64_t s = utc_us >= 0 ? utc_us / 1000000 : -((-utc_us + 999999) / 1000000);
-    int lo = 0, hi = tz->n; /* first transition after s */
+    int lo = 0, hi = tz->n;
     while (lo < hi) {
         int mid = (lo + hi) / 2;
         if (tz->at[mid] <= s)
@@ -158,7 +158,25 @@ int32_t tz_offset_at(const struct tz *tz, int64_t utc_us)
         else
             hi = mid;
     }
+    return lo;
+}
+
+static int64_t floor_seconds(int64_t utc_us)
+{
+    return utc_us >= 0 ? utc_us / 1000000 : -((-utc_us + 999999) / 1000000);
+}
+
+int32_t tz_offset_at(const struct tz *tz, int64_t utc_us)
+{
+    int lo = first_after(tz, floor_seconds(utc_us));
     return lo == 0 ? tz->initial : tz->offset[lo - 1];
+}
+
+int64_t tz_next_transition(const struct tz *tz, int64_t utc_us)
+{
+    int i = first_after(tz, floor_seconds(utc_us));
+    /* Transitions lie on whole seconds, within what TZif files hold. */
+    return i < tz->n && tz->at[i] < INT64_MAX / 1000000 ? tz->at[i] * 1000000 : INT64_MAX;
 }
 
 int64_t tz_local_to_utc(const struct tz *tz, int64_t local_us)

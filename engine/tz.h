@@ -1,7 +1,7 @@
 /* tz.h -- time zones from the system's tz database (TZif files), for reading
  * timestamp parameters written without an offset and writing buckets back
  * with the zone's offset, as PostgreSQL's session TimeZone does.
- * Private to serve/. */
+ * Private to engine/. */
 #ifndef STRAUM_ENGINE_TZ_H
 #define STRAUM_ENGINE_TZ_H
 
@@ -19,8 +19,12 @@ const struct tz *tz_get(const char *name, char *err, size_t errlen);
 /* The zone's offset from UTC in seconds at a UTC instant (µs). */
 int32_t tz_offset_at(const struct tz *tz, int64_t utc_us);
 
+/* The first instant (µs) after utc_us at which the zone's offset changes,
+ * or INT64_MAX when it never does again. */
+int64_t tz_next_transition(const struct tz *tz, int64_t utc_us);
+
 /* The UTC instant of a wall-clock time in the zone. A time that occurs twice
- * (clocks go back) is read as the earlier instant (daylight time) and a time
+ * (clocks go back) is read as the later instant (standard time) and a time
  * that does not occur (clocks go forward) with the offset in force before
  * the change, as PostgreSQL reads them. */
 int64_t tz_local_to_utc(const struct tz *tz, int64_t local_us);

@@ -13,22 +13,6 @@ static const char *agg_name(enum sql_agg a)
     return names[a];
 }
 
-static void width_text(int64_t us, char *buf, size_t len)
-{
-    static const struct {
-        int64_t us;
-        const char *unit;
-    } units[] = {{604800000000LL, "week"}, {86400000000LL, "day"}, {3600000000LL, "hour"},
-                 {60000000LL, "minute"}, {1000000LL, "second"}};
-    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
-        if (us % units[i].us == 0) {
-            int64_t n = us / units[i].us;
-            snprintf(buf, len, "%lld %s%s", (long long)n, units[i].unit, n == 1 ? "" : "s");
-            return;
-        }
-    snprintf(buf, len, "%lld microseconds", (long long)us);
-}
-
 static int count_cells(struct store_read *r, int view, int width, int64_t *cells,
                        struct ask_error *err)
 {
@@ -128,7 +112,7 @@ int engine_views(struct engine *e, struct buf *out, struct ask_error *err)
         for (int w = 0; rc == 0 && w < v->nwidths; w++) {
             char text[64];
             int64_t cells;
-            width_text(v->widths[w], text, sizeof text);
+            sql_format_interval(v->widths[w], text, sizeof text);
             rc = count_cells(r, i, w, &cells, err);
             buf_printf(out, "%s{\"width\":\"%s\",\"seconds\":%lld,\"cells\":%lld}", w ? "," : "",
                        text, (long long)(v->widths[w] / 1000000), (long long)cells);

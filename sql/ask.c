@@ -1,12 +1,14 @@
 /* ask.c -- asks (SELECT over one view) compiled to struct sql_ask.
  *
  *   ask   := SELECT item, ... FROM view [[AS] alias]
- *            WHERE cond AND cond ...
+ *            [WHERE cond AND cond ...]
  *            [GROUP BY group, ...] [ORDER BY order, ...]
  *            [LIMIT n|$n|ALL] [OFFSET n|$n]
- *   item  := column | date_bin('<width>', bucket [, <origin>])  [[AS] name]
- *   cond  := bucket >= v | bucket < v | col = v | col <> v
- *          | col [NOT] IN (v, ...) | col IS [NOT] NULL
+ *   item  := column | time  [[AS] name]
+ *   time  := date_bin('<width>', bucket [, <origin>])
+ *          | date_trunc('<unit>', bucket [, '<zone>'])
+ *   cond  := bucket (>= | > | < | <=) v | bucket BETWEEN v AND v
+ *          | col = v | col <> v | col [NOT] IN (v, ...) | col IS [NOT] NULL
  *
  * An ask means the view's query over the rows whose bucket is in the range,
  * grouped by the ask's keys instead of the view's (SPEC.md, "What an ask
@@ -18,19 +20,52 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+
+/* How a bucket expression groups time: bins of width from origin, or a
+ * calendar unit in a zone (NULL: the ask's). */
+struct time_group {
+    bool calendar;
+    int64_t width, origin;
+    enum sql_time_unit unit;
+    const char *zone;
+};
+
+static bool time_group_equal(const struct time_group *a, const struct time_group *b)
+{
+    if (a->calendar != b->calendar)
+        return false;
+    if (!a->calendar)
+        return a->width == b->width && a->origin == b->origin;
+    return a->unit == b->unit && (a->zone == b->zone ||
+                                  (a->zone && b->zone && strcmp(a->zone, b->zone) == 0));
+}
 
 /* What a name or expression in an ask stands for. */
 struct target {
     bool is_bucket;
-    int64_t width;     /* bucket: the width it is grouped at */
-    int view_column;   /* the view column (the bucket's, for buckets) */
+    struct time_group time; /* bucket: how it is grouped */
+    int view_column;        /* the view column (the bucket's, for buckets) */
 };
+
+static const char *const unit_names[] = {
+    [SQL_UNIT_SECOND] = "second", [SQL_UNIT_MINUTE] = "minute", [SQL_UNIT_HOUR] = "hour",
+    [SQL_UNIT_DAY] = "day",       [SQL_UNIT_WEEK] = "week",     [SQL_UNIT_MONTH] = "month",
+    [SQL_UNIT_QUARTER] = "quarter", [SQL_UNIT_YEAR] = "year",
+};
+
+const char *sql_time_unit_name(enum sql_time_unit unit)
+{
+    return (unsigned)unit < sizeof unit_names / sizeof unit_names[0] ? unit_names[unit] : "?";
+}
 
 struct raw_ask_item {
     const struct sql_token *tok;
     const char *name;
-    bool is_date_bin;
+    bool is_date_bin, is_date_trunc;
     struct colref col;           /* the column, or date_bin's second argument */
+    enum sql_time_unit unit;     /* date_trunc */
+    const char *zone;            /* date_trunc's third argument, or NULL */
     const struct sql_token *width_tok;
     int64_t width;
     const struct sql_token *origin_tok;
@@ -54,7 +89,7 @@ struct ask_builder {
     int *group_keys;
     int ngroup_keys, group_cap;
     bool group_bucket;
-    int64_t group_width;
+    struct time_group group_time;
     struct sql_ask_order *order;
     int norder, order_cap;
     struct sql_param *params;
@@ -132,14 +167,17 @@ static int resolve_name(struct ask_builder *b, const struct colref *c)
     return i;
 }
 
+/* date_bin's width must be a whole multiple of the finest width: its bins
+ * are then unions of whole finest buckets, which the cells compose. */
 static bool check_width(struct ask_builder *b, const struct sql_token *t, int64_t width)
 {
-    for (int i = 0; i < b->v->nwidths; i++)
-        if (b->v->widths[i] == width)
-            return true;
+    if (width % b->v->widths[0] == 0)
+        return true;
+    char finest[64];
+    sql_format_interval(b->v->widths[0], finest, sizeof finest);
     return fail_at(b->p, t, SQL_ERR_INVALID,
-                   "view \"%s\" does not keep width '%s'; re-bucket to one of its widths",
-                   b->v->name, t->text);
+                   "date_bin's width '%s' is not a whole multiple of view \"%s\"'s finest "
+                   "width %s", t->text, b->v->name, finest);
 }
 
 /* ---- SELECT items --------------------------------------------------------- */
@@ -175,6 +213,62 @@ static bool parse_date_bin(struct ask_builder *b, struct raw_ask_item *it)
     return expect_op(p, ")");
 }
 
+/* date_trunc('unit', bucket [, 'Zone/Name']), after "date_trunc(". The
+ * zone is checked when the ask is bound, where the tz database is. */
+static bool parse_date_trunc(struct ask_builder *b, struct raw_ask_item *it)
+{
+    struct parser *p = b->p;
+    struct sql_const c;
+    it->is_date_trunc = true;
+    it->name = "date_trunc";
+    it->width_tok = peek(p);
+    if (!parse_const(p, &c))
+        return false;
+    if (c.kind != SQL_CONST_STRING)
+        return fail_at(p, it->width_tok, SQL_ERR_INVALID,
+                       "date_trunc's first argument is a unit such as 'day'");
+    int unit = -1;
+    for (int u = 0; u < (int)(sizeof unit_names / sizeof unit_names[0]); u++)
+        if (strcasecmp(c.text, unit_names[u]) == 0 ||
+            (strlen(c.text) == strlen(unit_names[u]) + 1 &&
+             strncasecmp(c.text, unit_names[u], strlen(unit_names[u])) == 0 &&
+             (c.text[strlen(unit_names[u])] | 0x20) == 's'))
+            unit = u; /* PostgreSQL takes "days" too */
+    if (unit < 0)
+        return fail_at(p, it->width_tok, SQL_ERR_UNSUPPORTED,
+                       "date_trunc unit '%s' is not kept: use second, minute, hour, day, "
+                       "week, month, quarter or year", c.text);
+    it->unit = (enum sql_time_unit)unit;
+    if (!expect_op(p, ",") || !parse_colref(p, &it->col))
+        return false;
+    if (accept_op(p, ",")) {
+        it->origin_tok = peek(p);
+        if (!parse_const(p, &c))
+            return false;
+        if (c.kind != SQL_CONST_STRING || c.len == 0)
+            return fail_at(p, it->origin_tok, SQL_ERR_INVALID,
+                           "date_trunc's third argument is a time zone such as "
+                           "'America/New_York'");
+        it->zone = c.text;
+    }
+    return expect_op(p, ")");
+}
+
+/* date_bin( or date_trunc( at the parser: parses the call into it. */
+static bool parse_time_call(struct ask_builder *b, struct raw_ask_item *it)
+{
+    const struct sql_token *t = peek(b->p);
+    b->p->pos += 2;
+    return strcmp(t->text, "date_bin") == 0 ? parse_date_bin(b, it) : parse_date_trunc(b, it);
+}
+
+static bool is_time_call(struct parser *p)
+{
+    const struct sql_token *t = peek(p);
+    return t->kind == TOK_IDENT && is_op(peek_at(p, 1), "(") &&
+           (strcmp(t->text, "date_bin") == 0 || strcmp(t->text, "date_trunc") == 0);
+}
+
 static bool parse_item(struct ask_builder *b, struct raw_ask_item *it)
 {
     struct parser *p = b->p;
@@ -184,14 +278,13 @@ static bool parse_item(struct ask_builder *b, struct raw_ask_item *it)
     if (is_op(t, "*"))
         return fail_at(p, t, SQL_ERR_UNSUPPORTED,
                        "an ask cannot SELECT *: name the keys and measures it wants");
-    if (t->kind == TOK_IDENT && is_op(peek_at(p, 1), "(")) {
-        if (strcmp(t->text, "date_bin") != 0)
-            return fail_at(p, t, SQL_ERR_UNSUPPORTED,
-                           "%s(...) is not allowed in an ask: a view's measures are "
-                           "already aggregated; select them by name", t->text);
-        p->pos += 2;
-        if (!parse_date_bin(b, it))
+    if (is_time_call(p)) {
+        if (!parse_time_call(b, it))
             return false;
+    } else if (t->kind == TOK_IDENT && is_op(peek_at(p, 1), "(")) {
+        return fail_at(p, t, SQL_ERR_UNSUPPORTED,
+                       "%s(...) is not allowed in an ask: a view's measures are "
+                       "already aggregated; select them by name", t->text);
     } else {
         if (t->kind != TOK_IDENT || is_reserved(t))
             return fail_expected(p, t, "a column of the view");
@@ -222,18 +315,31 @@ static bool resolve_item(struct ask_builder *b, struct raw_ask_item *it)
     const struct sql_view_column *vc = &b->v->columns[col];
     it->target.view_column = col;
     it->target.is_bucket = vc->kind == SQL_COLUMN_BUCKET;
-    it->target.width = b->v->widths[0];
-    if (!it->is_date_bin)
+    it->target.time = (struct time_group){.width = b->v->widths[0], .origin = b->v->origin_usec};
+    if (!it->is_date_bin && !it->is_date_trunc)
         return true;
     if (!it->target.is_bucket)
         return fail_at(b->p, it->col.tok, SQL_ERR_INVALID,
-                       "date_bin re-buckets the bucket column, not \"%s\"", it->col.name);
+                       "%s re-buckets the bucket column, not \"%s\"", it->name, it->col.name);
+    if (it->is_date_trunc) {
+        it->target.time = (struct time_group){.calendar = true, .unit = it->unit,
+                                              .zone = it->zone};
+        return true;
+    }
     if (!check_width(b, it->width_tok, it->width))
         return false;
-    if (it->has_origin && it->origin != b->v->origin_usec)
-        return fail_at(b->p, it->origin_tok, SQL_ERR_INVALID,
-                       "date_bin's origin must be the view's own origin");
-    it->target.width = it->width;
+    if (it->has_origin) {
+        /* On a finest edge, so that each bin is whole finest buckets. */
+        int64_t rel = it->origin - b->v->origin_usec, w = b->v->widths[0];
+        if (rel % w != 0)
+            return fail_at(b->p, it->origin_tok, SQL_ERR_INVALID,
+                           "date_bin's origin must lie on an edge of view \"%s\"'s "
+                           "buckets (the view's origin plus whole finest widths)", b->v->name);
+        /* Any origin on an edge is the same bins as the one nearest the
+         * view's: keep it reduced, so that equal bins compare equal. */
+        it->target.time.origin = b->v->origin_usec + rel % it->width;
+    }
+    it->target.time.width = it->width;
     return true;
 }
 
@@ -255,23 +361,37 @@ static bool check_range_literal(struct ask_builder *b, const struct sql_operand 
     return true;
 }
 
-static bool parse_bucket_cond(struct ask_builder *b, const struct colref *c)
+/* One side of the range: bucket >= v, > v, < v or <= v. */
+static bool parse_range_side(struct ask_builder *b, const struct colref *c, bool from,
+                             bool inclusive)
 {
     struct parser *p = b->p;
-    const struct sql_token *op = peek(p);
-    bool from = is_op(op, ">="), to = is_op(op, "<");
-    if (!from && !to)
-        return fail_at(p, op, SQL_ERR_UNSUPPORTED,
-                       "the bucket range is written bucket >= $1 AND bucket < $2");
-    next(p);
-    if ((from && b->has_from) || (to && b->has_to))
-        return fail_at(p, c->tok, SQL_ERR_INVALID, "the bucket range is given twice");
+    if ((from && b->has_from) || (!from && b->has_to))
+        return fail_at(p, c->tok, SQL_ERR_INVALID, "the bucket range's %s is given twice",
+                       from ? "start" : "end");
     struct sql_operand *o = from ? &b->ask->range_from : &b->ask->range_to;
     if (!parse_operand(p, o) || !check_range_literal(b, o) ||
         !note_operand(b, o, SQL_PARAM_TIMESTAMP, -1))
         return false;
     *(from ? &b->has_from : &b->has_to) = true;
+    *(from ? &b->ask->range_from_inclusive : &b->ask->range_to_inclusive) = inclusive;
     return true;
+}
+
+static bool parse_bucket_cond(struct ask_builder *b, const struct colref *c)
+{
+    struct parser *p = b->p;
+    const struct sql_token *op = peek(p);
+    if (accept_kw(p, "between"))
+        return parse_range_side(b, c, true, true) && expect_kw(p, "and") &&
+               parse_range_side(b, c, false, true);
+    bool ge = is_op(op, ">="), gt = is_op(op, ">"), lt = is_op(op, "<"), le = is_op(op, "<=");
+    if (!ge && !gt && !lt && !le)
+        return fail_at(p, op, SQL_ERR_UNSUPPORTED,
+                       "the bucket is compared with >=, >, <, <= or BETWEEN, such as "
+                       "bucket >= $1 AND bucket < $2");
+    next(p);
+    return parse_range_side(b, c, ge || gt, ge || le);
 }
 
 static bool parse_in_values(struct ask_builder *b, struct sql_ask_cond *cond)
@@ -367,10 +487,8 @@ static bool parse_cond(struct ask_builder *b)
 static bool parse_where(struct ask_builder *b)
 {
     struct parser *p = b->p;
-    const struct sql_token *t = peek(p);
     if (!accept_kw(p, "where"))
-        return fail_at(p, t, SQL_ERR_INVALID,
-                       "an ask needs a bucket range: WHERE bucket >= $1 AND bucket < $2");
+        return true; /* every bucket */
     do {
         if (!parse_cond(b))
             return false;
@@ -378,10 +496,8 @@ static bool parse_where(struct ask_builder *b)
     if (is_kw(peek(p), "or"))
         return fail_at(p, peek(p), SQL_ERR_UNSUPPORTED,
                        "OR is not supported in asks; use IN (...) for alternatives");
-    if (!b->has_from || !b->has_to)
-        return fail_at(p, t, SQL_ERR_INVALID, "an ask needs a bucket range: bucket >= %s "
-                                              "AND bucket < %s",
-                       b->has_from ? "..." : "$1", b->has_to ? "..." : "$2");
+    b->ask->has_range_from = b->has_from;
+    b->ask->has_range_to = b->has_to;
     b->ask->conds = b->conds;
     b->ask->nconds = b->nconds;
     return true;
@@ -408,10 +524,9 @@ static bool parse_group_ref(struct ask_builder *b, struct target *target, int *i
         *target = b->items[*item].target;
         return true;
     }
-    if (t->kind == TOK_IDENT && strcmp(t->text, "date_bin") == 0 && is_op(peek_at(p, 1), "(")) {
+    if (is_time_call(p)) {
         struct raw_ask_item tmp = {.tok = t};
-        p->pos += 2;
-        if (!parse_date_bin(b, &tmp) || !resolve_item(b, &tmp))
+        if (!parse_time_call(b, &tmp) || !resolve_item(b, &tmp))
             return false;
         *target = tmp.target;
         return true;
@@ -431,7 +546,7 @@ static bool parse_group_ref(struct ask_builder *b, struct target *target, int *i
         return false;
     target->view_column = col;
     target->is_bucket = b->v->columns[col].kind == SQL_COLUMN_BUCKET;
-    target->width = b->v->widths[0];
+    target->time = (struct time_group){.width = b->v->widths[0], .origin = b->v->origin_usec};
     return true;
 }
 
@@ -439,10 +554,10 @@ static bool add_group(struct ask_builder *b, const struct sql_token *t, const st
 {
     struct parser *p = b->p;
     if (g->is_bucket) {
-        if (b->group_bucket && b->group_width != g->width)
+        if (b->group_bucket && !time_group_equal(&b->group_time, &g->time))
             return fail_at(p, t, SQL_ERR_INVALID, "an ask groups by one bucket width");
         b->group_bucket = true;
-        b->group_width = g->width;
+        b->group_time = g->time;
         return true;
     }
     if (b->v->columns[g->view_column].kind == SQL_COLUMN_MEASURE)
@@ -482,7 +597,7 @@ static bool check_grouping(struct ask_builder *b)
         const struct sql_view_column *vc = &b->v->columns[t->view_column];
         bool ok = vc->kind == SQL_COLUMN_MEASURE;
         if (t->is_bucket)
-            ok = b->group_bucket && b->group_width == t->width;
+            ok = b->group_bucket && time_group_equal(&b->group_time, &t->time);
         for (int k = 0; k < b->ngroup_keys && !ok; k++)
             ok = b->group_keys[k] == t->view_column;
         if (!ok)
@@ -500,7 +615,7 @@ static int output_of(struct ask_builder *b, const struct target *t)
     for (int i = 0; i < b->nitems; i++) {
         const struct target *o = &b->items[i].target;
         if (o->view_column == t->view_column && o->is_bucket == t->is_bucket &&
-            (!o->is_bucket || o->width == t->width))
+            (!o->is_bucket || time_group_equal(&o->time, &t->time)))
             return i;
     }
     return -1;
@@ -635,7 +750,13 @@ static bool finish_columns(struct ask_builder *b)
     a->columns = cols;
     a->ncolumns = b->nitems;
     a->group_by_bucket = b->group_bucket;
-    a->bucket_width = b->group_bucket ? b->group_width : b->v->widths[0];
+    a->bucket_width = b->group_bucket && !b->group_time.calendar ? b->group_time.width
+                                                                  : b->v->widths[0];
+    a->bucket_origin = b->group_bucket && !b->group_time.calendar ? b->group_time.origin
+                                                                   : b->v->origin_usec;
+    a->bucket_calendar = b->group_bucket && b->group_time.calendar;
+    a->bucket_unit = b->group_time.unit;
+    a->bucket_zone = b->group_time.zone;
     a->group_keys = b->group_keys;
     a->ngroup_keys = b->ngroup_keys;
     return true;

@@ -89,6 +89,11 @@ struct sql_operand {
  * and date_bin refuses them too. On success stores microseconds (> 0). */
 bool sql_parse_interval(const char *text, int64_t *usec, char *why, size_t whylen);
 
+/* Writes a width as a user reads it: "1 hour", "15 minutes", "1 week" (the
+ * largest unit that divides it, weeks down to seconds, else microseconds).
+ * Returns what snprintf returns. */
+int sql_format_interval(int64_t usec, char *buf, size_t len);
+
 /* Parses a timestamp literal: "epoch", "YYYY-MM-DD", "YYYY-MM-DD HH:MM[:SS[.f]]"
  * with an optional "T" and an optional offset ("Z", "+05", "-04:30").
  * *has_offset tells whether one was written; without it the value is
@@ -310,6 +315,14 @@ struct sql_param {
     int line, column;    /* first use */
 };
 
+/* A calendar unit of date_trunc(unit, bucket [, zone]). */
+enum sql_time_unit {
+    SQL_UNIT_SECOND, SQL_UNIT_MINUTE, SQL_UNIT_HOUR, SQL_UNIT_DAY, SQL_UNIT_WEEK,
+    SQL_UNIT_MONTH, SQL_UNIT_QUARTER, SQL_UNIT_YEAR,
+};
+/* "day" for SQL_UNIT_DAY. */
+const char *sql_time_unit_name(enum sql_time_unit unit);
+
 struct sql_ask {
     const struct sql_view *view;
     const char *text;
@@ -317,15 +330,29 @@ struct sql_ask {
     const struct sql_ask_column *columns;
     int ncolumns;
 
-    /* Grouping: by bucket (at bucket_width, a declared width) and/or by keys.
-     * Ungrouped asks answer one row. */
+    /* Grouping: by time and/or by keys; ungrouped asks answer one row. By
+     * time is either bins of bucket_width from bucket_origin (the bucket
+     * itself: the finest width from the view's origin; date_bin: any
+     * multiple of the finest width, from an origin on a finest edge) or,
+     * when bucket_calendar, date_trunc's calendar unit in bucket_zone (NULL:
+     * the ask's time zone), composed from the cells at bind (engine). */
     bool group_by_bucket;
     int64_t bucket_width;          /* usec; the finest width unless re-bucketed */
+    int64_t bucket_origin;         /* usec since the epoch */
+    bool bucket_calendar;
+    enum sql_time_unit bucket_unit;
+    const char *bucket_zone;
     const int *group_keys;         /* view column indices: FACT_KEY or DIM */
     int ngroup_keys;
 
-    struct sql_operand range_from; /* bucket >= from */
-    struct sql_operand range_to;   /* bucket <  to */
+    /* The range: the view's buckets whose start satisfies bucket >= from
+     * (or > from) and bucket < to (or <= to); either side may be absent
+     * (all time). BETWEEN a AND b is >= a and <= b. */
+    bool has_range_from, has_range_to;
+    bool range_from_inclusive;     /* >= rather than > */
+    bool range_to_inclusive;       /* <= rather than < */
+    struct sql_operand range_from;
+    struct sql_operand range_to;
     const struct sql_ask_cond *conds;
     int nconds;
 

@@ -251,3 +251,19 @@ bool sql_parse_timestamp(const char *text, int64_t *usec, bool *has_offset, char
     *usec = sql_days_from_civil(y, (unsigned)m, (unsigned)d) * SQL_USEC_PER_DAY + tod - offset;
     return true;
 }
+
+int sql_format_interval(int64_t usec, char *buf, size_t len)
+{
+    static const struct {
+        int64_t usec;
+        const char *unit;
+    } units[] = {{7 * SQL_USEC_PER_DAY, "week"}, {SQL_USEC_PER_DAY, "day"},
+                 {SQL_USEC_PER_HOUR, "hour"},    {SQL_USEC_PER_MINUTE, "minute"},
+                 {SQL_USEC_PER_SEC, "second"}};
+    for (size_t i = 0; usec > 0 && i < sizeof units / sizeof units[0]; i++)
+        if (usec % units[i].usec == 0) {
+            long long n = usec / units[i].usec;
+            return snprintf(buf, len, "%lld %s%s", n, units[i].unit, n == 1 ? "" : "s");
+        }
+    return snprintf(buf, len, "%lld microseconds", (long long)usec);
+}

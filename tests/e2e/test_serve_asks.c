@@ -613,3 +613,336 @@ Test(serve_asks, a_dim_joined_inner_equals_postgresql, .timeout = 600)
     remove(views);
     taxi_db_destroy(&db);
 }
+
+/* ---- Dashboard time ---------------------------------------------------------------
+ * Calendar buckets in a time zone (date_trunc), date_bin at multiples of the
+ * finest width that are not declared widths and from other origins, and
+ * ranges of any instants (off the buckets' edges, >, <=, BETWEEN, one side
+ * or none), generated over the benchmark's trips (hour cells) and a view of
+ * 15-minute cells, in zones with DST changes on either side of the year and
+ * with half-hour offsets. The oracle is the same question over the raw
+ * rows: date_trunc(unit, pickup_at) under the session TimeZone, the range
+ * applied to the view's bucket as the view buckets the rows. Where the
+ * cells cannot compose the calendar bucket (a bucket starts inside a
+ * cell), the ask must be refused with not_composable, and exactly then. */
+
+static const char QUARTERS_VIEW[] =
+    "CREATE VIEW quarters WITH (buckets = '15 minutes, 1 hour, 1 day') AS\n"
+    "SELECT date_bin('15 minutes', t.pickup_at, timestamptz 'epoch') AS bucket,\n"
+    "       t.payment_type AS payment_type,\n"
+    "       count(*) AS trips,\n"
+    "       sum(t.fare_amount) AS fare,\n"
+    "       avg(t.fare_amount) AS avg_fare,\n"
+    "       percentile_disc(0.5) WITHIN GROUP (ORDER BY t.fare_amount) AS median_fare\n"
+    "FROM public.yellow_trips AS t\n"
+    "GROUP BY 1, 2;\n";
+
+/* A view of day cells from UTC midnights: New York's days start inside them. */
+static const char DAYS_VIEW[] =
+    "CREATE VIEW days WITH (buckets = '1 day') AS\n"
+    "SELECT date_bin('1 day', t.pickup_at, timestamptz 'epoch') AS bucket,\n"
+    "       count(*) AS trips\n"
+    "FROM public.yellow_trips AS t\n"
+    "GROUP BY 1;\n";
+
+struct time_ask {
+    char ask[2048], sql[4096];
+    const char *params[4];
+    char param_buf[4][64];
+    int nparams;
+    const char *tz;
+    bool calendar;                 /* date_trunc: composability is checked */
+    char unit[16], zone[48];       /* zone: date_trunc's, "" for the session's */
+    int64_t finest_us;
+    char range_sql[512];           /* the range on the view's bucket, for the check */
+};
+
+/* A timestamp of 2024 as the ask and the SQL write it: off the edges (any
+ * second) or on them, with an offset or in the ask's zone. */
+static void random_instant(char *out, size_t len, bool *with_offset)
+{
+    int64_t t = 1704067200 + (int64_t)rnd(366) * 86400 + (int64_t)rnd(86400);
+    if (rnd(3) == 0)
+        t -= t % 3600; /* on an hour edge */
+    else if (rnd(3) == 0)
+        t -= t % 900;  /* on a quarter hour */
+    time_t tt = (time_t)t;
+    struct tm tm;
+    gmtime_r(&tt, &tm);
+    *with_offset = rnd(2);
+    strftime(out, len, *with_offset ? "%Y-%m-%d %H:%M:%S+00" : "%Y-%m-%d %H:%M:%S", &tm);
+}
+
+static const char *tparam(struct time_ask *g, const char *text)
+{
+    static char ref[8][16];
+    snprintf(g->param_buf[g->nparams], sizeof g->param_buf[0], "%s", text);
+    g->params[g->nparams] = g->param_buf[g->nparams];
+    g->nparams++;
+    char *r = ref[g->nparams % 8];
+    snprintf(r, sizeof ref[0], "$%d", g->nparams);
+    return r;
+}
+
+static void generate_time_ask(struct time_ask *g)
+{
+    memset(g, 0, sizeof *g);
+    bool quarters = rnd(3) == 0;
+    const char *view = quarters ? "quarters" : "trips";
+    const char *finest = quarters ? "15 minutes" : "1 hour";
+    g->finest_us = quarters ? 900000000LL : 3600000000LL;
+    static const char *const tzs[] = {"UTC", "America/New_York", "Europe/London", "Asia/Tokyo",
+                                      "Australia/Lord_Howe", "Asia/Kolkata"};
+    g->tz = tzs[rnd(6)];
+    char sel_ask[512] = "", sel_sql[512] = "", grp_ask[128] = "", grp_sql[128] = "";
+    char vb[160]; /* the view's bucket over the raw rows */
+    snprintf(vb, sizeof vb, "date_bin('%s', t.pickup_at, timestamptz 'epoch')", finest);
+    switch (rnd(5)) {
+    case 0: break; /* not by time */
+    case 1:
+        cat(sel_ask, sizeof sel_ask, "bucket AS \"time\", ");
+        cat(sel_sql, sizeof sel_sql, "%s, ", vb);
+        snprintf(grp_ask, sizeof grp_ask, "1");
+        snprintf(grp_sql, sizeof grp_sql, "1");
+        break;
+    case 2: { /* date_bin at a multiple, from another origin on an edge */
+        static const char *const hour_bins[] = {"2 hours", "3 hours", "6 hours", "1 day",
+                                                "2 days", "7 days", "10 days"};
+        static const char *const quarter_bins[] = {"30 minutes", "45 minutes", "1 hour",
+                                                   "90 minutes", "1 day"};
+        const char *w = quarters ? quarter_bins[rnd(5)] : hour_bins[rnd(7)];
+        char origin[80] = "";
+        if (rnd(2))
+            snprintf(origin, sizeof origin, ", '2024-01-0%d %02d:%s+00'", 1 + rnd(9), rnd(24),
+                     quarters ? (rnd(2) ? "45" : "15") : "00");
+        cat(sel_ask, sizeof sel_ask, "date_bin('%s', bucket%s) AS b, ", w, origin);
+        cat(sel_sql, sizeof sel_sql, "date_bin('%s', %s, %s), ", w, vb,
+            origin[0] ? origin + 2 : "timestamptz 'epoch'");
+        snprintf(grp_ask, sizeof grp_ask, "b");
+        snprintf(grp_sql, sizeof grp_sql, "1");
+        break;
+    }
+    default: { /* date_trunc in the ask's zone or a named one */
+        static const char *const units[] = {"hour", "day", "week", "month", "quarter", "year"};
+        snprintf(g->unit, sizeof g->unit, "%s", units[rnd(6)]);
+        if (rnd(3) == 0)
+            snprintf(g->zone, sizeof g->zone, "%s", tzs[rnd(6)]);
+        g->calendar = true;
+        if (g->zone[0]) {
+            cat(sel_ask, sizeof sel_ask, "date_trunc('%s', bucket, '%s') AS b, ", g->unit, g->zone);
+            cat(sel_sql, sizeof sel_sql, "date_trunc('%s', t.pickup_at, '%s'), ", g->unit, g->zone);
+        } else {
+            cat(sel_ask, sizeof sel_ask, "date_trunc('%s', bucket) AS b, ", g->unit);
+            cat(sel_sql, sizeof sel_sql, "date_trunc('%s', t.pickup_at), ", g->unit);
+        }
+        snprintf(grp_ask, sizeof grp_ask, "b");
+        snprintf(grp_sql, sizeof grp_sql, "1");
+        break;
+    }
+    }
+    if (rnd(3) == 0) {
+        cat(sel_ask, sizeof sel_ask, "payment_type, ");
+        cat(sel_sql, sizeof sel_sql, "t.payment_type, ");
+        cat(grp_ask, sizeof grp_ask, "%spayment_type", grp_ask[0] ? ", " : "");
+        cat(grp_sql, sizeof grp_sql, "%s%d", grp_sql[0] ? ", " : "", grp_sql[0] ? 2 : 1);
+    }
+    static const char *const m_ask[] = {"trips", "fare", "avg_fare", "median_fare"};
+    static const char *const m_sql[] = {"count(*)", "sum(t.fare_amount)", "avg(t.fare_amount)",
+                                        "percentile_disc(0.5) WITHIN GROUP (ORDER BY t.fare_amount)"};
+    int first = rnd(4);
+    for (int m = 0; m < 4; m++)
+        if (m == first || rnd(3) == 0) {
+            cat(sel_ask, sizeof sel_ask, "%s, ", m_ask[m]);
+            cat(sel_sql, sizeof sel_sql, "%s, ", m_sql[m]);
+        }
+    sel_ask[strlen(sel_ask) - 2] = '\0';
+    sel_sql[strlen(sel_sql) - 2] = '\0';
+    snprintf(g->ask, sizeof g->ask, "SELECT %s FROM %s", sel_ask, view);
+    snprintf(g->sql, sizeof g->sql, "SELECT %s FROM yellow_trips t", sel_sql);
+    /* The range: one of the forms a dashboard writes, or none. */
+    char a[64], z[64];
+    bool ao, zo;
+    random_instant(a, sizeof a, &ao);
+    random_instant(z, sizeof z, &zo);
+    if (strcmp(a, z) > 0) {
+        char t[64];
+        bool to = ao;
+        snprintf(t, sizeof t, "%s", a);
+        snprintf(a, sizeof a, "%s", z);
+        snprintf(z, sizeof z, "%s", t);
+        ao = zo;
+        zo = to;
+    }
+    static const char *const lower[] = {">=", ">"}, *const upper[] = {"<", "<="};
+    const char *lo = lower[rnd(2)], *hi = upper[rnd(2)];
+    char where_ask[256] = "", where_sql[512] = "";
+    int form = rnd(7);
+    if (form == 1 || form == 2) { /* one side */
+        const char *op = form == 1 ? lo : hi, *v = form == 1 ? a : z;
+        snprintf(where_ask, sizeof where_ask, " WHERE bucket %s %s", op, tparam(g, v));
+        snprintf(where_sql, sizeof where_sql, "%s %s '%s'", vb, op, v);
+    } else if (form == 3) { /* BETWEEN, as Grafana's macros write it */
+        snprintf(where_ask, sizeof where_ask, " WHERE bucket BETWEEN %s", tparam(g, a));
+        cat(where_ask, sizeof where_ask, " AND %s", tparam(g, z));
+        snprintf(where_sql, sizeof where_sql, "%s BETWEEN '%s' AND '%s'", vb, a, z);
+    } else if (form >= 4) {
+        snprintf(where_ask, sizeof where_ask, " WHERE bucket %s %s", lo, tparam(g, a));
+        cat(where_ask, sizeof where_ask, " AND bucket %s %s", hi, tparam(g, z));
+        snprintf(where_sql, sizeof where_sql, "%s %s '%s' AND %s %s '%s'", vb, lo, a, vb, hi, z);
+    } /* form 0: all time */
+    cat(g->ask, sizeof g->ask, "%s", where_ask);
+    if (where_sql[0])
+        cat(g->sql, sizeof g->sql, " WHERE %s", where_sql);
+    snprintf(g->range_sql, sizeof g->range_sql, "%s", where_sql);
+    if (grp_ask[0]) {
+        cat(g->ask, sizeof g->ask, " GROUP BY %s", grp_ask);
+        cat(g->sql, sizeof g->sql, " GROUP BY %s", grp_sql);
+    }
+}
+
+/* Whether the cells can compose the ask's calendar buckets, by PostgreSQL:
+ * every finest bucket the range reads lies in one calendar bucket. A range
+ * open on a side reaches as far as the view's segments of its widest width
+ * do: here both views' (64 weeks, and 64 days) run from 2023-12-21 to
+ * 2025-03-14, around the data. */
+static bool composable(PGconn *pg, const struct time_ask *g)
+{
+    char sql[2048], trunc_a[256], trunc_b[256];
+    const char *zone = g->zone;
+    snprintf(trunc_a, sizeof trunc_a, "date_trunc('%s', b%s%s%s)", g->unit,
+             zone[0] ? ", '" : "", zone, zone[0] ? "'" : "");
+    snprintf(trunc_b, sizeof trunc_b, "date_trunc('%s', b + %lld * interval '1 microsecond' - "
+             "interval '1 microsecond'%s%s%s)", g->unit, (long long)g->finest_us,
+             zone[0] ? ", '" : "", zone, zone[0] ? "'" : "");
+    char range[600];
+    snprintf(range, sizeof range, "%s", g->range_sql);
+    /* The range's condition is written on the raw rows' bucket expression:
+     * here it applies to the bucket starts b. */
+    char cond[700] = "";
+    if (range[0]) {
+        /* Replace each date_bin(...) of the raw rows by b. */
+        const char *p = range;
+        size_t n = 0;
+        while (*p && n + 2 < sizeof cond) {
+            if (!strncmp(p, "date_bin(", 9)) {
+                const char *e = strstr(p, "'epoch')");
+                p = e + 8;
+                cond[n++] = 'b';
+                continue;
+            }
+            cond[n++] = *p++;
+        }
+        cond[n] = '\0';
+    }
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM generate_series(timestamptz '2023-12-21 00:00+00', "
+             "timestamptz '2025-03-13 23:59+00', %lld * interval '1 microsecond') AS s(b) "
+             "WHERE %s <> %s%s%s",
+             (long long)g->finest_us, trunc_a, trunc_b, cond[0] ? " AND " : "", cond);
+    PGresult *res = PQexec(pg, sql);
+    cr_assert_eq(PQresultStatus(res), PGRES_TUPLES_OK, "%s\n%s", sql, PQerrorMessage(pg));
+    bool ok = atoll(PQgetvalue(res, 0, 0)) == 0;
+    PQclear(res);
+    return ok;
+}
+
+Test(serve_asks, six_hundred_dashboard_time_asks_equal_postgresql, .timeout = 900)
+{
+    struct taxi_db db;
+    taxi_db_create(&db, NULL, 6000);
+    /* A fifth of the trips in August to January: the DST changes of the
+     * autumn too (New York, London, Lord Howe's half hour). */
+    taxi_exec(db.pg, "UPDATE yellow_trips SET pickup_at = pickup_at + interval '7 months', "
+                     "dropoff_at = dropoff_at + interval '7 months' WHERE id %% 5 = 0");
+    char *bench = NULL, views[96];
+    {
+        char path[512];
+        snprintf(path, sizeof path, "%s/bench/taxi_views.sql", STRAUM_SOURCE_DIR);
+        FILE *f = fopen(path, "r");
+        cr_assert_not_null(f, "%s", path);
+        bench = calloc(1, 1 << 16);
+        size_t n = fread(bench, 1, (1 << 16) - 1, f);
+        fclose(f);
+        bench[n] = '\0';
+        strcat(bench, "\n");
+        strcat(bench, QUARTERS_VIEW);
+        strcat(bench, DAYS_VIEW);
+    }
+    write_views(&db, bench, views, sizeof views);
+    free(bench);
+    struct engine *e = ingest_and_open(&db, views);
+    int refused = 0, answered = 0;
+    for (int round = 0; round < 2; round++) {
+        if (round) { /* the same after streamed changes */
+            engine_close(e);
+            for (int i = 0; i < 3; i++)
+                taxi_random_batch(&db);
+            e = ingest_and_open(&db, views);
+        }
+        for (int i = 0; i < 320; i++) {
+            struct time_ask g;
+            generate_time_ask(&g);
+            char set_tz[80];
+            snprintf(set_tz, sizeof set_tz, "SET TIME ZONE '%s'", g.tz);
+            oracle_exec(db.pg, set_tz);
+            char what[8192];
+            snprintf(what, sizeof what, "round %d, ask %d (%s) %s [$1=%s $2=%s]\nSQL: %s", round,
+                     i, g.tz, g.ask, g.nparams > 0 ? g.params[0] : "",
+                     g.nparams > 1 ? g.params[1] : "", g.sql);
+            if (g.calendar && !composable(db.pg, &g)) {
+                struct ask_value vals[4];
+                for (int k = 0; k < g.nparams; k++)
+                    vals[k] = (struct ask_value){ASK_STRING, false, g.params[k], strlen(g.params[k])};
+                struct ask_request req = {g.ask, vals, g.nparams, g.tz};
+                struct buf b = {0};
+                struct ask_error err;
+                cr_assert_eq(engine_ask(e, &req, &b, &err), -1, "answered, not refused: %s\n%s",
+                             b.data, what);
+                cr_assert_str_eq(err.code, "not_composable", "%s: %s\n%s", err.code, err.message,
+                                 what);
+                cr_assert_eq(err.status, 422, "%s", what);
+                buf_free(&b);
+                refused++;
+                continue;
+            }
+            struct answer want, got;
+            pg_answer(db.pg, g.sql, &want);
+            straum_answer(e, g.ask, g.nparams, g.params, g.tz, &got);
+            compare(what, &want, &got);
+            answered++;
+        }
+    }
+    cr_log_info("%d dashboard-time asks answered, %d refused as not composable", answered, refused);
+
+    /* The refusal names the reason and the finest width that would serve:
+     * New York days over UTC day cells (an hour), Kolkata's over hours (30
+     * minutes); UTC days over the same day cells compose. */
+    static const struct {
+        const char *ask, *tz, *serves;
+    } refusals[] = {
+        {"SELECT date_trunc('day', bucket) AS d, trips FROM days GROUP BY d", "America/New_York",
+         "a view whose finest width divides 1 hour would"},
+        {"SELECT date_trunc('day', bucket, 'Asia/Kolkata') AS d, trips FROM trips GROUP BY d",
+         "UTC", "a view whose finest width divides 30 minutes would"},
+    };
+    for (size_t i = 0; i < sizeof refusals / sizeof refusals[0]; i++) {
+        struct ask_request req = {refusals[i].ask, NULL, 0, refusals[i].tz};
+        struct buf b = {0};
+        struct ask_error err;
+        cr_assert_eq(engine_ask(e, &req, &b, &err), -1, "%s", b.data);
+        cr_assert_str_eq(err.code, "not_composable");
+        cr_assert(strstr(err.message, refusals[i].serves) && strstr(err.message, "date_trunc('day'"),
+                  "%s", err.message);
+        buf_free(&b);
+    }
+    oracle_exec(db.pg, "SET TIME ZONE 'UTC'");
+    check_ask(e, db.pg,
+              "SELECT date_trunc('day', t.pickup_at), count(*) FROM yellow_trips t GROUP BY 1",
+              "SELECT date_trunc('day', bucket) AS d, trips FROM days GROUP BY d", 0, NULL, "UTC",
+              "UTC days over day cells");
+    cr_assert_gt(refused, 20, "too few refusals to test them");
+    cr_assert_gt(answered, 400);
+    engine_close(e);
+    remove(views);
+    taxi_db_destroy(&db);
+}

@@ -90,14 +90,17 @@ static void check_ask(const struct sql_ask *a, const struct sql_view_list *list,
             CHECK(!"unknown ask column kind");
         }
     }
-    bool declared = false;
-    for (int w = 0; w < v->nwidths; w++)
-        declared |= a->bucket_width == v->widths[w];
-    CHECK(declared && (a->group_by_bucket || a->bucket_width == v->widths[0]));
+    /* Bins are whole finest buckets, from an origin on a finest edge. */
+    CHECK(a->bucket_width > 0 && a->bucket_width % v->widths[0] == 0);
+    CHECK((a->bucket_origin - v->origin_usec) % v->widths[0] == 0);
+    CHECK(a->group_by_bucket || (a->bucket_width == v->widths[0] && !a->bucket_calendar));
+    CHECK(!a->bucket_calendar || (a->group_by_bucket && a->bucket_unit <= SQL_UNIT_YEAR));
     for (int g = 0; g < a->ngroup_keys; g++)
         CHECK(is_key_column(v, a->group_keys[g]));
-    check_operand(a, &a->range_from, SQL_PARAM_TIMESTAMP);
-    check_operand(a, &a->range_to, SQL_PARAM_TIMESTAMP);
+    if (a->has_range_from)
+        check_operand(a, &a->range_from, SQL_PARAM_TIMESTAMP);
+    if (a->has_range_to)
+        check_operand(a, &a->range_to, SQL_PARAM_TIMESTAMP);
     for (int k = 0; k < a->nconds; k++) {
         const struct sql_ask_cond *c = &a->conds[k];
         CHECK(is_key_column(v, c->view_column));

@@ -15,6 +15,9 @@
 static const char help_text[] =
     "Asks end with ';' (or at the end of a -c text or of the input):\n"
     "  SELECT borough, trips FROM trips WHERE bucket >= $1 AND bucket < $2 GROUP BY borough;\n"
+    "  SELECT date_trunc('day', bucket) AS day, trips FROM trips\n"
+    "    WHERE bucket >= '2024-03-09 13:42' AND bucket < '2024-03-16' GROUP BY day;\n"
+    "    (days, weeks, months of the \\tz zone; date_bin('6 hours', bucket) bins them)\n"
     "Commands:\n"
     "  \\views              list the views\n"
     "  \\d [VIEW]           describe a view: columns, measures, widths and cells\n"

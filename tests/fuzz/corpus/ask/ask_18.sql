@@ -1,0 +1,1 @@
+SELECT date_trunc('month', bucket, 'America/New_York') AS m, trips FROM trips WHERE bucket BETWEEN '2024-03-09 13:42:17' AND '2024-03-11' GROUP BY m

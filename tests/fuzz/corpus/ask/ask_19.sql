@@ -1,0 +1,1 @@
+SELECT date_bin('3 hours', bucket, '2024-01-01 05:00Z') AS b, trips FROM trips WHERE bucket > $1 GROUP BY b ORDER BY b DESC

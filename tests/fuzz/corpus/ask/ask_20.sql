@@ -1,0 +1,1 @@
+SELECT bucket AS "time", trips FROM trips GROUP BY 1
