@@ -10,8 +10,10 @@
  * last). Text orders bytewise (C collation), here and in min/max/percentiles
  * over text. */
 #include "engine/internal.h"
+#include "engine/pred.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -330,6 +332,114 @@ static void free_row(const struct sql_ask *a, struct row *r)
     free(r->cols);
 }
 
+/* ---- HAVING ------------------------------------------------------------------------ */
+
+struct having_ctx {
+    struct exec *x;
+    struct group *g;
+    const struct row *row;
+    struct ask_error *err;
+};
+
+static int apply_cmp(enum sql_cmp cmp, int c)
+{
+    switch (cmp) {
+    case SQL_CMP_EQ: return c == 0;
+    case SQL_CMP_NE: return c != 0;
+    case SQL_CMP_LT: return c < 0;
+    case SQL_CMP_LE: return c <= 0;
+    case SQL_CMP_GT: return c > 0;
+    default: return c >= 0;
+    }
+}
+
+/* HAVING comparison k for the group: the measure's value (the row's, when
+ * the ask selects it) against the value given, as the measure's type
+ * compares: exact decimals digit for digit, doubles, text bytewise, dates
+ * and times as instants. UNKNOWN for a NULL measure. */
+static int having_leaf(void *ctx, int k)
+{
+    struct having_ctx *h = ctx;
+    struct exec *x = h->x;
+    const struct sql_having_cmp *cmp = &x->ask->having[k];
+    const struct ask_value *v = &x->b.having[k];
+    struct outval own = {.kind = OV_NULL};
+    const struct outval *o = NULL;
+    for (int c = 0; c < x->ask->ncolumns && !o; c++)
+        if (x->ask->columns[c].kind == SQL_ASK_MEASURE &&
+            x->ask->columns[c].view_column == cmp->view_column)
+            o = &h->row->cols[c];
+    if (!o) {
+        own = measure(x, &x->v->columns[cmp->view_column].measure, h->g);
+        o = &own;
+    }
+    const char *name = x->v->columns[cmp->view_column].name;
+    char text[160];
+    int c = 0, truth;
+    bool ok = true;
+    switch (o->kind) {
+    case OV_NULL: truth = T_UNKNOWN; goto done;
+    case OV_INT: snprintf(text, sizeof text, "%lld", (long long)o->i); goto decimal;
+    case OV_DEC: dec_format(o->dec, o->scale, text, sizeof text); goto decimal;
+    case OV_AVG:
+        snprintf(text, sizeof text, "%.*s", (int)o->len, o->text);
+    decimal:
+        ok = v->kind == ASK_NUMBER || v->kind == ASK_STRING;
+        if (ok)
+            c = pred_decimal_cmp(text, strlen(text), v->text, v->len, &ok);
+        break;
+    case OV_DOUBLE: {
+        char buf[64], *end;
+        ok = (v->kind == ASK_NUMBER || v->kind == ASK_STRING) && v->len < sizeof buf;
+        if (ok) {
+            memcpy(buf, v->text, v->len);
+            buf[v->len] = '\0';
+            double d = strtod(buf, &end);
+            ok = end != buf && *end == '\0';
+            c = (o->d > d) - (o->d < d);
+        }
+        break;
+    }
+    case OV_TEXT:
+        ok = v->kind == ASK_STRING;
+        if (ok)
+            c = pred_text_cmp(o->text, o->len, v->text, v->len);
+        break;
+    case OV_BOOL:
+        ok = v->kind == ASK_BOOL;
+        c = ok ? (int)o->i - (int)v->boolean : 0;
+        break;
+    case OV_DATE:
+    case OV_TIME: {
+        char buf[64], why[160];
+        int64_t t;
+        bool off;
+        ok = v->kind == ASK_STRING && v->len < sizeof buf;
+        if (ok) {
+            memcpy(buf, v->text, v->len);
+            buf[v->len] = '\0';
+            ok = sql_parse_timestamp(buf, &t, &off, why, sizeof why);
+        }
+        if (ok && o->kind == OV_DATE)
+            t = t / 86400000000LL - (t % 86400000000LL < 0);
+        else if (ok && !off)
+            t = tz_local_to_utc(x->b.tz, t);
+        c = ok ? (o->i > t) - (o->i < t) : 0;
+        break;
+    }
+    }
+    if (!ok) {
+        free(own.owned);
+        return ask_fail(h->err, 422, "bad_parameter",
+                        "HAVING compares measure \"%s\" with a value of another type (line %d, "
+                        "column %d)", name, cmp->line, cmp->column);
+    }
+    truth = apply_cmp(cmp->cmp, c);
+done:
+    free(own.owned);
+    return truth;
+}
+
 static int cmp_rows(const void *pa, const void *pb, void *ctx)
 {
     const struct row *a = pa, *b = pb;
@@ -414,12 +524,26 @@ static void write_range(struct exec *x, struct buf *out)
 int answer_write(struct exec *x, struct buf *out, struct ask_error *err)
 {
     const struct sql_ask *a = x->ask;
-    uint32_t n = x->groups.n;
-    struct row *rows = calloc((size_t)n + 1, sizeof *rows);
+    uint32_t n = 0;
+    struct row *rows = calloc((size_t)x->groups.n + 1, sizeof *rows);
     int rc = rows ? 0 : ask_fail(err, 500, "internal", "out of memory");
-    for (uint32_t i = 0; rc == 0 && i < n; i++)
-        if (build_row(x, x->groups.all[i], &rows[i]))
+    for (uint32_t i = 0; rc == 0 && i < x->groups.n; i++) {
+        if (build_row(x, x->groups.all[i], &rows[n])) {
             rc = ask_fail(err, 500, "internal", "out of memory");
+            n++; /* freed below */
+            break;
+        }
+        int keep = T_TRUE;
+        if (a->having_pred) { /* after the roll-up, before ORDER BY and LIMIT */
+            struct having_ctx h = {x, x->groups.all[i], &rows[n], err};
+            if ((keep = pred_eval(a->having_pred, having_leaf, &h)) < 0)
+                rc = -1;
+        }
+        if (keep == T_TRUE)
+            n++;
+        else
+            free_row(a, &rows[n]);
+    }
     if (rc == 0 && x->answer_failed) {
         *err = x->answer_err;
         rc = -1;

@@ -214,6 +214,21 @@ static int dim_text(const struct sql_operand *o, const struct operand_value *v, 
     return 0;
 }
 
+static bool is_range(enum sql_ask_cond_kind k)
+{
+    return k == SQL_COND_LT || k == SQL_COND_LE || k == SQL_COND_GT || k == SQL_COND_GE;
+}
+
+/* A pattern ending in a lone backslash has nothing to quote: PostgreSQL
+ * refuses it too. */
+static bool pattern_ok(const char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n)
+        i += s[i] == '\\' ? 2 : 1;
+    return i == n;
+}
+
 static int bind_cond(struct store_read *r, const struct sql_ask *ask, int view,
                      const struct store_column_type *types, const struct ask_request *req,
                      const struct sql_ask_cond *c, struct bound_cond *out, struct ask_error *err)
@@ -227,6 +242,15 @@ static int bind_cond(struct store_read *r, const struct sql_ask *ask, int view,
     out->dim_value = vc->dim_column - 1;
     if (c->nvalues == 0)
         return 0;
+    bool pattern = c->kind == SQL_COND_LIKE || c->kind == SQL_COND_ILIKE;
+    const struct store_column_type *ft =
+        out->is_dim ? NULL : &types[v->cell_keys[vc->cell_key]];
+    if (pattern && ft && ft->type != STORE_TYPE_TEXT)
+        return ask_fail(err, 422, "bad_condition",
+                        "%s compares text: \"%s\" is not a text key (line %d, column %d)",
+                        c->kind == SQL_COND_LIKE ? "LIKE" : "ILIKE", vc->name, c->line, c->column);
+    /* Ranges on text, and patterns, test each value's text. */
+    out->by_text = pattern || (is_range(c->kind) && (out->is_dim || ft->type == STORE_TYPE_TEXT));
     out->codes = calloc((size_t)c->nvalues, sizeof *out->codes);
     out->texts = calloc((size_t)c->nvalues, sizeof *out->texts);
     out->lens = calloc((size_t)c->nvalues, sizeof *out->lens);
@@ -236,9 +260,17 @@ static int bind_cond(struct store_read *r, const struct sql_ask *ask, int view,
         struct operand_value val = {0};
         if (operand(&c->values[i], req, &val, err))
             return -1;
-        if (out->is_dim) {
+        if (out->is_dim || out->by_text) {
+            char name[64];
+            if (out->by_text && val.kind != ASK_STRING)
+                return ask_fail(err, 422, "bad_parameter", "%s is compared with text: give a string",
+                                what(&c->values[i], name, sizeof name));
             if (dim_text(&c->values[i], &val, &out->texts[out->ntexts], &out->lens[out->ntexts], err))
                 return -1;
+            if (pattern && !pattern_ok(out->texts[out->ntexts], out->lens[out->ntexts]))
+                return ask_fail(err, 422, "bad_parameter",
+                                "%s: a LIKE pattern must not end with the escape character \\",
+                                what(&c->values[i], name, sizeof name));
             out->ntexts++;
             continue;
         }
@@ -246,6 +278,13 @@ static int bind_cond(struct store_read *r, const struct sql_ask *ask, int view,
         int rc = key_code(r, view, fc, &types[fc], &c->values[i], &val, &out->codes[out->ncodes], err);
         if (rc < 0)
             return -1;
+        if (rc == 1 && is_range(c->kind)) {
+            char name[64];
+            return ask_fail(err, 422, "bad_parameter",
+                            "%s has more decimals than key \"%s\" keeps: a range compares "
+                            "values the key can hold", what(&c->values[i], name, sizeof name),
+                            vc->name);
+        }
         if (rc == 0)
             out->ncodes++; /* a value no cell can hold drops out of the list */
     }
@@ -337,6 +376,19 @@ int bind_ask(struct store_read *r, const struct sql_ask *ask, int view,
             out->nconds++;
             return -1;
         }
+    if (ask->nhaving && !(out->having = calloc((size_t)ask->nhaving, sizeof *out->having)))
+        return ask_fail(err, 500, "internal", "out of memory");
+    for (int i = 0; i < ask->nhaving; i++) {
+        struct operand_value v = {0};
+        char name[64];
+        if (operand(&ask->having[i].value, req, &v, err))
+            return -1;
+        if (v.kind == ASK_NULL)
+            return ask_fail(err, 422, "bad_parameter",
+                            "%s is NULL: a comparison with NULL is never true",
+                            what(&ask->having[i].value, name, sizeof name));
+        out->having[i] = (struct ask_value){v.kind, v.boolean, v.text, v.len};
+    }
     if (ask->has_limit && bind_count(&ask->limit, req, &out->limit, err))
         return -1;
     if (ask->has_offset && bind_count(&ask->offset, req, &out->offset, err))
@@ -352,7 +404,9 @@ void bound_free(struct bound *b)
         free(b->conds[i].texts);
         free(b->conds[i].lens);
         free(b->conds[i].codes);
+        free(b->conds[i].memo);
     }
     free(b->conds);
+    free(b->having);
     memset(b, 0, sizeof *b);
 }

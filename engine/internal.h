@@ -35,9 +35,16 @@ struct bound_cond {
     int join, dim_value;   /* dim column: join, and index in its projection row */
     int64_t *codes;        /* fact key values that can exist */
     int ncodes;
-    char **texts;          /* dim values, as text */
+    char **texts;          /* dim values, as text; by_text: the one value */
     size_t *lens;
     int ntexts;
+    /* A range on text or a pattern (LIKE, ILIKE) needs the value's text:
+     * each distinct value met is tested once, its verdict kept in memo
+     * (by dictionary id for a fact key, by pool id for a dim column):
+     * 0 not yet, 1 false, 2 true. */
+    bool by_text;
+    uint8_t *memo;
+    uint32_t nmemo;
 };
 
 struct bound {
@@ -47,6 +54,8 @@ struct bound {
     const struct tz *group_tz; /* date_trunc's zone (the ask's unless given) */
     struct bound_cond *conds;
     int nconds;
+    /* HAVING's values, one per comparison, as written (kind and text). */
+    struct ask_value *having;
     int64_t limit;         /* -1: none */
     int64_t offset;
 };
@@ -223,6 +232,7 @@ struct exec {
     uint64_t cells_read;
     bool folded_deltas;       /* a delta block was folded: groups may be empty */
     bool filters_cells;       /* conditions or inner joins may drop cells */
+    bool where_all_and;       /* the conditions are leaves under AND only */
     bool any_vc;              /* some value count is needed */
     bool answer_failed;       /* a lazy code failed to decode while answering */
     struct ask_error answer_err;

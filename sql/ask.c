@@ -1,14 +1,16 @@
 /* ask.c -- asks (SELECT over one view) compiled to struct sql_ask.
  *
  *   ask   := SELECT item, ... FROM view [[AS] alias]
- *            [WHERE cond AND cond ...]
- *            [GROUP BY group, ...] [ORDER BY order, ...]
- *            [LIMIT n|$n|ALL] [OFFSET n|$n]
+ *            [WHERE pred] [GROUP BY group, ...] [HAVING hpred]
+ *            [ORDER BY order, ...] [LIMIT n|$n|ALL] [OFFSET n|$n]
+ *   pred  := pred OR pred | pred AND pred | NOT pred | (pred) | cond
+ *   hpred := the same over measure (= | <> | < | <= | > | >=) v
  *   item  := column | time  [[AS] name]
  *   time  := date_bin('<width>', bucket [, <origin>])
  *          | date_trunc('<unit>', bucket [, '<zone>'])
  *   cond  := bucket (>= | > | < | <=) v | bucket BETWEEN v AND v
- *          | col = v | col <> v | col [NOT] IN (v, ...) | col IS [NOT] NULL
+ *          | col (= | <> | < | <= | > | >=) v | col [NOT] BETWEEN v AND v
+ *          | col [NOT] IN (v, ...) | col [NOT] (LIKE | ILIKE) v | col IS [NOT] NULL
  *
  * An ask means the view's query over the rows whose bucket is in the range,
  * grouped by the ask's keys instead of the view's (SPEC.md, "What an ask
@@ -86,6 +88,9 @@ struct ask_builder {
     struct sql_ask_cond *conds;
     int nconds, conds_cap;
     bool has_from, has_to;
+    int range_conds;             /* bucket conditions parsed so far */
+    struct sql_having_cmp *having;
+    int nhaving, having_cap;
     int *group_keys;
     int ngroup_keys, group_cap;
     bool group_bucket;
@@ -105,8 +110,10 @@ struct ask_builder {
 
 static const char *param_kind_text(enum sql_param_kind k)
 {
-    return k == SQL_PARAM_TIMESTAMP ? "a bucket edge" : k == SQL_PARAM_KEY ? "a key value"
-                                                                          : "a row count";
+    return k == SQL_PARAM_TIMESTAMP ? "a bucket edge"
+           : k == SQL_PARAM_KEY     ? "a key value"
+           : k == SQL_PARAM_MEASURE ? "a measure's value"
+                                    : "a row count";
 }
 
 /* Records how an operand is used; a parameter used two ways is refused, since
@@ -415,87 +422,229 @@ static bool parse_in_values(struct ask_builder *b, struct sql_ask_cond *cond)
     return expect_op(p, ")");
 }
 
-static bool parse_key_cond(struct ask_builder *b, struct sql_ask_cond *cond)
+/* A new leaf condition on view column col, written at c; NULL after an
+ * error. */
+static struct sql_ask_cond *new_cond(struct ask_builder *b, const struct colref *c, int col,
+                                     enum sql_ask_cond_kind kind)
+{
+    if (!AGROW(b, b->conds, b->nconds, b->conds_cap))
+        return NULL;
+    struct sql_ask_cond *cond = &b->conds[b->nconds++];
+    memset(cond, 0, sizeof *cond);
+    cond->view_column = col;
+    cond->kind = kind;
+    cond->line = c->tok->line;
+    cond->column = c->tok->column;
+    return cond;
+}
+
+static const struct sql_pred *new_pred(struct ask_builder *b, enum sql_pred_kind kind,
+                                       const struct sql_pred *left, const struct sql_pred *right,
+                                       int cond)
+{
+    struct sql_pred *p = sql_arena_alloc(b->p->arena, sizeof *p);
+    if (!p) {
+        fail_at(b->p, peek(b->p), SQL_ERR_LIMIT, "out of memory");
+        return NULL;
+    }
+    *p = (struct sql_pred){kind, left, right, cond};
+    return p;
+}
+
+/* One value a key is compared with, at cond->values[0..]. */
+static bool parse_one_value(struct ask_builder *b, struct sql_ask_cond *cond)
+{
+    struct parser *p = b->p;
+    struct sql_operand *o = sql_arena_alloc(p->arena, sizeof *o);
+    if (!o)
+        return fail_at(p, peek(p), SQL_ERR_LIMIT, "out of memory");
+    if (!parse_operand(p, o) || !note_operand(b, o, SQL_PARAM_KEY, cond->view_column))
+        return false;
+    if (!o->is_param && o->lit.kind == SQL_CONST_NULL)
+        return fail_at(p, &(struct sql_token){.line = o->line, .column = o->column},
+                       SQL_ERR_INVALID,
+                       "a comparison with NULL is never true; use IS NULL or IS NOT NULL");
+    cond->values = o;
+    cond->nvalues = 1;
+    return true;
+}
+
+/* A leaf with one value: its predicate, or NULL after an error. */
+static const struct sql_pred *value_leaf(struct ask_builder *b, const struct colref *c, int col,
+                                         enum sql_ask_cond_kind kind)
+{
+    struct sql_ask_cond *cond = new_cond(b, c, col, kind);
+    if (!cond || !parse_one_value(b, cond))
+        return NULL;
+    return new_pred(b, SQL_PRED_COND, NULL, NULL, b->nconds - 1);
+}
+
+/* The conditions on a key or dim column after its name: the predicate, or
+ * NULL after an error. */
+static const struct sql_pred *parse_key_cond(struct ask_builder *b, const struct colref *c,
+                                             int col)
 {
     struct parser *p = b->p;
     const struct sql_token *op = peek(p);
     if (accept_kw(p, "is")) {
-        cond->kind = accept_kw(p, "not") ? SQL_COND_IS_NOT_NULL : SQL_COND_IS_NULL;
-        return expect_kw(p, "null");
+        bool not = accept_kw(p, "not");
+        if (!expect_kw(p, "null"))
+            return NULL;
+        if (!new_cond(b, c, col, not ? SQL_COND_IS_NOT_NULL : SQL_COND_IS_NULL))
+            return NULL;
+        return new_pred(b, SQL_PRED_COND, NULL, NULL, b->nconds - 1);
     }
-    if (is_kw(op, "not") && is_kw(peek_at(p, 1), "in")) {
-        p->pos += 2;
-        cond->kind = SQL_COND_NOT_IN;
-        return parse_in_values(b, cond);
-    }
-    if (accept_kw(p, "in")) {
-        cond->kind = SQL_COND_IN;
-        return parse_in_values(b, cond);
-    }
-    if (is_op(op, "=") || is_op(op, "<>") || is_op(op, "!=")) {
+    bool not = false;
+    if (is_kw(op, "not") && (is_kw(peek_at(p, 1), "in") || is_kw(peek_at(p, 1), "like") ||
+                             is_kw(peek_at(p, 1), "ilike") || is_kw(peek_at(p, 1), "between"))) {
         next(p);
-        cond->kind = is_op(op, "=") ? SQL_COND_EQ : SQL_COND_NE;
-        struct sql_operand *o = sql_arena_alloc(p->arena, sizeof *o);
-        if (!o)
-            return fail_at(p, op, SQL_ERR_LIMIT, "out of memory");
-        if (!parse_operand(p, o) || !note_operand(b, o, SQL_PARAM_KEY, cond->view_column))
-            return false;
-        if (!o->is_param && o->lit.kind == SQL_CONST_NULL)
-            return fail_at(p, &(struct sql_token){.line = o->line, .column = o->column},
-                           SQL_ERR_INVALID,
-                           "a comparison with NULL is never true; use IS NULL or IS NOT NULL");
-        cond->values = o;
-        cond->nvalues = 1;
-        return true;
+        not = true;
     }
-    if (is_op(op, "<") || is_op(op, "<=") || is_op(op, ">") || is_op(op, ">="))
-        return fail_at(p, op, SQL_ERR_UNSUPPORTED,
-                       "keys are compared with =, <>, IN or IS NULL; ranges are for bucket");
-    return fail_expected(p, op, "=, <>, IN or IS");
+    const struct sql_pred *leaf = NULL;
+    if (accept_kw(p, "in")) {
+        struct sql_ask_cond *cond = new_cond(b, c, col, not ? SQL_COND_NOT_IN : SQL_COND_IN);
+        if (!cond || !parse_in_values(b, cond))
+            return NULL;
+        return new_pred(b, SQL_PRED_COND, NULL, NULL, b->nconds - 1);
+    } else if (accept_kw(p, "like") || accept_kw(p, "ilike")) {
+        leaf = value_leaf(b, c, col, is_kw(peek_at(p, -1), "like") ? SQL_COND_LIKE : SQL_COND_ILIKE);
+    } else if (accept_kw(p, "between")) {
+        const struct sql_pred *lo = value_leaf(b, c, col, SQL_COND_GE);
+        if (!lo || !expect_kw(p, "and"))
+            return NULL;
+        const struct sql_pred *hi = value_leaf(b, c, col, SQL_COND_LE);
+        leaf = hi ? new_pred(b, SQL_PRED_AND, lo, hi, 0) : NULL;
+    } else {
+        static const struct {
+            const char *op;
+            enum sql_ask_cond_kind kind;
+        } ops[] = {{"=", SQL_COND_EQ},  {"<>", SQL_COND_NE}, {"!=", SQL_COND_NE},
+                   {"<", SQL_COND_LT},  {"<=", SQL_COND_LE}, {">", SQL_COND_GT},
+                   {">=", SQL_COND_GE}};
+        for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+            if (is_op(op, ops[i].op)) {
+                next(p);
+                return value_leaf(b, c, col, ops[i].kind);
+            }
+        fail_expected(p, op, "=, <>, <, <=, >, >=, IN, BETWEEN, LIKE, ILIKE or IS");
+        return NULL;
+    }
+    return leaf && not ? new_pred(b, SQL_PRED_NOT, leaf, NULL, 0) : leaf;
 }
 
-static bool parse_cond(struct ask_builder *b)
+/* WHERE's grammar: OR of ANDs of factors, NOT and parentheses binding
+ * tightest, as in SQL. The bucket range stands only in the top-level AND
+ * (within parentheses there too): under OR or NOT it would not be a range.
+ * b->range_conds counts the bucket conditions parsed, so that an OR or a
+ * NOT can tell whether it took one in. A factor that is a bucket condition
+ * gives NULL with *ok. */
+static const struct sql_pred *parse_wexpr(struct ask_builder *b, bool *ok);
+
+static bool refuse_range_under(struct ask_builder *b, const struct sql_token *t, const char *what)
+{
+    return fail_at(b->p, t, SQL_ERR_UNSUPPORTED,
+                   "the bucket range cannot stand under %s: write it beside the other "
+                   "conditions, joined by AND", what);
+}
+
+static const struct sql_pred *parse_wfactor(struct ask_builder *b, bool *ok)
 {
     struct parser *p = b->p;
-    struct colref c;
     const struct sql_token *t = peek(p);
-    if (is_op(t, "(") || is_kw(t, "not"))
-        return fail_at(p, t, SQL_ERR_UNSUPPORTED,
-                       "an ask's WHERE is conditions joined by AND, without parentheses or NOT");
+    *ok = false;
+    if (accept_kw(p, "not")) {
+        int ranges = b->range_conds;
+        const struct sql_pred *inner = parse_wfactor(b, ok);
+        if (!*ok)
+            return NULL;
+        *ok = false;
+        if (b->range_conds != ranges) {
+            refuse_range_under(b, t, "NOT");
+            return NULL;
+        }
+        const struct sql_pred *n = new_pred(b, SQL_PRED_NOT, inner, NULL, 0);
+        *ok = n != NULL;
+        return n;
+    }
+    if (accept_op(p, "(")) {
+        const struct sql_pred *inner = parse_wexpr(b, ok);
+        if (*ok && !expect_op(p, ")"))
+            *ok = false;
+        return inner;
+    }
+    struct colref c;
     if (!parse_colref(p, &c))
-        return false;
+        return NULL;
     int col = resolve_name(b, &c);
     if (col < 0)
-        return false;
+        return NULL;
     const struct sql_view_column *vc = &b->v->columns[col];
-    if (vc->kind == SQL_COLUMN_BUCKET)
-        return parse_bucket_cond(b, &c);
-    if (vc->kind == SQL_COLUMN_MEASURE)
-        return fail_at(p, c.tok, SQL_ERR_UNSUPPORTED,
-                       "cannot filter on measure \"%s\"; asks filter keys and dim columns",
-                       c.name);
-    if (!AGROW(b, b->conds, b->nconds, b->conds_cap))
-        return false;
-    struct sql_ask_cond *cond = &b->conds[b->nconds++];
-    memset(cond, 0, sizeof *cond);
-    cond->view_column = col;
-    cond->line = c.tok->line;
-    cond->column = c.tok->column;
-    return parse_key_cond(b, cond);
+    if (vc->kind == SQL_COLUMN_BUCKET) {
+        *ok = parse_bucket_cond(b, &c);
+        b->range_conds++;
+        return NULL;
+    }
+    if (vc->kind == SQL_COLUMN_MEASURE) {
+        fail_at(p, c.tok, SQL_ERR_UNSUPPORTED,
+                "cannot filter on measure \"%s\" in WHERE: a view's measures are aggregates; "
+                "conditions on them go in HAVING", c.name);
+        return NULL;
+    }
+    const struct sql_pred *leaf = parse_key_cond(b, &c, col);
+    *ok = leaf != NULL;
+    return leaf;
+}
+
+/* Joins two predicates by kind; a NULL side (a bucket condition) drops out. */
+static const struct sql_pred *join_preds(struct ask_builder *b, enum sql_pred_kind kind,
+                                         const struct sql_pred *l, const struct sql_pred *r,
+                                         bool *ok)
+{
+    if (!l || !r)
+        return l ? l : r;
+    const struct sql_pred *j = new_pred(b, kind, l, r, 0);
+    *ok = j != NULL;
+    return j;
+}
+
+static const struct sql_pred *parse_wterm(struct ask_builder *b, bool *ok)
+{
+    const struct sql_pred *acc = parse_wfactor(b, ok);
+    while (*ok && accept_kw(b->p, "and")) {
+        const struct sql_pred *next_pred = parse_wfactor(b, ok);
+        if (*ok)
+            acc = join_preds(b, SQL_PRED_AND, acc, next_pred, ok);
+    }
+    return acc;
+}
+
+static const struct sql_pred *parse_wexpr(struct ask_builder *b, bool *ok)
+{
+    int ranges = b->range_conds;
+    const struct sql_pred *acc = parse_wterm(b, ok);
+    while (*ok && is_kw(peek(b->p), "or")) {
+        const struct sql_token *t = next(b->p);
+        const struct sql_pred *next_pred = parse_wterm(b, ok);
+        if (*ok && b->range_conds != ranges) {
+            *ok = refuse_range_under(b, t, "OR");
+            return NULL;
+        }
+        if (*ok)
+            acc = join_preds(b, SQL_PRED_OR, acc, next_pred, ok);
+    }
+    return acc;
 }
 
 static bool parse_where(struct ask_builder *b)
 {
     struct parser *p = b->p;
     if (!accept_kw(p, "where"))
-        return true; /* every bucket */
-    do {
-        if (!parse_cond(b))
-            return false;
-    } while (accept_kw(p, "and"));
-    if (is_kw(peek(p), "or"))
-        return fail_at(p, peek(p), SQL_ERR_UNSUPPORTED,
-                       "OR is not supported in asks; use IN (...) for alternatives");
+        return true; /* every bucket, every row */
+    bool ok;
+    const struct sql_pred *where = parse_wexpr(b, &ok);
+    if (!ok)
+        return false;
+    b->ask->where = where;
     b->ask->has_range_from = b->has_from;
     b->ask->has_range_to = b->has_to;
     b->ask->conds = b->conds;
@@ -608,6 +757,141 @@ static bool check_grouping(struct ask_builder *b)
     return true;
 }
 
+/* ---- HAVING ---------------------------------------------------------------- */
+
+/* A measure named in HAVING: an output name of a selected measure, or a
+ * measure column of the view. -1 after an error. */
+static int having_measure(struct ask_builder *b, const struct colref *c)
+{
+    if (!c->qual)
+        for (int i = 0; i < b->nitems; i++)
+            if (strcmp(b->items[i].name, c->name) == 0 &&
+                b->v->columns[b->items[i].target.view_column].kind == SQL_COLUMN_MEASURE &&
+                !b->items[i].target.is_bucket)
+                return b->items[i].target.view_column;
+    int col = resolve_name(b, c);
+    if (col >= 0 && b->v->columns[col].kind != SQL_COLUMN_MEASURE) {
+        fail_at(b->p, c->tok, SQL_ERR_INVALID,
+                "HAVING compares measures; \"%s\" is a key: put its condition in WHERE", c->name);
+        return -1;
+    }
+    return col;
+}
+
+static bool cmp_op(const struct sql_token *t, enum sql_cmp *out)
+{
+    static const struct {
+        const char *op;
+        enum sql_cmp cmp;
+    } ops[] = {{"=", SQL_CMP_EQ}, {"<>", SQL_CMP_NE}, {"!=", SQL_CMP_NE}, {"<", SQL_CMP_LT},
+               {"<=", SQL_CMP_LE}, {">", SQL_CMP_GT}, {">=", SQL_CMP_GE}};
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if (is_op(t, ops[i].op)) {
+            *out = ops[i].cmp;
+            return true;
+        }
+    return false;
+}
+
+/* "5 < trips" is "trips > 5". */
+static enum sql_cmp flip_cmp(enum sql_cmp c)
+{
+    switch (c) {
+    case SQL_CMP_LT: return SQL_CMP_GT;
+    case SQL_CMP_LE: return SQL_CMP_GE;
+    case SQL_CMP_GT: return SQL_CMP_LT;
+    case SQL_CMP_GE: return SQL_CMP_LE;
+    default: return c;
+    }
+}
+
+static const struct sql_pred *parse_hexpr(struct ask_builder *b);
+
+static const struct sql_pred *parse_hfactor(struct ask_builder *b)
+{
+    struct parser *p = b->p;
+    if (accept_kw(p, "not")) {
+        const struct sql_pred *inner = parse_hfactor(b);
+        return inner ? new_pred(b, SQL_PRED_NOT, inner, NULL, 0) : NULL;
+    }
+    if (accept_op(p, "(")) {
+        const struct sql_pred *inner = parse_hexpr(b);
+        return inner && expect_op(p, ")") ? inner : NULL;
+    }
+    if (!AGROW(b, b->having, b->nhaving, b->having_cap))
+        return NULL;
+    struct sql_having_cmp *h = &b->having[b->nhaving];
+    memset(h, 0, sizeof *h);
+    const struct sql_token *t = peek(p);
+    h->line = t->line;
+    h->column = t->column;
+    bool value_first = t->kind != TOK_IDENT || is_reserved(t);
+    if (value_first && !parse_operand(p, &h->value))
+        return NULL;
+    struct colref c;
+    if (value_first) {
+        if (!cmp_op(peek(p), &h->cmp))
+            return fail_expected(p, peek(p), "a comparison"), NULL;
+        next(p);
+        h->cmp = flip_cmp(h->cmp);
+        if (!parse_colref(p, &c))
+            return NULL;
+    } else {
+        if (!parse_colref(p, &c))
+            return NULL;
+        if (!cmp_op(peek(p), &h->cmp))
+            return fail_expected(p, peek(p), "=, <>, <, <=, > or >= after a measure"), NULL;
+        next(p);
+        if (!parse_operand(p, &h->value))
+            return NULL;
+    }
+    if ((h->view_column = having_measure(b, &c)) < 0)
+        return NULL;
+    if (!h->value.is_param && h->value.lit.kind == SQL_CONST_NULL) {
+        fail_at(p, &(struct sql_token){.line = h->value.line, .column = h->value.column},
+                SQL_ERR_INVALID, "a comparison with NULL is never true");
+        return NULL;
+    }
+    if (!note_operand(b, &h->value, SQL_PARAM_MEASURE, h->view_column))
+        return NULL;
+    b->nhaving++;
+    return new_pred(b, SQL_PRED_COND, NULL, NULL, b->nhaving - 1);
+}
+
+static const struct sql_pred *parse_hterm(struct ask_builder *b)
+{
+    const struct sql_pred *acc = parse_hfactor(b);
+    while (acc && accept_kw(b->p, "and")) {
+        const struct sql_pred *r = parse_hfactor(b);
+        acc = r ? new_pred(b, SQL_PRED_AND, acc, r, 0) : NULL;
+    }
+    return acc;
+}
+
+static const struct sql_pred *parse_hexpr(struct ask_builder *b)
+{
+    const struct sql_pred *acc = parse_hterm(b);
+    while (acc && accept_kw(b->p, "or")) {
+        const struct sql_pred *r = parse_hterm(b);
+        acc = r ? new_pred(b, SQL_PRED_OR, acc, r, 0) : NULL;
+    }
+    return acc;
+}
+
+/* HAVING: kept after the roll-up, before ORDER BY and LIMIT, as in SQL. */
+static bool parse_having(struct ask_builder *b)
+{
+    if (!accept_kw(b->p, "having"))
+        return true;
+    const struct sql_pred *h = parse_hexpr(b);
+    if (!h)
+        return false;
+    b->ask->having_pred = h;
+    b->ask->having = b->having;
+    b->ask->nhaving = b->nhaving;
+    return true;
+}
+
 /* ---- ORDER BY, LIMIT, OFFSET ---------------------------------------------- */
 
 static int output_of(struct ask_builder *b, const struct target *t)
@@ -695,7 +979,7 @@ static bool parse_limit_offset(struct ask_builder *b)
     accept_op(p, ";");
     const struct sql_token *t = peek(p);
     if (is_kw(t, "having"))
-        return fail_at(p, t, SQL_ERR_UNSUPPORTED, "HAVING is not supported in asks");
+        return fail_at(p, t, SQL_ERR_SYNTAX, "HAVING comes after GROUP BY, before ORDER BY");
     if (t->kind != TOK_EOF)
         return fail_expected(p, t, "the end of the ask");
     return true;
@@ -777,7 +1061,7 @@ static bool compile_ask(struct ask_builder *b)
     for (int i = 0; i < b->nitems; i++)
         if (!resolve_item(b, &b->items[i]))
             return false;
-    return parse_where(b) && parse_group_by(b) && check_grouping(b) &&
+    return parse_where(b) && parse_group_by(b) && check_grouping(b) && parse_having(b) &&
            parse_order_by(b) && parse_limit_offset(b) && check_params(b) &&
            finish_columns(b);
 }

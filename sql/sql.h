@@ -276,14 +276,37 @@ size_t sql_filter_format(const struct sql_view *view, const struct sql_filter *f
 enum sql_ask_cond_kind {
     SQL_COND_EQ, SQL_COND_NE, SQL_COND_IN, SQL_COND_NOT_IN,
     SQL_COND_IS_NULL, SQL_COND_IS_NOT_NULL,
+    SQL_COND_LT, SQL_COND_LE, SQL_COND_GT, SQL_COND_GE, /* ranges: C collation for text */
+    SQL_COND_LIKE, SQL_COND_ILIKE,                       /* text keys and dim columns */
 };
 
 /* A predicate on one key or dim column of the view. */
 struct sql_ask_cond {
     int view_column;
     enum sql_ask_cond_kind kind;
-    const struct sql_operand *values; /* EQ, NE: one; IN: nvalues */
+    const struct sql_operand *values; /* one; IN, NOT IN: nvalues; IS: none */
     int nvalues;
+    int line, column;
+};
+
+/* The WHERE clause's conditions on keys and dim columns as a tree: AND, OR
+ * and NOT over leaves, each a condition (ask->conds[cond]). `col BETWEEN a
+ * AND b` is two leaves under AND; NOT BETWEEN and NOT LIKE wrap them in
+ * NOT. The bucket range is not in it: it stands in the top-level AND. */
+enum sql_pred_kind { SQL_PRED_COND, SQL_PRED_AND, SQL_PRED_OR, SQL_PRED_NOT };
+
+struct sql_pred {
+    enum sql_pred_kind kind;
+    const struct sql_pred *left, *right; /* AND, OR: both; NOT: left */
+    int cond;                            /* COND: index into the leaves */
+};
+
+/* HAVING: comparisons of measures (after the roll-up) with values, under
+ * AND, OR and NOT; leaf i is having[i]. */
+struct sql_having_cmp {
+    int view_column;               /* a measure */
+    enum sql_cmp cmp;
+    struct sql_operand value;
     int line, column;
 };
 
@@ -307,6 +330,7 @@ enum sql_param_kind {
     SQL_PARAM_TIMESTAMP, /* a bucket range edge */
     SQL_PARAM_KEY,       /* compared with view column `view_column` */
     SQL_PARAM_COUNT,     /* LIMIT or OFFSET: a non-negative integer */
+    SQL_PARAM_MEASURE,   /* compared with measure `view_column` in HAVING */
 };
 
 struct sql_param {
@@ -355,6 +379,10 @@ struct sql_ask {
     struct sql_operand range_to;
     const struct sql_ask_cond *conds;
     int nconds;
+    const struct sql_pred *where;  /* over conds; NULL: every row */
+    const struct sql_having_cmp *having;
+    int nhaving;
+    const struct sql_pred *having_pred; /* over having; NULL: every group */
 
     const struct sql_ask_order *order;
     int norder;

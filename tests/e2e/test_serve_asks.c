@@ -946,3 +946,241 @@ Test(serve_asks, six_hundred_dashboard_time_asks_equal_postgresql, .timeout = 90
     remove(views);
     taxi_db_destroy(&db);
 }
+
+/* ---- Conditions dashboards write --------------------------------------------------------
+ * OR, NOT and parentheses over conditions on keys and dim columns, ranges
+ * on integer and text keys (text in C collation, as Straum orders it),
+ * BETWEEN, LIKE and ILIKE on a dim column (a zone picker's search box), and
+ * HAVING on measures with a top-N ORDER BY and LIMIT, generated over the
+ * benchmark's trips and compared with the same SQL over the raw rows;
+ * NULL boroughs and payment types follow SQL's three-valued logic. */
+
+struct cond_gen {
+    char ask[4096], sql[8192];
+};
+
+static void cond_leaf(char *ask, size_t na, char *sql, size_t ns)
+{
+    static const char *const ops[] = {"=", "<>", "<", "<=", ">", ">="};
+    static const char *const patterns[] = {"M%", "%n", "%ee%", "_ueens", "B%x", "%", "EWR",
+                                           "Staten_Island", "%a%a%"};
+    static const char *const texts[] = {"Bronx", "Brooklyn", "EWR", "M", "Manhattan", "Queens",
+                                        "Staten Island", "Unknown", "Z"};
+    int op = rnd(6);
+    switch (rnd(9)) {
+    case 0: {
+        int v = rnd(7);
+        snprintf(ask, na, "payment_type %s %d", ops[op], v);
+        snprintf(sql, ns, "t.payment_type %s %d", ops[op], v);
+        break;
+    }
+    case 1: {
+        int a = rnd(6), b = a + rnd(4);
+        const char *not = rnd(3) == 0 ? "NOT " : "";
+        snprintf(ask, na, "payment_type %sBETWEEN %d AND %d", not, a, b);
+        snprintf(sql, ns, "t.payment_type %sBETWEEN %d AND %d", not, a, b);
+        break;
+    }
+    case 2: {
+        int v = 1 + rnd(265);
+        snprintf(ask, na, "pu_location_id %s %d", ops[op], v);
+        snprintf(sql, ns, "t.pu_location_id %s %d", ops[op], v);
+        break;
+    }
+    case 3: {
+        const char *v = texts[rnd(9)];
+        snprintf(ask, na, "borough %s '%s'", ops[op], v);
+        snprintf(sql, ns, "z.borough COLLATE \"C\" %s '%s'", ops[op], v);
+        break;
+    }
+    case 4: {
+        const char *a = texts[rnd(9)], *b = texts[rnd(9)];
+        snprintf(ask, na, "borough BETWEEN '%s' AND '%s'", a, b);
+        snprintf(sql, ns, "z.borough COLLATE \"C\" BETWEEN '%s' AND '%s'", a, b);
+        break;
+    }
+    case 5:
+    case 6: {
+        const char *p = patterns[rnd(9)], *like = rnd(3) ? "LIKE" : "ILIKE";
+        const char *not = rnd(4) == 0 ? "NOT " : "";
+        char lowered[32];
+        snprintf(lowered, sizeof lowered, "%s", p);
+        if (like[0] == 'I')
+            for (char *c = lowered; *c; c++)
+                *c = (char)(*c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c);
+        snprintf(ask, na, "borough %s%s '%s'", not, like, lowered);
+        snprintf(sql, ns, "z.borough %s%s '%s'", not, like, lowered);
+        break;
+    }
+    case 7:
+        snprintf(ask, na, "borough IS %sNULL", rnd(2) ? "NOT " : "");
+        snprintf(sql, ns, "z.borough IS %sNULL", strstr(ask, "NOT") ? "NOT " : "");
+        break;
+    default: {
+        int a = rnd(6), b = rnd(6);
+        const char *not = rnd(3) == 0 ? "NOT " : "";
+        snprintf(ask, na, "payment_type %sIN (%d, %d)", not, a, b);
+        snprintf(sql, ns, "t.payment_type %sIN (%d, %d)", not, a, b);
+        break;
+    }
+    }
+}
+
+/* A random tree of conditions, depth at most d. */
+static void cond_tree(int d, char *ask, size_t na, char *sql, size_t ns)
+{
+    if (d == 0 || rnd(3) == 0) {
+        cond_leaf(ask, na, sql, ns);
+        return;
+    }
+    char la[1024], ls[2048], ra[1024], rs[2048];
+    cond_tree(d - 1, la, sizeof la, ls, sizeof ls);
+    cond_tree(d - 1, ra, sizeof ra, rs, sizeof rs);
+    ask[0] = sql[0] = '\0';
+    switch (rnd(3)) {
+    case 0:
+        cat(ask, na, "(%s OR %s)", la, ra);
+        cat(sql, ns, "(%s OR %s)", ls, rs);
+        break;
+    case 1:
+        cat(ask, na, "%s AND %s", la, ra);
+        cat(sql, ns, "(%s) AND (%s)", ls, rs);
+        break;
+    default:
+        cat(ask, na, "NOT (%s)", la);
+        cat(sql, ns, "NOT (%s)", ls);
+        break;
+    }
+}
+
+static void generate_cond_ask(struct cond_gen *g)
+{
+    memset(g, 0, sizeof *g);
+    char sel_ask[256] = "", sel_sql[512] = "", grp_ask[64] = "", grp_sql[64] = "";
+    char ord_ask[64] = "", ord_sql[128] = "";
+    int ngroup = 0;
+    bool by_borough = rnd(2), by_payment = rnd(2);
+    if (by_borough) {
+        cat(sel_ask, sizeof sel_ask, "borough, ");
+        cat(sel_sql, sizeof sel_sql, "z.borough, ");
+        cat(grp_ask, sizeof grp_ask, "borough");
+        cat(grp_sql, sizeof grp_sql, "%d", ++ngroup);
+        cat(ord_ask, sizeof ord_ask, ", borough");
+        cat(ord_sql, sizeof ord_sql, ", z.borough COLLATE \"C\"");
+    }
+    if (by_payment) {
+        cat(sel_ask, sizeof sel_ask, "payment_type, ");
+        cat(sel_sql, sizeof sel_sql, "t.payment_type, ");
+        cat(grp_ask, sizeof grp_ask, "%spayment_type", ngroup ? ", " : "");
+        cat(grp_sql, sizeof grp_sql, "%s%d", ngroup ? ", " : "", ngroup + 1);
+        ngroup++;
+        cat(ord_ask, sizeof ord_ask, ", payment_type");
+        cat(ord_sql, sizeof ord_sql, ", t.payment_type");
+    }
+    cat(sel_ask, sizeof sel_ask, "trips, fare, avg_fare, median_fare");
+    cat(sel_sql, sizeof sel_sql, "count(*), sum(t.fare_amount), avg(t.fare_amount), "
+                                 "percentile_disc(0.5) WITHIN GROUP (ORDER BY t.fare_amount)");
+    char wa[2048], ws[4096];
+    cond_tree(3, wa, sizeof wa, ws, sizeof ws);
+    bool ranged = rnd(2);
+    snprintf(g->ask, sizeof g->ask, "SELECT %s FROM trips WHERE %s%s", sel_ask, wa,
+             ranged ? " AND bucket >= '2024-02-01' AND bucket < '2024-05-01'" : "");
+    snprintf(g->sql, sizeof g->sql,
+             "SELECT %s FROM yellow_trips t LEFT JOIN taxi_zones z ON z.location_id = "
+             "t.pu_location_id WHERE (%s)%s",
+             sel_sql, ws,
+             ranged ? " AND date_bin('1 hour', t.pickup_at, timestamptz 'epoch') >= "
+                      "'2024-02-01' AND date_bin('1 hour', t.pickup_at, timestamptz 'epoch') "
+                      "< '2024-05-01'"
+                    : "");
+    if (!ngroup)
+        return;
+    cat(g->ask, sizeof g->ask, " GROUP BY %s", grp_ask);
+    cat(g->sql, sizeof g->sql, " GROUP BY %s", grp_sql);
+    if (rnd(2)) {
+        static const char *const h_ask[] = {"trips > %d", "avg_fare < %d.5", "median_fare >= '%d'",
+                                            "fare > %d00", "NOT trips <= %d",
+                                            "(trips < %d OR avg_fare > 20)"};
+        static const char *const h_sql[] = {"count(*) > %d", "avg(t.fare_amount) < %d.5",
+                                            "percentile_disc(0.5) WITHIN GROUP (ORDER BY "
+                                            "t.fare_amount) >= %d",
+                                            "sum(t.fare_amount) > %d00", "NOT count(*) <= %d",
+                                            "(count(*) < %d OR avg(t.fare_amount) > 20)"};
+        int h = rnd(6), v = 5 + rnd(40);
+        char ha[128], hs[256];
+        snprintf(ha, sizeof ha, h_ask[h], v);
+        snprintf(hs, sizeof hs, h_sql[h], v);
+        cat(g->ask, sizeof g->ask, " HAVING %s", ha);
+        cat(g->sql, sizeof g->sql, " HAVING %s", hs);
+    }
+    if (rnd(2)) { /* top N, ties broken by the keys as Straum orders groups */
+        int n = 1 + rnd(5);
+        cat(g->ask, sizeof g->ask, " ORDER BY trips DESC%s LIMIT %d", ord_ask, n);
+        cat(g->sql, sizeof g->sql, " ORDER BY count(*) DESC%s LIMIT %d", ord_sql, n);
+    }
+}
+
+Test(serve_asks, six_hundred_condition_asks_equal_postgresql, .timeout = 900)
+{
+    struct taxi_db db;
+    taxi_db_create(&db, NULL, 6000);
+    char log[8192];
+    cr_assert_eq(taxi_ingest_once(&db, log, sizeof log), 0, "%s", log);
+    struct store_error serr;
+    struct engine *e = engine_open(db.store, NULL, &serr);
+    cr_assert_not_null(e, "%s", serr.message);
+    oracle_exec(db.pg, "SET TIME ZONE 'UTC'");
+    for (int round = 0; round < 2; round++) {
+        if (round) { /* after changes, zones renamed and moved */
+            engine_close(e);
+            for (int i = 0; i < 3; i++)
+                taxi_random_batch(&db);
+            taxi_exec(db.pg, "UPDATE taxi_zones SET borough = 'Queens' WHERE location_id %% 7 = 0");
+            cr_assert_eq(taxi_ingest_once(&db, log, sizeof log), 0, "%s", log);
+            e = engine_open(db.store, NULL, &serr);
+            cr_assert_not_null(e, "%s", serr.message);
+        }
+        for (int i = 0; i < 300; i++) {
+            struct cond_gen g;
+            generate_cond_ask(&g);
+            char what[16384];
+            snprintf(what, sizeof what, "round %d, ask %d: %s\nSQL: %s", round, i, g.ask, g.sql);
+            struct answer want, got;
+            pg_answer(db.pg, g.sql, &want);
+            straum_answer(e, g.ask, 0, NULL, "UTC", &got);
+            compare(what, &want, &got);
+        }
+    }
+    /* HAVING at its edges: each comparison with a group's own value (the
+     * card payments'), which = keeps and < drops, exactly. */
+    static const char *const ops[] = {"=", "<>", "<", "<=", ">", ">="};
+    static const struct {
+        const char *ask, *sql;
+    } measures[] = {
+        {"trips", "count(*)"},
+        {"fare", "sum(t.fare_amount)"},
+        {"avg_fare", "avg(t.fare_amount)"},
+        {"median_fare", "percentile_disc(0.5) WITHIN GROUP (ORDER BY t.fare_amount)"},
+    };
+    for (size_t m = 0; m < sizeof measures / sizeof measures[0]; m++) {
+        char sql[512];
+        snprintf(sql, sizeof sql, "SELECT %s FROM yellow_trips t WHERE payment_type = 1",
+                 measures[m].sql);
+        PGresult *res = PQexec(db.pg, sql);
+        cr_assert_eq(PQresultStatus(res), PGRES_TUPLES_OK, "%s", PQerrorMessage(db.pg));
+        char edge[128];
+        snprintf(edge, sizeof edge, "%s", PQgetvalue(res, 0, 0));
+        PQclear(res);
+        for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+            char ask[512], want_sql[1024];
+            snprintf(ask, sizeof ask, "SELECT payment_type, %s FROM trips GROUP BY payment_type "
+                     "HAVING %s %s $1", measures[m].ask, measures[m].ask, ops[o]);
+            snprintf(want_sql, sizeof want_sql, "SELECT t.payment_type, %s FROM yellow_trips t "
+                     "GROUP BY 1 HAVING %s %s %s", measures[m].sql, measures[m].sql, ops[o], edge);
+            const char *params[] = {edge};
+            check_ask(e, db.pg, want_sql, ask, 1, params, "UTC", ask);
+        }
+    }
+    engine_close(e);
+    taxi_db_destroy(&db);
+}
