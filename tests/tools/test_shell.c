@@ -191,7 +191,8 @@ Test(shell, table_format)
     add(&want, " payment_type | trips \n--------------+-------\n");
     for (int p = 0; p < 6; p++)
         add(&want, " %12d | %5lld\n", p, (long long)fixture_count(p, FROM_US, TO_US));
-    add(&want, "(6 rows)\n\n");
+    add(&want, "(6 rows, buckets from 2024-01-01T00:00:00+00:00 up to 2024-01-04T00:00:00+00:00)"
+               "\n\n");
     struct run r = both_run(NULL, "-c", BY_PAYMENT);
     cr_assert_eq(r.status, 0, "%s", r.err);
     cr_assert_str_eq(r.out, want.s);
@@ -200,7 +201,8 @@ Test(shell, table_format)
 
     /* One row; a text column left-aligned, a narrow header centred. */
     want.n = 0;
-    add(&want, " trips \n-------\n %5lld\n(1 row)\n\n",
+    add(&want, " trips \n-------\n %5lld\n(1 row, buckets from 2024-01-01T00:00:00+00:00 up to "
+               "2024-01-02T00:00:00+00:00)\n\n",
         (long long)fixture_count(-1, FROM_US, FROM_US + DAY_US));
     r = both_run(NULL, "--format", "table", "-c",
                  "select trips from trips where bucket >= '2024-01-01' and bucket < '2024-01-02'");
@@ -242,7 +244,8 @@ Test(shell, texts_numerics_and_nulls_agree)
                       "GROUP BY borough ORDER BY borough";
     struct run r = both_run(NULL, "-c", ask);
     cr_assert_eq(r.status, 0, "%s", r.err);
-    cr_assert(strstr(r.out, " Manhattan ") && strstr(r.out, "(4 rows)\n"), "%s", r.out);
+    cr_assert(strstr(r.out, " Manhattan ") && strstr(r.out, "(4 rows, buckets from 2024-01-01T00:00:00+00:00 up to "
+                                                    "2024-01-08T00:00:00+00:00)\n"), "%s", r.out);
     cr_assert(strstr(r.out, "\n           | "), "a NULL borough prints empty:\n%s", r.out);
     run_free(&r);
 
@@ -320,7 +323,8 @@ Test(shell, piped_asks_and_commands)
         " $1        | 2024-01-01 | text\n"
         " $2        | 2024-01-02 | text\n"
         "(2 rows)\n\n"
-        " trips \n-------\n %5lld\n(1 row)\n\n",
+        " trips \n-------\n %5lld\n(1 row, buckets from 2024-01-01T00:00:00-05:00 up to "
+        "2024-01-02T00:00:00-05:00)\n\n",
         (long long)fixture_count(-1, from, to));
     cr_assert_eq(strncmp(r.out, want.s, want.n), 0, "got:\n%s\nwanted first:\n%s", r.out, want.s);
     const char *p = r.out + want.n;
@@ -476,7 +480,7 @@ Test(shell, bearer_token)
     run_free(&r);
     r = shell_run_v(NULL, "STRAUM_TOKEN=tok", (const char *const[]){"--url", url, "-c", BY_PAYMENT, NULL});
     cr_assert_eq(r.status, 0, "%s", r.err);
-    cr_assert(strstr(r.out, "(6 rows)"), "%s", r.out);
+    cr_assert(strstr(r.out, "(6 rows, buckets from "), "%s", r.out);
     run_free(&r);
     serve_stop(s);
     unlink(path);
@@ -579,7 +583,7 @@ Test(shell, terminal_completion_and_history)
                         "AND bucket < '2024-01-02';\n";
     cr_assert_eq(write(fd, typed, strlen(typed)), (ssize_t)strlen(typed));
     char want[64];
-    snprintf(want, sizeof want, "%lld\r\n(1 row)",
+    snprintf(want, sizeof want, "%lld\r\n(1 row, buckets from 2024-01-01T00:00:00+00:00",
              (long long)fixture_count(-1, FROM_US, FROM_US + DAY_US));
     cr_assert(pty_wait_for(fd, want, seen, sizeof seen, &len), "no answer %s in: %s", want, seen);
     const char *more = "\\tim\t\n";

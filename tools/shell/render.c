@@ -154,7 +154,8 @@ static void render_aligned(FILE *f, const struct table *t, const char *title)
         }
         fputc('\n', f);
     }
-    fprintf(f, "(%d row%s)\n\n", t->nrows, t->nrows == 1 ? "" : "s");
+    fprintf(f, "(%d row%s%s%s)\n\n", t->nrows, t->nrows == 1 ? "" : "s", t->range ? ", " : "",
+            t->range ? t->range : "");
 out:
     for (size_t i = 0; texts && i < ncells; i++)
         buf_free(&texts[i]);

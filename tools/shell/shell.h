@@ -60,13 +60,15 @@ struct table {
     struct cell *cells; /* row-major: nrows * ncols */
     size_t ncells, cap;
     bool failed;        /* out of memory while building */
+    char *range;        /* an ask's buckets read ("from A up to B"), or NULL */
 };
 
 void table_init(struct table *t, int ncols, const char *const *names);
 /* Appends the next cell, row-major (text copied; NULL for a NULL cell). */
 void table_add(struct table *t, enum cell_kind kind, const char *text);
 void table_free(struct table *t);
-/* {"columns": [...], "rows": [[...]]} into t. 0, or -1 with err. */
+/* {"columns": [...], "rows": [[...]], "range": {...}} into t (the range,
+ * when the answer has one, for the footer). 0, or -1 with err. */
 int table_from_answer(const char *json, struct table *t, char *err, size_t errlen);
 
 /* ---- Output (render.c) ------------------------------------------------------ */

@@ -68,6 +68,7 @@ void table_free(struct table *t)
     for (size_t i = 0; i < t->ncells; i++)
         free(t->cells[i].text);
     free(t->cells);
+    free(t->range);
     memset(t, 0, sizeof *t);
 }
 
@@ -178,6 +179,19 @@ int table_from_answer(const char *json, struct table *t, char *err, size_t errle
                 table_add(t, CELL_NULL, NULL);
         }
         rc = t->failed ? -1 : 0;
+    }
+    /* The buckets the ask read, for the footer: "from A up to B", an open
+     * side as the first or the last the view holds. */
+    const cJSON *range = cJSON_GetObjectItemCaseSensitive(root, "range");
+    if (rc == 0 && cJSON_IsObject(range)) {
+        const cJSON *from = cJSON_GetObjectItemCaseSensitive(range, "from");
+        const cJSON *to = cJSON_GetObjectItemCaseSensitive(range, "to");
+        char text[256];
+        snprintf(text, sizeof text, "buckets from %s up to %s",
+                 cJSON_IsString(from) ? from->valuestring : "the first",
+                 cJSON_IsString(to) ? to->valuestring : "the last");
+        if (!(t->range = strdup(text)))
+            rc = -1;
     }
     if (rc)
         snprintf(err, errlen, "out of memory reading the answer");
