@@ -28,9 +28,10 @@ struct mode {
 
 static const struct mode MODES[] = {
     {"asks", taxi_asks_main,
-     "[--trips N] [--seed S] [--check-only] [--json FILE] [--plot DIR] [...]\n"
+     "[--trips N] [--seed S] [--check-only] [--json FILE] [--results FILE] [...]\n"
      "        the default: the ten asks, each checked equal to PostgreSQL's, then timed\n"
-     "        on both sides (the seed's table)"},
+     "        on both sides (the seed's table); --results bench/RESULTS.json records\n"
+     "        each mode run there, for bench/render_results.py"},
     {"cold-start", taxi_cold_main,
      "[--trips N] [--restarts N] [...]\n"
      "        exec of straum-serve to /readyz 200 and to the first answer, warm and cold"},
@@ -64,7 +65,8 @@ static const struct mode MODES[] = {
      "        sets up PostgreSQL, ingest and serve (200,000 trips by default), then\n"
      "        straum-shell asking that serve; all removed when the shell ends"},
     {"duckdb", taxi_duckdb_main,
-     "[--trips N] [--seed S] [--pg CONNINFO] [--runs N] [--threads N] [--json FILE] [...]\n"
+     "[--trips N] [--seed S] [--pg CONNINFO] [--runs N] [--threads N] [--json FILE]\n"
+     "        [--results FILE] [...]\n"
      "        the ten asks on an in-memory DuckDB over the same trips (node and\n"
      "        @duckdb/node-api: bench/duckdb/taxi_duckdb.mjs), checked against PostgreSQL's"},
     {"wait-ready", taxi_wait_ready_main,

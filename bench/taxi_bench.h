@@ -23,6 +23,7 @@ struct taxi_opts {
     long long trips;
     unsigned long long seed;
     const char *json_file; /* --json FILE */
+    const char *results_file; /* --results FILE: bench/RESULTS.json, each mode's object replaced */
     const char *plot_dir;  /* --plot DIR */
     const char *bin_dir;   /* straum-ingest, straum-serve, straum-dump, taxi_gen */
     const char *src_dir;   /* bench/taxi_views.sql, bench/taxi_schema.sql, zones */
@@ -51,6 +52,7 @@ struct taxi_env {
     double load_pg_s, index_s, copy_out_s, ingest_load_s;
     long ingest_peak_kib; /* VmHWM of the initial load */
     cJSON *report;        /* the --json document */
+    char load_key[128];   /* the load mode's key in --results: "load", or "load --asks LIST" */
 };
 
 /* Parses the options every mode takes (argv[0] is the mode). Returns 0, or
@@ -115,7 +117,9 @@ cJSON *taxi_dump_stats(struct taxi_env *e);
 
 /* The root object with machine, versions and command line. */
 cJSON *taxi_report_new(struct taxi_env *e);
-/* Writes the report to o->json_file, if given. */
+/* Records each mode's figures into o->results_file and writes the whole
+ * report to o->json_file, each if given. Returns 0, or -1 after printing
+ * why. */
 int taxi_report_write(struct taxi_env *e);
 /* Runs gnuplot on DIR/name.gp if gnuplot is installed; prints a note if not. */
 void taxi_plot(const char *dir, const char *name, const char *script);

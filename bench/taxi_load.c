@@ -450,9 +450,21 @@ static int run_load(struct taxi_env *e, const struct load_opts *lo)
     cJSON *j = cJSON_AddObjectToObject(e->report, "load");
     cJSON_AddNumberToObject(j, "connections", lo->connections);
     cJSON *asks = cJSON_AddArrayToObject(j, "asks");
+    /* Recorded as "load" for the ten asks in turn, else "load --asks LIST",
+     * so a run over some asks keeps the default's figures. */
+    size_t kn = (size_t)snprintf(e->load_key, sizeof e->load_key, "load");
+    const char *sep = " --asks ";
+    bool all = true;
     for (int i = 0; i < TAXI_NASKS; i++)
-        if (lo->asks[i])
+        all &= lo->asks[i];
+    for (int i = 0; i < TAXI_NASKS; i++)
+        if (lo->asks[i]) {
             cJSON_AddItemToArray(asks, cJSON_CreateNumber(i + 1));
+            if (!all && kn < sizeof e->load_key)
+                kn += (size_t)snprintf(e->load_key + kn, sizeof e->load_key - kn, "%s%d", sep,
+                                       i + 1);
+            sep = ",";
+        }
     cJSON_AddNumberToObject(j, "wrk_threads", lo->wrk_threads);
     cJSON_AddNumberToObject(j, "duration_s", secs);
     cJSON_AddNumberToObject(j, "requests", (double)w.requests);
@@ -484,12 +496,19 @@ int taxi_load_main(int argc, char **argv)
 {
     static struct load_opts lo;
     bool trips_given;
+    /* parse_load_opts takes its options out of argv; the report records
+     * the command as given. */
+    static char *given[256];
+    int ngiven = argc < 255 ? argc : 255;
+    memcpy(given, argv, sizeof *given * (size_t)ngiven);
     int rc = parse_load_opts(&lo, &argc, argv, &trips_given);
     if (rc)
         return rc;
     static struct taxi_opts o;
     if ((rc = taxi_opts_parse(&o, argc, argv, "load")))
         return rc;
+    o.argc = ngiven;
+    o.argv = given;
     if (!trips_given)
         o.trips = 200000;
     static struct taxi_env e;

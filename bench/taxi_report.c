@@ -1,9 +1,12 @@
 /* taxi_report.c -- the taxi benchmark's --json document (the machine: CPU
  * model, cores, memory; versions: PostgreSQL, Straum, the compiler; the
- * exact command line; the modes add their figures), the mode entry points
- * that set up, run one mode or all of them and tear down, and gnuplot
- * charts for --plot (a note when gnuplot is not installed). */
+ * exact command line, the date and the source commit; the modes add their
+ * figures), its recording into --results FILE (one object per mode), the
+ * mode entry points that set up, run one mode or all of them and tear
+ * down, and gnuplot charts for --plot (a note when gnuplot is not
+ * installed). */
 #include "bench/taxi_bench.h"
+#include "bench/taxi_results.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,12 +65,59 @@ cJSON *taxi_report_new(struct taxi_env *e)
     time_t now = time(NULL);
     strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
     cJSON_AddStringToObject(root, "date", buf);
+    taxi_source_commit(e->o->src_dir, buf, sizeof buf);
+    cJSON_AddStringToObject(root, "commit", buf);
     return root;
+}
+
+/* The sections a mode adds to the report, and the mode each is recorded
+ * under in --results: a run of `taxi all` records four modes. */
+static const struct {
+    const char *section, *mode;
+} RECORDED[] = {
+    {"asks", "asks"},
+    {"memory", "memory"},
+    {"cold_start", "cold-start"},
+    {"transactions", "transactions"},
+    {"load", "load"},
+};
+
+/* Records every mode section of the report into o->results_file, each with
+ * the report's machine, versions, command, date, commit and setup. */
+static int report_record(struct taxi_env *e)
+{
+    static const char *const HEADER[] = {"machine", "versions", "command", "date", "commit",
+                                         "setup"};
+    int rc = 0;
+    for (size_t i = 0; i < sizeof RECORDED / sizeof RECORDED[0]; i++) {
+        const cJSON *sect = cJSON_GetObjectItemCaseSensitive(e->report, RECORDED[i].section);
+        if (!sect)
+            continue;
+        cJSON *run = cJSON_CreateObject();
+        for (size_t h = 0; h < sizeof HEADER / sizeof HEADER[0]; h++) {
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(e->report, HEADER[h]);
+            if (v)
+                cJSON_AddItemToObject(run, HEADER[h], cJSON_Duplicate(v, 1));
+        }
+        cJSON_AddItemToObject(run, RECORDED[i].section, cJSON_Duplicate(sect, 1));
+        char key[128];
+        snprintf(key, sizeof key, "%s",
+                 !strcmp(RECORDED[i].section, "load") && e->load_key[0] ? e->load_key
+                                                                        : RECORDED[i].mode);
+        if (taxi_results_record(e->o->results_file, key, run))
+            rc = -1;
+        cJSON_Delete(run);
+    }
+    return rc;
 }
 
 int taxi_report_write(struct taxi_env *e)
 {
-    if (!e->o->json_file || !e->report)
+    if (!e->report)
+        return 0;
+    if (e->o->results_file && report_record(e))
+        return -1;
+    if (!e->o->json_file)
         return 0;
     char *s = cJSON_Print(e->report);
     FILE *f = fopen(e->o->json_file, "w");

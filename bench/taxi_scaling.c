@@ -8,6 +8,7 @@
 #include "tests/kit/http_client.h"
 #include "tests/kit/taxi_asks.h"
 #include "bench/taxi_bench.h"
+#include "bench/taxi_results.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,6 +127,7 @@ int taxi_scaling_main(int argc, char **argv)
     const char *keep = o.work_dir;
     static struct scale_point pts[MAX_FACTORS];
     static struct taxi_env e;
+    cJSON *header = NULL; /* the first setup's machine, versions, command, date, commit */
     for (int i = 0; i < n && rc == 0; i++) {
         o.trips = base * factors[i];
         o.work_dir = keep; /* each setup starts from a fresh work dir */
@@ -136,6 +138,10 @@ int taxi_scaling_main(int argc, char **argv)
             rc = 2;
         } else {
             rc = measure_point(&e, &pts[i]) ? 1 : 0;
+            if (!header && e.report) {
+                header = cJSON_Duplicate(e.report, 1);
+                cJSON_DeleteItemFromObjectCaseSensitive(header, "setup");
+            }
         }
         taxi_teardown(&e);
     }
@@ -153,6 +159,12 @@ int taxi_scaling_main(int argc, char **argv)
             cJSON_free(text);
             cJSON_Delete(root);
         }
+        if (o.results_file && header) {
+            cJSON_AddItemToObject(header, "scaling", points_json(pts, n));
+            if (taxi_results_record(o.results_file, "scaling", header))
+                rc = 2;
+        }
     }
+    cJSON_Delete(header);
     return rc;
 }

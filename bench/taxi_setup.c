@@ -27,12 +27,15 @@
 static int opts_usage(const char *mode)
 {
     fprintf(stderr,
-            "usage: taxi %s [--trips N] [--seed S] [--json FILE] [--plot DIR] [--keep-data DIR]\n"
+            "usage: taxi %s [--trips N] [--seed S] [--json FILE] [--results FILE] [--plot DIR]\n"
+            "       [--keep-data DIR]\n"
             "       [--bin DIR] [--source-dir DIR] [--check-only] [--trials N] [--seconds S]\n"
             "       [--restarts N] [--sizes N,N,...] [--factors N,N,...] [--skip-asks]\n"
             "  --trips N        trips generated (default the full scale, 20,332,093)\n"
             "  --seed S         the generator's seed (default 42)\n"
             "  --json FILE      every figure, the machine and versions as JSON\n"
+            "  --results FILE   replace the objects of the modes run in FILE (bench/RESULTS.json;\n"
+            "                   bench/render_results.py renders bench/RESULTS.md from it)\n"
             "  --plot DIR       PNG charts drawn with gnuplot (if installed)\n"
             "  --keep-data DIR  work dir (store, logs) kept after the run\n"
             "  --bin DIR        straum-ingest, straum-serve, straum-dump, taxi_gen (default:\n"
@@ -77,6 +80,8 @@ int taxi_opts_parse(struct taxi_opts *o, int argc, char **argv, const char *mode
             o->seed = strtoull(v, NULL, 10);
         else if (!strcmp(a, "--json"))
             o->json_file = v;
+        else if (!strcmp(a, "--results"))
+            o->results_file = v;
         else if (!strcmp(a, "--plot"))
             o->plot_dir = v;
         else if (!strcmp(a, "--keep-data"))
@@ -100,6 +105,11 @@ int taxi_opts_parse(struct taxi_opts *o, int argc, char **argv, const char *mode
     }
     if (o->trips < 1 || o->trials < 1 || o->restarts < 1 || o->min_seconds < 0)
         return opts_usage(mode);
+    if (o->results_file && o->check_only) {
+        fprintf(stderr, "taxi %s: --results records timed figures, and --check-only times "
+                        "nothing; leave one out\n", mode);
+        return 2;
+    }
     return 0;
 }
 

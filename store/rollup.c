@@ -211,7 +211,7 @@ static void *shrink_column(struct block_columns *bc, int i, uint32_t n)
  * columns, which are allocated for every input run but only written as
  * far as the merged runs reach: a family that merged the widest segment's
  * cells (3.9 M runs at full scale) through one buffer of all their runs
- * touched that much again, and was a fold's peak (bench/RESULTS.md). */
+ * would touch that much again, enough to set a fold's peak memory. */
 static int build_vc(const struct grouping *gr, int k, const uint32_t *perm, const uint32_t *start,
                     uint32_t ng, uint16_t base, uint64_t max_runs, struct block_columns *bc,
                     struct rows *out)

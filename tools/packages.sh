@@ -19,6 +19,7 @@ PACKAGES=(
   libcurl4-openssl-dev            # straum-shell: asks over HTTP
   nginx-light                     # the replicas test: three serves behind nginx
   groff-base                      # test_install: manual pages render without warnings
+  python3                         # bench/render_results.py: RESULTS.md from RESULTS.json (results_rendered)
 )
 
 missing_packages() {
