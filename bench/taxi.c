@@ -7,7 +7,7 @@
  *   taxi shell [--trips N] [...]              the setup, then straum-shell on it
  *   taxi duckdb [--pg CONNINFO] [...]         the ten asks on in-memory DuckDB (node)
  *   taxi load [--connections N] [--duration S] [...]  serve under wrk's load
- *   taxi asks|cold-start|memory|transactions|all [--trips N] [...]
+ *   taxi asks|dashboard|cold-start|memory|transactions|all [--trips N] [...]
  *        the benchmark: sets up PostgreSQL, ingest and serve itself
  *        (taxi_setup.c) and runs one mode, or all on one setup
  */
@@ -32,6 +32,10 @@ static const struct mode MODES[] = {
      "        the default: the ten asks, each checked equal to PostgreSQL's, then timed\n"
      "        on both sides (the seed's table); --results bench/RESULTS.json records\n"
      "        each mode run there, for bench/render_results.py"},
+    {"dashboard", taxi_dashboard_main,
+     "[--trips N] [--seed S] [--check-only] [--results FILE] [...]\n"
+     "        four asks as a New York dashboard sends them (local days, a month of\n"
+     "        medians, months by borough, a time picker's top ten), checked, then timed"},
     {"cold-start", taxi_cold_main,
      "[--trips N] [--restarts N] [...]\n"
      "        exec of straum-serve to /readyz 200 and to the first answer, warm and cold"},

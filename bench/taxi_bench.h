@@ -127,6 +127,7 @@ void taxi_plot(const char *dir, const char *name, const char *script);
 /* ---- Modes --------------------------------------------------------------- */
 
 int taxi_asks_run(struct taxi_env *e);
+int taxi_dashboard_run(struct taxi_env *e);
 int taxi_cold_run(struct taxi_env *e);
 int taxi_memory_run(struct taxi_env *e);
 int taxi_txn_run(struct taxi_env *e);

@@ -1,4 +1,5 @@
-/* taxi_bench_asks.c -- `taxi asks`: the ten asks of seed 000, each first
+/* taxi_bench_asks.c -- `taxi asks`: the ten asks of seed 000 (and `taxi
+ * dashboard`: four asks as a New York dashboard sends them), each first
  * checked (Straum's answer equals PostgreSQL's; the run stops at the first
  * difference, printing both), then timed on each side from one client:
  * PostgreSQL by libpq (simple query protocol, session time zone New York),
@@ -46,10 +47,9 @@ static void print_answer(const char *side, const struct answer *a)
     }
 }
 
-/* Checks ask i. Returns its row count, or -1 (printed). */
-static int check_ask(struct taxi_env *e, int i, struct http_client *http)
+/* Checks ask a, number i in its list. Returns its row count, or -1 (printed). */
+static int check_ask(struct taxi_env *e, const struct taxi_ask *a, int i, struct http_client *http)
 {
-    const struct taxi_ask *a = &TAXI_ASKS[i];
     PGresult *r = PQexec(e->conn, a->postgres_sql);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         printf("  %s: PostgreSQL failed: %s", a->name, PQerrorMessage(e->conn));
@@ -150,7 +150,10 @@ static void write_plot(struct taxi_env *e, const char *names[], const double *pg
               "plot 'asks.dat' using 2:xtic(1) title 'PostgreSQL', '' using 3 title 'Straum'\n");
 }
 
-int taxi_asks_run(struct taxi_env *e)
+/* Checks then times each ask of a list; the figures go into the report's
+ * section (an array), the table is printed under title. */
+static int run_list(struct taxi_env *e, const struct taxi_ask *asks, int nasks,
+                    const char *section, const char *title)
 {
     struct http_client http;
     char err[512];
@@ -159,24 +162,27 @@ int taxi_asks_run(struct taxi_env *e)
         return 2;
     }
     const struct taxi_opts *o = e->o;
-    printf("\nAsks: every answer checked against PostgreSQL%s\n",
+    printf("\n%s: every answer checked against PostgreSQL%s\n", title,
            o->check_only ? " (check only, no timing)" : "");
-    cJSON *arr = cJSON_AddArrayToObject(e->report, "asks");
-    int rows[TAXI_NASKS];
-    double pg_ms[TAXI_NASKS] = {0}, st_ms[TAXI_NASKS] = {0};
-    const char *names[TAXI_NASKS];
+    cJSON *arr = cJSON_AddArrayToObject(e->report, section);
+    enum { MAX_ASKS = 16 };
+    int rows[MAX_ASKS];
+    double pg_ms[MAX_ASKS] = {0}, st_ms[MAX_ASKS] = {0};
+    const char *names[MAX_ASKS];
     int failed = 0;
-    for (int i = 0; i < TAXI_NASKS; i++) {
-        names[i] = TAXI_ASKS[i].name;
-        rows[i] = check_ask(e, i, &http);
+    if (nasks > MAX_ASKS)
+        nasks = MAX_ASKS;
+    for (int i = 0; i < nasks; i++) {
+        names[i] = asks[i].name;
+        rows[i] = check_ask(e, &asks[i], i, &http);
         if (rows[i] < 0) {
             failed = 1;
             break;
         }
-        printf("  %2d. %-32s %4d rows  equal\n", i + 1, TAXI_ASKS[i].name, rows[i]);
+        printf("  %2d. %-32s %4d rows  equal\n", i + 1, asks[i].name, rows[i]);
         fflush(stdout);
         cJSON *j = cJSON_CreateObject();
-        cJSON_AddStringToObject(j, "ask", TAXI_ASKS[i].name);
+        cJSON_AddStringToObject(j, "ask", asks[i].name);
         cJSON_AddNumberToObject(j, "rows", rows[i]);
         cJSON_AddBoolToObject(j, "equal", true);
         cJSON_AddItemToArray(arr, j);
@@ -188,8 +194,8 @@ int taxi_asks_run(struct taxi_env *e)
             bool pg_first = t % 2 == 0;
             for (int side = 0; side < 2 && !failed; side++) {
                 bool pg = (side == 0) == pg_first;
-                if (pg ? trial_pg(e, TAXI_ASKS[i].postgres_sql, share, &sp)
-                       : trial_straum(&TAXI_ASKS[i], &http, share, &ss))
+                if (pg ? trial_pg(e, asks[i].postgres_sql, share, &sp)
+                       : trial_straum(&asks[i], &http, share, &ss))
                     failed = 1;
             }
         }
@@ -224,16 +230,26 @@ int taxi_asks_run(struct taxi_env *e)
         return 1;
     if (!o->check_only) {
         printf("\n| Ask | Rows | PostgreSQL | Straum | Faster |\n|---|---|---|---|---|\n");
-        for (int i = 0; i < TAXI_NASKS; i++) {
+        for (int i = 0; i < nasks; i++) {
             char t1[32], t2[32], ra[32];
-            printf("| %s | %d | %s | %s | %s |\n", TAXI_ASKS[i].name, rows[i],
+            printf("| %s | %d | %s | %s | %s |\n", asks[i].name, rows[i],
                    taxi_format_ns((int64_t)(pg_ms[i] * 1e6), t1, sizeof t1),
                    taxi_format_ns((int64_t)(st_ms[i] * 1e6), t2, sizeof t2),
                    taxi_format_ratio(pg_ms[i] / st_ms[i], ra, sizeof ra));
         }
-        if (o->plot_dir)
-            write_plot(e, names, pg_ms, st_ms, TAXI_NASKS);
+        if (o->plot_dir && !strcmp(section, "asks"))
+            write_plot(e, names, pg_ms, st_ms, nasks);
     }
     printf("\nEvery answer equals PostgreSQL's.\n");
     return 0;
+}
+
+int taxi_asks_run(struct taxi_env *e)
+{
+    return run_list(e, TAXI_ASKS, TAXI_NASKS, "asks", "Asks");
+}
+
+int taxi_dashboard_run(struct taxi_env *e)
+{
+    return run_list(e, TAXI_DASHBOARD_ASKS, TAXI_NDASHBOARD_ASKS, "dashboard", "Dashboard asks");
 }

@@ -76,6 +76,7 @@ static const struct {
     const char *section, *mode;
 } RECORDED[] = {
     {"asks", "asks"},
+    {"dashboard", "dashboard"},
     {"memory", "memory"},
     {"cold_start", "cold-start"},
     {"transactions", "transactions"},
@@ -197,6 +198,12 @@ int taxi_asks_main(int argc, char **argv)
     return run_modes(argc, argv, "asks", runs, 1);
 }
 
+int taxi_dashboard_main(int argc, char **argv)
+{
+    int (*const runs[])(struct taxi_env *) = {taxi_dashboard_run};
+    return run_modes(argc, argv, "dashboard", runs, 1);
+}
+
 int taxi_cold_main(int argc, char **argv)
 {
     int (*const runs[])(struct taxi_env *) = {taxi_cold_run};
@@ -217,7 +224,7 @@ int taxi_txn_main(int argc, char **argv)
 
 int taxi_all_main(int argc, char **argv)
 {
-    int (*const runs[])(struct taxi_env *) = {taxi_asks_run, taxi_memory_run, taxi_cold_run,
-                                              taxi_txn_run};
-    return run_modes(argc, argv, "all", runs, 4);
+    int (*const runs[])(struct taxi_env *) = {taxi_asks_run, taxi_dashboard_run,
+                                              taxi_memory_run, taxi_cold_run, taxi_txn_run};
+    return run_modes(argc, argv, "all", runs, 5);
 }

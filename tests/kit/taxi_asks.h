@@ -76,4 +76,42 @@ static const struct taxi_ask TAXI_ASKS[] = {
 
 #define TAXI_NASKS ((int)(sizeof TAXI_ASKS / sizeof TAXI_ASKS[0]))
 
+/* Four asks as a New York dashboard sends them (issue "dashboard time"):
+ * local days, a month of local-day medians, months by borough over all
+ * time, and a time picker's range (Grafana's BETWEEN, off the hour edges)
+ * with a top-ten HAVING. The SQL is the same question over the raw rows
+ * under the session time zone New York; the range on the view's bucket is
+ * the hour bucket's, as the view buckets the rows. */
+static const struct taxi_ask TAXI_DASHBOARD_ASKS[] = {
+    {"Trips per New York day, six months",
+     "SELECT date_trunc('day', pickup_at), count(*) FROM yellow_trips "
+     "WHERE pickup_at >= '2024-01-01' AND pickup_at < '2024-07-01' GROUP BY 1",
+     "SELECT date_trunc('day', bucket) AS day, trips FROM trips "
+     "WHERE bucket >= $1 AND bucket < $2 GROUP BY day",
+     {"2024-01-01", "2024-07-01", 0}},
+    {"Median fare per New York day, March",
+     "SELECT date_trunc('day', pickup_at), "
+     "percentile_disc(0.5) WITHIN GROUP (ORDER BY fare_amount) FROM yellow_trips "
+     "WHERE pickup_at >= '2024-03-01' AND pickup_at < '2024-04-01' GROUP BY 1",
+     "SELECT date_trunc('day', bucket) AS day, median_fare FROM trips "
+     "WHERE bucket >= $1 AND bucket < $2 GROUP BY day",
+     {"2024-03-01", "2024-04-01", 0}},
+    {"Trips per month by borough",
+     "SELECT date_trunc('month', t.pickup_at), z.borough, count(*) FROM yellow_trips t "
+     "LEFT JOIN taxi_zones z ON z.location_id = t.pu_location_id GROUP BY 1, 2",
+     "SELECT date_trunc('month', bucket) AS month, borough, trips FROM trips "
+     "GROUP BY month, borough",
+     {0}},
+    {"Top ten pickup zones, a time picker's range",
+     "SELECT t.pu_location_id, count(*), avg(t.fare_amount) FROM yellow_trips t "
+     "WHERE date_bin('1 hour', t.pickup_at, timestamptz 'epoch') "
+     "BETWEEN '2024-03-09T18:42:17Z' AND '2024-03-11T00:42:17Z' "
+     "GROUP BY 1 HAVING count(*) > 100 ORDER BY count(*) DESC, 1 LIMIT 10",
+     "SELECT pu_location_id, trips, avg_fare FROM trips WHERE bucket BETWEEN $1 AND $2 "
+     "GROUP BY pu_location_id HAVING trips > $3 ORDER BY trips DESC, pu_location_id LIMIT 10",
+     {"2024-03-09T18:42:17Z", "2024-03-11T00:42:17Z", "100", 0}},
+};
+
+#define TAXI_NDASHBOARD_ASKS ((int)(sizeof TAXI_DASHBOARD_ASKS / sizeof TAXI_DASHBOARD_ASKS[0]))
+
 #endif
