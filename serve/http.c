@@ -1,5 +1,7 @@
-/* http.c -- straum-serve's HTTP server: libmicrohttpd, the routes, limits,
- * the bearer token, status mapping, graceful stop.
+/* http.c -- straum-serve's HTTP server: connections on libmicrohttpd and
+ * their limits, request bodies, the bearer token, the route table's
+ * refusals, graceful stop. What each route answers is routes.c's; how a
+ * response is made, response.c's (serve/http.h).
  *
  * Threads: MHD's internal polling threads (a pool of --threads, each with its
  * own epoll set) accept, read, call on_request and write. An ask runs on the
@@ -14,35 +16,20 @@
  * (of the connection, or of the previous answer). Neither holds a worker:
  * a connection waiting for bytes costs an epoll entry, not a thread.
  *
- * Routes and statuses:
- *   POST /ask      200 engine JSON; 400 body (request.c) or ask syntax; 404
- *                  unknown view; 413 body over --max-body (answered on the
- *                  headers when Content-Length says so; a chunked body is
- *                  dropped past the limit and answered at its end) or an
- *                  ask over the engine's length limit; 422 parameters or
- *                  groups the engine refuses; 503 ask timeout; 500 internal
- *                  (a corrupt block: the engine's message names it; logged)
- *   GET  /views    200 engine JSON
- *   GET  /healthz  200 {"status":"ok"} while the process serves
- *   GET  /readyz   200 {"status":"ready","lag_seconds","position"}, or 503
- *                  not_ready: no position yet, or lag over --max-lag (lag:
- *                  see store_lag_usec)
- *   GET  /metrics  Prometheus text
- *   anything else  404 not_found; a known path with another method 405 with
- *                  Allow; /ask and /views without the token (when
- *                  --token-file is set) 401 with WWW-Authenticate. Header
- *                  floods get MHD's own 431.
- * Every error body is {"error": {"code", "message"[, "line", "column"]}}. */
-#include "serve/serve.h"
-
-#include "engine/engine.h"
-#include "serve/metrics.h"
-#include "serve/request.h"
+ * A request's row in the route table is found by its path on its first
+ * call, before any body is read: a path not in the table gets 404
+ * not_found (naming the table's routes), a row's path with a method the
+ * row does not take 405 with the row's methods in Allow, a row that needs
+ * the token (when --token-file is set) 401 with WWW-Authenticate. A row
+ * that reads a body gets it whole, up to --max-body (413 past it: on the
+ * headers when Content-Length says so; a chunked body is dropped past the
+ * limit and answered at its end); another row answers on the headers and
+ * its body goes unread. Header floods get MHD's own 431. */
+#include "serve/http.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <limits.h>
 #include <microhttpd.h>
 #include <netdb.h>
@@ -77,31 +64,6 @@
 /* What serve_stop waits for requests in flight before closing them. */
 #define STOP_GRACE_MS 10000
 
-struct serve_server {
-    struct MHD_Daemon *daemon;
-    int listen_fd;              /* ours until MHD_quiesce_daemon hands it back */
-    int port;
-    char addr[80];              /* "127.0.0.1:8080" as bound, for the log */
-    struct engine *engine;
-    struct metrics *metrics;
-    char *token;                /* NULL: no token needed */
-    size_t token_len;
-    size_t max_body;
-    int64_t max_lag_us;
-    bool quiet;
-    atomic_int inflight;        /* requests between their first call and completion */
-    struct MHD_Response *healthz;
-
-    /* Request deadlines (see the top): every open connection, its socket
-     * and since when it has been receiving a request. */
-    unsigned timeout_s;
-    pthread_mutex_t clocks_lock;
-    struct conn_clock *clocks;
-    pthread_t sweeper;
-    bool sweeping;
-    int sweep_pipe[2];          /* a byte: stop sweeping */
-};
-
 struct conn_clock {
     int fd;
     int64_t since_ns;           /* started receiving a request */
@@ -125,20 +87,6 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
     if (s->quiet)
         return;
     store_logv_from(STORE_LOG_WARN, "libmicrohttpd", fmt, ap);
-}
-
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int64_t wall_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 /* ---- The listen address -------------------------------------------------------- */
@@ -353,204 +301,6 @@ static bool authorized(const struct serve_server *s, struct MHD_Connection *c)
     return diff == 0;
 }
 
-/* ---- Responses ----------------------------------------------------------------------- */
-
-static const char oom_body[] =
-    "{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\"}}";
-
-/* A response queued: counted, and at debug level logged (an /ask's line,
- * with its view and time, is do_ask's). */
-static void sent(struct serve_server *s, enum metrics_path path, int status)
-{
-    metrics_http(s->metrics, path, status);
-    struct store_logline l;
-    if (!s->quiet && path != METRICS_PATH_ASK && store_log_begin(&l, STORE_LOG_DEBUG, "request")) {
-        store_log_str(&l, "path", metrics_path_name(path));
-        store_log_int(&l, "status", status);
-        store_log_end(&l);
-    }
-}
-
-/* Queues a response whose body is b's bytes (taken: freed by MHD, or here). */
-static enum MHD_Result send_buf(struct serve_server *s, struct MHD_Connection *c,
-                                enum metrics_path path, int status, struct buf *b,
-                                const char *content_type, const char *allow)
-{
-    struct MHD_Response *r;
-    if (b->failed || !b->data) {
-        bool failed = b->failed;
-        buf_free(b);
-        status = failed ? 500 : status;
-        r = failed ? MHD_create_response_from_buffer(sizeof oom_body - 1, (void *)oom_body,
-                                                        MHD_RESPMEM_PERSISTENT)
-                      : MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
-        content_type = "application/json";
-    } else {
-        r = MHD_create_response_from_buffer_with_free_callback(b->len, b->data, free);
-        if (r)
-            b->data = NULL; /* MHD owns it now */
-        else
-            buf_free(b);
-    }
-    if (!r)
-        return MHD_NO;
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
-    if (allow)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
-    if (status == 401)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"straum\"");
-    enum MHD_Result rc = MHD_queue_response(c, (unsigned)status, r);
-    MHD_destroy_response(r);
-    sent(s, path, status);
-    return rc;
-}
-
-static void error_json(struct buf *b, const char *code, const char *message, int line, int column)
-{
-    buf_puts(b, "{\"error\":{\"code\":");
-    buf_json_string(b, code, strlen(code));
-    buf_puts(b, ",\"message\":");
-    buf_json_string(b, message, strlen(message));
-    if (line > 0)
-        buf_printf(b, ",\"line\":%d,\"column\":%d", line, column);
-    buf_puts(b, "}}\n");
-}
-
-static enum MHD_Result send_error(struct serve_server *s, struct MHD_Connection *c,
-                                  enum metrics_path path, int status, const char *code,
-                                  const char *message, const char *allow)
-{
-    struct buf b = {0};
-    error_json(&b, code, message, 0, 0);
-    return send_buf(s, c, path, status, &b, "application/json", allow);
-}
-
-/* An engine or request error; a status the HTTP layer does not expect from
- * them becomes 500, so a bug cannot pass for success. */
-static enum MHD_Result send_ask_error(struct serve_server *s, struct MHD_Connection *c,
-                                      enum metrics_path path, struct ask_error *err)
-{
-    if (err->status < 400 || err->status > 599)
-        err->status = 500;
-    err->code[sizeof err->code - 1] = '\0';
-    err->message[sizeof err->message - 1] = '\0';
-    if (!err->code[0])
-        strcpy(err->code, "internal");
-    struct store_logline l;
-    if (err->status == 500 && !s->quiet && store_log_begin(&l, STORE_LOG_ERROR, err->message)) {
-        store_log_str(&l, "code", err->code);
-        store_log_str(&l, "path", path == METRICS_PATH_ASK     ? "/ask"
-                                  : path == METRICS_PATH_VIEWS ? "/views"
-                                                               : "other");
-        store_log_int(&l, "status", err->status);
-        store_log_end(&l);
-    }
-    struct buf b = {0};
-    error_json(&b, err->code, err->message, err->line, err->column);
-    return send_buf(s, c, path, err->status, &b, "application/json", NULL);
-}
-
-/* ---- Routes ------------------------------------------------------------------------------ */
-
-static enum MHD_Result do_views(struct serve_server *s, struct MHD_Connection *c)
-{
-    struct buf b = {0};
-    struct ask_error err = {0};
-    if (engine_views(s->engine, &b, &err) != 0) {
-        buf_free(&b);
-        return send_ask_error(s, c, METRICS_PATH_VIEWS, &err);
-    }
-    return send_buf(s, c, METRICS_PATH_VIEWS, 200, &b, "application/json", NULL);
-}
-
-static void lsn_text(uint64_t lsn, char buf[32])
-{
-    snprintf(buf, 32, "%" PRIX32 "/%08" PRIX32, (uint32_t)(lsn >> 32), (uint32_t)lsn);
-}
-
-static enum MHD_Result do_readyz(struct serve_server *s, struct MHD_Connection *c)
-{
-    struct store_position pos;
-    struct ask_error err = {0};
-    char msg[480];
-    if (engine_position(s->engine, &pos, &err) != 0) {
-        snprintf(msg, sizeof msg, "cannot read the store's position: %s", err.message);
-        return send_error(s, c, METRICS_PATH_READYZ, 503, "not_ready", msg, NULL);
-    }
-    int64_t lag = store_lag_usec(&pos, wall_us());
-    if (lag < 0 && s->max_lag_us > 0)
-        return send_error(s, c, METRICS_PATH_READYZ, 503, "not_ready",
-                          "the store has no source position yet: ingest has not committed "
-                          "since it was created", NULL);
-    if (s->max_lag_us > 0 && lag > s->max_lag_us) {
-        snprintf(msg, sizeof msg,
-                 "the store trails PostgreSQL by %.3f s, more than --max-lag %.3f s (%s)",
-                 (double)lag / 1e6, (double)s->max_lag_us / 1e6,
-                 pos.bytes_behind ? "ingest is behind the server's WAL"
-                                  : "no recent contact between ingest and PostgreSQL");
-        return send_error(s, c, METRICS_PATH_READYZ, 503, "not_ready", msg, NULL);
-    }
-    char lsn[32];
-    lsn_text(pos.lsn, lsn);
-    struct buf b = {0};
-    buf_puts(&b, "{\"status\":\"ready\",\"lag_seconds\":");
-    if (lag < 0)
-        buf_puts(&b, "null");
-    else
-        buf_printf(&b, "%" PRId64 ".%06" PRId64, lag / 1000000, lag % 1000000);
-    buf_printf(&b, ",\"position\":\"%s\"}\n", lsn);
-    return send_buf(s, c, METRICS_PATH_READYZ, 200, &b, "application/json", NULL);
-}
-
-static enum MHD_Result do_metrics(struct serve_server *s, struct MHD_Connection *c)
-{
-    struct store_position pos;
-    struct ask_error err = {0};
-    bool have = engine_position(s->engine, &pos, &err) == 0;
-    struct buf b = {0};
-    metrics_write(s->metrics, have ? &pos : NULL, wall_us(), &b);
-    return send_buf(s, c, METRICS_PATH_METRICS, 200, &b, "text/plain; version=0.0.4; charset=utf-8",
-                    NULL);
-}
-
-/* A /ask whose body has fully arrived. */
-static enum MHD_Result do_ask(struct serve_server *s, struct MHD_Connection *c, const char *body,
-                              size_t len)
-{
-    int64_t t0 = mono_ns();
-    struct request_body rb;
-    struct ask_error err = {0};
-    int view = -1, status;
-    enum MHD_Result rc;
-    if (request_parse(body, len, &rb, &err) != 0) {
-        status = err.status;
-        rc = send_ask_error(s, c, METRICS_PATH_ASK, &err);
-    } else {
-        view = metrics_view_of(s->metrics, rb.req.ask);
-        struct buf out = {0};
-        if (engine_ask(s->engine, &rb.req, &out, &err) == 0) {
-            status = out.failed ? 500 : 200;
-            rc = send_buf(s, c, METRICS_PATH_ASK, 200, &out, "application/json", NULL);
-        } else {
-            buf_free(&out);
-            rc = send_ask_error(s, c, METRICS_PATH_ASK, &err);
-            status = err.status;
-        }
-        request_free(&rb);
-    }
-    int64_t ns = mono_ns() - t0;
-    metrics_ask(s->metrics, view, status, ns);
-    struct store_logline l;
-    if (!s->quiet && store_log_begin(&l, STORE_LOG_DEBUG, "ask")) {
-        store_log_str(&l, "path", "/ask");
-        store_log_str(&l, "view", metrics_view_name(s->metrics, view));
-        store_log_int(&l, "status", status);
-        store_log_int(&l, "dur_us", ns / 1000);
-        store_log_end(&l);
-    }
-    return rc;
-}
-
 /* ---- Request deadlines -------------------------------------------------------------------- */
 
 /* A new connection: its clock starts now. NULL when out of memory (the
@@ -657,9 +407,11 @@ static void sweeper_stop(struct serve_server *s)
 
 /* ---- The MHD callbacks ------------------------------------------------------------------- */
 
-/* Per-request state of a /ask: the body as it arrives. GET routes answer on
- * their first call and keep `answered` as their state instead. */
-struct ask_ctx {
+/* Per-request state of a row that reads a body: its row and the body as
+ * it arrives. Other rows answer on their first call and keep `answered` as
+ * their state instead. */
+struct body_ctx {
+    int route;
     char *body;
     size_t len, cap;
     bool too_big;
@@ -671,42 +423,25 @@ struct ask_ctx {
  * which would cost keep-alive). `answered`: a response is queued. */
 static char pending, answered;
 
-static enum metrics_path route_of(const char *url)
-{
-    if (strcmp(url, "/ask") == 0)
-        return METRICS_PATH_ASK;
-    if (strcmp(url, "/views") == 0)
-        return METRICS_PATH_VIEWS;
-    if (strcmp(url, "/healthz") == 0)
-        return METRICS_PATH_HEALTHZ;
-    if (strcmp(url, "/readyz") == 0)
-        return METRICS_PATH_READYZ;
-    if (strcmp(url, "/metrics") == 0)
-        return METRICS_PATH_METRICS;
-    return METRICS_PATH_OTHER;
-}
-
-/* Path, method and token, before any body is read: 0 to go on, or the
- * error response queued (its MHD result in *rc). */
+/* Path, method and token by the route table, before any body is read: 0
+ * to go on, or the error response queued (its MHD result in *rc). */
 static int refuse(struct serve_server *s, struct MHD_Connection *c, const char *url,
-                  const char *method, enum metrics_path path, enum MHD_Result *rc)
+                  const char *method, int route, enum MHD_Result *rc)
 {
-    if (path == METRICS_PATH_OTHER) {
-        *rc = send_error(s, c, path, 404, "not_found",
-                         "no such path; straum-serve answers POST /ask, GET /views, /healthz, "
-                         "/readyz and /metrics", NULL);
+    if (route == s->nroutes) {
+        *rc = send_error(s, c, route, 404, "not_found", s->not_found, NULL);
         return 404;
     }
-    bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
-    if (path == METRICS_PATH_ASK ? strcmp(method, "POST") != 0 : !get) {
-        const char *allow = path == METRICS_PATH_ASK ? "POST" : "GET, HEAD";
+    const struct serve_route *r = &s->routes[route];
+    if (!route_takes(r, method)) {
+        const char *allow = route_allow(r->methods);
         char msg[200];
         snprintf(msg, sizeof msg, "%s takes %s only", url, allow);
-        *rc = send_error(s, c, path, 405, "method_not_allowed", msg, allow);
+        *rc = send_error(s, c, route, 405, "method_not_allowed", msg, allow);
         return 405;
     }
-    if ((path == METRICS_PATH_ASK || path == METRICS_PATH_VIEWS) && !authorized(s, c)) {
-        *rc = send_error(s, c, path, 401, "unauthorized",
+    if (r->token && !authorized(s, c)) {
+        *rc = send_error(s, c, route, 401, "unauthorized",
                          "this server needs \"Authorization: Bearer <token>\" with the token "
                          "of its --token-file", NULL);
         return 401;
@@ -718,24 +453,11 @@ static int refuse(struct serve_server *s, struct MHD_Connection *c, const char *
 static enum MHD_Result answer(struct serve_server *s, struct MHD_Connection *c, const char *url,
                               const char *method)
 {
-    enum metrics_path path = route_of(url);
+    int route = route_find(s, url);
     enum MHD_Result rc;
-    if (refuse(s, c, url, method, path, &rc))
+    if (refuse(s, c, url, method, route, &rc))
         return rc;
-    switch (path) {
-    case METRICS_PATH_VIEWS:
-        return do_views(s, c);
-    case METRICS_PATH_HEALTHZ:
-        rc = MHD_queue_response(c, MHD_HTTP_OK, s->healthz);
-        sent(s, path, 200);
-        return rc;
-    case METRICS_PATH_READYZ:
-        return do_readyz(s, c);
-    case METRICS_PATH_METRICS:
-        return do_metrics(s, c);
-    default:
-        return do_ask(s, c, "", 0); /* POST /ask with no body: the parser says so */
-    }
+    return s->routes[route].handler(s, c, route, "", 0);
 }
 
 static enum MHD_Result first_call(struct serve_server *s, struct MHD_Connection *c,
@@ -761,22 +483,25 @@ static enum MHD_Result first_call(struct serve_server *s, struct MHD_Connection 
     /* A body follows. Refusals are answered now, before a byte of it is
      * read (MHD then closes the connection rather than read it). */
     *state = &answered;
-    enum metrics_path path = route_of(url);
+    int route = route_find(s, url);
     enum MHD_Result rc;
-    if (refuse(s, c, url, method, path, &rc))
+    if (refuse(s, c, url, method, route, &rc))
         return rc;
-    if (path != METRICS_PATH_ASK) /* a GET with a body: answered, the body unread */
+    const struct serve_route *r = &s->routes[route];
+    if (!r->body) /* a GET with a body: answered, the body unread */
         return answer(s, c, url, method);
     if (declared > s->max_body) {
         char msg[200];
         snprintf(msg, sizeof msg, "the body is %llu bytes; this server takes at most %zu "
                  "(--max-body)", declared, s->max_body);
-        metrics_ask(s->metrics, -1, 413, 0);
-        return send_error(s, c, path, 413, "body_too_large", msg, NULL);
+        if (r->asks)
+            metrics_ask(s->metrics, -1, 413, 0);
+        return send_error(s, c, route, 413, "body_too_large", msg, NULL);
     }
-    struct ask_ctx *ctx = calloc(1, sizeof *ctx);
+    struct body_ctx *ctx = calloc(1, sizeof *ctx);
     if (!ctx)
         return MHD_NO;
+    ctx->route = route;
     if (declared > 0) {
         ctx->body = malloc((size_t)declared);
         ctx->cap = ctx->body ? (size_t)declared : 0;
@@ -809,7 +534,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *state = &answered;
         return answer(s, c, url, method);
     }
-    struct ask_ctx *ctx = *state;
+    struct body_ctx *ctx = *state;
     size_t n = *upload_data_size;
     if (n > 0) {
         *upload_data_size = 0;
@@ -851,10 +576,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         char msg[200];
         snprintf(msg, sizeof msg, "the body is over %zu bytes, the most this server takes "
                  "(--max-body)", s->max_body);
-        metrics_ask(s->metrics, -1, 413, 0);
-        return send_error(s, c, METRICS_PATH_ASK, 413, "body_too_large", msg, NULL);
+        if (s->routes[ctx->route].asks)
+            metrics_ask(s->metrics, -1, 413, 0);
+        return send_error(s, c, ctx->route, 413, "body_too_large", msg, NULL);
     }
-    return do_ask(s, c, ctx->body ? ctx->body : "", ctx->len);
+    return s->routes[ctx->route].handler(s, c, ctx->route, ctx->body ? ctx->body : "", ctx->len);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **state,
@@ -866,7 +592,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **state,
     if (*state == NULL)
         return;
     if (*state != &answered && *state != &pending) {
-        struct ask_ctx *ctx = *state;
+        struct body_ctx *ctx = *state;
         free(ctx->body);
         free(ctx);
     }
@@ -917,6 +643,13 @@ void serve_stop(struct serve_server *s)
 
 struct serve_server *serve_start(const struct serve_options *o, char *err, size_t errlen)
 {
+    return serve_start_routes(o, serve_routes, serve_nroutes, err, errlen);
+}
+
+struct serve_server *serve_start_routes(const struct serve_options *o,
+                                        const struct serve_route *routes, int nroutes,
+                                        char *err, size_t errlen)
+{
     if (serve_check_options(o, err, errlen) != 0)
         return NULL;
     struct serve_server *s = calloc(1, sizeof *s);
@@ -924,6 +657,9 @@ struct serve_server *serve_start(const struct serve_options *o, char *err, size_
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
+    s->routes = routes;
+    s->nroutes = nroutes;
+    routes_not_found(routes, nroutes, s->not_found, sizeof s->not_found);
     s->listen_fd = -1;
     s->sweep_pipe[0] = s->sweep_pipe[1] = -1;
     pthread_mutex_init(&s->clocks_lock, NULL);
@@ -953,10 +689,19 @@ struct serve_server *serve_start(const struct serve_options *o, char *err, size_
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
+    const char **labels = calloc((size_t)nroutes + 1, sizeof *labels);
+    if (!labels) {
+        free(names);
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
     for (int i = 0; i < nviews; i++)
         names[i] = views->views[i].name;
-    s->metrics = metrics_new(names, nviews);
+    for (int i = 0; i < nroutes; i++)
+        labels[i] = routes[i].label;
+    s->metrics = metrics_new(names, nviews, labels, nroutes);
     free(names);
+    free(labels);
     static const char ok[] = "{\"status\":\"ok\"}\n";
     s->healthz = MHD_create_response_from_buffer(sizeof ok - 1, (void *)ok, MHD_RESPMEM_PERSISTENT);
     if (!s->metrics || !s->healthz) {

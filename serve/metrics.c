@@ -18,10 +18,6 @@
 static const int statuses[] = {200, 400, 401, 404, 405, 413, 422, 500, 503};
 #define NSTATUS ((int)(sizeof statuses / sizeof statuses[0]) + 1)
 
-static const char *const path_names[METRICS_NPATHS] = {
-    "/ask", "/views", "/healthz", "/readyz", "/metrics", "other",
-};
-
 /* Upper bounds of the ask duration buckets, ns; +Inf follows. */
 static const int64_t bucket_ns[] = {
     50000, 100000, 200000, 500000, 1000000, 2000000, 5000000, 10000000, 50000000,
@@ -45,7 +41,10 @@ struct metrics {
     int nviews;
     char **names;                  /* nviews + 1: "?" last */
     struct view_metrics *views;    /* nviews + 1 */
-    atomic_uint_fast64_t http[METRICS_NPATHS][NSTATUS];
+    int nroutes;
+    const char **routes;           /* nroutes labels (the strings not owned);
+                                      "other" after them */
+    atomic_uint_fast64_t (*http)[NSTATUS]; /* nroutes + 1 */
     atomic_int_fast64_t connections;
 };
 
@@ -57,7 +56,8 @@ static int status_index(int status)
     return NSTATUS - 1;
 }
 
-struct metrics *metrics_new(const char *const *views, int nviews)
+struct metrics *metrics_new(const char *const *views, int nviews, const char *const *routes,
+                            int nroutes)
 {
     struct metrics *m = calloc(1, sizeof *m);
     if (!m)
@@ -65,8 +65,13 @@ struct metrics *metrics_new(const char *const *views, int nviews)
     m->nviews = nviews < 0 ? 0 : nviews;
     m->names = calloc((size_t)m->nviews + 1, sizeof *m->names);
     m->views = calloc((size_t)m->nviews + 1, sizeof *m->views);
-    if (!m->names || !m->views)
+    m->nroutes = nroutes < 0 ? 0 : nroutes;
+    m->routes = calloc((size_t)m->nroutes + 1, sizeof *m->routes);
+    m->http = calloc((size_t)m->nroutes + 1, sizeof *m->http);
+    if (!m->names || !m->views || !m->routes || !m->http)
         goto fail;
+    for (int i = 0; i < m->nroutes; i++)
+        m->routes[i] = routes[i];
     for (int i = 0; i < m->nviews; i++)
         if (!(m->names[i] = strdup(views[i])))
             goto fail;
@@ -92,6 +97,8 @@ void metrics_free(struct metrics *m)
             free(m->names[i]);
     free(m->names);
     free(m->views);
+    free(m->routes);
+    free(m->http);
     free(m);
 }
 
@@ -154,9 +161,9 @@ int metrics_view_of(const struct metrics *m, const char *ask)
     return m->nviews;
 }
 
-const char *metrics_path_name(enum metrics_path path)
+const char *metrics_route_name(const struct metrics *m, int route)
 {
-    return (int)path >= 0 && path < METRICS_NPATHS ? path_names[path] : "other";
+    return route >= 0 && route < m->nroutes ? m->routes[route] : "other";
 }
 
 const char *metrics_view_name(const struct metrics *m, int view)
@@ -181,11 +188,11 @@ void metrics_ask(struct metrics *m, int view, int status, int64_t ns)
     atomic_fetch_add_explicit(&v->sum_ns, (uint_fast64_t)ns, memory_order_relaxed);
 }
 
-void metrics_http(struct metrics *m, enum metrics_path path, int status)
+void metrics_http(struct metrics *m, int route, int status)
 {
-    if ((int)path < 0 || path >= METRICS_NPATHS)
-        path = METRICS_PATH_OTHER;
-    atomic_fetch_add_explicit(&m->http[path][status_index(status)], 1, memory_order_relaxed);
+    if (route < 0 || route > m->nroutes)
+        route = m->nroutes;
+    atomic_fetch_add_explicit(&m->http[route][status_index(status)], 1, memory_order_relaxed);
 }
 
 void metrics_connection(struct metrics *m, int delta)
@@ -269,12 +276,14 @@ void metrics_write(const struct metrics *m, const struct store_position *pos, in
     buf_puts(out, "# HELP straum_http_requests_total HTTP responses straum-serve sent, by "
                   "route and status.\n"
                   "# TYPE straum_http_requests_total counter\n");
-    for (int p = 0; p < METRICS_NPATHS; p++)
+    for (int p = 0; p <= m->nroutes; p++)
         for (int s = 0; s < NSTATUS; s++) {
             uint64_t n = get(&m->http[p][s]);
             if (n == 0)
                 continue;
-            buf_printf(out, "straum_http_requests_total{path=\"%s\",status=\"", path_names[p]);
+            buf_puts(out, "straum_http_requests_total{path=\"");
+            put_label(out, metrics_route_name(m, p));
+            buf_puts(out, "\",status=\"");
             put_status(out, s);
             buf_printf(out, "\"} %" PRIu64 "\n", n);
         }

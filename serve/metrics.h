@@ -11,23 +11,16 @@
 
 #include <stdint.h>
 
-/* Routes, for straum_http_requests_total{path}. Anything else is "other",
- * so a scan of random paths cannot grow the label set. */
-enum metrics_path {
-    METRICS_PATH_ASK,
-    METRICS_PATH_VIEWS,
-    METRICS_PATH_HEALTHZ,
-    METRICS_PATH_READYZ,
-    METRICS_PATH_METRICS,
-    METRICS_PATH_OTHER,
-    METRICS_NPATHS
-};
-
 struct metrics;
 
-/* Counters for these views (names copied); asks naming none of them are
- * counted under view="?". NULL when out of memory. */
-struct metrics *metrics_new(const char *const *views, int nviews);
+/* Counters for these views (names copied), whose asks naming none of them
+ * are counted under view="?", and for these routes, the labels of
+ * straum_http_requests_total{path} (the strings are not copied: the route
+ * table's, they outlive m), whose responses to any other path are counted under "other"
+ * (route nroutes), so that a scan of random paths cannot grow the label
+ * set. NULL when out of memory. */
+struct metrics *metrics_new(const char *const *views, int nviews, const char *const *routes,
+                            int nroutes);
 void metrics_free(struct metrics *m);
 
 /* Which view an ask reads, by a cheap scan for its top-level FROM (strings,
@@ -36,16 +29,18 @@ void metrics_free(struct metrics *m);
  * meaning: the engine alone decides what the ask reads. */
 int metrics_view_of(const struct metrics *m, const char *ask);
 
-/* The label of a route, and of a view index (nviews or out of range: "?"). */
-const char *metrics_path_name(enum metrics_path path);
+/* The label of a route index (nroutes or out of range: "other"), and of a
+ * view index (nviews or out of range: "?"). */
+const char *metrics_route_name(const struct metrics *m, int route);
 const char *metrics_view_name(const struct metrics *m, int view);
 
 /* One answered ask: its view index (or nviews), HTTP status, and the time
  * from the complete body to the answer, in nanoseconds. */
 void metrics_ask(struct metrics *m, int view, int status, int64_t ns);
 
-/* One HTTP response that straum-serve itself queued. */
-void metrics_http(struct metrics *m, enum metrics_path path, int status);
+/* One HTTP response that straum-serve itself queued, to a route index
+ * (nroutes or out of range: "other"). */
+void metrics_http(struct metrics *m, int route, int status);
 
 /* A connection opened (+1) or closed (-1). */
 void metrics_connection(struct metrics *m, int delta);

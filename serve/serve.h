@@ -1,8 +1,9 @@
 /* serve.h -- the front door of straum-serve: options, run until asked to
  * stop, and a start/stop pair for tests and embedding.
  *
- * The HTTP layer (serve/http.c) owns sockets, limits, status lines, the
- * bearer token and metrics; the engine (engine/engine.h) owns meaning. */
+ * The HTTP layer (serve/http.c, routes.c, response.c: serve/http.h) owns
+ * sockets, limits, the route table, status lines, the bearer token and
+ * metrics; the engine (engine/engine.h) owns meaning. */
 #ifndef STRAUM_SERVE_SERVE_H
 #define STRAUM_SERVE_SERVE_H
 

@@ -54,7 +54,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static struct metrics *m;
     if (!m) {
         const char *views[] = {"trips", "dropoffs"};
-        m = metrics_new(views, 2);
+        m = metrics_new(views, 2, NULL, 0);
         if (!m)
             abort();
     }

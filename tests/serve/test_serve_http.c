@@ -5,6 +5,7 @@
  * Each test makes a small taxi store (serve_test.c), starts a server on a
  * free loopback port and talks to it with the plain-socket client. */
 #include "serve/serve.h"
+#include "serve/http.h"
 #include "tests/serve/serve_test.h"
 
 #include <cjson/cJSON.h>
@@ -22,13 +23,6 @@
 static char the_store[64];
 static struct serve_server *server;
 static int port;
-
-static int64_t wall_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 /* A store that is caught up: contact a moment ago, nothing behind. */
 static void make_fresh_store(void)
@@ -249,21 +243,25 @@ Test(serve_http, unknown_path_is_404)
     hc_free(&r);
 }
 
-Test(serve_http, wrong_method_is_405_with_allow)
+/* A method the path's route does not take: 405 with this Allow. */
+static void expect_405(int at, const char *method, const char *path, const char *body,
+                       const char *want_allow)
 {
     struct hc_response r;
     char allow[64];
-    hc_once(port, "GET", "/ask", NULL, NULL, &r);
+    hc_once(at, method, path, NULL, body, &r);
     expect_error(&r, 405, "method_not_allowed");
-    cr_assert_str_eq(hc_header(&r, "Allow", allow, sizeof allow), "POST");
+    const char *got = hc_header(&r, "Allow", allow, sizeof allow);
+    cr_assert_not_null(got, "%s %s: no Allow", method, path);
+    cr_assert_str_eq(got, want_allow, "%s %s", method, path);
     hc_free(&r);
-    hc_once(port, "POST", "/healthz", NULL, "{}", &r);
-    expect_error(&r, 405, "method_not_allowed");
-    cr_assert_str_eq(hc_header(&r, "Allow", allow, sizeof allow), "GET, HEAD");
-    hc_free(&r);
-    hc_once(port, "DELETE", "/views", NULL, NULL, &r);
-    expect_error(&r, 405, "method_not_allowed");
-    hc_free(&r);
+}
+
+Test(serve_http, wrong_method_is_405_with_allow)
+{
+    expect_405(port, "GET", "/ask", NULL, "POST");
+    expect_405(port, "POST", "/healthz", "{}", "GET, HEAD");
+    expect_405(port, "DELETE", "/views", NULL, "GET, HEAD");
 }
 
 /* ---- 413 ---------------------------------------------------------------------------- */
@@ -590,6 +588,13 @@ Test(serve_http, bad_requests_do_not_disturb_good_ones)
 
 /* ---- /metrics ----------------------------------------------------------------------------- */
 
+/* Each of want[0..n) is somewhere in body. */
+static void expect_all(const char *body, const char *const *want, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        cr_assert(strstr(body, want[i]), "missing %s in\n%s", want[i], body);
+}
+
 Test(serve_http, metrics_after_asks)
 {
     struct hc_response r;
@@ -629,8 +634,7 @@ Test(serve_http, metrics_after_asks)
         "straum_store_position_lsn 8613738312\n",
         "# TYPE straum_store_lag_seconds gauge\nstraum_store_lag_seconds ",
     };
-    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
-        cr_assert(strstr(r.body, want[i]), "missing %s in\n%s", want[i], r.body);
+    expect_all(r.body, want, sizeof want / sizeof want[0]);
     /* The connection asking for /metrics is open while it is written. */
     cr_assert_null(strstr(r.body, "straum_open_connections 0\n"), "%s", r.body);
     const char *lag = strstr(r.body, "\nstraum_store_lag_seconds ");
@@ -696,6 +700,86 @@ Test(serve_http, token_required_for_asks_and_views)
         cr_assert_eq(r.status, 200, "%s: %s", open_paths[i], r.body);
         hc_free(&r);
     }
+    serve_stop(s2);
+    unlink(token_path);
+}
+
+/* ---- The route table ------------------------------------------------------------------ */
+
+/* A row's handler: what the row read, back. */
+static enum MHD_Result echo(struct serve_server *s, struct MHD_Connection *c, int route,
+                            const char *body, size_t len)
+{
+    struct buf b = {0};
+    buf_puts(&b, "echo:");
+    buf_put(&b, body, len);
+    return send_buf(s, c, route, 200, &b, "text/plain", NULL);
+}
+
+/* An endpoint is one row: rows added to straum-serve's table are served
+ * beside its own, each method a row does not take gets 405 with the row's
+ * methods in Allow, a row's token column asks for the token, the 404 names
+ * the rows, and /metrics counts each row under its label. */
+Test(serve_http, a_route_added_to_the_table_is_served)
+{
+    char token_path[] = "/tmp/straum-token-XXXXXX";
+    int tfd = mkstemp(token_path);
+    cr_assert_geq(tfd, 0);
+    cr_assert_eq(write(tfd, "t0k\n", 4), 4);
+    close(tfd);
+    struct serve_route routes[32];
+    cr_assert_lt(serve_nroutes + 2, 32);
+    memcpy(routes, serve_routes, (size_t)serve_nroutes * sizeof *routes);
+    int n = serve_nroutes;
+    routes[n++] = (struct serve_route){"/echo", ROUTE_GET | ROUTE_POST, false, true, false, echo,
+                                       "/echo"};
+    routes[n++] = (struct serve_route){"/secret", ROUTE_GET, true, false, false, echo, "/secret"};
+    struct serve_options o = {.store_dir = the_store, .listen = "127.0.0.1:0", .quiet = true,
+                              .threads = 2, .token_file = token_path};
+    char err[600];
+    struct serve_server *s2 = serve_start_routes(&o, routes, n, err, sizeof err);
+    cr_assert_not_null(s2, "serve_start_routes: %s", err);
+    int p2 = serve_port(s2);
+
+    struct hc_response r;
+    hc_once(p2, "POST", "/echo", NULL, "hello", &r);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    cr_assert_str_eq(r.body, "echo:hello");
+    hc_free(&r);
+    hc_once(p2, "GET", "/echo", NULL, NULL, &r);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    cr_assert_str_eq(r.body, "echo:");
+    hc_free(&r);
+    expect_405(p2, "DELETE", "/echo", NULL, "GET, HEAD, POST");
+    expect_405(p2, "PUT", "/secret", "x", "GET, HEAD");
+    hc_once(p2, "GET", "/secret", NULL, NULL, &r);
+    expect_error(&r, 401, "unauthorized");
+    hc_free(&r);
+    hc_once(p2, "GET", "/secret", "Authorization: Bearer t0k\r\n", NULL, &r);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    hc_free(&r);
+    hc_once(p2, "GET", "/healthz", NULL, NULL, &r); /* the table's own rows still answer */
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    hc_free(&r);
+    hc_once(p2, "GET", "/nowhere", NULL, NULL, &r);
+    expect_error(&r, 404, "not_found");
+    cr_assert(strstr(r.body, "GET /views, /healthz, /readyz, /metrics, GET or POST /echo and "
+                             "GET /secret"), "%s", r.body);
+    hc_free(&r);
+
+    hc_once(p2, "GET", "/metrics", NULL, NULL, &r);
+    cr_assert_eq(r.status, 200);
+    static const char *const want[] = {
+        "straum_http_requests_total{path=\"/healthz\",status=\"200\"} 1\n",
+        "straum_http_requests_total{path=\"/echo\",status=\"200\"} 2\n",
+        "straum_http_requests_total{path=\"/echo\",status=\"405\"} 1\n",
+        "straum_http_requests_total{path=\"/secret\",status=\"200\"} 1\n",
+        "straum_http_requests_total{path=\"/secret\",status=\"401\"} 1\n",
+        "straum_http_requests_total{path=\"/secret\",status=\"405\"} 1\n",
+        "straum_http_requests_total{path=\"other\",status=\"404\"} 1\n",
+    };
+    expect_all(r.body, want, sizeof want / sizeof want[0]);
+    hc_free(&r);
     serve_stop(s2);
     unlink(token_path);
 }

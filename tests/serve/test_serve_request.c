@@ -150,7 +150,7 @@ Test(request, unknown_key_named_safely)
 Test(request, view_label_scan)
 {
     const char *views[] = {"trips", "dropoffs"};
-    struct metrics *m = metrics_new(views, 2);
+    struct metrics *m = metrics_new(views, 2, NULL, 0);
     cr_assert_not_null(m);
     cr_assert_eq(metrics_view_of(m, "SELECT trips FROM trips WHERE bucket >= $1"), 0);
     cr_assert_eq(metrics_view_of(m, "select fare\nfrom\n  DROPOFFS d"), 1);
