@@ -6,13 +6,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *agg_name(enum sql_agg a)
-{
-    static const char *const names[] = {"count(*)", "count", "count distinct", "sum", "avg",
-                                        "min", "max", "percentile_disc", "percentile_cont"};
-    return names[a];
-}
-
 static int count_cells(struct store_read *r, int view, int width, int64_t *cells,
                        struct ask_error *err)
 {
@@ -53,7 +46,7 @@ static void write_measures(struct buf *out, const struct sql_view *v)
         first = false;
         buf_json_string(out, vc->name, strlen(vc->name));
         buf_puts(out, ",\"aggregate\":");
-        buf_json_string(out, agg_name(m->agg), strlen(agg_name(m->agg)));
+        buf_json_string(out, sql_agg_label(m->agg), strlen(sql_agg_label(m->agg)));
         buf_puts(out, ",\"column\":");
         if (m->fact_column >= 0)
             buf_json_string(out, v->fact_columns[m->fact_column].name,

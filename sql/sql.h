@@ -121,8 +121,44 @@ enum sql_agg {
     SQL_AGG_MIN,
     SQL_AGG_MAX,
     SQL_AGG_PERCENTILE_DISC,
-    SQL_AGG_PERCENTILE_CONT,
+    SQL_AGG_PERCENTILE_CONT, /* keep last: SQL_NAGGS counts up to it */
 };
+enum { SQL_NAGGS = SQL_AGG_PERCENTILE_CONT + 1 };
+
+/* How an aggregate is written in SQL. */
+enum sql_agg_form {
+    SQL_AGG_FORM_STAR,         /* f(*) */
+    SQL_AGG_FORM_COLUMN,       /* f(col) */
+    SQL_AGG_FORM_DISTINCT,     /* f(DISTINCT col) */
+    SQL_AGG_FORM_WITHIN_GROUP, /* f(fraction) WITHIN GROUP (ORDER BY col) */
+};
+
+/* The names of the aggregates (sql/agg.c): the one table that the view
+ * parser, the engine's /views and straum-dump read. Indexed by enum
+ * sql_agg, each row by its enumerator (designated initializers), so a
+ * reorder of the enum moves no name onto another aggregate. */
+struct sql_agg_info {
+    const char *function;      /* the SQL function: "count" for all three counts */
+    const char *label;         /* the name /views gives it: "count(*)", "count",
+                                  "count distinct", "sum", ... */
+    enum sql_agg_form form;
+};
+extern const struct sql_agg_info sql_aggs[SQL_NAGGS];
+
+/* The label of an aggregate ("?" for a value outside the enum). */
+const char *sql_agg_label(enum sql_agg a);
+/* The aggregate a call of this function names before its arguments are
+ * read (the f(col) or WITHIN GROUP form: "count" is SQL_AGG_COUNT, which
+ * count(*) and count(DISTINCT col) then refine), or -1 when it names none. */
+int sql_agg_by_function(const char *name);
+/* The aggregate labelled so (sql_agg_label's inverse), or -1. */
+int sql_agg_by_label(const char *label);
+/* An aggregate written as SQL by its form, over the column col, fraction
+ * a percentile's (as text; NULL: "?"): "count(*)", "sum(fare)",
+ * "count(DISTINCT zone)", "percentile_disc(0.5) WITHIN GROUP (ORDER BY
+ * fare)"; "?" for a value outside the enum. Into buf, truncated to len;
+ * returns snprintf's count. */
+int sql_agg_format(enum sql_agg a, const char *col, const char *fraction, char *buf, size_t len);
 
 enum sql_cmp { SQL_CMP_EQ, SQL_CMP_NE, SQL_CMP_LT, SQL_CMP_LE, SQL_CMP_GT, SQL_CMP_GE };
 

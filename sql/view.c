@@ -15,6 +15,7 @@
 #include "sql/filter.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -222,18 +223,29 @@ static bool parse_agg_args(struct view_builder *b, struct raw_item *it,
     return parse_agg_column(b, it);
 }
 
+/* "count, sum, avg, min, max, percentile_disc or percentile_cont": the
+ * functions of sql_aggs, each once, in the table's order. */
+static void agg_functions_text(char *buf, size_t len)
+{
+    const char *seen[SQL_NAGGS];
+    int n = 0;
+    for (int a = 0; a < SQL_NAGGS; a++) {
+        bool dup = false;
+        for (int k = 0; k < n; k++)
+            dup |= strcmp(seen[k], sql_aggs[a].function) == 0;
+        if (!dup)
+            seen[n++] = sql_aggs[a].function;
+    }
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int k = 0; k < n && at < len; k++)
+        at += (size_t)snprintf(buf + at, len - at, "%s%s",
+                               k == 0 ? "" : k == n - 1 ? " or " : ", ", seen[k]);
+}
+
 static bool parse_agg_item(struct view_builder *b, struct raw_item *it,
                            const struct sql_token *fn)
 {
-    static const struct {
-        const char *name;
-        enum sql_agg agg;
-    } aggs[] = {
-        {"count", SQL_AGG_COUNT}, {"sum", SQL_AGG_SUM}, {"avg", SQL_AGG_AVG},
-        {"min", SQL_AGG_MIN},     {"max", SQL_AGG_MAX},
-        {"percentile_disc", SQL_AGG_PERCENTILE_DISC},
-        {"percentile_cont", SQL_AGG_PERCENTILE_CONT},
-    };
     static const char *const unsupported[] = {
         "stddev", "stddev_pop", "stddev_samp", "variance", "var_pop", "var_samp",
         "string_agg", "array_agg", "json_agg", "jsonb_agg", "mode", "bool_and",
@@ -243,19 +255,18 @@ static bool parse_agg_item(struct view_builder *b, struct raw_item *it,
     struct parser *p = b->p;
     it->kind = ITEM_AGG;
     it->name = fn->text;
-    size_t i;
-    for (i = 0; i < sizeof aggs / sizeof aggs[0]; i++)
-        if (strcmp(fn->text, aggs[i].name) == 0)
-            break;
-    if (i == sizeof aggs / sizeof aggs[0]) {
+    int agg = sql_agg_by_function(fn->text);
+    if (agg < 0) {
         for (size_t k = 0; k < sizeof unsupported / sizeof unsupported[0]; k++)
-            if (strcmp(fn->text, unsupported[k]) == 0)
+            if (strcmp(fn->text, unsupported[k]) == 0) {
+                char names[200];
+                agg_functions_text(names, sizeof names);
                 return fail_at(p, fn, SQL_ERR_UNSUPPORTED,
-                               "aggregate \"%s\" is not supported; use count, sum, avg, "
-                               "min, max, percentile_disc or percentile_cont", fn->text);
+                               "aggregate \"%s\" is not supported; use %s", fn->text, names);
+            }
         return fail_at(p, fn, SQL_ERR_UNKNOWN_COLUMN, "unknown function \"%s\"", fn->text);
     }
-    it->agg = aggs[i].agg;
+    it->agg = (enum sql_agg)agg;
     if (!parse_agg_args(b, it, fn))
         return false;
     if (is_kw(peek(p), "over"))

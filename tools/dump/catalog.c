@@ -28,22 +28,9 @@ static const char *fact_name(const struct sql_view *v, int col)
 
 static void measure_text(const struct sql_view *v, const struct sql_measure *m, struct sbuf *b)
 {
-    const char *col = fact_name(v, m->fact_column);
-    switch (m->agg) {
-    case SQL_AGG_COUNT_STAR: sbuf_puts(b, "count(*)"); break;
-    case SQL_AGG_COUNT: sbuf_printf(b, "count(%s)", col); break;
-    case SQL_AGG_COUNT_DISTINCT: sbuf_printf(b, "count(DISTINCT %s)", col); break;
-    case SQL_AGG_SUM: sbuf_printf(b, "sum(%s)", col); break;
-    case SQL_AGG_AVG: sbuf_printf(b, "avg(%s)", col); break;
-    case SQL_AGG_MIN: sbuf_printf(b, "min(%s)", col); break;
-    case SQL_AGG_MAX: sbuf_printf(b, "max(%s)", col); break;
-    case SQL_AGG_PERCENTILE_DISC:
-    case SQL_AGG_PERCENTILE_CONT:
-        sbuf_printf(b, "%s(%s) WITHIN GROUP (ORDER BY %s)",
-                    m->agg == SQL_AGG_PERCENTILE_DISC ? "percentile_disc" : "percentile_cont",
-                    m->fraction_text ? m->fraction_text : "?", col);
-        break;
-    }
+    char text[600];
+    sql_agg_format(m->agg, fact_name(v, m->fact_column), m->fraction_text, text, sizeof text);
+    sbuf_puts(b, text);
     dump_filter_suffix(v, m->filter, b);
 }
 

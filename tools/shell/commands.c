@@ -236,14 +236,17 @@ static void measure_text(const cJSON *m, struct buf *b)
 {
     const char *agg = str(m, "aggregate"), *col = str(m, "column");
     const cJSON *fraction = cJSON_GetObjectItemCaseSensitive(m, "fraction");
-    if (!strcmp(agg, "count(*)"))
-        buf_puts(b, "count(*)");
-    else if (!strcmp(agg, "count distinct"))
-        buf_printf(b, "count(DISTINCT %s)", col);
-    else if (cJSON_IsNumber(fraction))
-        buf_printf(b, "%s(%.15g) WITHIN GROUP (ORDER BY %s)", agg, fraction->valuedouble, col);
-    else
+    char fraction_text[32], text[600];
+    if (cJSON_IsNumber(fraction))
+        snprintf(fraction_text, sizeof fraction_text, "%.15g", fraction->valuedouble);
+    int a = sql_agg_by_label(agg);
+    if (a >= 0) {
+        sql_agg_format((enum sql_agg)a, col, cJSON_IsNumber(fraction) ? fraction_text : NULL,
+                       text, sizeof text);
+        buf_puts(b, text);
+    } else { /* a server with an aggregate this build does not know */
         buf_printf(b, "%s(%s)", agg, col);
+    }
     const cJSON *filter = cJSON_GetObjectItemCaseSensitive(m, "filter");
     if (cJSON_IsString(filter))
         buf_printf(b, " FILTER (WHERE %s)", filter->valuestring);
