@@ -1068,7 +1068,8 @@ static int cmp_piece(const void *pa, const void *pb)
  * opened once rather than once per bucket. */
 static int scan_pieces(struct exec *x, struct ask_error *err)
 {
-    qsort(x->pieces, x->npieces, sizeof *x->pieces, cmp_piece);
+    if (x->npieces > 1) /* an empty range has no pieces, and pieces is then NULL */
+        qsort(x->pieces, x->npieces, sizeof *x->pieces, cmp_piece);
     for (uint32_t i = 0; i < x->npieces;) {
         struct scan_piece p = x->pieces[i++];
         while (i < x->npieces && x->pieces[i].width == p.width && x->pieces[i].from == p.to)
