@@ -3,10 +3,11 @@
  * A parameter's type comes from where it stands (sql_ask params): bucket
  * edges are timestamps, read in the ask's time zone when written without an
  * offset, and mark which of the view's buckets the ask reads (those whose
- * start lies in the range: bind_range); key values take the
- * key's type (a text is looked up in the dictionary: a text never seen
- * matches nothing); dim columns compare as text, as their projections hold
- * them; LIMIT and OFFSET take non-negative integers. A value of the wrong
+ * start lies in the range: bind_range); key values take the key's type
+ * through store_code_of_value, PostgreSQL's input rules (a text is looked
+ * up in the dictionary: a text never seen matches nothing); dim columns
+ * compare as text, as their projections hold them; LIMIT and OFFSET take
+ * non-negative integers. A value of the wrong
  * kind is a 422 naming the parameter. */
 #include "engine/internal.h"
 
@@ -77,57 +78,17 @@ static int bind_time(const struct sql_operand *o, const struct ask_request *req,
     return 0;
 }
 
-/* Parses an exact decimal into a value scaled by 10^scale. Returns 0, 1 when
- * it has more decimals than the scale (so it equals no stored value), -1
- * when it is not a number. */
-static int parse_scaled(const char *s, size_t len, int scale, int64_t *out)
-{
-    char text[64];
-    if (len == 0 || len >= sizeof text)
-        return -1;
-    memcpy(text, s, len);
-    text[len] = '\0';
-    const char *p = text;
-    bool neg = *p == '-';
-    if (*p == '-' || *p == '+')
-        p++;
-    __int128 v = 0;
-    int frac = -1, digits = 0;
-    bool extra = false;
-    for (; *p; p++) {
-        if (*p == '.' && frac < 0) {
-            frac = 0;
-            continue;
-        }
-        if (*p < '0' || *p > '9')
-            return -1;
-        digits++;
-        if (frac >= 0 && frac >= scale) {
-            extra |= *p != '0';
-            continue;
-        }
-        v = v * 10 + (*p - '0');
-        if (v > (__int128)INT64_MAX * 10)
-            return -1;
-        if (frac >= 0)
-            frac++;
-    }
-    if (digits == 0)
-        return -1;
-    for (int i = frac < 0 ? 0 : frac; i < scale; i++)
-        v *= 10;
-    if (neg)
-        v = -v;
-    if (v > INT64_MAX || v <= INT64_MIN)
-        return -1;
-    *out = (int64_t)v;
-    return extra ? 1 : 0;
-}
-
-/* A fact key value as its code. Returns 0 with a code, 1 when the value
- * cannot be stored (matches nothing), -1 with err. */
+/* A fact key value as its code: store_code_of_value, PostgreSQL's input
+ * rules for the key's type (SPEC.md §4.1), a JSON number or numeric literal
+ * as a number as written, a string as text, a boolean as a boolean. A
+ * timestamptz written without an offset is read in the ask's time zone.
+ * Returns 0 with a code, 1 when no stored value can equal the value (it
+ * matches nothing: a text never seen, more decimals than the column keeps,
+ * a number past the column's range; why says which, but for a text), -1
+ * with a 422 naming the operand and the type. */
 static int key_code(struct store_read *r, int view, int fact_col, const struct store_column_type *t,
-                    const struct sql_operand *o, const struct operand_value *v, int64_t *code,
+                    const struct bound *b, const struct sql_operand *o,
+                    const struct operand_value *v, int64_t *code, char *why, size_t whylen,
                     struct ask_error *err)
 {
     char name[64];
@@ -135,64 +96,20 @@ static int key_code(struct store_read *r, int view, int fact_col, const struct s
         return ask_fail(err, 422, "bad_parameter",
                         "%s is NULL: compare with IS NULL or IS NOT NULL instead",
                         what(o, name, sizeof name));
-    switch (t->type) {
-    case STORE_TYPE_TEXT:
-        if (v->kind != ASK_STRING)
-            break;
-        return store_dict_find(r, view, fact_col, v->text, v->len, code);
-    case STORE_TYPE_BOOL:
-        if (v->kind == ASK_BOOL) {
-            *code = v->boolean;
-            return 0;
-        }
-        if (v->kind == ASK_STRING && v->len >= 1) {
-            char c = v->text[0];
-            if (c == 't' || c == 'T' || c == 'f' || c == 'F') {
-                *code = c == 't' || c == 'T';
-                return 0;
-            }
-        }
-        break;
-    case STORE_TYPE_INT:
-    case STORE_TYPE_NUMERIC: {
-        if (v->kind != ASK_NUMBER && v->kind != ASK_STRING)
-            break;
-        int rc = parse_scaled(v->text, v->len, t->type == STORE_TYPE_NUMERIC ? t->scale : 0, code);
-        if (rc >= 0)
-            return rc;
-        break;
-    }
-    case STORE_TYPE_DATE:
-    case STORE_TYPE_TIMESTAMP: {
-        char text[64], why[200];
-        bool off;
-        if (v->kind != ASK_STRING || v->len >= sizeof text)
-            break;
-        memcpy(text, v->text, v->len);
-        text[v->len] = '\0';
-        if (!sql_parse_timestamp(text, code, &off, why, sizeof why))
-            return ask_fail(err, 422, "bad_parameter", "%s: %s", what(o, name, sizeof name), why);
-        if (t->type == STORE_TYPE_DATE)
-            *code = *code / 86400000000LL;
-        return 0;
-    }
-    case STORE_TYPE_FLOAT:
-        if (v->kind == ASK_NUMBER || v->kind == ASK_STRING) {
-            char text[64], *end;
-            if (v->len >= sizeof text)
-                break;
-            memcpy(text, v->text, v->len);
-            text[v->len] = '\0';
-            double d = strtod(text, &end);
-            if (*end == '\0' && end != text) {
-                *code = store_float_code(d == 0 ? 0.0 : d);
-                return 0;
-            }
-        }
-        break;
-    }
-    return ask_fail(err, 422, "bad_parameter", "%s does not fit the key's type",
-                    what(o, name, sizeof name));
+    struct store_value sv = {v->kind == ASK_BOOL     ? STORE_VALUE_BOOL
+                             : v->kind == ASK_NUMBER ? STORE_VALUE_NUMBER
+                                                     : STORE_VALUE_TEXT,
+                             v->boolean, v->text, v->len};
+    struct store_coded coded;
+    int rc = store_code_of_value(t, &sv, &coded, why, whylen);
+    if (rc == STORE_CODE_REFUSED)
+        return ask_fail(err, 422, "bad_parameter", "%s: %s", what(o, name, sizeof name), why);
+    if (rc == STORE_CODE_NONE)
+        return 1;
+    if (t->type == STORE_TYPE_TEXT)
+        return store_dict_find(r, view, fact_col, coded.text, coded.len, code);
+    *code = coded.local ? tz_local_to_utc(b->tz, coded.code) : coded.code;
+    return 0;
 }
 
 /* A dim value compares as the text the projection holds. */
@@ -231,7 +148,8 @@ static bool pattern_ok(const char *s, size_t n)
 
 static int bind_cond(struct store_read *r, const struct sql_ask *ask, int view,
                      const struct store_column_type *types, const struct ask_request *req,
-                     const struct sql_ask_cond *c, struct bound_cond *out, struct ask_error *err)
+                     const struct bound *b, const struct sql_ask_cond *c, struct bound_cond *out,
+                     struct ask_error *err)
 {
     const struct sql_view *v = ask->view;
     const struct sql_view_column *vc = &v->columns[c->view_column];
@@ -275,15 +193,16 @@ static int bind_cond(struct store_read *r, const struct sql_ask *ask, int view,
             continue;
         }
         int fc = v->cell_keys[vc->cell_key];
-        int rc = key_code(r, view, fc, &types[fc], &c->values[i], &val, &out->codes[out->ncodes], err);
+        char why[240] = "";
+        int rc = key_code(r, view, fc, &types[fc], b, &c->values[i], &val,
+                          &out->codes[out->ncodes], why, sizeof why, err);
         if (rc < 0)
             return -1;
         if (rc == 1 && is_range(c->kind)) {
             char name[64];
             return ask_fail(err, 422, "bad_parameter",
-                            "%s has more decimals than key \"%s\" keeps: a range compares "
-                            "values the key can hold", what(&c->values[i], name, sizeof name),
-                            vc->name);
+                            "%s: %s: a range on key \"%s\" compares values the key can hold",
+                            what(&c->values[i], name, sizeof name), why, vc->name);
         }
         if (rc == 0)
             out->ncodes++; /* a value no cell can hold drops out of the list */
@@ -291,18 +210,23 @@ static int bind_cond(struct store_read *r, const struct sql_ask *ask, int view,
     return 0;
 }
 
+/* LIMIT and OFFSET: a JSON number or literal that is a whole number from 0
+ * to INT64_MAX, read as a bigint number ("1e3" is 1000). */
 static int bind_count(const struct sql_operand *o, const struct ask_request *req, int64_t *out,
                       struct ask_error *err)
 {
+    static const struct store_column_type count_type = {STORE_TYPE_INT, 0, PG_INT8};
     struct operand_value v = {0};
     char name[64];
     if (operand(o, req, &v, err))
         return -1;
-    int64_t n;
-    if (v.kind != ASK_NUMBER || parse_scaled(v.text, v.len, 0, &n) != 0 || n < 0)
+    struct store_value sv = {STORE_VALUE_NUMBER, false, v.text, v.len};
+    struct store_coded coded;
+    if (v.kind != ASK_NUMBER || store_code_of_value(&count_type, &sv, &coded, NULL, 0) != 0 ||
+        coded.code < 0)
         return ask_fail(err, 422, "bad_parameter", "%s must be a non-negative integer",
                         what(o, name, sizeof name));
-    *out = n;
+    *out = coded.code;
     return 0;
 }
 
@@ -372,7 +296,7 @@ int bind_ask(struct store_read *r, const struct sql_ask *ask, int view,
     if (!out->conds)
         return ask_fail(err, 500, "internal", "out of memory");
     for (int i = 0; i < ask->nconds; i++, out->nconds++)
-        if (bind_cond(r, ask, view, types, req, &ask->conds[i], &out->conds[i], err)) {
+        if (bind_cond(r, ask, view, types, req, out, &ask->conds[i], &out->conds[i], err)) {
             out->nconds++;
             return -1;
         }

@@ -1,5 +1,7 @@
-/* pgvalue.c -- PostgreSQL values (binary send format and text output) and
- * view filter constants, turned into store codes.
+/* pgvalue.c -- PostgreSQL values (binary send format and text output)
+ * turned into store codes. What PostgreSQL writes is read here, strictly;
+ * what a person writes (a view's FILTER constants, an ask's parameters)
+ * goes through store_code_of_value, PostgreSQL's input rules.
  *
  * Numbers are converted exactly: a numeric becomes value x 10^scale in a
  * 128-bit integer built digit by digit, never through a double; a digit
@@ -858,95 +860,4 @@ void pgvalue_from_code(const struct store_column_type *t, int64_t code, struct p
     out->code = code;
     out->exact = code;
     out->real = 0;
-}
-
-/* ---- View filter constants --------------------------------------------------- */
-
-/* Constants are compared with codes, so a constant becomes the code of the
- * same value in the column's type. A numeric constant with non-zero digits
- * beyond the column's scale is refused rather than rounded: no value of the
- * column can equal it, and rounding would change what <, <=, > and >= mean
- * (x > 1.005 is x >= 1.01 at scale 2, but x > round(1.005) = x > 1.01 is
- * not). Trailing zeros are fine ("1.500" at scale 2 is 150). */
-int pgvalue_parse_constant(const struct store_column_type *t, const char *text, size_t len,
-                           struct pgvalue *out, char *err, size_t errlen)
-{
-    memset(out, 0, sizeof *out);
-    switch (t->type) {
-    case STORE_TYPE_INT:
-    case STORE_TYPE_NUMERIC: {
-        int scale = column_scale(t);
-        if (t->type == STORE_TYPE_NUMERIC && (scale < 0 || scale > MAX_SCALE))
-            return fail(err, errlen, "numeric column scale %d is out of range (0 to %d)", scale,
-                        MAX_SCALE);
-        switch (decimal_text_scaled(text, len, scale, out)) {
-        case NUM_OK:
-            return 0;
-        case NUM_DECIMALS:
-            if (t->type == STORE_TYPE_INT)
-                return fail(err, errlen, "constant %.*s%s is not an integer, but the column is",
-                            QUOTE(text, len));
-            return fail(err, errlen, "constant %.*s%s has more decimals than column scale %d",
-                        QUOTE(text, len), scale);
-        case NUM_RANGE:
-            return fail(err, errlen, "constant %.*s%s is out of range for a %s column",
-                        QUOTE(text, len), store_type_name(t->type));
-        case NUM_SYNTAX:
-        case NUM_NAN:
-        case NUM_PINF:
-        case NUM_NINF:
-            break;
-        }
-        return fail(err, errlen, "constant '%.*s%s' is not a number, but the column is %s",
-                    QUOTE(text, len), store_type_name(t->type));
-    }
-    case STORE_TYPE_FLOAT: {
-        double v;
-        if (!parse_float(text, len, false, &v))
-            return fail(err, errlen, "constant '%.*s%s' is not a number, but the column is float",
-                        QUOTE(text, len));
-        set_float(out, v);
-        return 0;
-    }
-    case STORE_TYPE_BOOL: {
-        bool b;
-        if (!parse_bool(text, len, &b))
-            return fail(err, errlen,
-                        "constant '%.*s%s' is not a boolean (true, false, t or f), but the "
-                        "column is boolean",
-                        QUOTE(text, len));
-        set_plain(out, b);
-        return 0;
-    }
-    case STORE_TYPE_DATE:
-    case STORE_TYPE_TIMESTAMP: {
-        char buf[128], why[200];
-        int64_t usec = 0;
-        bool has_offset;
-        if (len >= sizeof buf || memchr(text, '\0', len))
-            return fail(err, errlen, "constant '%.*s%s' is not a %s", QUOTE(text, len),
-                        store_type_name(t->type));
-        memcpy(buf, text, len);
-        buf[len] = '\0';
-        if (!sql_parse_timestamp(buf, &usec, &has_offset, why, sizeof why))
-            return fail(err, errlen, "constant '%s' is not a %s: %s", buf,
-                        store_type_name(t->type), why);
-        if (t->type == STORE_TYPE_TIMESTAMP) {
-            if (usec == INT64_MIN)
-                return fail(err, errlen, "constant '%s' is out of range", buf);
-            set_plain(out, usec); /* without an offset: UTC */
-            return 0;
-        }
-        if (has_offset || usec % USEC_PER_DAY != 0)
-            return fail(err, errlen, "constant '%s' is not a date (it has a time of day or "
-                                     "an offset)", buf);
-        set_plain(out, usec / USEC_PER_DAY);
-        return 0;
-    }
-    case STORE_TYPE_TEXT:
-        out->text = text;
-        out->len = len;
-        return 0;
-    }
-    return fail(err, errlen, "column type %d is unknown", (int)t->type);
 }

@@ -12,12 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* PostgreSQL type OIDs Straum reads. */
-enum {
-    PG_BOOL = 16, PG_INT8 = 20, PG_INT2 = 21, PG_INT4 = 23, PG_TEXT = 25,
-    PG_FLOAT4 = 700, PG_FLOAT8 = 701, PG_BPCHAR = 1042, PG_VARCHAR = 1043,
-    PG_DATE = 1082, PG_TIMESTAMP = 1114, PG_TIMESTAMPTZ = 1184, PG_NUMERIC = 1700,
-};
+/* PostgreSQL type OIDs: PG_BOOL and the others, in store/store.h. */
 
 /* The store type for a source column, from its type OID and typmod (the
  * numeric scale lives in the typmod: ((typmod - 4) & 0xFFFF)). Returns 0, or
@@ -58,10 +53,5 @@ int pgvalue_decode_text(uint32_t type_oid, const struct store_column_type *t, co
  * decoding gave it: code, exact and real are functions of the code and the
  * type (the initial load keeps only codes while it sets rows aside). */
 void pgvalue_from_code(const struct store_column_type *t, int64_t code, struct pgvalue *out);
-
-/* Parses a constant of a view filter (sql_const text) into the column's
- * type, so filters compare codes. Returns 0, or -1 with a message. */
-int pgvalue_parse_constant(const struct store_column_type *t, const char *text, size_t len,
-                           struct pgvalue *out, char *err, size_t errlen);
 
 #endif

@@ -422,6 +422,36 @@ struct source_table *source_by_name(struct source *src, const char *schema, cons
 
 /* ---- Filters -------------------------------------------------------------------- */
 
+/* A FILTER constant as the value of its column's type, so filters compare
+ * codes: store_code_of_value, PostgreSQL's input rules (SPEC.md §4.1). A
+ * constant no stored value equals (STORE_CODE_NONE: more decimals than the
+ * column keeps, say) is refused rather than rounded, since rounding would
+ * change what <, <=, > and >= mean (x > 1.005 is x >= 1.01 at scale 2, but
+ * x > round(1.005) = x > 1.01 is not). A constant written without an
+ * offset for a timestamptz column is UTC. Returns 0, or -1 with a message. */
+static int filter_constant(const struct store_column_type *t, const struct sql_const *c,
+                           struct pgvalue *out, char *err, size_t errlen)
+{
+    struct store_value v = {STORE_VALUE_TEXT, c->boolean, c->text, c->len};
+    if (c->kind == SQL_CONST_BOOL)
+        v.form = STORE_VALUE_BOOL;
+    else if (c->kind == SQL_CONST_NUMBER)
+        v.form = STORE_VALUE_NUMBER;
+    else if (c->kind == SQL_CONST_NULL)
+        return ingest_fail(err, errlen, "NULL compares with IS NULL or IS NOT NULL");
+    struct store_coded coded;
+    if (store_code_of_value(t, &v, &coded, err, errlen) != STORE_CODE_OK)
+        return -1;
+    memset(out, 0, sizeof *out);
+    if (t->type == STORE_TYPE_TEXT) {
+        out->text = coded.text;
+        out->len = coded.len;
+        return 0;
+    }
+    pgvalue_from_code(t, coded.code, out);
+    return 0;
+}
+
 static struct row_filter *compile_filter(const struct sql_filter *f, const struct fact_use *u,
                                          const struct source_table *t, const char *view,
                                          char *err, size_t errlen)
@@ -456,10 +486,9 @@ static struct row_filter *compile_filter(const struct sql_filter *f, const struc
     for (int i = 0; i < f->nvalues; i++) {
         char why[200];
         const struct sql_const *c = &f->values[i];
-        const char *text = c->kind == SQL_CONST_BOOL ? (c->boolean ? "true" : "false") : c->text;
-        if (pgvalue_parse_constant(&col->type, text, strlen(text), &r->values[i], why,
-                                   sizeof why)) {
-            ingest_fail(err, errlen, "view \"%s\": FILTER on \"%s\": %s", view, col->name, why);
+        if (filter_constant(&col->type, c, &r->values[i], why, sizeof why)) {
+            ingest_fail(err, errlen, "view \"%s\": FILTER on \"%s\" at line %d, column %d: %s",
+                        view, col->name, c->line, c->column, why);
             goto fail;
         }
     }

@@ -462,12 +462,65 @@ int64_t store_lag_usec(const struct store_position *pos, int64_t now_usec);
 
 /* ---- Codes -------------------------------------------------------------- */
 
+/* PostgreSQL type OIDs of the source types Straum keeps (store_column_type
+ * pg_oid): the input and output rules of codes follow the source type. */
+enum {
+    PG_BOOL = 16, PG_INT8 = 20, PG_INT2 = 21, PG_INT4 = 23, PG_TEXT = 25,
+    PG_FLOAT4 = 700, PG_FLOAT8 = 701, PG_BPCHAR = 1042, PG_VARCHAR = 1043,
+    PG_DATE = 1082, PG_TIMESTAMP = 1114, PG_TIMESTAMPTZ = 1184, PG_NUMERIC = 1700,
+};
+
+/* The form a value comes in: text (a FILTER constant, a JSON string, a
+ * string literal), a number as written (a JSON number, a numeric literal)
+ * or a boolean (JSON true and false, TRUE and FALSE). */
+enum store_value_form { STORE_VALUE_TEXT, STORE_VALUE_NUMBER, STORE_VALUE_BOOL };
+
+struct store_value {
+    enum store_value_form form;
+    bool boolean;        /* BOOL */
+    const char *text;    /* TEXT and NUMBER; len bytes, need not end in NUL */
+    size_t len;
+};
+
+/* What store_code_of_value gives. */
+struct store_coded {
+    int64_t code;        /* every type but TEXT; never STORE_NULL */
+    const char *text;    /* TEXT: the value's bytes (into the input), for
+                            the dictionary */
+    size_t len;
+    bool local;          /* TIMESTAMP of a timestamptz column, written
+                            without an offset: the caller reads it in its
+                            time zone (an ask's time_zone; UTC for FILTER) */
+};
+
+enum {
+    STORE_CODE_REFUSED = -1, /* not a value of the type (PostgreSQL refuses
+                                it too), or a form Straum does not read */
+    STORE_CODE_OK = 0,
+    STORE_CODE_NONE = 1,     /* a value of the type no stored code equals:
+                                more decimals than the column keeps, out of
+                                the code's range, NaN or infinity where the
+                                column stores none */
+};
+
+/* The code of a value in a column of type t, by PostgreSQL's input rules
+ * for t's source type (t->pg_oid; 0 reads as bigint, double precision,
+ * timestamptz), SPEC.md §4.1. Returns STORE_CODE_OK with *out,
+ * STORE_CODE_NONE or STORE_CODE_REFUSED with a message naming the value
+ * and the type in err ("\"tomato\" is not a boolean"). Pure; never
+ * allocates. */
+int store_code_of_value(const struct store_column_type *t, const struct store_value *v,
+                        struct store_coded *out, char *err, size_t errlen);
+
 /* Order-preserving code of a double, and back. */
 int64_t store_float_code(double v);
 double store_code_float(int64_t code);
 
-/* Renders a code of a column type as text ("12.50", "2024-01-17", "true"),
- * for dumps and answers. Text codes need the dictionary: use
+/* Renders a code of a column type as text, as PostgreSQL writes its source
+ * type ("12.50", "0.1", "1e+300", "2024-01-17", "0044-03-15 BC", "true",
+ * "2024-01-17 10:00:00.5+00", a timestamp without time zone without the
+ * offset), for dumps and answers; store_code_of_value reads it back as the
+ * same code. Text codes need the dictionary: use
  * store_dict_lookup. Returns the bytes it needed, like snprintf. */
 size_t store_code_format(const struct store_column_type *t, int64_t code, char *buf,
                          size_t len);

@@ -8,7 +8,8 @@
  *     feeding the stream in chunks gives the same tuples and the same
  *     outcome (error message included) as feeding it whole;
  *   - every non-NULL field decodes, in binary and as text, as every
- *     supported type, and as a filter constant, or fails with a message;
+ *     supported type, and as a filter constant (store_code_of_value), or
+ *     fails with a message;
  *   - decoded codes are never STORE_NULL, a numeric, date or float that
  *     decodes renders (store_code_format) to text that decodes back to the
  *     same code, and pgvalue_from_code gives back the value decoded;
@@ -81,15 +82,13 @@ static void check_value(uint32_t oid, const struct store_column_type *t, const s
     switch (t->type) {
     case STORE_TYPE_NUMERIC: text_oid = PG_NUMERIC; break;
     case STORE_TYPE_INT: text_oid = PG_INT8; break;
-    case STORE_TYPE_FLOAT: text_oid = PG_FLOAT8; break;
+    case STORE_TYPE_FLOAT: text_oid = t->pg_oid == PG_FLOAT4 ? PG_FLOAT4 : PG_FLOAT8; break;
     case STORE_TYPE_DATE: text_oid = PG_DATE; break;
-    case STORE_TYPE_TIMESTAMP: text_oid = PG_TIMESTAMPTZ; break;
+    case STORE_TYPE_TIMESTAMP:
+        text_oid = t->pg_oid == PG_TIMESTAMP ? PG_TIMESTAMP : PG_TIMESTAMPTZ;
+        break;
     default: break;
     }
-    /* store_code_format writes years before 1 AD as 0000 or -0043, not
-     * PostgreSQL's "0044 BC": nothing to read back. */
-    if (text[0] == '-' || strncmp(text, "0000", 4) == 0)
-        return;
     (void)oid;
     if (text_oid == 0)
         return;
@@ -120,12 +119,16 @@ static void decode_field(const uint8_t *data, size_t len)
         else
             check_failure(rc, err);
         err[0] = '\0';
-        rc = pgvalue_parse_constant(t, (const char *)data, len, &v, err, sizeof err);
-        if (rc == 0) {
-            if (t->type != STORE_TYPE_TEXT && v.code == STORE_NULL)
+        struct store_value sv = {STORE_VALUE_TEXT, false, (const char *)data, len};
+        struct store_coded coded;
+        rc = store_code_of_value(t, &sv, &coded, err, sizeof err);
+        if (rc == STORE_CODE_OK) {
+            if (t->type != STORE_TYPE_TEXT && coded.code == STORE_NULL)
                 abort();
-        } else {
-            check_failure(rc, err);
+        } else if (rc != STORE_CODE_NONE && rc != STORE_CODE_REFUSED) {
+            abort();
+        } else if (err[0] == '\0') {
+            abort();
         }
     }
 }

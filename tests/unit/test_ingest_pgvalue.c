@@ -1,6 +1,6 @@
 /* test_ingest_pgvalue.c -- PostgreSQL values into store codes: hand-built
- * binary encodings and text output of every supported type, view filter
- * constants, and a cross-check against a real server (binary COPY decoded
+ * binary encodings and text output of every supported type, and a
+ * cross-check against a real server (binary COPY decoded
  * with the COPY parser and pgvalue_decode_binary must agree with the same
  * values fetched as text, and numerics' codes with PostgreSQL's own
  * value x 10^scale). */
@@ -180,25 +180,6 @@ static const char *text_err(uint32_t oid, const struct store_column_type *t, con
     struct pgvalue v;
     err[0] = '\0';
     cr_assert_eq(pgvalue_decode_text(oid, t, s, strlen(s), &v, err, sizeof err), -1,
-                 "\"%s\" accepted (code %lld)", s, (long long)v.code);
-    return err;
-}
-
-static struct pgvalue const_ok(const struct store_column_type *t, const char *s)
-{
-    struct pgvalue v;
-    char err[256] = "";
-    cr_assert_eq(pgvalue_parse_constant(t, s, strlen(s), &v, err, sizeof err), 0, "\"%s\": %s",
-                 s, err);
-    return v;
-}
-
-static const char *const_err(const struct store_column_type *t, const char *s)
-{
-    static char err[256];
-    struct pgvalue v;
-    err[0] = '\0';
-    cr_assert_eq(pgvalue_parse_constant(t, s, strlen(s), &v, err, sizeof err), -1,
                  "\"%s\" accepted (code %lld)", s, (long long)v.code);
     return err;
 }
@@ -786,78 +767,6 @@ Test(ingest_pgvalue, a_code_gives_back_the_value_decoding_gave)
                   back.real, v.real);
         cr_assert(back.text == NULL && back.len == 0, "%s", cases[i].text);
     }
-}
-
-/* ---- View filter constants ---------------------------------------------------------- */
-
-Test(ingest_pgvalue, constants)
-{
-    /* NUMERIC: exact at the column's scale; more decimals than the scale is
-     * refused (rounding would change what < and > mean). */
-    cr_assert_eq(const_ok(&T_NUM2, "10").code, 1000);
-    cr_assert_eq(const_ok(&T_NUM2, "-1.5").code, -150);
-    cr_assert_eq(const_ok(&T_NUM2, "1.500").code, 150, "trailing zeros are fine");
-    cr_assert_eq(const_ok(&T_NUM2, ".5").code, 50);
-    cr_assert_eq(const_ok(&T_NUM2, "1e2").code, 10000);
-    cr_assert_eq(const_ok(&T_NUM2, "1.5E1").code, 1500);
-    cr_assert_eq(const_ok(&T_NUM2, "150e-2").code, 150);
-    cr_assert(const_ok(&T_NUM2, "12.5").exact == 1250);
-    cr_assert_str_eq(const_err(&T_NUM2, "1.005"),
-                     "constant 1.005 has more decimals than column scale 2");
-    cr_assert_str_eq(const_err(&T_NUM2, "1e-3"),
-                     "constant 1e-3 has more decimals than column scale 2");
-    cr_assert_str_eq(const_err(&T_NUM2, "1e30"),
-                     "constant 1e30 is out of range for a numeric column");
-    cr_assert_str_eq(const_err(&T_NUM2, "abc"),
-                     "constant 'abc' is not a number, but the column is numeric");
-    cr_assert_str_eq(const_err(&T_NUM2, "NaN"),
-                     "constant 'NaN' is not a number, but the column is numeric");
-
-    /* INT */
-    cr_assert_eq(const_ok(&T_INT, "10").code, 10);
-    cr_assert_eq(const_ok(&T_INT, "-9223372036854775807").code, -INT64_MAX);
-    cr_assert_eq(const_ok(&T_INT, "1e3").code, 1000);
-    cr_assert_eq(const_ok(&T_INT, "2.0").code, 2);
-    cr_assert_str_eq(const_err(&T_INT, "1.5"), "constant 1.5 is not an integer, but the column is");
-    cr_assert_str_eq(const_err(&T_INT, "9223372036854775808"),
-                     "constant 9223372036854775808 is out of range for a integer column");
-
-    /* FLOAT */
-    struct pgvalue v = const_ok(&T_FLOAT, "-1.5");
-    cr_assert_eq(v.real, -1.5);
-    cr_assert_eq(v.code, store_float_code(-1.5));
-    cr_assert_eq(const_ok(&T_FLOAT, "0.1").real, 0.1);
-    cr_assert_eq(const_ok(&T_FLOAT, "10").code, store_float_code(10));
-    cr_assert_str_eq(const_err(&T_FLOAT, "ten"),
-                     "constant 'ten' is not a number, but the column is float");
-
-    /* BOOL */
-    cr_assert_eq(const_ok(&T_BOOL, "t").code, 1);
-    cr_assert_eq(const_ok(&T_BOOL, "true").code, 1);
-    cr_assert_eq(const_ok(&T_BOOL, "FALSE").code, 0);
-    cr_assert_eq(const_ok(&T_BOOL, "f").code, 0);
-    cr_assert_str_eq(const_err(&T_BOOL, "maybe"),
-                     "constant 'maybe' is not a boolean (true, false, t or f), but the column "
-                     "is boolean");
-
-    /* DATE and TIMESTAMP */
-    cr_assert_eq(const_ok(&T_DATE, "2024-01-01").code, 19723);
-    cr_assert_eq(const_ok(&T_DATE, "1969-12-31").code, -1);
-    cr_assert_str_eq(const_err(&T_DATE, "2024-01-01 10:00"),
-                     "constant '2024-01-01 10:00' is not a date (it has a time of day or an "
-                     "offset)");
-    cr_assert_str_eq(const_err(&T_DATE, "2024-13-01"),
-                     "constant '2024-13-01' is not a date: timestamp \"2024-13-01\" has a date "
-                     "out of range");
-    cr_assert_eq(const_ok(&T_TS, "2024-01-01").code, 19723 * DAY_USEC);
-    cr_assert_eq(const_ok(&T_TS, "2024-01-01 00:00:00+01").code, 19723 * DAY_USEC - 3600 * USEC);
-    cr_assert_eq(const_ok(&T_TS, "2024-01-01 10:00:00.5").code,
-                 19723 * DAY_USEC + 36000 * USEC + 500000);
-
-    /* TEXT */
-    v = const_ok(&T_TEXT, "2024-01-01");
-    cr_assert_eq(v.len, 10u);
-    cr_assert_eq(memcmp(v.text, "2024-01-01", 10), 0);
 }
 
 /* ---- Against PostgreSQL ------------------------------------------------------------- */
