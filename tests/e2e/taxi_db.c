@@ -89,9 +89,16 @@ void taxi_db_create(struct taxi_db *db, const char *cluster_conninfo, int trips)
 
 int taxi_plan(struct taxi_db *db, char *out, size_t len)
 {
+    char views[1024];
+    snprintf(views, sizeof views, "%s/bench/taxi_views.sql", STRAUM_SOURCE_DIR);
+    return taxi_plan_views(db, views, out, len);
+}
+
+int taxi_plan_views(struct taxi_db *db, const char *views, char *out, size_t len)
+{
     char cmd[2048];
-    snprintf(cmd, sizeof cmd, "%s plan --source '%s' --views %s/bench/taxi_views.sql 2>&1",
-             STRAUM_INGEST_BIN, db->conninfo, STRAUM_SOURCE_DIR);
+    snprintf(cmd, sizeof cmd, "%s plan --source '%s' --views '%s' 2>&1", STRAUM_INGEST_BIN,
+             db->conninfo, views);
     FILE *p = popen(cmd, "r");
     cr_assert_not_null(p);
     size_t n = fread(out, 1, len - 1, p);

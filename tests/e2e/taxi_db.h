@@ -47,6 +47,8 @@ int taxi_ingest_once_with(struct taxi_db *db, const char *const *extra, char *lo
 /* Runs straum-ingest plan against db's database and the taxi views;
  * returns its exit status, stdout and stderr in out. */
 int taxi_plan(struct taxi_db *db, char *out, size_t len);
+/* The same with another views file. */
+int taxi_plan_views(struct taxi_db *db, const char *views, char *out, size_t len);
 
 /* One random committed change batch (deterministic sequence); returns a
  * short description of what it did. */

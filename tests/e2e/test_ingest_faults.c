@@ -198,6 +198,49 @@ Test(ingest_faults, plan_names_what_is_missing, .timeout = 120)
     taxi_db_destroy(&db);
 }
 
+/* plan with a view whose FILTER holds the constant filter. */
+static int plan_filter(struct taxi_db *db, const char *filter, char *out, size_t len)
+{
+    char path[] = "/tmp/straum-views-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    fprintf(f,
+            "CREATE VIEW picky WITH (buckets = '1 hour') AS\n"
+            "SELECT date_bin('1 hour', t.pickup_at, timestamptz 'epoch') AS bucket,\n"
+            "       count(*) FILTER (WHERE %s) AS n\n"
+            "FROM public.yellow_trips AS t\n"
+            "GROUP BY 1;\n",
+            filter);
+    fclose(f);
+    int rc = taxi_plan_views(db, path, out, len);
+    unlink(path);
+    return rc;
+}
+
+/* A FILTER constant goes through PostgreSQL's input rules for its column
+ * (store_code_of_value): one PostgreSQL refuses, or one no stored value
+ * equals, fails plan naming the view, the column, and the constant's line
+ * and column; the forms PostgreSQL reads pass. */
+Test(ingest_faults, plan_refuses_a_bad_filter_constant_with_its_place, .timeout = 120)
+{
+    struct taxi_db db;
+    taxi_db_create(&db, NULL, 10);
+    char out[8192];
+    cr_assert_eq(plan_filter(&db, "t.payment_type = 'yes'", out, sizeof out), 2, "%s", out);
+    cr_assert(strstr(out, "view \"picky\": FILTER on \"payment_type\" at line 3, column 48: "
+                          "\"yes\" is not a smallint"),
+              "%s", out);
+    cr_assert_eq(plan_filter(&db, "t.fare_amount > 1.005", out, sizeof out), 2, "%s", out);
+    cr_assert(strstr(out, "FILTER on \"fare_amount\" at line 3, column 47: 1.005 has more "
+                          "decimals than the column keeps (2)"),
+              "%s", out);
+    int rc = plan_filter(&db, "t.payment_type IN (1, ' 2 ') AND t.fare_amount > 1e1", out,
+                         sizeof out);
+    cr_assert(rc != 2 && !strstr(out, "FILTER"), "%d %s", rc, out);
+    taxi_db_destroy(&db);
+}
+
 Test(ingest_faults, column_type_changes_are_followed_or_stop_ingest, .timeout = 180)
 {
     struct taxi_db db;
