@@ -42,7 +42,8 @@
 #define USEC_PER_DAY 86400000000LL
 #define SHOW 60          /* bytes of a bad value quoted in messages */
 #define MAX_SCALE 18     /* 10^19 > INT64_MAX: no code has more decimals */
-#define NUMBER_TEXT 512  /* longest float text read (strtod needs a copy) */
+#define NUMBER_TEXT 256  /* float texts copied on the stack for strtod; longer
+                            ones on the heap */
 #define TIME_TEXT 128    /* longest date/time text: PostgreSQL's MAXDATELEN */
 
 /* Doubles sort like their bit patterns once negative numbers have every bit
@@ -290,19 +291,36 @@ overflow:
  * spaces, hex floats and nan(...) included, as glibc reads them), trailing
  * spaces, the words NaN, [+-]Infinity and [+-]inf; out of range (overflow,
  * or underflow to zero) is refused, a denormal is fine. Every NaN is one
- * NaN and -0 is 0 (float8eq says -0 = 0), so equal values get one code. */
+ * NaN and -0 is 0 (float8eq says -0 = 0), so equal values get one code.
+ * A NUL byte has been refused before (store_code_of_value). */
+static int float_copy(const struct store_column_type *t, bool single, const char *q, size_t n,
+                      const char *s, size_t len, int64_t *code, char *err, size_t errlen);
+
 static int float_text(const struct store_column_type *t, bool single, const char *s, size_t len,
                       int64_t *code, char *err, size_t errlen)
 {
-    if (len >= NUMBER_TEXT || memchr(s, '\0', len))
-        return say(err, errlen, STORE_CODE_REFUSED, "\"%.*s%s\" is not a number", QUOTE(s, len));
-    char buf[NUMBER_TEXT];
+    /* strtod wants a NUL-terminated copy: on the stack, or for a long
+     * text (PostgreSQL reads any length) on the heap. */
+    char small[NUMBER_TEXT];
+    char *buf = len < sizeof small ? small : malloc(len + 1);
+    if (!buf)
+        return say(err, errlen, STORE_CODE_REFUSED, "out of memory reading a %zu-byte number",
+                   len);
     memcpy(buf, s, len);
     buf[len] = '\0';
     const char *q = buf;
     size_t n = len;
     trim(&q, &n);
     buf[q - buf + (ptrdiff_t)n] = '\0';
+    int rc = float_copy(t, single, q, n, s, len, code, err, errlen);
+    if (buf != small)
+        free(buf);
+    return rc;
+}
+
+static int float_copy(const struct store_column_type *t, bool single, const char *q, size_t n,
+                      const char *s, size_t len, int64_t *code, char *err, size_t errlen)
+{
     if (n == 0)
         return say(err, errlen, STORE_CODE_REFUSED, "\"%.*s%s\" is not a number", QUOTE(s, len));
     double d;
