@@ -520,8 +520,9 @@ double store_code_float(int64_t code);
  * type ("12.50", "0.1", "1e+300", "2024-01-17", "0044-03-15 BC", "true",
  * "2024-01-17 10:00:00.5+00", a timestamp without time zone without the
  * offset), for dumps and answers; store_code_of_value reads it back as the
- * same code. Text codes need the dictionary: use
- * store_dict_lookup. Returns the bytes it needed, like snprintf. */
+ * same code (but a timestamp before 1 AD or past 9999, whose forms it does
+ * not read). Text codes need the dictionary: use store_dict_lookup.
+ * Returns the bytes it needed, like snprintf. */
 size_t store_code_format(const struct store_column_type *t, int64_t code, char *buf,
                          size_t len);
 
