@@ -122,6 +122,12 @@ static const char *type_word(const struct store_column_type *t)
     return "value";
 }
 
+/* "a" or "an" before a word. */
+static const char *article(const char *word)
+{
+    return strchr("aeiou", word[0]) ? "an" : "a";
+}
+
 /* int2in, int4in, int8in: [spaces][+-]digits[spaces], within the type's
  * range. */
 static int int_text(const struct store_column_type *t, const char *s, size_t len, int64_t *code,
@@ -159,7 +165,7 @@ static int int_text(const struct store_column_type *t, const char *s, size_t len
     return STORE_CODE_OK;
 bad:
     return say(err, errlen, STORE_CODE_REFUSED, "\"%.*s%s\" is not %s %s", QUOTE(s, len),
-               t->pg_oid == PG_INT2 ? "a" : "an", type_word(t));
+               article(type_word(t)), type_word(t));
 }
 
 /* PostgreSQL's numeric limits (numeric.c): an exponent under INT_MAX / 2
@@ -499,12 +505,11 @@ int store_code_of_value(const struct store_column_type *t, const struct store_va
     if (!fits) {
         if (v->form == STORE_VALUE_BOOL)
             return say(err, errlen, STORE_CODE_REFUSED, "%s is a boolean, not %s %s",
-                       v->boolean ? "true" : "false",
-                       t->type == STORE_TYPE_INT && t->pg_oid != PG_INT2 ? "an" : "a",
-                       type_word(t));
-        return say(err, errlen, STORE_CODE_REFUSED, "%.*s%s is %s, not %s %s: give a string",
+                       v->boolean ? "true" : "false", article(type_word(t)), type_word(t));
+        return say(err, errlen, STORE_CODE_REFUSED, "%.*s%s is %s, not %s%s%s: give a string",
                    QUOTE(v->text, v->len), form_word(v->form),
-                   t->type == STORE_TYPE_INT && t->pg_oid != PG_INT2 ? "an" : "a", type_word(t));
+                   t->type == STORE_TYPE_TEXT ? "" : article(type_word(t)),
+                   t->type == STORE_TYPE_TEXT ? "" : " ", type_word(t));
     }
     if (v->form == STORE_VALUE_BOOL) {
         out->code = v->boolean;

@@ -379,6 +379,15 @@ Test(store_codes, messages_name_the_value_and_the_type)
     cr_assert_eq(store_code_of_value(&types[D], &v, &c, err, sizeof err), STORE_CODE_REFUSED);
     cr_assert_str_eq(err, "\"Jan 17 2024\" is not a date Straum reads (YYYY-MM-DD, optionally "
                           "followed by BC or AD)");
+    v = (struct store_value){STORE_VALUE_TEXT, false, "12a", 3};
+    cr_assert_eq(store_code_of_value(&types[I8], &v, &c, err, sizeof err), STORE_CODE_REFUSED);
+    cr_assert_str_eq(err, "\"12a\" is not a bigint");
+    v = (struct store_value){STORE_VALUE_BOOL, false, NULL, 0};
+    cr_assert_eq(store_code_of_value(&types[I4], &v, &c, err, sizeof err), STORE_CODE_REFUSED);
+    cr_assert_str_eq(err, "false is a boolean, not an integer");
+    v = (struct store_value){STORE_VALUE_NUMBER, false, "12", 2};
+    cr_assert_eq(store_code_of_value(&types[TX], &v, &c, err, sizeof err), STORE_CODE_REFUSED);
+    cr_assert_str_eq(err, "12 is a number, not text: give a string");
     v = (struct store_value){STORE_VALUE_TEXT, false, "1\0", 2};
     cr_assert_eq(store_code_of_value(&types[I8], &v, &c, err, sizeof err), STORE_CODE_REFUSED);
     cr_assert_str_eq(err, "a bigint holds no NUL byte");
