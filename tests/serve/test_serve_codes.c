@@ -101,16 +101,17 @@ static void teardown(void)
 
 TestSuite(serve_codes, .init = setup, .fini = teardown, .timeout = 60);
 
-/* POSTs "SELECT n FROM kinds WHERE <range> AND <key> = $3" with param
+/* POSTs "SELECT n FROM kinds WHERE <range> AND <key> = $3" (or <key>
+ * with its own operator, "price <") with param
  * (JSON text) as $3; returns the HTTP status, and the count in *n when 200
  * (0 for no rows), the body in body. */
 static int ask_count(const char *key, const char *param, int64_t *n, char *body, size_t len)
 {
     char req[512];
     snprintf(req, sizeof req,
-             "{\"ask\": \"SELECT n FROM kinds WHERE bucket >= $1 AND bucket < $2 AND %s = $3\", "
+             "{\"ask\": \"SELECT n FROM kinds WHERE bucket >= $1 AND bucket < $2 AND %s%s $3\", "
              "\"params\": [\"2024-01-01 00:00:00+00\", \"2024-01-01 01:00:00+00\", %s]}",
-             key, param);
+             key, strchr(key, ' ') ? "" : " =", param);
     struct hc_response r;
     hc_once(port, "POST", "/ask", NULL, req, &r);
     snprintf(body, len, "%s", r.body ? r.body : "");
@@ -196,6 +197,11 @@ Test(serve_codes, numbers_as_postgresql_reads_them)
     expect_count("price", "1.255", 0); /* more decimals than the column keeps */
     expect_count("price", "\"NaN\"", 0);
     expect_refused("price", "\"1,25\"", "parameter $3: \"1,25\" is not a number");
+    /* A range compares values the key can hold. */
+    expect_count("price <", "\"2.5\"", rows_where("price", 0) + rows_where("price", 125));
+    expect_refused("price <", "1.255",
+                   "parameter $3: 1.255 has more decimals than the column keeps (2): a range on "
+                   "key \"price\" compares values the key can hold");
 }
 
 Test(serve_codes, dates_as_postgresql_reads_them)
