@@ -1101,9 +1101,9 @@ static void generate_cond_ask(struct cond_gen *g)
         static const char *const h_ask[] = {"trips > %d", "avg_fare < %d.5", "median_fare >= '%d'",
                                             "fare > %d00", "NOT trips <= %d",
                                             "(trips < %d OR avg_fare > 20)"};
+#define MEDIAN_SQL "percentile_disc(0.5) WITHIN GROUP (ORDER BY t.fare_amount)"
         static const char *const h_sql[] = {"count(*) > %d", "avg(t.fare_amount) < %d.5",
-                                            "percentile_disc(0.5) WITHIN GROUP (ORDER BY "
-                                            "t.fare_amount) >= %d",
+                                            MEDIAN_SQL " >= %d",
                                             "sum(t.fare_amount) > %d00", "NOT count(*) <= %d",
                                             "(count(*) < %d OR avg(t.fare_amount) > 20)"};
         int h = rnd(6), v = 5 + rnd(40);
