@@ -3,9 +3,9 @@
 #   bin/                      straum-ingest, straum-serve, straum-dump
 #                             (and straum-shell once tools/ builds it)
 #   share/man/man1, man7/     the manual pages (tools/man/*.1, straum.7)
-#   lib/libstraum-store.a     the store library: store + format + sql, one
-#                             static archive
-#   include/straum/{store,format,sql}/*.h   its public headers
+#   lib/libstraum-store.a     the store library: store + format + sql + base,
+#                             one static archive
+#   include/straum/{store,format,sql,base}/*.h   its public headers
 #   lib/pkgconfig/straum-store.pc
 #   share/doc/straum/examples/systemd/     example units and env file, with
 #                             ExecStart= naming the prefix installed to
@@ -34,13 +34,14 @@ if(_straum_man7)
 endif()
 
 # ---- The store library ---------------------------------------------------
-# One archive of the objects of straum_store, straum_format and straum_sql,
-# so an outside program links -lstraum-store rather than three internal
-# names. Its dependencies come from pkg-config (Requires.private).
+# One archive of the objects of straum_store, straum_format, straum_sql and
+# straum_base (which the other three call), so an outside program links
+# -lstraum-store rather than four internal names. Its dependencies come from pkg-config (Requires.private).
 add_library(straum_store_dist STATIC
             $<TARGET_OBJECTS:straum_store>
             $<TARGET_OBJECTS:straum_format>
-            $<TARGET_OBJECTS:straum_sql>)
+            $<TARGET_OBJECTS:straum_sql>
+            $<TARGET_OBJECTS:straum_base>)
 set_target_properties(straum_store_dist PROPERTIES OUTPUT_NAME straum-store
                       LINKER_LANGUAGE C
                       ARCHIVE_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/lib)
@@ -54,6 +55,10 @@ install(FILES ${PROJECT_SOURCE_DIR}/format/format.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/straum/format)
 install(FILES ${PROJECT_SOURCE_DIR}/sql/sql.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/straum/sql)
+# base/ is all front doors; the store's headers include some of them.
+file(GLOB _straum_base_headers CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/base/*.h)
+install(FILES ${_straum_base_headers}
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/straum/base)
 
 # The .pc file finds its prefix from where it lies (${pcfiledir}), so it
 # stays right under `cmake --install --prefix P` and DESTDIR staging.

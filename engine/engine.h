@@ -8,25 +8,12 @@
 #ifndef STRAUM_ENGINE_H
 #define STRAUM_ENGINE_H
 
+#include "base/buf.h"
 #include "store/store.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-/* A growable byte buffer the answer is written into. */
-struct buf {
-    char *data;
-    size_t len, cap;
-    bool failed; /* an allocation failed: the content is incomplete */
-};
-
-void buf_put(struct buf *b, const void *data, size_t len);
-void buf_puts(struct buf *b, const char *s);
-void buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* A JSON string literal, escaped. */
-void buf_json_string(struct buf *b, const char *s, size_t len);
-void buf_free(struct buf *b);
 
 /* A parameter value as it came in JSON. */
 enum ask_value_kind { ASK_NULL, ASK_BOOL, ASK_NUMBER, ASK_STRING };

@@ -1,9 +1,5 @@
-/* buf.c -- a growable byte buffer, and JSON string escaping.
- *
- * Answers are written straight into one buffer: no printf on the hot paths
- * that matter (strings, integers), no intermediate tree. A failed allocation
- * marks the buffer failed instead of aborting; the caller answers 500. */
-#include "engine/engine.h"
+/* buf.c -- a growable byte buffer, and JSON string escaping (buf.h). */
+#include "base/buf.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -54,8 +50,40 @@ void buf_printf(struct buf *b, const char *fmt, ...)
     b->len += (size_t)n;
 }
 
-/* Escapes quotes, backslashes and control bytes; invalid UTF-8 bytes become
- * U+FFFD so that the answer is always valid JSON. */
+/* The second byte's range for each lead byte of a well-formed UTF-8
+ * sequence, Unicode 15 Table 3-7; the third and fourth bytes are always
+ * 80..BF. The narrowed rows are what make overlongs (C0, C1, E0 80..9F,
+ * F0 80..8F), surrogates (ED A0..BF) and code points past U+10FFFF (F4
+ * 90..BF, F5..FF) ill-formed. A lead byte outside these rows begins no
+ * sequence. */
+static int utf8_sequence_at(const unsigned char *p, const unsigned char *end)
+{
+    unsigned char c = p[0], lo = 0x80, hi = 0xBF;
+    int n;
+    if (c >= 0xC2 && c <= 0xDF)
+        n = 2;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        n = 3;
+        if (c == 0xE0)
+            lo = 0xA0;
+        else if (c == 0xED)
+            hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        n = 4;
+        if (c == 0xF0)
+            lo = 0x90;
+        else if (c == 0xF4)
+            hi = 0x8F;
+    } else
+        return 0;
+    if (end - p < n || p[1] < lo || p[1] > hi)
+        return 0;
+    for (int i = 2; i < n; i++)
+        if (p[i] < 0x80 || p[i] > 0xBF)
+            return 0;
+    return n;
+}
+
 void buf_json_string(struct buf *b, const char *s, size_t len)
 {
     static const char hex[] = "0123456789abcdef";
@@ -80,19 +108,12 @@ void buf_json_string(struct buf *b, const char *s, size_t len)
             char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
             buf_put(b, esc, 6);
             p++;
-        } else { /* a UTF-8 sequence: copy it if well formed */
-            int n = c >= 0xF0 && c < 0xF5 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
-            bool ok = n > 0 && p + n <= end;
-            for (int i = 1; ok && i < n; i++)
-                ok = (p[i] & 0xC0) == 0x80;
-            if (ok && n == 3)
-                ok = !(c == 0xE0 && p[1] < 0xA0) && !(c == 0xED && p[1] >= 0xA0);
-            if (ok && n == 4)
-                ok = !(c == 0xF0 && p[1] < 0x90) && !(c == 0xF4 && p[1] >= 0x90);
-            if (ok) {
+        } else {
+            int n = utf8_sequence_at(p, end);
+            if (n) {
                 buf_put(b, p, (size_t)n);
                 p += n;
-            } else {
+            } else { /* each byte that begins no sequence */
                 buf_put(b, "\xEF\xBF\xBD", 3);
                 p++;
             }

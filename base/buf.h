@@ -1,0 +1,36 @@
+/* buf.h -- a growable byte buffer, and the JSON string writer.
+ *
+ * Answers, views lists and dumps are written straight into one buffer: no
+ * printf on the hot paths that matter (strings, integers), no intermediate
+ * tree. A failed allocation marks the buffer failed instead of aborting, and
+ * every later write is dropped; the caller checks `failed` once at the end
+ * (serve answers 500). A zeroed struct buf is an empty buffer. */
+#ifndef STRAUM_BASE_BUF_H
+#define STRAUM_BASE_BUF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct buf {
+    char *data; /* NUL-terminated once anything was written */
+    size_t len, cap;
+    bool failed; /* an allocation failed: the content is incomplete */
+};
+
+/* Appends len bytes. Cannot fail visibly: on allocation failure the buffer
+ * is marked failed and keeps what it had. */
+void buf_put(struct buf *b, const void *data, size_t len);
+/* Appends a NUL-terminated string, as buf_put. */
+void buf_puts(struct buf *b, const char *s);
+/* Appends printf output, as buf_put. */
+void buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends s[0..len) as a JSON string literal, quotes included: '"', '\\'
+ * and bytes below 0x20 are escaped; a well-formed UTF-8 sequence (Unicode
+ * 15, Table 3-7) is copied as it is; every byte that does not begin one is
+ * written as U+FFFD, so the output is valid JSON and valid UTF-8 whatever
+ * the input. */
+void buf_json_string(struct buf *b, const char *s, size_t len);
+/* Frees the bytes and leaves an empty buffer. */
+void buf_free(struct buf *b);
+
+#endif
