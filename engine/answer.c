@@ -380,7 +380,7 @@ static int having_leaf(void *ctx, int k)
     switch (o->kind) {
     case OV_NULL: truth = T_UNKNOWN; goto done;
     case OV_INT: snprintf(text, sizeof text, "%lld", (long long)o->i); goto decimal;
-    case OV_DEC: dec_format(o->dec, o->scale, text, sizeof text); goto decimal;
+    case OV_DEC: decimal_format(o->dec, o->scale, text, sizeof text); goto decimal;
     case OV_AVG:
         snprintf(text, sizeof text, "%.*s", (int)o->len, o->text);
     decimal:
@@ -474,7 +474,7 @@ static void write_value(struct exec *x, struct buf *out, const struct outval *o)
     case OV_INT: buf_printf(out, "%lld", (long long)o->i); break;
     case OV_BOOL: buf_puts(out, o->i ? "true" : "false"); break;
     case OV_DEC:
-        dec_format(o->dec, o->scale, tmp, sizeof tmp);
+        decimal_format(o->dec, o->scale, tmp, sizeof tmp);
         if (o->number)
             buf_puts(out, tmp);
         else

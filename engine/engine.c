@@ -5,6 +5,7 @@
  * hash table under a mutex; a compiled ask is immutable, so threads share it.
  * Each ask takes its own read snapshot: it never blocks ingest and sees a
  * whole number of source transactions. */
+#include "base/error.h"
 #include "engine/internal.h"
 
 #include <stdarg.h>
@@ -22,7 +23,7 @@ int ask_fail(struct ask_error *err, int status, const char *code, const char *fm
         snprintf(err->code, sizeof err->code, "%s", code);
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(err->message, sizeof err->message, fmt, ap);
+        error_vfmt(err->message, sizeof err->message, fmt, ap);
         va_end(ap);
         err->line = err->column = 0;
     }

@@ -40,6 +40,12 @@ struct ask_error {
     int line, column;      /* 0 when not about a place in the ask */
 };
 
+/* Fills err (when not NULL: status, code, the printf-formatted message,
+ * no place) and returns -1. The one way an ask_error is filled, in the
+ * engine and in the HTTP layer that reads requests for it. */
+int ask_fail(struct ask_error *err, int status, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 struct engine_limits {
     int max_groups;        /* answer rows before grouping stops: 422; default 100000 */
     int64_t max_ask_us;    /* time budget per ask: 503 beyond it; 0 = none */

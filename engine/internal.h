@@ -3,6 +3,7 @@
 #ifndef STRAUM_ENGINE_INTERNAL_H
 #define STRAUM_ENGINE_INTERNAL_H
 
+#include "base/decimal.h"
 #include "engine/engine.h"
 #include "engine/tz.h"
 
@@ -21,9 +22,6 @@ struct engine {
     struct cached_ask *buckets[1024];
     int ncached;
 };
-
-int ask_fail(struct ask_error *err, int status, const char *code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
 
 /* ---- Binding -------------------------------------------------------------- */
 
@@ -256,9 +254,8 @@ int64_t pool_intern(struct text_pool *p, const char *text, size_t len, bool is_n
 /* Writes {"columns": [...], "rows": [...]} from the groups. */
 int answer_write(struct exec *x, struct buf *out, struct ask_error *err);
 
-/* Exact decimal helpers (numeric.c). */
-/* "-12.50" from a scaled 128-bit integer. */
-size_t dec_format(__int128 v, int scale, char *buf, size_t len);
+/* Exact decimal helpers (numeric.c; the text of a scaled integer is
+ * base/decimal.h's decimal_format). */
 /* PostgreSQL's avg(numeric): sum / count rounded as numeric_div does
  * (select_div_scale's result scale, half away from zero). */
 size_t dec_avg(__int128 sum, int scale, int64_t count, char *buf, size_t len);

@@ -6,6 +6,7 @@
  * than the sum's scale — so "avg" reads the same here and in psql
  * (13.0000000000000000). Conversions to double go through the decimal text,
  * as numeric_float8 does, so they round the same way. */
+#include "base/decimal.h"
 #include "engine/internal.h"
 
 #include <stdio.h>
@@ -17,53 +18,6 @@ enum { MIN_SIG_DIGITS = 16, DEC_DIGITS = 4, MAX_DISPLAY_SCALE = 1000 };
 static unsigned __int128 abs128(__int128 v)
 {
     return v < 0 ? (unsigned __int128)0 - (unsigned __int128)v : (unsigned __int128)v;
-}
-
-/* Decimal digits of an unsigned 128-bit integer, most significant first. */
-static int digits128(unsigned __int128 m, char *out)
-{
-    char tmp[48];
-    int n = 0;
-    do {
-        tmp[n++] = (char)('0' + (int)(m % 10));
-        m /= 10;
-    } while (m);
-    for (int i = 0; i < n; i++)
-        out[i] = tmp[n - 1 - i];
-    out[n] = '\0';
-    return n;
-}
-
-size_t dec_format(__int128 v, int scale, char *buf, size_t len)
-{
-    char d[48];
-    int n = digits128(abs128(v), d);
-    char out[96];
-    int k = 0;
-    if (v < 0)
-        out[k++] = '-';
-    if (n <= scale) { /* 0.0012 */
-        out[k++] = '0';
-        out[k++] = '.';
-        for (int i = 0; i < scale - n; i++)
-            out[k++] = '0';
-        memcpy(out + k, d, (size_t)n);
-        k += n;
-    } else {
-        memcpy(out + k, d, (size_t)(n - scale));
-        k += n - scale;
-        if (scale > 0) {
-            out[k++] = '.';
-            memcpy(out + k, d + n - scale, (size_t)scale);
-            k += scale;
-        }
-    }
-    if (len) { /* as snprintf: what fits, terminated */
-        size_t c = (size_t)k < len ? (size_t)k : len - 1;
-        memcpy(buf, out, c);
-        buf[c] = '\0';
-    }
-    return (size_t)k;
 }
 
 /* Weight and first digit of |v| / 10^scale in base 10000, as PostgreSQL's
@@ -129,7 +83,7 @@ size_t dec_avg(__int128 sum, int scale, int64_t count, char *buf, size_t len)
             q++;
     }
     char ip[48];
-    digits128(q, ip);
+    decimal_digits(q, ip);
     bool negative = sum < 0 && (q != 0 || strspn(frac, "0") < (size_t)rscale);
     size_t n = (size_t)snprintf(buf, len, "%s%s%s%.*s", negative ? "-" : "", ip,
                                 rscale ? "." : "", rscale, frac);
@@ -140,7 +94,7 @@ size_t dec_avg(__int128 sum, int scale, int64_t count, char *buf, size_t len)
 double dec_to_double(__int128 v, int scale)
 {
     char text[96];
-    dec_format(v, scale, text, sizeof text);
+    decimal_format(v, scale, text, sizeof text);
     return strtod(text, NULL);
 }
 

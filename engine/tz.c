@@ -6,6 +6,7 @@
  * footer is not needed for the years Straum serves; after the last
  * transition the last offset stays in force. Zones are loaded once and kept
  * (a handful per process), behind a mutex only on first load. */
+#include "base/bytes.h"
 #include "engine/tz.h"
 #include "sql/sql.h"
 
@@ -26,13 +27,6 @@ struct tz {
 static struct tz *zones;
 static pthread_mutex_t zones_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static uint32_t be32(const unsigned char *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static int64_t be64(const unsigned char *p) { return (int64_t)((uint64_t)be32(p) << 32 | be32(p + 4)); }
-
 struct tzif_counts {
     uint32_t isut, isstd, leap, time, type, chars;
 };
@@ -41,12 +35,12 @@ static int read_counts(const unsigned char *p, size_t len, struct tzif_counts *c
 {
     if (len < 44 || memcmp(p, "TZif", 4) != 0)
         return -1;
-    c->isut = be32(p + 20);
-    c->isstd = be32(p + 24);
-    c->leap = be32(p + 28);
-    c->time = be32(p + 32);
-    c->type = be32(p + 36);
-    c->chars = be32(p + 40);
+    c->isut = be_load_u32(p + 20);
+    c->isstd = be_load_u32(p + 24);
+    c->leap = be_load_u32(p + 28);
+    c->time = be_load_u32(p + 32);
+    c->type = be_load_u32(p + 36);
+    c->chars = be_load_u32(p + 40);
     if (c->time > 100000 || c->type == 0 || c->type > 256 || c->leap > 10000 || c->chars > 65536)
         return -1;
     return 0;
@@ -83,16 +77,16 @@ static int parse(struct tz *z, const unsigned char *d, size_t len)
     if (!z->at || !z->offset)
         return -1;
     for (uint32_t i = 0; i < c.time; i++) {
-        z->at[i] = timesize == 8 ? be64(times + 8 * i) : (int32_t)be32(times + 4 * i);
+        z->at[i] = timesize == 8 ? be_load_i64(times + 8 * i) : be_load_i32(times + 4 * i);
         if (idx[i] >= c.type)
             return -1;
-        z->offset[i] = (int32_t)be32(types + 6 * idx[i]);
+        z->offset[i] = be_load_i32(types + 6 * idx[i]);
     }
     /* Before the first transition: the first non-daylight type, as zic writes it. */
-    z->initial = (int32_t)be32(types);
+    z->initial = be_load_i32(types);
     for (uint32_t t = 0; t < c.type; t++)
         if (!types[6 * t + 4]) {
-            z->initial = (int32_t)be32(types + 6 * t);
+            z->initial = be_load_i32(types + 6 * t);
             break;
         }
     return 0;

@@ -42,6 +42,7 @@
  * corrupted base or role as true: the structural checks cannot tell a
  * plausible wrong value from the right one.
  */
+#include "base/error.h"
 #include "format/bytes.h"
 #include "format/checksum.h"
 #include "format/column.h"
@@ -86,7 +87,7 @@ __attribute__((format(printf, 2, 3))) static int fail(struct format_error *err,
     if (err) {
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(err->message, sizeof err->message, fmt, ap);
+        error_vfmt(err->message, sizeof err->message, fmt, ap);
         va_end(ap);
     }
     return -1;

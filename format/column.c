@@ -64,12 +64,12 @@
  * less than the best so far: no scratch memory, and ties go to RAW,
  * BITPACK, DELTA, PFOR, DPFOR, LZ4 in that order.
  */
+#include "base/error.h"
 #include "format/column.h"
 
 #include "format/bitpack.h"
 #include "format/bytes.h"
 #include "format/rice.h"
-#include "format/why.h"
 
 #include <limits.h>
 #include <lz4.h>
@@ -553,7 +553,7 @@ int column_encode(const struct format_column *col, enum format_policy policy, in
                                                     policy == FORMAT_POLICY_SMALLEST))) {
             offsets = i128_offsets(col->values, col->n, &bp128);
             if (!offsets && bp128.ok && bp128.bits <= 63 && codec == FORMAT_PFOR)
-                return fail(why, whylen, "out of memory");
+                return error_fmt(why, whylen, "out of memory");
         }
     }
     int rc = encode_planned(col, policy, codec, &bp128, offsets, out, cap, enc, why, whylen);
@@ -616,21 +616,21 @@ static int encode_with(const struct format_column *col, enum format_policy polic
         }
     } else if (codec != COLUMN_CODEC_AUTO) {
         if (codec < 0 || !codec_known((unsigned)codec))
-            return fail(why, whylen, "unknown codec %d", codec);
+            return error_fmt(why, whylen, "unknown codec %d", codec);
         if (!codec_fits_type((unsigned)codec, type))
-            return fail(why, whylen, "codec %s is not valid for %s columns",
+            return error_fmt(why, whylen, "codec %s is not valid for %s columns",
                         format_codec_name((enum format_codec)codec), column_type_name(type));
         enc->codec = (enum format_codec)codec;
         if (codec == FORMAT_BITPACK) {
             if (!bp.ok)
-                return fail(why, whylen,
+                return error_fmt(why, whylen,
                             "i128 values too far apart (or too far from zero) for bitpack");
             size = bp.size;
         } else if (codec == FORMAT_DELTA) {
             size = delta.size;
         } else if (codec == FORMAT_PFOR) {
             if (!pfor.ok)
-                return fail(why, whylen, "i128 values too far apart (or too far from zero) "
+                return error_fmt(why, whylen, "i128 values too far apart (or too far from zero) "
                                      "for pfor");
             size = pfor.size;
         } else if (codec == FORMAT_DPFOR) {
@@ -638,25 +638,25 @@ static int encode_with(const struct format_column *col, enum format_policy polic
         } else if (codec == FORMAT_RICE || codec == FORMAT_DRICE) {
             const struct rice_plan *rp = codec == FORMAT_RICE ? &rice : &drice;
             if (!rp->ok)
-                return fail(why, whylen, "%u values make a %s stream of 2^27 bits or more", n,
+                return error_fmt(why, whylen, "%u values make a %s stream of 2^27 bits or more", n,
                             format_codec_name((enum format_codec)codec));
             size = rp->size;
         } else if (codec == FORMAT_LZ4) {
             if (!lz4_ok)
-                return fail(why, whylen, "%llu bytes are too many for lz4",
+                return error_fmt(why, whylen, "%llu bytes are too many for lz4",
                             (unsigned long long)raw);
             uint64_t got = write_lz4(v, raw, out, cap);
             if (!got)
-                return fail(why, whylen, "output buffer too small (%zu bytes left)", cap);
+                return error_fmt(why, whylen, "output buffer too small (%zu bytes left)", cap);
             enc->length = (uint32_t)got;
             return 0;
         }
     } else if (policy != FORMAT_POLICY_RAW) {
-        return fail(why, whylen, "unknown policy %d", (int)policy);
+        return error_fmt(why, whylen, "unknown policy %d", (int)policy);
     }
 
     if (size > cap)
-        return fail(why, whylen, "output buffer too small (%zu bytes left, %llu needed)", cap,
+        return error_fmt(why, whylen, "output buffer too small (%zu bytes left, %llu needed)", cap,
                     (unsigned long long)size);
     enc->length = (uint32_t)size;
     switch (enc->codec) {
@@ -722,15 +722,15 @@ int column_check(unsigned type, unsigned codec, unsigned bits, int64_t base, uin
                  uint32_t length, char *why, size_t whylen)
 {
     if (!type_known(type))
-        return fail(why, whylen, "unknown type %u", type);
+        return error_fmt(why, whylen, "unknown type %u", type);
     if (!codec_known(codec))
-        return fail(why, whylen, "unknown codec %u", codec);
+        return error_fmt(why, whylen, "unknown codec %u", codec);
     const char *cname = format_codec_name((enum format_codec)codec);
     if (!codec_fits_type(codec, type))
-        return fail(why, whylen, "codec %s is not valid for %s columns", cname,
+        return error_fmt(why, whylen, "codec %s is not valid for %s columns", cname,
                     column_type_name(type));
     if (n > FORMAT_MAX_VALUES)
-        return fail(why, whylen, "%u values exceed the limit of %u", n, FORMAT_MAX_VALUES);
+        return error_fmt(why, whylen, "%u values exceed the limit of %u", n, FORMAT_MAX_VALUES);
 
     const uint64_t raw = (uint64_t)n * format_type_size((enum format_type)type);
     uint64_t want;
@@ -738,65 +738,65 @@ int column_check(unsigned type, unsigned codec, unsigned bits, int64_t base, uin
     case FORMAT_RAW:
     case FORMAT_LZ4:
         if (bits != 0)
-            return fail(why, whylen, "codec %s has bit width %u; expected 0", cname, bits);
+            return error_fmt(why, whylen, "codec %s has bit width %u; expected 0", cname, bits);
         if (base != 0)
-            return fail(why, whylen, "codec %s has base %lld; expected 0", cname,
+            return error_fmt(why, whylen, "codec %s has base %lld; expected 0", cname,
                         (long long)base);
         if (codec == FORMAT_RAW) {
             if (length != raw)
-                return fail(why, whylen, "raw length %u does not match %u %s values (%llu bytes)",
+                return error_fmt(why, whylen, "raw length %u does not match %u %s values (%llu bytes)",
                             length, n, column_type_name(type), (unsigned long long)raw);
             return 0;
         }
         if (raw > LZ4_MAX_INPUT_SIZE)
-            return fail(why, whylen, "%llu bytes are too many for lz4", (unsigned long long)raw);
+            return error_fmt(why, whylen, "%llu bytes are too many for lz4", (unsigned long long)raw);
         if (length == 0 || raw > (uint64_t)length * LZ4_MAX_RATIO || length > lz4_bound(raw))
-            return fail(why, whylen, "lz4 length %u cannot hold %u %s values (%llu bytes)",
+            return error_fmt(why, whylen, "lz4 length %u cannot hold %u %s values (%llu bytes)",
                         length, n, column_type_name(type), (unsigned long long)raw);
         return 0;
     case FORMAT_RICE:
     case FORMAT_DRICE:
         /* The exact length needs the codes: verify walks them. */
         if (bits > RICE_KMAX)
-            return fail(why, whylen, "%s remainder width %u exceeds %u", cname, bits,
+            return error_fmt(why, whylen, "%s remainder width %u exceeds %u", cname, bits,
                         RICE_KMAX);
         if (n == 0 && (bits != 0 || base != 0 || length != 0))
-            return fail(why, whylen, "%s column of 0 values with bit width %u, base %lld, "
+            return error_fmt(why, whylen, "%s column of 0 values with bit width %u, base %lld, "
                         "length %u; expected all 0", cname, bits, (long long)base, length);
         if (n > 0 && length <= rice_min_length(n))
-            return fail(why, whylen, "%s length %u leaves no codes for %u values", cname,
+            return error_fmt(why, whylen, "%s length %u leaves no codes for %u values", cname,
                         length, n);
         return 0;
     case FORMAT_PFOR:
     case FORMAT_DPFOR: {
         /* The exact length needs the data's header: decoders check it. */
         if (bits > 64)
-            return fail(why, whylen, "bit width %u exceeds 64", bits);
+            return error_fmt(why, whylen, "bit width %u exceeds 64", bits);
         unsigned header = codec == FORMAT_PFOR ? PFOR_HEADER : DPFOR_HEADER;
         if (n == 0 && (bits != 0 || base != 0 || length != 0))
-            return fail(why, whylen, "%s column of 0 values with bit width %u, base %lld, "
+            return error_fmt(why, whylen, "%s column of 0 values with bit width %u, base %lld, "
                         "length %u; expected all 0", cname, bits, (long long)base, length);
         want = n ? header + bitpack_bytes(n, bits) : 0;
         if (length < want)
-            return fail(why, whylen, "%s length %u is less than %u values of %u bits take "
+            return error_fmt(why, whylen, "%s length %u is less than %u values of %u bits take "
                         "(%llu bytes)", cname, length, n, bits, (unsigned long long)want);
         return 0;
     }
     case FORMAT_BITPACK:
     case FORMAT_DELTA:
         if (bits > 64)
-            return fail(why, whylen, "bit width %u exceeds 64", bits);
+            return error_fmt(why, whylen, "bit width %u exceeds 64", bits);
         if (codec == FORMAT_BITPACK)
             want = bitpack_bytes(n, bits);
         else
             want = n ? 8 + bitpack_bytes(n - 1, bits) : 0;
         if (length != want)
-            return fail(why, whylen,
+            return error_fmt(why, whylen,
                         "%s length %u does not match %u values of %u bits (%llu bytes)", cname,
                         length, n, bits, (unsigned long long)want);
         return 0;
     }
-    return fail(why, whylen, "unknown codec %u", codec);
+    return error_fmt(why, whylen, "unknown codec %u", codec);
 }
 
 /* ---- Decoding ---------------------------------------------------------------- */
@@ -854,30 +854,30 @@ static int patched_open(enum format_codec codec, unsigned bits, uint32_t n, cons
     const unsigned header = codec == FORMAT_PFOR ? PFOR_HEADER : DPFOR_HEADER;
     memset(h, 0, sizeof *h);
     if (n == 0)
-        return length == 0 ? 0 : fail(why, whylen, "%s column of 0 values has %u bytes",
+        return length == 0 ? 0 : error_fmt(why, whylen, "%s column of 0 values has %u bytes",
                                       cname, length);
     if (bits > 64 || length < header)
-        return fail(why, whylen, "%s column of %u bytes and bit width %u", cname, length,
+        return error_fmt(why, whylen, "%s column of %u bytes and bit width %u", cname, length,
                     bits);
     h->nexc = load_u32(src);
     h->xbits = src[4];
     h->pbits = bitpack_width(n - 1);
     if (src[5] || src[6] || src[7])
-        return fail(why, whylen, "%s header has reserved bytes set", cname);
+        return error_fmt(why, whylen, "%s header has reserved bytes set", cname);
     if (h->xbits > 64)
-        return fail(why, whylen, "%s exception width %u exceeds 64", cname, h->xbits);
+        return error_fmt(why, whylen, "%s exception width %u exceeds 64", cname, h->xbits);
     if (h->nexc > n)
-        return fail(why, whylen, "%s has %u exceptions in %u values", cname, h->nexc, n);
+        return error_fmt(why, whylen, "%s has %u exceptions in %u values", cname, h->nexc, n);
     if (codec == FORMAT_PFOR) {
         if (h->nexc == 0 && h->xbits != 0)
-            return fail(why, whylen, "pfor has exception width %u but no exceptions",
+            return error_fmt(why, whylen, "pfor has exception width %u but no exceptions",
                         h->xbits);
         if (h->nexc && (h->xbits == 0 || bits + h->xbits > 64))
-            return fail(why, whylen, "pfor exceptions of %u bits above %u bits", h->xbits,
+            return error_fmt(why, whylen, "pfor exceptions of %u bits above %u bits", h->xbits,
                         bits);
     } else {
         if (h->nexc == 0)
-            return fail(why, whylen, "dpfor has no exceptions; value 0 must be one");
+            return error_fmt(why, whylen, "dpfor has no exceptions; value 0 must be one");
         h->dmin = load_u64(src + 8);
     }
     h->slots_len = bitpack_bytes(n, bits);
@@ -885,7 +885,7 @@ static int patched_open(enum format_codec codec, unsigned bits, uint32_t n, cons
     h->exc_len = bitpack_bytes(h->nexc, h->xbits);
     uint64_t want = header + h->slots_len + h->pos_len + h->exc_len;
     if (length != want)
-        return fail(why, whylen,
+        return error_fmt(why, whylen,
                     "%s length %u does not match %u values of %u bits and %u exceptions "
                     "(%llu bytes)", cname, length, n, bits, h->nexc, (unsigned long long)want);
     h->slots = src + header;
@@ -925,13 +925,13 @@ static int patched_positions(enum format_codec codec, const struct patched *h, u
             uint64_t p = load_u64(buf + (size_t)t * 8);
             uint32_t j = j0 + t;
             if (p >= n)
-                return fail(why, whylen, "%s exception %u at position %llu of %u values",
+                return error_fmt(why, whylen, "%s exception %u at position %llu of %u values",
                             cname, j, (unsigned long long)p, n);
             if (j > 0 && p <= prev)
-                return fail(why, whylen, "%s exception positions not ascending (%llu after "
+                return error_fmt(why, whylen, "%s exception positions not ascending (%llu after "
                             "%llu)", cname, (unsigned long long)p, (unsigned long long)prev);
             if (codec == FORMAT_DPFOR && (j == 0 ? p != 0 : p - prev > DPFOR_ANCHOR))
-                return fail(why, whylen, "dpfor exception %u at position %llu leaves a gap "
+                return error_fmt(why, whylen, "dpfor exception %u at position %llu leaves a gap "
                             "over %u", j, (unsigned long long)p, DPFOR_ANCHOR);
             if (p <= first)
                 *upto = j + 1;
@@ -941,7 +941,7 @@ static int patched_positions(enum format_codec codec, const struct patched *h, u
         }
     }
     if (codec == FORMAT_DPFOR && n - prev > DPFOR_ANCHOR)
-        return fail(why, whylen, "dpfor's last exception at %llu of %u values leaves a gap "
+        return error_fmt(why, whylen, "dpfor's last exception at %llu of %u values leaves a gap "
                     "over %u", (unsigned long long)prev, n, DPFOR_ANCHOR);
     return 0;
 }
@@ -1075,7 +1075,7 @@ int column_decode_range(enum format_type type, enum format_codec codec, unsigned
                         const uint8_t *src, uint32_t length, void *out, char *why, size_t whylen)
 {
     if ((uint64_t)first + count > n)
-        return fail(why, whylen, "rows %u..%u asked of a column of %u", first, first + count, n);
+        return error_fmt(why, whylen, "rows %u..%u asked of a column of %u", first, first + count, n);
     if (codec == FORMAT_RAW || codec == FORMAT_BITPACK) {
         decode_direct(type, codec, bits, base, first, count, src, length, out);
         return 0;
@@ -1094,7 +1094,7 @@ int column_decode_range(enum format_type type, enum format_codec codec, unsigned
     size_t size = format_type_size(type);
     uint8_t *all = malloc((size_t)n * size + 1);
     if (!all)
-        return fail(why, whylen, "out of memory");
+        return error_fmt(why, whylen, "out of memory");
     int rc = column_decode(type, codec, bits, base, n, src, length, all, why, whylen);
     if (rc == 0 && count)
         memcpy(out, all + (size_t)first * size, (size_t)count * size);
@@ -1134,12 +1134,12 @@ int column_decode(enum format_type type, enum format_codec codec, unsigned bits,
         int r = LZ4_decompress_safe((const char *)src, raw ? (char *)o : (char *)none,
                                     (int)length, (int)raw);
         if (r < 0)
-            return fail(why, whylen, "lz4 data is corrupt");
+            return error_fmt(why, whylen, "lz4 data is corrupt");
         if ((uint64_t)r != raw)
-            return fail(why, whylen, "lz4 data decodes to %d bytes, expected %llu", r,
+            return error_fmt(why, whylen, "lz4 data decodes to %d bytes, expected %llu", r,
                         (unsigned long long)raw);
         return 0;
     }
     }
-    return fail(why, whylen, "unknown codec %u", (unsigned)codec);
+    return error_fmt(why, whylen, "unknown codec %u", (unsigned)codec);
 }

@@ -43,12 +43,12 @@
  * decode that succeeds vouches for every slice; verify (rice_check_data)
  * also checks that the codes fill the stream exactly.
  */
+#include "base/error.h"
 #include "format/rice.h"
 
 #include "format/bitpack.h"
 #include "format/bytes.h"
 #include "format/format.h"
-#include "format/why.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -364,20 +364,20 @@ static int open_data(const char *cname, unsigned k, uint32_t n, const uint8_t *s
 {
     memset(d, 0, sizeof *d);
     if (n == 0)
-        return length == 0 ? 0 : fail(why, whylen, "%s column of 0 values has %u bytes", cname,
+        return length == 0 ? 0 : error_fmt(why, whylen, "%s column of 0 values has %u bytes", cname,
                                       length);
     if (k > RICE_KMAX)
-        return fail(why, whylen, "%s remainder width %u exceeds %u", cname, k, RICE_KMAX);
+        return error_fmt(why, whylen, "%s remainder width %u exceeds %u", cname, k, RICE_KMAX);
     if (length < rice_min_length(n))
-        return fail(why, whylen, "%s length %u is less than the header and anchors of %u "
+        return error_fmt(why, whylen, "%s length %u is less than the header and anchors of %u "
                     "values take (%llu bytes)", cname, length, n,
                     (unsigned long long)rice_min_length(n));
     for (int i = 1; i < (int)RICE_HEADER; i++)
         if (src[i])
-            return fail(why, whylen, "%s header has reserved bytes set", cname);
+            return error_fmt(why, whylen, "%s header has reserved bytes set", cname);
     d->xbits = src[0];
     if (d->xbits > 64)
-        return fail(why, whylen, "%s escape width %u exceeds 64", cname, d->xbits);
+        return error_fmt(why, whylen, "%s escape width %u exceeds 64", cname, d->xbits);
     d->kmax = k;
     d->anchors = src + RICE_HEADER;
     d->stream = d->anchors + 4 * (size_t)anchor_count(n);
@@ -410,23 +410,23 @@ static int walk(struct rice_reader *r, const struct rice_data *d, uint64_t p, ui
         if (i % RICE_ANCHOR == 0) {
             uint32_t j = i / RICE_ANCHOR;
             if (anchor_bit(d, j) != p)
-                return fail(why, whylen, "%s anchor %u points at bit %llu, but value %u starts "
+                return error_fmt(why, whylen, "%s anchor %u points at bit %llu, but value %u starts "
                             "at bit %llu", cname, j, (unsigned long long)anchor_bit(d, j), i,
                             (unsigned long long)p);
             if ((r->k = anchor_k(d, j)) > d->kmax)
-                return fail(why, whylen, "%s block %u has remainder width %u, over the "
+                return error_fmt(why, whylen, "%s block %u has remainder width %u, over the "
                             "column's %u", cname, j, r->k, d->kmax);
         }
         uint64_t local = p - tail_start;
         int rc = decode_one(r, s, &local);
         if (rc < 0)
-            return fail(why, whylen, "%s code of value %u at bit %llu is malformed", cname, i,
+            return error_fmt(why, whylen, "%s code of value %u at bit %llu is malformed", cname, i,
                         (unsigned long long)p);
         if (r->delta && i % RICE_ANCHOR == 0 && rc != 1)
-            return fail(why, whylen, "drice anchor value %u is not an escape", i);
+            return error_fmt(why, whylen, "drice anchor value %u is not an escape", i);
         p = local + tail_start;
         if (p > nbits)
-            return fail(why, whylen, "%s stream ends inside value %u", cname, i);
+            return error_fmt(why, whylen, "%s stream ends inside value %u", cname, i);
         if (out && i >= first)
             store_u64(out + (size_t)(i - first) * 8, r->prev);
         if (out && s == d->stream) {
@@ -452,10 +452,10 @@ int rice_check_data(bool delta, unsigned k, uint32_t n, const uint8_t *src, uint
     if (walk(&r, &d, 0, 0, n, n, NULL, &end, cname, why, whylen) < 0)
         return -1;
     if ((end + 7) / 8 != d.stream_bytes)
-        return fail(why, whylen, "%s codes end at bit %llu of a %llu-byte stream", cname,
+        return error_fmt(why, whylen, "%s codes end at bit %llu of a %llu-byte stream", cname,
                     (unsigned long long)end, (unsigned long long)d.stream_bytes);
     if (end % 8 && d.stream[end / 8] >> (end % 8))
-        return fail(why, whylen, "%s stream has bits set after its last code", cname);
+        return error_fmt(why, whylen, "%s stream has bits set after its last code", cname);
     return 0;
 }
 
@@ -472,7 +472,7 @@ int rice_decode(bool delta, unsigned k, int64_t base, uint32_t n, uint32_t first
     uint32_t from = first / RICE_ANCHOR * RICE_ANCHOR;
     uint64_t p = anchor_bit(&d, first / RICE_ANCHOR);
     if (p >= d.stream_bytes * 8)
-        return fail(why, whylen, "%s anchor %u points past the stream", cname,
+        return error_fmt(why, whylen, "%s anchor %u points past the stream", cname,
                     first / RICE_ANCHOR);
     struct rice_reader r = {.delta = delta, .xbits = d.xbits, .base = i64_bits(base)};
     uint64_t end;

@@ -14,9 +14,10 @@
  *
  * Every count and length is checked before it is used, and malformed input
  * stops the parser for good with a message naming what was wrong. */
+#include "base/error.h"
+#include "base/bytes.h"
 #include "ingest/copy_binary.h"
 
-#include "ingest/bytes_be.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -34,7 +35,7 @@ static int fail(struct copy_parser *p, const char *fmt, ...)
     int n = snprintf(p->error, sizeof p->error, "binary COPY: ");
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(p->error + n, sizeof p->error - (size_t)n, fmt, ap);
+    error_vfmt(p->error + n, sizeof p->error - (size_t)n, fmt, ap);
     va_end(ap);
     return -1;
 }
@@ -128,13 +129,13 @@ static int parse_header(struct copy_parser *p)
         return fail(p, "bad signature");
     if (avail < HEADER_FIXED)
         return 0;
-    uint32_t flags = be_u32(b + 11);
+    uint32_t flags = be_load_u32(b + 11);
     if (flags & FLAG_OIDS)
         return fail(p, "the stream includes OIDs (header flag bit 16), which Straum does not "
                        "read");
     if (flags >> 16)
         return fail(p, "header has unknown critical flags 0x%08x", (unsigned)flags);
-    int32_t ext = be_i32(b + 15);
+    int32_t ext = be_load_i32(b + 15);
     if (ext < 0)
         return fail(p, "header extension length is %d", (int)ext);
     if ((uint32_t)ext > COPY_MAX_FIELD_BYTES)
@@ -155,7 +156,7 @@ static int scan_tuple(struct copy_parser *p, struct copy_tuple *t)
     if (avail < 2)
         return 0;
     const uint8_t *b = p->buf + p->pos;
-    int nfields = be_i16(b);
+    int nfields = be_load_i16(b);
     if (nfields == -1) {
         p->pos += 2;
         p->trailer_seen = true;
@@ -171,7 +172,7 @@ static int scan_tuple(struct copy_parser *p, struct copy_tuple *t)
     for (int i = 0; i < nfields; i++) {
         if (avail - at < 4)
             return 0;
-        int32_t flen = be_i32(b + at);
+        int32_t flen = be_load_i32(b + at);
         at += 4;
         if (flen == -1) {
             if (t)

@@ -4,6 +4,9 @@
 #ifndef STRAUM_INGEST_INTERNAL_H
 #define STRAUM_INGEST_INTERNAL_H
 
+#include "base/error.h"
+#include "base/logfmt.h"
+#include "base/lsn.h"
 #include "ingest/ingest.h"
 #include "ingest/pgvalue.h"
 #include "store/store.h"
@@ -12,20 +15,15 @@
 
 /* ---- Logging (logfmt on stderr) -------------------------------------------- */
 
-/* The store layer's logfmt writer (store_log_*, shared with straum-serve):
+/* base's logfmt writer (base/logfmt.h, shared with straum-serve):
  * these write a line with only a msg; lines with fields use
- * store_log_begin and friends. */
-/* Writes a message for the user into err (trailing newlines dropped: libpq
- * ends its messages with one) and returns -1. */
-int ingest_fail(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-#define log_debug(...) store_logf(STORE_LOG_DEBUG, __VA_ARGS__)
-#define log_info(...) store_logf(STORE_LOG_INFO, __VA_ARGS__)
-#define log_warn(...) store_logf(STORE_LOG_WARN, __VA_ARGS__)
-#define log_error(...) store_logf(STORE_LOG_ERROR, __VA_ARGS__)
+ * logfmt_begin and friends. */
+/* Errors: base/error.h's error_fmt fills a caller's message and returns -1. */
+#define log_debug(...) logfmt_msg(LOGFMT_DEBUG, __VA_ARGS__)
+#define log_info(...) logfmt_msg(LOGFMT_INFO, __VA_ARGS__)
+#define log_warn(...) logfmt_msg(LOGFMT_WARN, __VA_ARGS__)
+#define log_error(...) logfmt_msg(LOGFMT_ERROR, __VA_ARGS__)
 
-/* "16/B374D848" */
-const char *lsn_text(uint64_t lsn, char buf[32]);
-bool lsn_parse(const char *text, uint64_t *lsn);
 int64_t now_usec(void);
 /* PostgreSQL counts time from 2000-01-01; Straum from 1970-01-01. */
 #define PG_EPOCH_OFFSET_US 946684800000000LL

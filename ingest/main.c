@@ -1,4 +1,7 @@
 /* main.c -- the straum-ingest command line. */
+#include "base/duration.h"
+#include "base/logfmt.h"
+#include "base/size.h"
 #include "ingest/ingest.h"
 #include "store/store.h"
 
@@ -46,55 +49,14 @@ static const char usage[] =
     "                         on stderr; debug adds a line per store commit\n"
     "  --nice N               lower ingest's CPU priority by N (0 to 19, default 10),\n"
     "                         so that straum-serve on the same machine answers first\n"
-    "  --help, --version\n";
+    "  --help, --version\n"
+    "DUR is digits with an optional fraction and a unit: us, ms, s, m or h (a bare\n"
+    "number is milliseconds), e.g. 250us, 1.5s, 2h; more than 2^63-1 us is refused.\n";
 
 static void on_signal(int sig)
 {
     (void)sig;
     ingest_request_stop();
-}
-
-/* Bytes with an optional K, M, G or T (powers of 1024; "KiB", "MiB", ...
- * and "KB", "MB", ... read the same): "512MiB", "20G". At least 1 MiB. */
-static int parse_size(const char *s, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (end == s || errno || *s == '-')
-        return -1;
-    int shift = 0;
-    if (*end) {
-        const char *units = "KMGT", *u = strchr(units, end[0] & ~0x20);
-        if (!u)
-            return -1;
-        shift = 10 * (int)(u - units + 1);
-        end++;
-        if (strcmp(end, "") && strcmp(end, "iB") && strcmp(end, "B"))
-            return -1;
-    }
-    if (v == 0 || v > (UINT64_MAX >> shift) || (v << shift) < (1u << 20))
-        return -1;
-    *out = (uint64_t)v << shift;
-    return 0;
-}
-
-/* "5ms", "2s", "200us", "1m"; a bare number is milliseconds. */
-static int parse_duration(const char *s, int64_t *us)
-{
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || v < 0)
-        return -1;
-    double mul = strcmp(end, "us") == 0  ? 1
-                 : strcmp(end, "ms") == 0 || *end == '\0' ? 1e3
-                 : strcmp(end, "s") == 0 ? 1e6
-                 : strcmp(end, "m") == 0 ? 6e7
-                                         : -1;
-    if (mul < 0)
-        return -1;
-    *us = (int64_t)(v * mul);
-    return 0;
 }
 
 int main(int argc, char **argv)
@@ -144,13 +106,13 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--metrics-listen"))
             opt.metrics_listen = v;
         else if (!strcmp(a, "--log-level")) {
-            enum store_log_level level;
-            if (store_log_parse_level(v, &level)) {
+            enum logfmt_level level;
+            if (logfmt_parse_level(v, &level)) {
                 fprintf(stderr, "straum-ingest: --log-level %s: give debug, info, warn or "
                                 "error\n", v);
                 return 2;
             }
-            store_log_set_level(level);
+            logfmt_set_level(level);
         }
         else if (!strcmp(a, "--snapshot-batch"))
             opt.snapshot_batch_rows = atoll(v);
@@ -163,16 +125,16 @@ int main(int argc, char **argv)
             }
         }
         else if (!strcmp(a, "--max-store-size")) {
-            if (parse_size(v, &opt.max_store_bytes)) {
+            if (size_parse(v, &opt.max_store_bytes) || opt.max_store_bytes < (1u << 20)) {
                 fprintf(stderr, "straum-ingest: --max-store-size %s: give a size of at least "
                                 "1MiB, such as 512MiB or 20GiB\n", v);
                 return 2;
             }
         }
-        else if ((!strcmp(a, "--commit-interval") && parse_duration(v, &opt.commit_interval_us) == 0) ||
-                 (!strcmp(a, "--max-lag") && parse_duration(v, &opt.max_lag_us) == 0) ||
+        else if ((!strcmp(a, "--commit-interval") && duration_parse(v, &opt.commit_interval_us) == 0) ||
+                 (!strcmp(a, "--max-lag") && duration_parse(v, &opt.max_lag_us) == 0) ||
                  (!strcmp(a, "--progress-interval") &&
-                  parse_duration(v, &opt.progress_interval_us) == 0))
+                  duration_parse(v, &opt.progress_interval_us) == 0))
             ;
         else {
             fprintf(stderr, "straum-ingest: unknown or bad option %s%s%s (see --help)\n", a,

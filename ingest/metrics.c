@@ -3,6 +3,7 @@
  * metrics" lists every series. */
 #include "ingest/metrics.h"
 #include "ingest/internal.h"
+#include "base/listen.h"
 
 #include <microhttpd.h>
 #include <pthread.h>
@@ -127,12 +128,12 @@ static int timed_commit(commit_fn commit, struct store *st, const struct store_p
     atomic_store_explicit(&M.pos_contact_time, pos->contact_time, memory_order_relaxed);
     atomic_store_explicit(&M.pos_bytes_behind, pos->bytes_behind, memory_order_relaxed);
     atomic_store_explicit(&M.pos_lsn, pos->lsn, memory_order_release);
-    struct store_logline l;
-    if (store_log_begin(&l, STORE_LOG_DEBUG, "store commit")) {
+    struct logfmt_line l;
+    if (logfmt_begin(&l, LOGFMT_DEBUG, "store commit")) {
         char lsn[32];
-        store_log_str(&l, "lsn", lsn_text(pos->lsn, lsn));
-        store_log_int(&l, "dur_us", ns / 1000);
-        store_log_end(&l);
+        logfmt_str(&l, "lsn", lsn_text(pos->lsn, lsn));
+        logfmt_int(&l, "dur_us", ns / 1000);
+        logfmt_end(&l);
     }
     return 0;
 }
@@ -367,53 +368,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
     (void)cls;
-    store_logv_from(STORE_LOG_WARN, "libmicrohttpd", fmt, ap);
+    logfmt_vfrom(LOGFMT_WARN, "libmicrohttpd", fmt, ap);
 }
 
 struct imetrics_server *imetrics_serve(const char *listen, const char *store_dir, char *err,
                                        size_t errlen)
 {
-    char host[256];
-    const char *port;
-    if (listen[0] == '[') {
-        const char *close = strchr(listen, ']');
-        if (!close || close[1] != ':' || (size_t)(close - listen - 1) >= sizeof host) {
-            snprintf(err, errlen, "--metrics-listen %s: expected [address]:port", listen);
-            return NULL;
-        }
-        memcpy(host, listen + 1, (size_t)(close - listen - 1));
-        host[close - listen - 1] = '\0';
-        port = close + 2;
-    } else {
-        const char *colon = strrchr(listen, ':');
-        if (!colon || (size_t)(colon - listen) >= sizeof host || memchr(listen, ':', (size_t)(colon - listen))) {
-            snprintf(err, errlen, "--metrics-listen %s: expected host:port, [address]:port or "
-                                  ":port", listen);
-            return NULL;
-        }
-        memcpy(host, listen, (size_t)(colon - listen));
-        host[colon - listen] = '\0';
-        if (!*host)
-            strcpy(host, "127.0.0.1");
-        port = colon + 1;
-    }
-    char *end;
-    long p = strtol(port, &end, 10);
-    if (!*port || *end || p < 0 || p > 65535) {
-        snprintf(err, errlen, "--metrics-listen %s: the port must be a number from 0 to 65535",
-                 listen);
-        return NULL;
-    }
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV}, *ai = NULL;
-    int gai = getaddrinfo(host, port, &hints, &ai);
-    if (gai) {
-        snprintf(err, errlen, "--metrics-listen %s: %s", listen, gai_strerror(gai));
-        return NULL;
-    }
     struct sockaddr_storage ss;
-    memcpy(&ss, ai->ai_addr, ai->ai_addrlen);
-    freeaddrinfo(ai);
+    socklen_t sslen;
+    if (listen_parse("--metrics-listen", listen, &ss, &sslen, err, errlen) != 0)
+        return NULL;
     struct imetrics_server *s = calloc(1, sizeof *s);
     if (!s || !(s->store_dir = strdup(store_dir))) {
         free(s);
@@ -436,13 +400,16 @@ struct imetrics_server *imetrics_serve(const char *listen, const char *store_dir
         return NULL;
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
-    struct store_logline l;
-    if (store_log_begin(&l, STORE_LOG_INFO, "metrics listening")) {
-        char addr[300];
-        snprintf(addr, sizeof addr, strchr(host, ':') ? "[%s]:%u" : "%s:%u", host,
-                 info ? (unsigned)info->port : (unsigned)p);
-        store_log_str(&l, "addr", addr);
-        store_log_end(&l);
+    struct logfmt_line l;
+    if (logfmt_begin(&l, LOGFMT_INFO, "metrics listening")) {
+        char host[NI_MAXHOST] = "?", port[NI_MAXSERV] = "?", addr[NI_MAXHOST + NI_MAXSERV + 4];
+        getnameinfo((struct sockaddr *)&ss, sslen, host, sizeof host, port, sizeof port,
+                    NI_NUMERICHOST | NI_NUMERICSERV);
+        if (info)
+            snprintf(port, sizeof port, "%u", (unsigned)info->port);
+        snprintf(addr, sizeof addr, strchr(host, ':') ? "[%s]:%s" : "%s:%s", host, port);
+        logfmt_str(&l, "addr", addr);
+        logfmt_end(&l);
     }
     return s;
 }

@@ -6,6 +6,8 @@
  * Decoding walks a bounds-checked cursor (wire.h); every failure names the
  * message and the field it was reading. Arrays are allocated only after
  * their counts pass the limits. */
+#include "base/error.h"
+#include "base/bytes.h"
 #include "ingest/pgoutput.h"
 
 #include "ingest/wire.h"
@@ -109,7 +111,7 @@ static int vfail(struct dec *d, const char *prefix, const char *fmt, va_list ap)
         return -1;
     int n = snprintf(d->err, d->errlen, "%s: %s", d->what, prefix);
     if (n >= 0 && (size_t)n < d->errlen)
-        vsnprintf(d->err + n, d->errlen - (size_t)n, fmt, ap);
+        error_vfmt(d->err + n, d->errlen - (size_t)n, fmt, ap);
     return -1;
 }
 
@@ -222,13 +224,11 @@ static int dec_relation(struct dec *d, struct pgo_message *m)
     m->ncols = n;
     for (int i = 0; i < n; i++) {
         struct pgo_column *c = &m->columns[i];
-        uint32_t typmod;
         RD(wire_read_u8, d, &c->flags, "column %d flags", i + 1);
         if (rd_string(d, &c->name, "name", i + 1) != 0)
             return -1;
         RD(wire_read_u32, d, &c->type_oid, "column %d type OID", i + 1);
-        RD(wire_read_u32, d, &typmod, "column %d typmod", i + 1);
-        c->typmod = wire_i32_from_u32(typmod);
+        RD(wire_read_i32, d, &c->typmod, "column %d typmod", i + 1);
     }
     return 0;
 }
@@ -789,9 +789,9 @@ void wal_status_encode(uint8_t out[WAL_STATUS_BYTES], uint64_t written, uint64_t
                        uint64_t applied, int64_t now, bool reply_requested)
 {
     out[0] = 'r';
-    wire_store_u64(out + 1, written);
-    wire_store_u64(out + 9, flushed);
-    wire_store_u64(out + 17, applied);
-    wire_store_u64(out + 25, (uint64_t)now);
+    be_store_u64(out + 1, written);
+    be_store_u64(out + 9, flushed);
+    be_store_u64(out + 17, applied);
+    be_store_u64(out + 25, (uint64_t)now);
     out[33] = reply_requested ? 1 : 0;
 }

@@ -16,9 +16,10 @@
  *
  * Codes never collide with STORE_NULL (INT64_MIN): a value whose code would
  * be INT64_MIN is refused as out of range. */
+#include "base/error.h"
+#include "base/bytes.h"
 #include "ingest/pgvalue.h"
 
-#include "ingest/bytes_be.h"
 #include "sql/sql.h"
 
 #include <errno.h>
@@ -37,19 +38,6 @@
 
 typedef unsigned __int128 u128;
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 /* "%.*s%s" arguments quoting at most SHOW bytes of a value. */
 #define QUOTE(s, len) (int)((len) < SHOW ? (len) : SHOW), (s), ((len) > SHOW ? "..." : "")
@@ -115,7 +103,7 @@ int pgvalue_store_type(uint32_t type_oid, int32_t typmod, struct store_column_ty
         if (scale < 0)
             scale = 0;
         if (scale > MAX_SCALE)
-            return fail(err, errlen,
+            return error_fmt(err, errlen,
                         "numeric column with scale %d is not supported: Straum keeps numerics "
                         "as 64-bit integers at the column's scale, at most %d decimals",
                         scale, MAX_SCALE);
@@ -143,7 +131,7 @@ int pgvalue_store_type(uint32_t type_oid, int32_t typmod, struct store_column_ty
         out->type = STORE_TYPE_TIMESTAMP;
         return 0;
     }
-    return fail(err, errlen,
+    return error_fmt(err, errlen,
                 "type OID %u is not supported; Straum keeps int2/4/8, numeric, float4/8, "
                 "text/varchar, bool, date and timestamp(tz) columns",
                 (unsigned)type_oid);
@@ -170,7 +158,7 @@ static int source_of(uint32_t oid, const struct store_column_type *t, enum src *
     case PG_TIMESTAMPTZ: *src = SRC_TIMESTAMPTZ; break;
     case PG_TEXT: case PG_VARCHAR: case PG_BPCHAR: *src = SRC_TEXT; break;
     default:
-        return fail(err, errlen,
+        return error_fmt(err, errlen,
                     "type OID %u is not supported; Straum keeps int2/4/8, numeric, float4/8, "
                     "text/varchar, bool, date and timestamp(tz) columns",
                     (unsigned)oid);
@@ -188,10 +176,10 @@ static int source_of(uint32_t oid, const struct store_column_type *t, enum src *
         break;
     }
     if (!ok)
-        return fail(err, errlen, "a %s value cannot be stored in a %s column", pg_type_name(oid),
+        return error_fmt(err, errlen, "a %s value cannot be stored in a %s column", pg_type_name(oid),
                     store_type_name(t->type));
     if (t->type == STORE_TYPE_NUMERIC && (t->scale < 0 || t->scale > MAX_SCALE))
-        return fail(err, errlen, "numeric column scale %d is out of range (0 to %d)",
+        return error_fmt(err, errlen, "numeric column scale %d is out of range (0 to %d)",
                     (int)t->scale, MAX_SCALE);
     return 0;
 }
@@ -265,17 +253,17 @@ static enum num_status numeric_binary_scaled(const uint8_t *p, size_t len, int s
                                              struct pgvalue *out, char *err, size_t errlen)
 {
     if (len < 8) {
-        fail(err, errlen, "numeric value has %zu bytes, expected at least 8", len);
+        error_fmt(err, errlen, "numeric value has %zu bytes, expected at least 8", len);
         return NUM_SYNTAX;
     }
-    int ndigits = be_i16(p), weight = be_i16(p + 2);
-    unsigned sign = be_u16(p + 4), dscale = be_u16(p + 6);
+    int ndigits = be_load_i16(p), weight = be_load_i16(p + 2);
+    unsigned sign = be_load_u16(p + 4), dscale = be_load_u16(p + 6);
     if (ndigits < 0) {
-        fail(err, errlen, "numeric value has %d digits", ndigits);
+        error_fmt(err, errlen, "numeric value has %d digits", ndigits);
         return NUM_SYNTAX;
     }
     if (len != 8 + 2 * (size_t)ndigits) {
-        fail(err, errlen, "numeric value has %zu bytes, expected %zu for %d digits", len,
+        error_fmt(err, errlen, "numeric value has %zu bytes, expected %zu for %d digits", len,
              8 + 2 * (size_t)ndigits, ndigits);
         return NUM_SYNTAX;
     }
@@ -285,19 +273,19 @@ static enum num_status numeric_binary_scaled(const uint8_t *p, size_t len, int s
     case 0xD000: return NUM_PINF;
     case 0xF000: return NUM_NINF;
     default:
-        fail(err, errlen, "numeric value has invalid sign 0x%04x", sign);
+        error_fmt(err, errlen, "numeric value has invalid sign 0x%04x", sign);
         return NUM_SYNTAX;
     }
     if ((dscale & 0x3FFF) != dscale) {
-        fail(err, errlen, "numeric value has invalid display scale %u", dscale);
+        error_fmt(err, errlen, "numeric value has invalid display scale %u", dscale);
         return NUM_SYNTAX;
     }
     u128 mag = 0;
     enum num_status st = NUM_OK;
     for (int i = 0; i < ndigits; i++) {
-        int d = be_i16(p + 8 + 2 * i);
+        int d = be_load_i16(p + 8 + 2 * i);
         if (d < 0 || d > 9999) {
-            fail(err, errlen, "numeric value has invalid digit %d", d);
+            error_fmt(err, errlen, "numeric value has invalid digit %d", d);
             return NUM_SYNTAX;
         }
         if (d == 0 || st != NUM_OK)
@@ -399,27 +387,27 @@ static int number_error(enum num_status st, const struct store_column_type *t, i
         return 0;
     case NUM_SYNTAX:
         if (text)
-            return fail(err, errlen, "invalid %s value \"%.*s%s\"", pg_type_name(oid),
+            return error_fmt(err, errlen, "invalid %s value \"%.*s%s\"", pg_type_name(oid),
                         QUOTE(text, len));
         return -1; /* message already written */
     case NUM_DECIMALS:
         if (t->type == STORE_TYPE_INT)
-            return fail(err, errlen, "numeric value is not an integer, but the column is");
-        return fail(err, errlen, "numeric value has more than %d decimals", scale);
+            return error_fmt(err, errlen, "numeric value is not an integer, but the column is");
+        return error_fmt(err, errlen, "numeric value has more than %d decimals", scale);
     case NUM_RANGE:
         if (t->type == STORE_TYPE_INT)
-            return fail(err, errlen, "%s value is out of range for a 64-bit integer column",
+            return error_fmt(err, errlen, "%s value is out of range for a 64-bit integer column",
                         pg_type_name(oid));
-        return fail(err, errlen,
+        return error_fmt(err, errlen,
                     "%s value is out of range for a numeric column of scale %d (value x "
                     "10^%d must fit in 64 bits)",
                     pg_type_name(oid), scale, scale);
     case NUM_NAN:
-        return fail(err, errlen, "numeric NaN is not supported");
+        return error_fmt(err, errlen, "numeric NaN is not supported");
     case NUM_PINF:
-        return fail(err, errlen, "numeric Infinity is not supported");
+        return error_fmt(err, errlen, "numeric Infinity is not supported");
     case NUM_NINF:
-        return fail(err, errlen, "numeric -Infinity is not supported");
+        return error_fmt(err, errlen, "numeric -Infinity is not supported");
     }
     return -1;
 }
@@ -569,9 +557,9 @@ static bool strip_bc(const char *s, size_t *len)
 static int infinity_error(const char *what, const char *s, size_t len, char *err, size_t errlen)
 {
     if (word_is(s, len, "infinity") || word_is(s, len, "+infinity"))
-        return fail(err, errlen, "%s infinity is not supported", what);
+        return error_fmt(err, errlen, "%s infinity is not supported", what);
     if (word_is(s, len, "-infinity"))
-        return fail(err, errlen, "%s -infinity is not supported", what);
+        return error_fmt(err, errlen, "%s -infinity is not supported", what);
     return 0;
 }
 
@@ -584,7 +572,7 @@ static int parse_date_text(const char *s, size_t len, int64_t *days, char *err, 
     int64_t y;
     int m, d;
     if (!parse_ymd(s, n, &i, &y, &m, &d) || i != n || !date_days(y, m, d, bc, days))
-        return fail(err, errlen, "invalid date value \"%.*s%s\"", QUOTE(s, len));
+        return error_fmt(err, errlen, "invalid date value \"%.*s%s\"", QUOTE(s, len));
     return 0;
 }
 
@@ -627,7 +615,7 @@ static int parse_timestamp_text(const char *s, size_t len, bool tz, int64_t *use
     int64_t offset = 0;
     if (i < n && (s[i] == '+' || s[i] == '-')) {
         if (!tz)
-            return fail(err, errlen, "timestamp value \"%.*s%s\" has a time zone offset",
+            return error_fmt(err, errlen, "timestamp value \"%.*s%s\" has a time zone offset",
                         QUOTE(s, len));
         int sign = s[i++] == '-' ? -1 : 1, oh, om = 0, os = 0;
         if (!read_digits(s, n, &i, 2, &oh))
@@ -651,18 +639,18 @@ static int parse_timestamp_text(const char *s, size_t len, bool tz, int64_t *use
     __int128 v = (__int128)days * USEC_PER_DAY +
                  ((int64_t)hh * 3600 + mi * 60 + ss) * 1000000 + frac - offset;
     if (v <= INT64_MIN || v > INT64_MAX)
-        return fail(err, errlen, "%s value is out of range", what);
+        return error_fmt(err, errlen, "%s value is out of range", what);
     *usec = (int64_t)v;
     return 0;
 bad:
-    return fail(err, errlen, "invalid %s value \"%.*s%s\"", what, QUOTE(s, len));
+    return error_fmt(err, errlen, "invalid %s value \"%.*s%s\"", what, QUOTE(s, len));
 }
 
 static int days_to_timestamp(int64_t days, int64_t *usec, char *err, size_t errlen)
 {
     __int128 v = (__int128)days * USEC_PER_DAY;
     if (v <= INT64_MIN || v > INT64_MAX)
-        return fail(err, errlen, "date is out of range for a timestamp column");
+        return error_fmt(err, errlen, "date is out of range for a timestamp column");
     *usec = (int64_t)v;
     return 0;
 }
@@ -672,7 +660,7 @@ static int days_to_timestamp(int64_t days, int64_t *usec, char *err, size_t errl
 static int want_len(uint32_t oid, size_t len, size_t want, char *err, size_t errlen)
 {
     if (len != want)
-        return fail(err, errlen, "%s value has %zu bytes, expected %zu", pg_type_name(oid), len,
+        return error_fmt(err, errlen, "%s value has %zu bytes, expected %zu", pg_type_name(oid), len,
                     want);
     return 0;
 }
@@ -692,7 +680,7 @@ int pgvalue_decode_binary(uint32_t type_oid, const struct store_column_type *t,
         size_t want = type_oid == PG_INT2 ? 2 : type_oid == PG_INT4 ? 4 : 8;
         if (want_len(type_oid, len, want, err, errlen))
             return -1;
-        v = want == 2 ? be_i16(p) : want == 4 ? be_i32(p) : be_i64(p);
+        v = want == 2 ? be_load_i16(p) : want == 4 ? be_load_i32(p) : be_load_i64(p);
         if (t->type == STORE_TYPE_FLOAT) {
             set_float(out, (double)v);
             return 0;
@@ -708,7 +696,7 @@ int pgvalue_decode_binary(uint32_t type_oid, const struct store_column_type *t,
     case SRC_FLOAT4: {
         if (want_len(type_oid, len, 4, err, errlen))
             return -1;
-        uint32_t bits = be_u32(p);
+        uint32_t bits = be_load_u32(p);
         float f;
         memcpy(&f, &bits, 4);
         set_float(out, (double)f);
@@ -717,7 +705,7 @@ int pgvalue_decode_binary(uint32_t type_oid, const struct store_column_type *t,
     case SRC_FLOAT8: {
         if (want_len(type_oid, len, 8, err, errlen))
             return -1;
-        uint64_t bits = be_u64(p);
+        uint64_t bits = be_load_u64(p);
         double d;
         memcpy(&d, &bits, 8);
         set_float(out, d);
@@ -731,11 +719,11 @@ int pgvalue_decode_binary(uint32_t type_oid, const struct store_column_type *t,
     case SRC_DATE: {
         if (want_len(type_oid, len, 4, err, errlen))
             return -1;
-        int32_t d = be_i32(p);
+        int32_t d = be_load_i32(p);
         if (d == INT32_MIN)
-            return fail(err, errlen, "date -infinity is not supported");
+            return error_fmt(err, errlen, "date -infinity is not supported");
         if (d == INT32_MAX)
-            return fail(err, errlen, "date infinity is not supported");
+            return error_fmt(err, errlen, "date infinity is not supported");
         int64_t days = (int64_t)d + PG_EPOCH_DAYS, usec = 0;
         if (t->type == STORE_TYPE_DATE) {
             set_plain(out, days);
@@ -750,13 +738,13 @@ int pgvalue_decode_binary(uint32_t type_oid, const struct store_column_type *t,
     case SRC_TIMESTAMPTZ: {
         if (want_len(type_oid, len, 8, err, errlen))
             return -1;
-        int64_t v = be_i64(p), usec = 0;
+        int64_t v = be_load_i64(p), usec = 0;
         if (v == INT64_MIN)
-            return fail(err, errlen, "%s -infinity is not supported", pg_type_name(type_oid));
+            return error_fmt(err, errlen, "%s -infinity is not supported", pg_type_name(type_oid));
         if (v == INT64_MAX)
-            return fail(err, errlen, "%s infinity is not supported", pg_type_name(type_oid));
+            return error_fmt(err, errlen, "%s infinity is not supported", pg_type_name(type_oid));
         if (__builtin_add_overflow(v, PG_EPOCH_USEC, &usec))
-            return fail(err, errlen, "%s value is out of range", pg_type_name(type_oid));
+            return error_fmt(err, errlen, "%s value is out of range", pg_type_name(type_oid));
         set_plain(out, usec);
         return 0;
     }
@@ -808,7 +796,7 @@ int pgvalue_decode_text(uint32_t type_oid, const struct store_column_type *t, co
     case SRC_FLOAT8: {
         double v;
         if (!parse_float(s, len, src == SRC_FLOAT4, &v))
-            return fail(err, errlen, "invalid %s value \"%.*s%s\"", pg_type_name(type_oid),
+            return error_fmt(err, errlen, "invalid %s value \"%.*s%s\"", pg_type_name(type_oid),
                         QUOTE(s, len));
         set_float(out, v);
         return 0;
@@ -816,7 +804,7 @@ int pgvalue_decode_text(uint32_t type_oid, const struct store_column_type *t, co
     case SRC_BOOL: {
         bool b;
         if (!parse_bool(s, len, &b))
-            return fail(err, errlen, "invalid bool value \"%.*s%s\"", QUOTE(s, len));
+            return error_fmt(err, errlen, "invalid bool value \"%.*s%s\"", QUOTE(s, len));
         set_plain(out, b);
         return 0;
     }

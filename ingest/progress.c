@@ -86,18 +86,18 @@ static void print_line(const struct load_progress *p, const struct figures *f)
                  (long long)f->rows, f->rate);
     if (p->tty)
         fputs("\r\033[K", stderr); /* the line takes the bar's place; the bar comes back */
-    struct store_logline l;
-    if (!store_log_begin(&l, STORE_LOG_INFO, msg))
+    struct logfmt_line l;
+    if (!logfmt_begin(&l, LOGFMT_INFO, msg))
         return;
-    store_log_str(&l, "table", p->table);
-    store_log_str(&l, "phase", f->phase);
-    store_log_int(&l, "rows", f->rows);
+    logfmt_str(&l, "table", p->table);
+    logfmt_str(&l, "phase", f->phase);
+    logfmt_int(&l, "rows", f->rows);
     if (p->estimated >= 0)
-        store_log_int(&l, "rows_estimated", (int64_t)p->estimated);
-    store_log_int(&l, "rows_per_s", (int64_t)f->rate);
+        logfmt_int(&l, "rows_estimated", (int64_t)p->estimated);
+    logfmt_int(&l, "rows_per_s", (int64_t)f->rate);
     if (f->secs_left >= 0)
-        store_log_fmt(&l, "eta_s", "%.1f", f->secs_left);
-    store_log_end(&l);
+        logfmt_printf(&l, "eta_s", "%.1f", f->secs_left);
+    logfmt_end(&l);
 }
 
 static void print_bar(const struct load_progress *p, const struct figures *f, bool done)

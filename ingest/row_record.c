@@ -100,7 +100,7 @@ int row_record_decode(const struct source_table *t, const uint8_t *p, size_t len
 {
     const uint8_t *end = p + len, *nulls = p;
     if (len < bitmap_bytes(t))
-        return ingest_fail(err, errlen, "a set-aside row of %s is cut short", t->qualified);
+        return error_fmt(err, errlen, "a set-aside row of %s is cut short", t->qualified);
     p += bitmap_bytes(t);
     for (int c = 0; c < t->ncols; c++) {
         row[c].is_null = nulls[c / 8] >> (c % 8) & 1;
@@ -108,19 +108,19 @@ int row_record_decode(const struct source_table *t, const uint8_t *p, size_t len
             continue;
         uint64_t v;
         if (!get_varint(&p, end, &v))
-            return ingest_fail(err, errlen, "a set-aside row of %s is cut short", t->qualified);
+            return error_fmt(err, errlen, "a set-aside row of %s is cut short", t->qualified);
         if (t->cols[c].type.type != STORE_TYPE_TEXT) {
             pgvalue_from_code(&t->cols[c].type, unzigzag(v), &row[c].v);
             continue;
         }
         if (v > (uint64_t)(end - p))
-            return ingest_fail(err, errlen, "a set-aside row of %s is cut short", t->qualified);
+            return error_fmt(err, errlen, "a set-aside row of %s is cut short", t->qualified);
         row[c].v.text = (const char *)p;
         row[c].v.len = (size_t)v;
         p += v;
     }
     if (p != end)
-        return ingest_fail(err, errlen, "a set-aside row of %s has %zu bytes too many",
+        return error_fmt(err, errlen, "a set-aside row of %s has %zu bytes too many",
                            t->qualified, (size_t)(end - p));
     return 0;
 }

@@ -24,7 +24,7 @@ static int decode_value(const struct source_table *t, int c, const struct row_va
     if (rv->is_null)
         return 0;
     if (rv->missing)
-        return ingest_fail(err, errlen, "table %s: column \"%s\" was not sent (unchanged TOAST "
+        return error_fmt(err, errlen, "table %s: column \"%s\" was not sent (unchanged TOAST "
                                  "value) and no old row holds it; set REPLICA IDENTITY FULL",
                     t->qualified, col->name);
     char why[200];
@@ -33,7 +33,7 @@ static int decode_value(const struct source_table *t, int c, const struct row_va
                         : pgvalue_decode_text(col->type_oid, &col->type, (const char *)rv->data,
                                               rv->len, &out->v, why, sizeof why);
     if (rc)
-        return ingest_fail(err, errlen, "table %s, column \"%s\": %s", t->qualified, col->name, why);
+        return error_fmt(err, errlen, "table %s, column \"%s\": %s", t->qualified, col->name, why);
     return 0;
 }
 
@@ -50,7 +50,7 @@ int rows_decode(const struct source_table *t, const struct row_value *row,
 static struct decoded_value *scratch_for(struct source_table *t, char *err, size_t errlen)
 {
     if (!t->scratch && !(t->scratch = calloc((size_t)t->ncols + 1, sizeof(struct decoded_value))))
-        ingest_fail(err, errlen, "out of memory");
+        error_fmt(err, errlen, "out of memory");
     return t->scratch;
 }
 
@@ -142,7 +142,7 @@ static int code_of(struct store *st, int view, int fact_col, const struct source
     }
     struct store_error serr;
     if (store_dict_intern(st, view, fact_col, d->v.text, d->v.len, code, &serr))
-        return ingest_fail(err, errlen, "%s", serr.message);
+        return error_fmt(err, errlen, "%s", serr.message);
     return 0;
 }
 
@@ -192,7 +192,7 @@ static int apply_view(struct store *st, const struct source_table *t, const stru
     struct store_delta d = {u->view, time->v.code, keys, counts, sums, vcs, nvcs};
     struct store_error serr;
     if (store_apply(st, &d, &serr))
-        return ingest_fail(err, errlen, "%s", serr.message);
+        return error_fmt(err, errlen, "%s", serr.message);
     return 0;
 }
 
@@ -206,7 +206,7 @@ int rows_apply_decoded_fact(struct store *st, const struct source_table *t,
         if (v->ncell_keys > MAX_ACCUMULATORS || v->ncounts > MAX_ACCUMULATORS ||
             v->nsums > MAX_ACCUMULATORS || v->nvalue_counts > MAX_ACCUMULATORS ||
             v->nfilters > MAX_ACCUMULATORS)
-            rc = ingest_fail(err, errlen, "view \"%s\" has more than %d keys or accumulators",
+            rc = error_fmt(err, errlen, "view \"%s\" has more than %d keys or accumulators",
                              v->name, MAX_ACCUMULATORS);
         else
             rc = apply_view(st, t, &t->facts[f], row, sign, v, err, errlen);
@@ -253,7 +253,7 @@ int rows_put_decoded_dim(struct store *st, const struct source_table *t,
         bool present;
         int64_t key;
         if (!vals || !bufs)
-            rc = ingest_fail(err, errlen, "out of memory");
+            rc = error_fmt(err, errlen, "out of memory");
         else if (!(rc = dim_key(st, t, u, d, &present, &key, err, errlen)) && present) {
             for (int c = 0; c < n; c++) {
                 const struct decoded_value *x = &d[u->cols[c]];
@@ -271,7 +271,7 @@ int rows_put_decoded_dim(struct store *st, const struct source_table *t,
             }
             struct store_error serr;
             if (store_projection_put(st, u->view, u->join, key, vals, &serr))
-                rc = ingest_fail(err, errlen, "%s", serr.message);
+                rc = error_fmt(err, errlen, "%s", serr.message);
         }
         free(vals);
         free(bufs);
@@ -311,7 +311,7 @@ int rows_delete_dim(struct store *st, struct source_table *t, const struct row_v
         if ((rc = dim_key(st, t, u, d, &present, &key, err, errlen)) || !present)
             continue;
         if (store_projection_delete(st, u->view, u->join, key, &serr))
-            rc = ingest_fail(err, errlen, "%s", serr.message);
+            rc = error_fmt(err, errlen, "%s", serr.message);
     }
     return rc;
 }

@@ -30,7 +30,7 @@ static int exec_ok(PGconn *c, const char *sql, char *err, size_t errlen)
     ExecStatusType s = PQresultStatus(r);
     PQclear(r);
     if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK)
-        return ingest_fail(err, errlen, "%s: %s", sql, PQerrorMessage(c));
+        return error_fmt(err, errlen, "%s: %s", sql, PQerrorMessage(c));
     return 0;
 }
 
@@ -59,8 +59,8 @@ enum { PROGRESS_ROWS = LOAD_PROGRESS_BATCH };
 static int commit_failed(const struct store_error *serr, char *err, size_t errlen)
 {
     if (serr->kind != STORE_ERR_LIMIT && serr->kind != STORE_ERR_NO_SPACE)
-        return ingest_fail(err, errlen, "%s", serr->message);
-    return ingest_fail(err, errlen, "%s. The initial load stopped; the next run removes what it wrote "
+        return error_fmt(err, errlen, "%s", serr->message);
+    return error_fmt(err, errlen, "%s. The initial load stopped; the next run removes what it wrote "
                              "and loads again from the start: %s, then run straum-ingest again",
                 serr->message,
                 serr->kind == STORE_ERR_NO_SPACE ? "make room for data.mdb"
@@ -109,7 +109,7 @@ static int copy_table(PGconn *c, const struct source_table *t, const char *where
         cap += 2 * strlen(t->cols[i].name) + 4;
     char *sql = malloc(cap + 64);
     if (!sql)
-        return ingest_fail(err, errlen, "out of memory");
+        return error_fmt(err, errlen, "out of memory");
     size_t k = (size_t)sprintf(sql, "COPY (SELECT ");
     for (int i = 0; i < t->ncols; i++) {
         char q[300];
@@ -121,14 +121,14 @@ static int copy_table(PGconn *c, const struct source_table *t, const char *where
     free(sql);
     if (PQresultStatus(r) != PGRES_COPY_OUT) {
         PQclear(r);
-        return ingest_fail(err, errlen, "COPY of %s failed: %s", t->qualified, PQerrorMessage(c));
+        return error_fmt(err, errlen, "COPY of %s failed: %s", t->qualified, PQerrorMessage(c));
     }
     PQclear(r);
 
     struct copy_parser parser;
     copy_parser_init(&parser);
     struct copy_tuple *tuple = malloc(sizeof *tuple);
-    int rc = tuple ? 0 : ingest_fail(err, errlen, "out of memory");
+    int rc = tuple ? 0 : error_fmt(err, errlen, "out of memory");
     char *buf = NULL;
     int n = rc == 0 ? PQgetCopyData(c, &buf, 0) : 0;
     while (rc == 0 && n > 0) {
@@ -140,17 +140,17 @@ static int copy_table(PGconn *c, const struct source_table *t, const char *where
         int nnext = PQgetCopyData(c, &next, 0);
         /* The parser reads buf in place until next has taken every whole
          * tuple in it (and kept what is left): free it only then. */
-        rc = copy_parser_lend(&parser, buf, (size_t)n) ? ingest_fail(err, errlen, "out of memory") : 0;
+        rc = copy_parser_lend(&parser, buf, (size_t)n) ? error_fmt(err, errlen, "out of memory") : 0;
         int got = 0;
         while (rc == 0 && (got = copy_parser_next(&parser, tuple)) == 1) {
             if (tuple->nfields != t->ncols)
-                rc = ingest_fail(err, errlen, "COPY of %s sent %d fields, expected %d",
+                rc = error_fmt(err, errlen, "COPY of %s sent %d fields, expected %d",
                                  t->qualified, tuple->nfields, t->ncols);
             else
                 rc = fn(ctx, tuple, err, errlen);
         }
         if (rc == 0 && got < 0)
-            rc = ingest_fail(err, errlen, "COPY of %s: %s", t->qualified, parser.error);
+            rc = error_fmt(err, errlen, "COPY of %s: %s", t->qualified, parser.error);
         PQfreemem(buf);
         buf = next;
         n = nnext;
@@ -160,12 +160,12 @@ static int copy_table(PGconn *c, const struct source_table *t, const char *where
         abandon_copy(c);
     }
     if (rc == 0 && n == -2)
-        rc = ingest_fail(err, errlen, "COPY of %s failed: %s", t->qualified, PQerrorMessage(c));
+        rc = error_fmt(err, errlen, "COPY of %s failed: %s", t->qualified, PQerrorMessage(c));
     if (rc == 0 && copy_parser_finish(&parser))
-        rc = ingest_fail(err, errlen, "COPY of %s: %s", t->qualified, parser.error);
+        rc = error_fmt(err, errlen, "COPY of %s: %s", t->qualified, parser.error);
     while ((r = PQgetResult(c)) != NULL) {
         if (rc == 0 && PQresultStatus(r) != PGRES_COMMAND_OK)
-            rc = ingest_fail(err, errlen, "COPY of %s failed: %s", t->qualified, PQerrorMessage(c));
+            rc = error_fmt(err, errlen, "COPY of %s failed: %s", t->qualified, PQerrorMessage(c));
         PQclear(r);
     }
     copy_parser_free(&parser);
@@ -325,7 +325,7 @@ static int append_record(struct record_writer *w, struct spool *s, char *err, si
 {
     size_t n = row_record_encode(w->t, w->row, &w->buf);
     return n ? spool_append(s, w->buf.bytes, n, err, errlen)
-             : ingest_fail(err, errlen, "out of memory");
+             : error_fmt(err, errlen, "out of memory");
 }
 
 /* A table read once, its rows set aside per time partition as row records:
@@ -432,7 +432,7 @@ static int load_spooled(PGconn *c, PGconn *more, struct applier *a, const char *
         if (strcmp(t->cols[i].name, col) == 0)
             col_at = i;
     if (col_at < 0)
-        return ingest_fail(err, errlen, "%s has no column %s", t->qualified, col);
+        return error_fmt(err, errlen, "%s has no column %s", t->qualified, col);
     if (nreaders > 1 &&
         (prefer_sequential_scans(c, err, errlen) || prefer_sequential_scans(more, err, errlen)))
         return -1;
@@ -447,7 +447,7 @@ static int load_spooled(PGconn *c, PGconn *more, struct applier *a, const char *
                 free(r[i - 1].pp.parts);
                 record_writer_free(&r[i - 1].pp.w);
             }
-            return ingest_fail(err, errlen, "out of memory");
+            return error_fmt(err, errlen, "out of memory");
         }
         for (int k = 0; k <= nparts; k++)
             r[i].pp.parts[k].memory_bytes = SPOOL_BYTES / (size_t)nreaders;
@@ -474,7 +474,7 @@ static int load_spooled(PGconn *c, PGconn *more, struct applier *a, const char *
     int rc = 0;
     for (int i = 0; rc == 0 && i < nreaders; i++)
         if (r[i].rc)
-            rc = ingest_fail(err, errlen, "%s", r[i].err);
+            rc = error_fmt(err, errlen, "%s", r[i].err);
     uint64_t rows = 0, bytes = 0;
     for (int i = 0; i < nreaders; i++)
         for (int k = 0; k <= nparts; k++) {
@@ -597,19 +597,19 @@ static int load_by_ranges(PGconn *c, struct applier *a, const char *qcol, int64_
     if (!r.parts || record_writer_init(&r.w, a->t)) {
         free(r.parts);
         record_writer_free(&r.w);
-        return ingest_fail(err, errlen, "out of memory");
+        return error_fmt(err, errlen, "out of memory");
     }
     for (int k = 0; k <= nparts; k++)
         r.parts[k].memory_bytes = READ_AHEAD_BYTES;
     pthread_mutex_init(&r.mu, NULL);
     pthread_cond_init(&r.cv, NULL);
     pthread_t reader;
-    int rc = pthread_create(&reader, NULL, read_ranges, &r) ? ingest_fail(err, errlen, "cannot "
+    int rc = pthread_create(&reader, NULL, read_ranges, &r) ? error_fmt(err, errlen, "cannot "
                                                                           "start a thread") : 0;
     bool started = rc == 0;
     for (int k = 0; rc == 0 && k <= nparts; k++) {
         if (!wait_for_partition(&r, k)) {
-            rc = ingest_fail(err, errlen, "%s", r.err);
+            rc = error_fmt(err, errlen, "%s", r.err);
             break;
         }
         rc = apply_partition(a, (struct spool *[]){&r.parts[k]}, 1, err, errlen);
@@ -664,7 +664,7 @@ static int load_table(PGconn *c, PGconn *more, struct source_table *t, struct so
     struct row_value *raw = calloc((size_t)t->ncols + 1, sizeof *raw);
     struct decoded_value *row = calloc((size_t)t->ncols + 1, sizeof *row);
     struct applier a = {t, st, &prog, 0, raw, row, err, errlen};
-    int rc = raw && row ? 0 : ingest_fail(err, errlen, "out of memory");
+    int rc = raw && row ? 0 : error_fmt(err, errlen, "out of memory");
     if (t->nfacts && t->reltuples > per_part) {
         const struct sql_view *v = &src->views->views[t->facts[0].view];
         col = v->fact_columns[v->bucket_fact_column].name;
@@ -692,15 +692,15 @@ static int load_table(PGconn *c, PGconn *more, struct source_table *t, struct so
     imetrics_snapshot_rows((uint64_t)(a.rows % PROGRESS_ROWS)); /* (the rest went in batches) */
     load_progress_add(&prog, a.rows % PROGRESS_ROWS);
     load_progress_end(&prog);
-    struct store_logline l;
+    struct logfmt_line l;
     char msg[600];
     snprintf(msg, sizeof msg, "loaded %s: %lld rows in %.1f s", t->qualified,
              (long long)a.rows, (double)(now_usec() - started) / 1e6);
-    if (rc == 0 && store_log_begin(&l, STORE_LOG_INFO, msg)) {
-        store_log_str(&l, "table", t->qualified);
-        store_log_int(&l, "rows", a.rows);
-        store_log_int(&l, "dur_ms", (now_usec() - started) / 1000);
-        store_log_end(&l);
+    if (rc == 0 && logfmt_begin(&l, LOGFMT_INFO, msg)) {
+        logfmt_str(&l, "table", t->qualified);
+        logfmt_int(&l, "rows", a.rows);
+        logfmt_int(&l, "dur_ms", (now_usec() - started) / 1000);
+        logfmt_end(&l);
     }
     return rc;
 }
@@ -753,7 +753,7 @@ int snapshot_load(const struct ingest_options *opt, struct source *src, struct s
     uint64_t consistent;
     if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1 ||
         !lsn_parse(PQgetvalue(r, 0, 1), &consistent)) {
-        ingest_fail(err, errlen, "creating the replication slot %s failed: %s", opt->slot,
+        error_fmt(err, errlen, "creating the replication slot %s failed: %s", opt->slot,
              PQerrorMessage(repl));
         PQclear(r);
         goto done;
@@ -771,7 +771,7 @@ int snapshot_load(const struct ingest_options *opt, struct source *src, struct s
         log_info("a second connection for the load failed, reading with one: %s", why);
     store_set_cache_bytes(st, LOAD_MEMORY_BUDGET / 2);
     if (store_set_bulk(st, true, &serr)) { /* whole segments, encoded beside the rows */
-        ingest_fail(err, errlen, "%s", serr.message);
+        error_fmt(err, errlen, "%s", serr.message);
         goto done;
     }
     int64_t started = now_usec();
@@ -785,19 +785,19 @@ int snapshot_load(const struct ingest_options *opt, struct source *src, struct s
         commit_failed(&serr, err, errlen);
         goto done;
     }
-    struct store_logline l;
+    struct logfmt_line l;
     char msg[200];
     snprintf(msg, sizeof msg, "snapshot loaded in %.1f s; position %s",
              (double)(now_usec() - started) / 1e6, lsn_text(consistent, lsn));
-    if (store_log_begin(&l, STORE_LOG_INFO, msg)) {
-        store_log_str(&l, "lsn", lsn);
-        store_log_int(&l, "dur_ms", (now_usec() - started) / 1000);
-        store_log_end(&l);
+    if (logfmt_begin(&l, LOGFMT_INFO, msg)) {
+        logfmt_str(&l, "lsn", lsn);
+        logfmt_int(&l, "dur_ms", (now_usec() - started) / 1000);
+        logfmt_end(&l);
     }
     rc = 0;
 done:
     if (store_set_bulk(st, false, &serr) && rc == 0) /* after the last commit, nothing to write */
-        rc = ingest_fail(err, errlen, "%s", serr.message);
+        rc = error_fmt(err, errlen, "%s", serr.message);
     PQfinish(more);
     PQfinish(c);
     PQfinish(repl);

@@ -32,7 +32,7 @@ PGconn *source_connect(const char *conninfo, bool replication, char *err, size_t
     }
     PGconn *c = PQconnectdbParams(keys, vals, 1);
     if (!c || PQstatus(c) != CONNECTION_OK) {
-        ingest_fail(err, errlen, "cannot connect to PostgreSQL: %s",
+        error_fmt(err, errlen, "cannot connect to PostgreSQL: %s",
              c ? PQerrorMessage(c) : "out of memory");
         size_t n = strlen(err);
         while (n && (err[n - 1] == '\n' || err[n - 1] == ' '))
@@ -73,7 +73,7 @@ static PGresult *query(PGconn *c, const char *sql, int n, const char *const *par
 {
     PGresult *r = PQexecParams(c, sql, n, NULL, params, NULL, NULL, 0);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-        ingest_fail(err, errlen, "catalog query failed: %s", PQerrorMessage(c));
+        error_fmt(err, errlen, "catalog query failed: %s", PQerrorMessage(c));
         PQclear(r);
         return NULL;
     }
@@ -105,7 +105,7 @@ static int load_columns(PGconn *c, struct source_table *t, char *err, size_t err
                 row = k;
         if (row < 0) {
             PQclear(r);
-            return ingest_fail(err, errlen, "column \"%s\" does not exist in table %s", col->name,
+            return error_fmt(err, errlen, "column \"%s\" does not exist in table %s", col->name,
                         t->qualified);
         }
         col->attnum = atoi(PQgetvalue(r, row, 0));
@@ -115,7 +115,7 @@ static int load_columns(PGconn *c, struct source_table *t, char *err, size_t err
         char why[200];
         if (pgvalue_store_type(col->type_oid, col->typmod, &col->type, why, sizeof why)) {
             PQclear(r);
-            return ingest_fail(err, errlen, "column \"%s\" of table %s: %s", col->name, t->qualified, why);
+            return error_fmt(err, errlen, "column \"%s\" of table %s: %s", col->name, t->qualified, why);
         }
     }
     PQclear(r);
@@ -137,14 +137,14 @@ static int resolve_table(PGconn *c, struct source_table *t, char *err, size_t er
         return -1;
     if (PQntuples(r) != 1) {
         PQclear(r);
-        return ingest_fail(err, errlen, "table %s does not exist; the views read it: create it, or "
+        return error_fmt(err, errlen, "table %s does not exist; the views read it: create it, or "
                                  "change the views (a store built from it then needs "
                                  "straum-ingest run --rebuild)", t->qualified);
     }
     const char *kind = PQgetvalue(r, 0, 5);
     if (strcmp(kind, "r") != 0 && strcmp(kind, "p") != 0) {
         PQclear(r);
-        return ingest_fail(err, errlen, "%s is not a table (relkind %s); Straum follows tables",
+        return error_fmt(err, errlen, "%s is not a table (relkind %s); Straum follows tables",
                     t->qualified, kind);
     }
     t->relid = (uint32_t)strtoul(PQgetvalue(r, 0, 0), NULL, 10);
@@ -158,7 +158,7 @@ static int resolve_table(PGconn *c, struct source_table *t, char *err, size_t er
     PQclear(r);
     free(t->qualified);
     t->qualified = quote_qualified(t->schema, t->name);
-    return t->schema && t->name && t->qualified ? 0 : ingest_fail(err, errlen, "out of memory");
+    return t->schema && t->name && t->qualified ? 0 : error_fmt(err, errlen, "out of memory");
 }
 
 /* Index of a column in the table's list, added if new. */
@@ -207,17 +207,17 @@ static int add_fact_use(struct source *src, int v, char *err, size_t errlen)
     struct source_table *t = table_for(src, view->fact_schema, view->fact_table);
     struct fact_use *uses = t ? realloc(t->facts, sizeof *uses * (size_t)(t->nfacts + 1)) : NULL;
     if (!uses)
-        return ingest_fail(err, errlen, "out of memory");
+        return error_fmt(err, errlen, "out of memory");
     t->facts = uses;
     struct fact_use *u = &uses[t->nfacts++];
     memset(u, 0, sizeof *u);
     u->view = v;
     u->col = calloc((size_t)view->nfact_columns + 1, sizeof *u->col);
     if (!u->col)
-        return ingest_fail(err, errlen, "out of memory");
+        return error_fmt(err, errlen, "out of memory");
     for (int i = 0; i < view->nfact_columns; i++)
         if ((u->col[i] = table_column(t, view->fact_columns[i].name)) < 0)
-            return ingest_fail(err, errlen, "out of memory");
+            return error_fmt(err, errlen, "out of memory");
     return 0;
 }
 
@@ -229,7 +229,7 @@ static int add_dim_uses(struct source *src, int v, char *err, size_t errlen)
         struct source_table *t = table_for(src, join->schema, join->table);
         struct dim_use *uses = t ? realloc(t->dims, sizeof *uses * (size_t)(t->ndims + 1)) : NULL;
         if (!uses)
-            return ingest_fail(err, errlen, "out of memory");
+            return error_fmt(err, errlen, "out of memory");
         t->dims = uses;
         struct dim_use *u = &uses[t->ndims++];
         memset(u, 0, sizeof *u);
@@ -239,10 +239,10 @@ static int add_dim_uses(struct source *src, int v, char *err, size_t errlen)
         u->key_col = table_column(t, join->dim_key);
         u->cols = calloc((size_t)join->ndim_columns + 1, sizeof *u->cols);
         if (!u->cols || u->key_col < 0)
-            return ingest_fail(err, errlen, "out of memory");
+            return error_fmt(err, errlen, "out of memory");
         for (int c = 1; c < join->ndim_columns; c++)
             if ((u->cols[c - 1] = table_column(t, join->dim_columns[c])) < 0)
-                return ingest_fail(err, errlen, "out of memory");
+                return error_fmt(err, errlen, "out of memory");
     }
     return 0;
 }
@@ -274,7 +274,7 @@ static int type_dim_uses(struct source *src, struct source_table *t, char *err, 
         const struct store_column_type *ft = &src->view_types[u->view].fact[u->fact_column];
         const struct store_column_type *kt = &t->cols[u->key_col].type;
         if (ft->type != kt->type || ft->scale != kt->scale)
-            return ingest_fail(err, errlen,
+            return error_fmt(err, errlen,
                         "view \"%s\" joins %s on \"%s\", whose type differs from the fact "
                         "column \"%s\"; join columns must have the same type",
                         src->views->views[u->view].name, t->qualified, t->cols[u->key_col].name,
@@ -288,14 +288,14 @@ static int build_view_types(struct source *src, char *err, size_t errlen)
 {
     src->view_types = calloc((size_t)src->views->nviews + 1, sizeof *src->view_types);
     if (!src->view_types)
-        return ingest_fail(err, errlen, "out of memory");
+        return error_fmt(err, errlen, "out of memory");
     for (int i = 0; i < src->ntables; i++) {
         struct source_table *t = &src->tables[i];
         for (int f = 0; f < t->nfacts; f++) {
             const struct sql_view *v = &src->views->views[t->facts[f].view];
             struct store_column_type *types = calloc((size_t)v->nfact_columns + 1, sizeof *types);
             if (!types)
-                return ingest_fail(err, errlen, "out of memory");
+                return error_fmt(err, errlen, "out of memory");
             for (int c = 0; c < v->nfact_columns; c++)
                 types[c] = t->cols[t->facts[f].col[c]].type;
             src->view_types[t->facts[f].view].fact = types;
@@ -309,7 +309,7 @@ static int check_bucket_types(struct source *src, char *err, size_t errlen)
     for (int v = 0; v < src->views->nviews; v++) {
         const struct sql_view *view = &src->views->views[v];
         if (src->view_types[v].fact[view->bucket_fact_column].type != STORE_TYPE_TIMESTAMP)
-            return ingest_fail(err, errlen, "view \"%s\": the bucket column \"%s\" must be a timestamp "
+            return error_fmt(err, errlen, "view \"%s\": the bucket column \"%s\" must be a timestamp "
                                      "or timestamptz", view->name,
                         view->fact_columns[view->bucket_fact_column].name);
     }
@@ -351,7 +351,7 @@ int source_load(PGconn *conn, const struct sql_view_list *views, struct source *
             return -1;
         for (int k = 0; k < i; k++)
             if (out->tables[k].relid == t->relid)
-                return ingest_fail(err, errlen, "%s and %s are the same table; write it one way",
+                return error_fmt(err, errlen, "%s and %s are the same table; write it one way",
                             out->tables[k].qualified, t->qualified);
     }
     if (build_view_types(out, err, errlen) || check_bucket_types(out, err, errlen))
@@ -438,7 +438,7 @@ static int filter_constant(const struct store_column_type *t, const struct sql_c
     else if (c->kind == SQL_CONST_NUMBER)
         v.form = STORE_VALUE_NUMBER;
     else if (c->kind == SQL_CONST_NULL)
-        return ingest_fail(err, errlen, "NULL compares with IS NULL or IS NOT NULL");
+        return error_fmt(err, errlen, "NULL compares with IS NULL or IS NOT NULL");
     struct store_coded coded;
     if (store_code_of_value(t, &v, &coded, err, errlen) != STORE_CODE_OK)
         return -1;
@@ -458,7 +458,7 @@ static struct row_filter *compile_filter(const struct sql_filter *f, const struc
 {
     struct row_filter *r = calloc(1, sizeof *r);
     if (!r) {
-        ingest_fail(err, errlen, "out of memory");
+        error_fmt(err, errlen, "out of memory");
         return NULL;
     }
     r->kind = f->kind;
@@ -473,21 +473,21 @@ static struct row_filter *compile_filter(const struct sql_filter *f, const struc
     const struct source_column *col = &t->cols[r->col];
     if (col->type.type == STORE_TYPE_TEXT && f->kind == SQL_FILTER_CMP && f->cmp != SQL_CMP_EQ &&
         f->cmp != SQL_CMP_NE) {
-        ingest_fail(err, errlen, "view \"%s\": FILTER orders text column \"%s\"; text compares with "
+        error_fmt(err, errlen, "view \"%s\": FILTER orders text column \"%s\"; text compares with "
                           "=, <> and IN only (collations differ)", view, col->name);
         goto fail;
     }
     r->nvalues = f->nvalues;
     r->values = calloc((size_t)f->nvalues + 1, sizeof *r->values);
     if (!r->values) {
-        ingest_fail(err, errlen, "out of memory");
+        error_fmt(err, errlen, "out of memory");
         goto fail;
     }
     for (int i = 0; i < f->nvalues; i++) {
         char why[200];
         const struct sql_const *c = &f->values[i];
         if (filter_constant(&col->type, c, &r->values[i], why, sizeof why)) {
-            ingest_fail(err, errlen, "view \"%s\": FILTER on \"%s\" at line %d, column %d: %s",
+            error_fmt(err, errlen, "view \"%s\": FILTER on \"%s\" at line %d, column %d: %s",
                         view, col->name, c->line, c->column, why);
             goto fail;
         }
@@ -507,7 +507,7 @@ int source_compile_filters(struct source *src, char *err, size_t errlen)
             const struct sql_view *v = &src->views->views[u->view];
             u->filters = calloc((size_t)v->nfilters + 1, sizeof *u->filters);
             if (!u->filters)
-                return ingest_fail(err, errlen, "out of memory");
+                return error_fmt(err, errlen, "out of memory");
             for (int k = 0; k < v->nfilters; k++)
                 if (!(u->filters[k] = compile_filter(v->filters[k], u, t, v->name, err, errlen)))
                     return -1;

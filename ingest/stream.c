@@ -13,6 +13,7 @@
  *   safe to store: every transaction committed before it has been sent and
  *   applied. This keeps the slot from holding WAL back and lets a caller
  *   wait for "caught up". */
+#include "base/error.h"
 #include "ingest/internal.h"
 #include "ingest/metrics.h"
 #include "ingest/pgoutput.h"
@@ -78,11 +79,8 @@ static int fail(struct follower *f, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(f->err, f->errlen, fmt, ap);
+    error_vfmt(f->err, f->errlen, fmt, ap);
     va_end(ap);
-    size_t n = strlen(f->err);
-    while (n && f->err[n - 1] == '\n')
-        f->err[--n] = '\0';
     return -1;
 }
 
@@ -128,18 +126,18 @@ static int store_position_now(struct follower *f, uint64_t lsn, int64_t commit_t
     if (ingest_store_commit(f->st, &pos, &f->batch, &serr))
         return store_failed(f, &serr);
     int64_t t1 = now_usec();
-    struct store_logline l;
-    if (f->batch.txns && store_log_begin(&l, STORE_LOG_DEBUG, "applied")) {
+    struct logfmt_line l;
+    if (f->batch.txns && logfmt_begin(&l, LOGFMT_DEBUG, "applied")) {
         char text[32];
-        store_log_str(&l, "lsn", lsn_text(lsn, text));
-        store_log_int(&l, "txns", (int64_t)f->batch.txns);
-        store_log_int(&l, "rows", f->pending_rows);
-        store_log_int(&l, "inserts", (int64_t)f->batch.changes[CHANGE_INSERT]);
-        store_log_int(&l, "updates", (int64_t)f->batch.changes[CHANGE_UPDATE]);
-        store_log_int(&l, "deletes", (int64_t)f->batch.changes[CHANGE_DELETE]);
-        store_log_fmt(&l, "txn_ms", "%.3f", (double)(t1 - f->first_pending) / 1e3);
-        store_log_fmt(&l, "commit_ms", "%.3f", (double)(t1 - t0) / 1e3);
-        store_log_end(&l);
+        logfmt_str(&l, "lsn", lsn_text(lsn, text));
+        logfmt_int(&l, "txns", (int64_t)f->batch.txns);
+        logfmt_int(&l, "rows", f->pending_rows);
+        logfmt_int(&l, "inserts", (int64_t)f->batch.changes[CHANGE_INSERT]);
+        logfmt_int(&l, "updates", (int64_t)f->batch.changes[CHANGE_UPDATE]);
+        logfmt_int(&l, "deletes", (int64_t)f->batch.changes[CHANGE_DELETE]);
+        logfmt_printf(&l, "txn_ms", "%.3f", (double)(t1 - f->first_pending) / 1e3);
+        logfmt_printf(&l, "commit_ms", "%.3f", (double)(t1 - t0) / 1e3);
+        logfmt_end(&l);
     }
     f->batch = (struct ingest_batch){0};
     f->compact |= f->dirty;
@@ -435,17 +433,17 @@ static int on_stream_commit(struct follower *f, const struct pgo_message *m)
         uint64_t bytes = spool_bytes(&s->spool);
         if (spool_replay(&s->spool, replay_one, &r, f->err, f->errlen))
             return -1;
-        struct store_logline l;
+        struct logfmt_line l;
         char msg[120];
         snprintf(msg, sizeof msg, "applied a streamed transaction of %llu spooled bytes",
                  (unsigned long long)bytes);
-        if (store_log_begin(&l, bytes > SPOOL_MEMORY_BYTES ? STORE_LOG_INFO : STORE_LOG_DEBUG,
+        if (logfmt_begin(&l, bytes > SPOOL_MEMORY_BYTES ? LOGFMT_INFO : LOGFMT_DEBUG,
                             msg)) {
             char text[32];
-            store_log_str(&l, "lsn", lsn_text(m->end_lsn, text));
-            store_log_int(&l, "spooled_bytes", (int64_t)bytes);
-            store_log_int(&l, "xid", m->xid);
-            store_log_end(&l);
+            logfmt_str(&l, "lsn", lsn_text(m->end_lsn, text));
+            logfmt_int(&l, "spooled_bytes", (int64_t)bytes);
+            logfmt_int(&l, "xid", m->xid);
+            logfmt_end(&l);
         }
         stream_drop(f, s);
     }
@@ -589,16 +587,16 @@ static int start(struct follower *f)
         return fatal_server_error(f->err) ? -1 : 1;
     }
     PQclear(r);
-    struct store_logline l;
+    struct logfmt_line l;
     char msg[200];
     snprintf(msg, sizeof msg, "streaming from %s (pgoutput protocol %d%s)", lsn, f->proto,
              f->binary ? ", binary, streaming" : "");
-    if (store_log_begin(&l, STORE_LOG_INFO, msg)) {
-        store_log_str(&l, "lsn", lsn);
-        store_log_str(&l, "slot", f->opt->slot);
-        store_log_int(&l, "protocol", f->proto);
-        store_log_str(&l, "binary", f->binary ? "true" : "false");
-        store_log_end(&l);
+    if (logfmt_begin(&l, LOGFMT_INFO, msg)) {
+        logfmt_str(&l, "lsn", lsn);
+        logfmt_str(&l, "slot", f->opt->slot);
+        logfmt_int(&l, "protocol", f->proto);
+        logfmt_str(&l, "binary", f->binary ? "true" : "false");
+        logfmt_end(&l);
     }
     imetrics_state(INGEST_FOLLOWING);
     return 0;

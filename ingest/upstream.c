@@ -46,7 +46,7 @@ int upstream_publication_gone(const struct ingest_options *opt, uint64_t stored_
                               size_t errlen)
 {
     char lsn[32];
-    return ingest_fail(err, errlen,
+    return error_fmt(err, errlen,
                 "the publication \"%s\" does not exist any more (dropped upstream): PostgreSQL "
                 "cannot decode the changes made since through the slot \"%s\", so they are lost "
                 "to Straum. The store keeps serving its state as of %s. Create the publication "
@@ -77,7 +77,7 @@ int upstream_check(PGconn *c, const struct source *src, const struct ingest_opti
         " FROM unnest($2::oid[]) AS t(relid)",
         2, NULL, params, NULL, NULL, 0);
     if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != src->ntables) {
-        ingest_fail(err, errlen, "checking the publication failed: %s", PQerrorMessage(c));
+        error_fmt(err, errlen, "checking the publication failed: %s", PQerrorMessage(c));
         PQclear(r);
         return 1;
     }
@@ -86,7 +86,7 @@ int upstream_check(PGconn *c, const struct source *src, const struct ingest_opti
     int rc = 0;
     if (strcmp(PQgetvalue(r, 0, 0), "0") == 0) {
         rc = loaded ? upstream_publication_gone(opt, stored_lsn, err, errlen)
-                    : ingest_fail(err, errlen, "the publication \"%s\" does not exist: run the SQL that "
+                    : error_fmt(err, errlen, "the publication \"%s\" does not exist: run the SQL that "
                                         "straum-ingest plan prints, then start again",
                            opt->publication);
     }
@@ -98,14 +98,14 @@ int upstream_check(PGconn *c, const struct source *src, const struct ingest_opti
         if (!exists) {
             uint32_t now = oid_by_name(c, t);
             if (now)
-                rc = ingest_fail(err, errlen,
+                rc = error_fmt(err, errlen,
                           "table %s was dropped and created again upstream (OID %u, now %u); "
                           "the store holds the old table's rows and keeps serving its state as "
                           "of %s. Add the new table to the publication \"%s\" if it is not, "
                           "then rerun with --rebuild to load it",
                           t->qualified, t->relid, now, lsn, opt->publication);
             else
-                rc = ingest_fail(err, errlen,
+                rc = error_fmt(err, errlen,
                           "table %s was dropped upstream; the views read it (%s). The store "
                           "keeps serving its state as of %s. Create the table again and rerun "
                           "with --rebuild, or change the views not to read it and rerun with "
@@ -115,7 +115,7 @@ int upstream_check(PGconn *c, const struct source *src, const struct ingest_opti
             /* Without publish_via_partition_root, a partitioned table is
              * published as its partitions, whose changes name them and
              * not the table the views read. */
-            rc = ingest_fail(err, errlen,
+            rc = error_fmt(err, errlen,
                       "table %s is partitioned, and the publication \"%s\" does not publish "
                       "it as itself; the views read it (%s): run ALTER PUBLICATION \"%s\" SET "
                       "(publish_via_partition_root = true); (PostgreSQL 13 or later; it must "
@@ -125,7 +125,7 @@ int upstream_check(PGconn *c, const struct source *src, const struct ingest_opti
                       loaded ? " with --rebuild (changes made meanwhile are not in the slot)"
                              : "");
         } else if (!published) {
-            rc = loaded ? ingest_fail(err, errlen,
+            rc = loaded ? error_fmt(err, errlen,
                                "table %s is not in the publication \"%s\" any more, so its "
                                "changes no longer reach Straum; the views read it (%s). The "
                                "store keeps serving its state as of %s. Run ALTER PUBLICATION "
@@ -133,7 +133,7 @@ int upstream_check(PGconn *c, const struct source *src, const struct ingest_opti
                                "while it was out are not in the slot)",
                                t->qualified, opt->publication, use, lsn, opt->publication,
                                t->qualified)
-                        : ingest_fail(err, errlen,
+                        : error_fmt(err, errlen,
                                "table %s is not in the publication \"%s\"; the views read it "
                                "(%s): run ALTER PUBLICATION \"%s\" ADD TABLE %s; (straum-ingest "
                                "plan prints the SQL), then start again",

@@ -4,8 +4,7 @@
  * Self-contained and static inline, so any file in ingest/ may include it.
  * Everything works byte by byte: no unaligned loads, no signed overflow.
  *
- *   Loads/stores:  wire_load_u16/u32/u64, wire_store_u16/u32/u64 read or
- *                  write exactly 2/4/8 bytes at p (the caller checks bounds).
+ *   Loads/stores:  base/bytes.h's be_load_* and be_store_*.
  *   Reader:        a cursor over a buffer; every wire_read_* checks that the
  *                  bytes are there and returns false (consuming nothing)
  *                  when they are not.
@@ -20,59 +19,7 @@
 #include <stdint.h>
 #include <string.h>
 
-/* ---- Loads and stores ---------------------------------------------------- */
-
-static inline uint16_t wire_load_u16(const uint8_t *p)
-{
-    return (uint16_t)(((unsigned)p[0] << 8) | (unsigned)p[1]);
-}
-
-static inline uint32_t wire_load_u32(const uint8_t *p)
-{
-    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) |
-           (uint32_t)p[3];
-}
-
-static inline uint64_t wire_load_u64(const uint8_t *p)
-{
-    return ((uint64_t)wire_load_u32(p) << 32) | (uint64_t)wire_load_u32(p + 4);
-}
-
-static inline void wire_store_u16(uint8_t *p, uint16_t v)
-{
-    p[0] = (uint8_t)(v >> 8);
-    p[1] = (uint8_t)v;
-}
-
-static inline void wire_store_u32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 24);
-    p[1] = (uint8_t)(v >> 16);
-    p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
-}
-
-static inline void wire_store_u64(uint8_t *p, uint64_t v)
-{
-    wire_store_u32(p, (uint32_t)(v >> 32));
-    wire_store_u32(p + 4, (uint32_t)v);
-}
-
-/* Two's complement reinterpretation without implementation-defined casts. */
-static inline int16_t wire_i16_from_u16(uint16_t v)
-{
-    return v <= INT16_MAX ? (int16_t)v : (int16_t)(-(int32_t)(UINT16_MAX - v) - 1);
-}
-
-static inline int32_t wire_i32_from_u32(uint32_t v)
-{
-    return v <= INT32_MAX ? (int32_t)v : -(int32_t)(UINT32_MAX - v) - 1;
-}
-
-static inline int64_t wire_i64_from_u64(uint64_t v)
-{
-    return v <= INT64_MAX ? (int64_t)v : -(int64_t)(UINT64_MAX - v) - 1;
-}
+#include "base/bytes.h"
 
 /* ---- Reader --------------------------------------------------------------- */
 
@@ -106,7 +53,7 @@ static inline bool wire_read_u16(struct wire_reader *r, uint16_t *v)
 {
     if (wire_left(r) < 2)
         return false;
-    *v = wire_load_u16(r->buf + r->pos);
+    *v = be_load_u16(r->buf + r->pos);
     r->pos += 2;
     return true;
 }
@@ -115,7 +62,7 @@ static inline bool wire_read_u32(struct wire_reader *r, uint32_t *v)
 {
     if (wire_left(r) < 4)
         return false;
-    *v = wire_load_u32(r->buf + r->pos);
+    *v = be_load_u32(r->buf + r->pos);
     r->pos += 4;
     return true;
 }
@@ -124,35 +71,35 @@ static inline bool wire_read_u64(struct wire_reader *r, uint64_t *v)
 {
     if (wire_left(r) < 8)
         return false;
-    *v = wire_load_u64(r->buf + r->pos);
+    *v = be_load_u64(r->buf + r->pos);
     r->pos += 8;
     return true;
 }
 
 static inline bool wire_read_i16(struct wire_reader *r, int16_t *v)
 {
-    uint16_t u;
-    if (!wire_read_u16(r, &u))
+    if (wire_left(r) < 2)
         return false;
-    *v = wire_i16_from_u16(u);
+    *v = be_load_i16(r->buf + r->pos);
+    r->pos += 2;
     return true;
 }
 
 static inline bool wire_read_i32(struct wire_reader *r, int32_t *v)
 {
-    uint32_t u;
-    if (!wire_read_u32(r, &u))
+    if (wire_left(r) < 4)
         return false;
-    *v = wire_i32_from_u32(u);
+    *v = be_load_i32(r->buf + r->pos);
+    r->pos += 4;
     return true;
 }
 
 static inline bool wire_read_i64(struct wire_reader *r, int64_t *v)
 {
-    uint64_t u;
-    if (!wire_read_u64(r, &u))
+    if (wire_left(r) < 8)
         return false;
-    *v = wire_i64_from_u64(u);
+    *v = be_load_i64(r->buf + r->pos);
+    r->pos += 8;
     return true;
 }
 
@@ -223,21 +170,21 @@ static inline void wire_put_u16(struct wire_writer *w, uint16_t v)
 {
     uint8_t *p = wire_reserve(w, 2);
     if (p != NULL)
-        wire_store_u16(p, v);
+        be_store_u16(p, v);
 }
 
 static inline void wire_put_u32(struct wire_writer *w, uint32_t v)
 {
     uint8_t *p = wire_reserve(w, 4);
     if (p != NULL)
-        wire_store_u32(p, v);
+        be_store_u32(p, v);
 }
 
 static inline void wire_put_u64(struct wire_writer *w, uint64_t v)
 {
     uint8_t *p = wire_reserve(w, 8);
     if (p != NULL)
-        wire_store_u64(p, v);
+        be_store_u64(p, v);
 }
 
 static inline void wire_put_i16(struct wire_writer *w, int16_t v)

@@ -25,6 +25,8 @@
  * headers when Content-Length says so; a chunked body is dropped past the
  * limit and answered at its end); another row answers on the headers and
  * its body goes unread. Header floods get MHD's own 431. */
+#include "base/listen.h"
+#include "base/logfmt.h"
 #include "serve/http.h"
 
 #include <arpa/inet.h>
@@ -74,11 +76,11 @@ struct conn_clock {
 
 /* ---- Logging ----------------------------------------------------------------- */
 
-/* Log lines are logfmt on stderr, written by the store layer's writer
- * (store_log_*), the one straum-ingest uses too. */
-static void serve_log(enum store_log_level level, const char *msg)
+/* Log lines are logfmt on stderr, written by base's writer
+ * (base/logfmt.h), the one straum-ingest uses too. */
+static void serve_log(enum logfmt_level level, const char *msg)
 {
-    store_logf(level, "%s", msg);
+    logfmt_msg(level, "%s", msg);
 }
 
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
@@ -86,65 +88,10 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
     const struct serve_server *s = cls;
     if (s->quiet)
         return;
-    store_logv_from(STORE_LOG_WARN, "libmicrohttpd", fmt, ap);
+    logfmt_vfrom(LOGFMT_WARN, "libmicrohttpd", fmt, ap);
 }
 
 /* ---- The listen address -------------------------------------------------------- */
-
-/* Splits "host:port", "[v6]:port" or ":port" (loopback) and resolves it. */
-static int resolve_listen(const char *listen, struct sockaddr_storage *ss, socklen_t *sslen,
-                          char *err, size_t errlen)
-{
-    char host[256];
-    const char *port;
-    if (listen[0] == '[') {
-        const char *close = strchr(listen, ']');
-        if (!close || close[1] != ':' || (size_t)(close - listen - 1) >= sizeof host) {
-            snprintf(err, errlen, "--listen %s: expected [address]:port", listen);
-            return -1;
-        }
-        memcpy(host, listen + 1, (size_t)(close - listen - 1));
-        host[close - listen - 1] = '\0';
-        port = close + 2;
-    } else {
-        const char *colon = strrchr(listen, ':');
-        if (!colon || (size_t)(colon - listen) >= sizeof host) {
-            snprintf(err, errlen, "--listen %s: expected host:port, [address]:port or :port",
-                     listen);
-            return -1;
-        }
-        memcpy(host, listen, (size_t)(colon - listen));
-        host[colon - listen] = '\0';
-        if (strchr(host, ':')) {
-            snprintf(err, errlen, "--listen %s: write an IPv6 address in brackets, as [::1]:8080",
-                     listen);
-            return -1;
-        }
-        if (!*host)
-            strcpy(host, "127.0.0.1");
-        port = colon + 1;
-    }
-    char *end;
-    errno = 0;
-    long p = strtol(port, &end, 10);
-    if (!*port || *end || errno || p < 0 || p > 65535) {
-        snprintf(err, errlen, "--listen %s: the port must be a number from 0 to 65535", listen);
-        return -1;
-    }
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
-    struct addrinfo *ai = NULL;
-    int rc = getaddrinfo(host, port, &hints, &ai);
-    if (rc != 0 || !ai) {
-        snprintf(err, errlen, "--listen %s: cannot resolve %s: %s", listen, host,
-                 rc ? gai_strerror(rc) : "no address");
-        return -1;
-    }
-    memcpy(ss, ai->ai_addr, ai->ai_addrlen);
-    *sslen = ai->ai_addrlen;
-    freeaddrinfo(ai);
-    return 0;
-}
 
 static bool is_loopback(const struct sockaddr_storage *ss)
 {
@@ -180,7 +127,7 @@ int serve_check_options(const struct serve_options *o, char *err, size_t errlen)
     const char *listen = o->listen ? o->listen : SERVE_DEFAULT_LISTEN;
     struct sockaddr_storage ss;
     socklen_t sslen;
-    if (resolve_listen(listen, &ss, &sslen, err, errlen) != 0)
+    if (listen_parse("--listen", listen, &ss, &sslen, err, errlen) != 0)
         return -1;
     if (!is_loopback(&ss) && !o->token_file && !o->public_bind) {
         snprintf(err, errlen,
@@ -201,7 +148,7 @@ static int open_listener(struct serve_server *s, const char *where, bool reuse_p
 {
     struct sockaddr_storage ss;
     socklen_t sslen;
-    if (resolve_listen(where, &ss, &sslen, err, errlen) != 0)
+    if (listen_parse("--listen", where, &ss, &sslen, err, errlen) != 0)
         return -1;
     int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) {
@@ -769,13 +716,13 @@ int serve_run(const struct serve_options *o)
 {
     char err[600];
     if (serve_check_options(o, err, sizeof err) != 0) {
-        serve_log(STORE_LOG_ERROR, err);
+        serve_log(LOGFMT_ERROR, err);
         return 2;
     }
     if (stop_pipe_r < 0) {
         int p[2];
         if (pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) {
-            store_logf(STORE_LOG_ERROR, "pipe failed: %s", strerror(errno));
+            logfmt_msg(LOGFMT_ERROR, "pipe failed: %s", strerror(errno));
             return 1;
         }
         stop_pipe_r = p[0];
@@ -784,19 +731,19 @@ int serve_run(const struct serve_options *o)
     int64_t t0 = mono_ns();
     struct serve_server *s = serve_start(o, err, sizeof err);
     if (!s) {
-        serve_log(STORE_LOG_ERROR, err);
+        serve_log(LOGFMT_ERROR, err);
         return 1;
     }
-    struct store_logline l;
-    if (!o->quiet && store_log_begin(&l, STORE_LOG_INFO, "straum-serve listening")) {
+    struct logfmt_line l;
+    if (!o->quiet && logfmt_begin(&l, LOGFMT_INFO, "straum-serve listening")) {
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
         int threads = o->threads > 0 ? o->threads : cpus > 0 ? (int)cpus : 1;
-        store_log_str(&l, "addr", s->addr);
-        store_log_str(&l, "store", o->store_dir);
-        store_log_int(&l, "threads", threads);
-        store_log_str(&l, "token", o->token_file ? "required" : "none");
-        store_log_fmt(&l, "start_ms", "%.1f", (double)(mono_ns() - t0) / 1e6);
-        store_log_end(&l);
+        logfmt_str(&l, "addr", s->addr);
+        logfmt_str(&l, "store", o->store_dir);
+        logfmt_int(&l, "threads", threads);
+        logfmt_str(&l, "token", o->token_file ? "required" : "none");
+        logfmt_printf(&l, "start_ms", "%.1f", (double)(mono_ns() - t0) / 1e6);
+        logfmt_end(&l);
     }
     while (!atomic_load(&stop_requested)) {
         struct pollfd pfd = {.fd = stop_pipe_r, .events = POLLIN};
@@ -806,12 +753,12 @@ int serve_run(const struct serve_options *o)
         while (read(stop_pipe_r, drain, sizeof drain) > 0)
             ;
     }
-    if (!o->quiet && store_log_begin(&l, STORE_LOG_INFO, "stopping: finishing requests in flight")) {
-        store_log_int(&l, "inflight", atomic_load(&s->inflight));
-        store_log_end(&l);
+    if (!o->quiet && logfmt_begin(&l, LOGFMT_INFO, "stopping: finishing requests in flight")) {
+        logfmt_int(&l, "inflight", atomic_load(&s->inflight));
+        logfmt_end(&l);
     }
     serve_stop(s);
     if (!o->quiet)
-        serve_log(STORE_LOG_INFO, "straum-serve stopped");
+        serve_log(LOGFMT_INFO, "straum-serve stopped");
     return 0;
 }

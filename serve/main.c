@@ -1,5 +1,8 @@
 /* main.c -- the straum-serve command line: options into struct
  * serve_options, signals, then serve_run (serve/http.c) does the rest. */
+#include "base/duration.h"
+#include "base/logfmt.h"
+#include "base/size.h"
 #include "serve/serve.h"
 #include "store/store.h"
 
@@ -26,7 +29,8 @@ static const char usage[] =
     "                       the token is the file's content, trimmed\n"
     "  --reuse-port         SO_REUSEPORT: several straum-serve processes share the port\n"
     "  --public             allow a non-loopback address without --token-file\n"
-    "  --max-body BYTES     largest /ask body (default 1MiB; K, KiB, M, MiB suffixes)\n"
+    "  --max-body BYTES     largest /ask body (default 1MiB; K, M, G, T suffixes,\n"
+    "                       KiB or KB alike: powers of 1024)\n"
     "  --max-groups N       answer rows before an ask is refused with 422 (default 100000)\n"
     "  --ask-timeout DUR    time budget per ask, 503 beyond it (default: none)\n"
     "  --log-level LEVEL    debug, info, warn or error (default info): logfmt lines on\n"
@@ -34,8 +38,9 @@ static const char usage[] =
     "                       and for asks view and dur_us)\n"
     "  --help, --version\n"
     "\n"
-    "DUR is a number with us, ms, s, m or h (a bare number is milliseconds, as in\n"
-    "straum-ingest). SIGTERM or SIGINT: stop accepting, finish requests in flight, exit 0.\n"
+    "DUR is digits with an optional fraction and a unit: us, ms, s, m or h (a bare\n"
+    "number is milliseconds, as in straum-ingest), e.g. 250us, 1.5s, 2h; more than\n"
+    "2^63-1 us is refused. SIGTERM or SIGINT: stop accepting, finish requests in flight, exit 0.\n"
     "\n"
     "Routes: POST /ask {\"ask\": \"SELECT ...\", \"params\": [...], \"time_zone\": \"...\"},\n"
     "GET /views, /healthz, /readyz, /metrics.\n";
@@ -44,44 +49,6 @@ static void on_signal(int sig)
 {
     (void)sig;
     serve_request_stop();
-}
-
-/* "5ms", "2s", "200us", "1m", "1h"; a bare number is milliseconds. */
-static int parse_duration(const char *s, int64_t *us)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || errno || !(v >= 0) || v > 1e12)
-        return -1;
-    double mul = strcmp(end, "us") == 0                     ? 1
-                 : strcmp(end, "ms") == 0 || *end == '\0' ? 1e3
-                 : strcmp(end, "s") == 0                  ? 1e6
-                 : strcmp(end, "m") == 0                  ? 6e7
-                 : strcmp(end, "h") == 0                  ? 3.6e9
-                                                          : -1;
-    if (mul < 0)
-        return -1;
-    *us = (int64_t)(v * mul);
-    return 0;
-}
-
-/* Bytes, with an optional K, KiB, M or MiB (powers of 1024). */
-static int parse_bytes(const char *s, size_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (end == s || errno || *s == '-')
-        return -1;
-    unsigned long long mul = !*end                                              ? 1
-                             : !strcmp(end, "K") || !strcmp(end, "KiB") || !strcmp(end, "k") ? 1024
-                             : !strcmp(end, "M") || !strcmp(end, "MiB")                       ? 1 << 20
-                                                                                              : 0;
-    if (mul == 0 || v == 0 || v > (1ULL << 40) / mul)
-        return -1;
-    *out = (size_t)(v * mul);
-    return 0;
 }
 
 static int parse_int(const char *s, int lo, int hi, int *out)
@@ -157,16 +124,20 @@ int main(int argc, char **argv)
         else if (!strcmp(name, "--threads"))
             ok = parse_int(v, 1, 1024, &o.threads) == 0;
         else if (!strcmp(name, "--max-lag"))
-            ok = parse_duration(v, &o.max_lag_us) == 0;
+            ok = duration_parse(v, &o.max_lag_us) == 0;
         else if (!strcmp(name, "--ask-timeout"))
-            ok = parse_duration(v, &o.ask_timeout_us) == 0;
-        else if (!strcmp(name, "--max-body"))
-            ok = parse_bytes(v, &o.max_body) == 0;
-        else if (!strcmp(name, "--log-level")) {
-            enum store_log_level level;
-            ok = store_log_parse_level(v, &level) == 0;
+            ok = duration_parse(v, &o.ask_timeout_us) == 0;
+        else if (!strcmp(name, "--max-body")) {
+            uint64_t bytes; /* 1 byte to 1 TiB */
+            ok = size_parse(v, &bytes) == 0 && bytes >= 1 && bytes <= (1ULL << 40);
             if (ok)
-                store_log_set_level(level);
+                o.max_body = (size_t)bytes;
+        }
+        else if (!strcmp(name, "--log-level")) {
+            enum logfmt_level level;
+            ok = logfmt_parse_level(v, &level) == 0;
+            if (ok)
+                logfmt_set_level(level);
         } else if (!strcmp(name, "--max-groups"))
             ok = parse_int(v, 1, 1000000000, &o.max_groups) == 0;
         else {

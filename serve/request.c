@@ -16,15 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void fail(struct ask_error *err, int status, const char *code, const char *msg)
-{
-    err->status = status;
-    snprintf(err->code, sizeof err->code, "%s", code);
-    snprintf(err->message, sizeof err->message, "%s", msg);
-    err->line = 0;
-    err->column = 0;
-}
-
 /* 1-based line and column (in characters) of body[pos]. */
 static void place(const char *body, size_t len, size_t pos, int *line, int *column)
 {
@@ -47,7 +38,7 @@ static void place(const char *body, size_t len, size_t pos, int *line, int *colu
 static void fail_at(struct ask_error *err, const char *body, size_t len, size_t pos,
                     const char *msg)
 {
-    fail(err, 400, "invalid_json", msg);
+    ask_fail(err, 400, "invalid_json", "%s", msg);
     place(body, len, pos, &err->line, &err->column);
 }
 
@@ -286,7 +277,7 @@ int request_parse(const char *body, size_t len, struct request_body *out, struct
                         body[at] == '\r'))
         at++;
     if (at == len) {
-        fail(err, 400, "invalid_json",
+        ask_fail(err, 400, "invalid_json",
              "the body is empty; expected a JSON object such as {\"ask\": \"SELECT ...\"}");
         return -1;
     }
@@ -324,7 +315,7 @@ int request_parse(const char *body, size_t len, struct request_body *out, struct
         snprintf(msg, sizeof msg,
                  "the body is %s; expected a JSON object such as {\"ask\": \"SELECT ...\"}",
                  kind_name(root));
-        fail(err, 400, "invalid_request", msg);
+        ask_fail(err, 400, "invalid_request", "%s", msg);
         goto fail;
     }
 
@@ -343,24 +334,24 @@ int request_parse(const char *body, size_t len, struct request_body *out, struct
             snprintf(msg, sizeof msg,
                      "unknown key \"%s\"; the body takes \"ask\", \"params\" and \"time_zone\"",
                      key);
-            fail(err, 400, "invalid_request", msg);
+            ask_fail(err, 400, "invalid_request", "%s", msg);
             goto fail;
         }
         if (*slot) {
             snprintf(msg, sizeof msg, "\"%s\" is given twice", m->string);
-            fail(err, 400, "invalid_request", msg);
+            ask_fail(err, 400, "invalid_request", "%s", msg);
             goto fail;
         }
         *slot = m;
     }
 
     if (!ask) {
-        fail(err, 400, "invalid_request", "\"ask\" is missing: the body needs {\"ask\": \"SELECT ...\"}");
+        ask_fail(err, 400, "invalid_request", "\"ask\" is missing: the body needs {\"ask\": \"SELECT ...\"}");
         goto fail;
     }
     if (!cJSON_IsString(ask)) {
         snprintf(msg, sizeof msg, "\"ask\" is %s; it must be a string", kind_name(ask));
-        fail(err, 400, "invalid_request", msg);
+        ask_fail(err, 400, "invalid_request", "%s", msg);
         goto fail;
     }
     out->req.ask = ask->valuestring;
@@ -369,7 +360,7 @@ int request_parse(const char *body, size_t len, struct request_body *out, struct
         if (!cJSON_IsString(tz)) {
             snprintf(msg, sizeof msg, "\"time_zone\" is %s; it must be a string such as "
                      "\"America/New_York\"", kind_name(tz));
-            fail(err, 400, "invalid_request", msg);
+            ask_fail(err, 400, "invalid_request", "%s", msg);
             goto fail;
         }
         out->req.time_zone = tz->valuestring;
@@ -378,7 +369,7 @@ int request_parse(const char *body, size_t len, struct request_body *out, struct
     if (params && !cJSON_IsNull(params)) {
         if (!cJSON_IsArray(params)) {
             snprintf(msg, sizeof msg, "\"params\" is %s; it must be an array", kind_name(params));
-            fail(err, 400, "bad_parameter", msg);
+            ask_fail(err, 400, "bad_parameter", "%s", msg);
             goto fail;
         }
         int n = cJSON_GetArraySize(params);
@@ -388,7 +379,7 @@ int request_parse(const char *body, size_t len, struct request_body *out, struct
              * fit in len + 1 bytes, since commas separate them. */
             out->numbers = malloc(len + 1);
             if (!out->params || !out->numbers) {
-                fail(err, 500, "internal", "out of memory");
+                ask_fail(err, 500, "internal", "out of memory");
                 goto fail;
             }
         }
@@ -448,14 +439,14 @@ int request_parse(const char *body, size_t len, struct request_body *out, struct
                 snprintf(msg, sizeof msg,
                          "params[%d] (for $%d) is %s; a parameter is a string, number, "
                          "boolean or null", i, i + 1, kind_name(v));
-                fail(err, 400, "bad_parameter", msg);
+                ask_fail(err, 400, "bad_parameter", "%s", msg);
                 goto fail;
             }
         }
         if (!w.lost)
             expect(&w, ']');
         if (w.lost || i != n) {
-            fail(err, 500, "internal", "the request body walker lost its place");
+            ask_fail(err, 500, "internal", "the request body walker lost its place");
             goto fail;
         }
         out->req.params = out->params;

@@ -6,6 +6,7 @@
  * Every error body is {"error": {"code", "message"[, "line", "column"]}}.
  * A response that cannot be built for want of memory is a 500 with a
  * static body, so a client never sees a half-written answer as success. */
+#include "base/logfmt.h"
 #include "serve/http.h"
 
 #include <stdlib.h>
@@ -19,12 +20,12 @@ static const char oom_body[] =
 void sent(struct serve_server *s, int route, int status)
 {
     metrics_http(s->metrics, route, status);
-    struct store_logline l;
+    struct logfmt_line l;
     bool own = route >= 0 && route < s->nroutes && s->routes[route].asks;
-    if (!s->quiet && !own && store_log_begin(&l, STORE_LOG_DEBUG, "request")) {
-        store_log_str(&l, "path", metrics_route_name(s->metrics, route));
-        store_log_int(&l, "status", status);
-        store_log_end(&l);
+    if (!s->quiet && !own && logfmt_begin(&l, LOGFMT_DEBUG, "request")) {
+        logfmt_str(&l, "path", metrics_route_name(s->metrics, route));
+        logfmt_int(&l, "status", status);
+        logfmt_end(&l);
     }
 }
 
@@ -92,12 +93,12 @@ enum MHD_Result send_ask_error(struct serve_server *s, struct MHD_Connection *c,
     err->message[sizeof err->message - 1] = '\0';
     if (!err->code[0])
         strcpy(err->code, "internal");
-    struct store_logline l;
-    if (err->status == 500 && !s->quiet && store_log_begin(&l, STORE_LOG_ERROR, err->message)) {
-        store_log_str(&l, "code", err->code);
-        store_log_str(&l, "path", metrics_route_name(s->metrics, route));
-        store_log_int(&l, "status", err->status);
-        store_log_end(&l);
+    struct logfmt_line l;
+    if (err->status == 500 && !s->quiet && logfmt_begin(&l, LOGFMT_ERROR, err->message)) {
+        logfmt_str(&l, "code", err->code);
+        logfmt_str(&l, "path", metrics_route_name(s->metrics, route));
+        logfmt_int(&l, "status", err->status);
+        logfmt_end(&l);
     }
     struct buf b = {0};
     error_json(&b, err->code, err->message, err->line, err->column);

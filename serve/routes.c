@@ -22,6 +22,8 @@
  *                  see store_lag_usec)
  *   GET  /metrics  Prometheus text
  * /ask and /views need the token when --token-file is set. */
+#include "base/lsn.h"
+#include "base/logfmt.h"
 #include "serve/http.h"
 
 #include "serve/request.h"
@@ -41,11 +43,6 @@ static enum MHD_Result do_views(struct serve_server *s, struct MHD_Connection *c
         return send_ask_error(s, c, route, &err);
     }
     return send_buf(s, c, route, 200, &b, "application/json", NULL);
-}
-
-static void lsn_text(uint64_t lsn, char buf[32])
-{
-    snprintf(buf, 32, "%" PRIX32 "/%08" PRIX32, (uint32_t)(lsn >> 32), (uint32_t)lsn);
 }
 
 static enum MHD_Result do_readyz(struct serve_server *s, struct MHD_Connection *c, int route,
@@ -133,13 +130,13 @@ static enum MHD_Result do_ask(struct serve_server *s, struct MHD_Connection *c, 
     }
     int64_t ns = mono_ns() - t0;
     metrics_ask(s->metrics, view, status, ns);
-    struct store_logline l;
-    if (!s->quiet && store_log_begin(&l, STORE_LOG_DEBUG, "ask")) {
-        store_log_str(&l, "path", metrics_route_name(s->metrics, route));
-        store_log_str(&l, "view", metrics_view_name(s->metrics, view));
-        store_log_int(&l, "status", status);
-        store_log_int(&l, "dur_us", ns / 1000);
-        store_log_end(&l);
+    struct logfmt_line l;
+    if (!s->quiet && logfmt_begin(&l, LOGFMT_DEBUG, "ask")) {
+        logfmt_str(&l, "path", metrics_route_name(s->metrics, route));
+        logfmt_str(&l, "view", metrics_view_name(s->metrics, view));
+        logfmt_int(&l, "status", status);
+        logfmt_int(&l, "dur_us", ns / 1000);
+        logfmt_end(&l);
     }
     return rc;
 }

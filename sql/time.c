@@ -4,6 +4,7 @@
  * PostgreSQL (which counts from 2000-01-01, a fixed shift). Only fixed-length
  * intervals exist here: a bucket width must be the same length everywhere for
  * date_bin, so months and years are refused with a message saying so. */
+#include "base/error.h"
 #include "sql/sql.h"
 
 #include <ctype.h>
@@ -20,7 +21,7 @@ static bool fail(char *why, size_t len, const char *fmt, ...)
     if (why && len) {
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(why, len, fmt, ap);
+        error_vfmt(why, len, fmt, ap);
         va_end(ap);
     }
     return false;

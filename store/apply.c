@@ -199,7 +199,7 @@ int store_truncate_view(struct store *s, int view, struct store_error *err)
     }
     BYTEMAP_EACH(&p->values, e)
     {
-        if (get_u16be(e->key) == view)
+        if (be_load_u16(e->key) == view)
             bytemap_remove(&p->values, e);
     }
     p->truncated[view] = true;

@@ -27,6 +27,7 @@
  *      them. An ask's equality then matches nothing; a FILTER refuses it,
  *      since rounding it would change what < and > mean.
  *   3. Every refusal and every NONE writes a message naming the value. */
+#include "base/decimal.h"
 #include "store/store.h"
 
 #include <ctype.h>
@@ -559,14 +560,7 @@ int store_code_of_value(const struct store_column_type *t, const struct store_va
 
 static size_t format_numeric(int64_t code, int scale, char *buf, size_t len)
 {
-    if (scale <= 0)
-        return (size_t)snprintf(buf, len, "%" PRId64, code);
-    uint64_t mag = code < 0 ? (uint64_t)0 - (uint64_t)code : (uint64_t)code;
-    uint64_t pow = 1;
-    for (int i = 0; i < scale && i < 19; i++)
-        pow *= 10;
-    return (size_t)snprintf(buf, len, "%s%" PRIu64 ".%0*" PRIu64, code < 0 ? "-" : "",
-                            mag / pow, scale, mag % pow);
+    return decimal_format(code, scale > 0 ? scale : 0, buf, len);
 }
 
 /* float4out and float8out (extra_float_digits 1, their default): the fewest
@@ -657,7 +651,7 @@ size_t store_code_format(const struct store_column_type *t, int64_t code, char *
     case STORE_TYPE_INT:
         return (size_t)snprintf(buf, len, "%" PRId64, code);
     case STORE_TYPE_NUMERIC:
-        return format_numeric(code, t->scale, buf, len);
+        return decimal_format(code, t->scale, buf, len);
     case STORE_TYPE_FLOAT:
         return format_float(store_code_float(code), t->pg_oid == PG_FLOAT4, buf, len);
     case STORE_TYPE_TEXT:

@@ -281,7 +281,7 @@ static int write_value(struct store *s, MDB_txn *txn, const struct bytemap_entry
     rows += e->num;
     if (rows < 0)
         return store_fail(err, "view %u: a value's row count went negative; a delta took "
-                               "away a value that was never added", get_u16be(e->key));
+                               "away a value that was never added", be_load_u16(e->key));
     v = (MDB_val){8, &rows};
     rc = rows ? mdb_put(txn, s->values, &k, &v, 0) : mdb_del(txn, s->values, &k, NULL);
     return rc == MDB_NOTFOUND ? 0 : rc;
@@ -322,7 +322,7 @@ static int write_dict(struct store *s, MDB_txn *txn)
     {
         uint8_t id[8], rev[DICT_REV_KEY_BYTES];
         put_i64key(id, e->num);
-        triple_key(rev, get_u16be(e->key), get_u16be(e->key + 2), e->num);
+        triple_key(rev, be_load_u16(e->key), be_load_u16(e->key + 2), e->num);
         MDB_val k = {e->len, e->key}, v = {8, id};
         MDB_val rk = {sizeof rev, rev}, rv = {strlen(e->ptr), e->ptr};
         int rc = mdb_put(txn, s->dict, &k, &v, 0);
@@ -358,7 +358,7 @@ static int delete_truncated(struct store *s, MDB_txn *txn)
         if (!s->pending->truncated[v])
             continue;
         uint8_t prefix[2];
-        put_u16be(prefix, (uint16_t)v);
+        be_store_u16(prefix, (uint16_t)v);
         int rc = delete_prefix(txn, s->seg, prefix, 2);
         if (!rc)
             rc = delete_prefix(txn, s->values, prefix, 2);

@@ -9,6 +9,7 @@
  * same deltas. Readers between the commit and the fold read the deltas.
  * A fold lets each cell's runs go as they are copied into the new block
  * (cellmap_encode_consume), so it holds the segment's runs once. */
+#include "base/logfmt.h"
 #include "store/internal.h"
 
 #include <stdlib.h>
@@ -55,7 +56,7 @@ static int next_with_deltas(struct store *s, MDB_txn *txn, const uint8_t *from, 
 static int compact_segment(struct store *s, MDB_txn *txn, const uint8_t key[SEG_KEY_BYTES],
                            struct store_error *err)
 {
-    int view = get_u16be(key), width = key[2];
+    int view = be_load_u16(key), width = key[2];
     if (view >= s->views->nviews || width >= s->views->views[view].nwidths)
         return store_fail(err, "a segment key names view %d, width %d, which do not exist",
                           view, width);
@@ -100,7 +101,7 @@ void fold_after_commit(struct store *s)
             }
         } while (rc == MDB_MAP_FULL && store_grow_map(s, &err) == 0);
         if (rc) {
-            store_logf(STORE_LOG_WARN, "folding a segment after a commit failed (the idle "
+            logfmt_msg(LOGFMT_WARN, "folding a segment after a commit failed (the idle "
                        "compaction will try again): %s", rc == -1 ? err.message : mdb_strerror(rc));
             break;
         }

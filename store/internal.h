@@ -3,6 +3,7 @@
 #ifndef STRAUM_STORE_INTERNAL_H
 #define STRAUM_STORE_INTERNAL_H
 
+#include "base/bytes.h"
 #include "store/bytemap.h"
 #include "store/store.h"
 
@@ -15,10 +16,6 @@
 
 enum { SEG_KEY_BYTES = 11, DELTA_KEY_BYTES = 12, PROJ_KEY_BYTES = 12, VALUE_KEY_BYTES = 12, DICT_REV_KEY_BYTES = 12 };
 
-void put_u16be(uint8_t *p, uint16_t v);
-void put_u64be(uint8_t *p, uint64_t v);
-uint16_t get_u16be(const uint8_t *p);
-uint64_t get_u64be(const uint8_t *p);
 void put_i64key(uint8_t *p, int64_t v); /* sign-flipped big-endian */
 int64_t get_i64key(const uint8_t *p);
 

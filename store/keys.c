@@ -4,6 +4,7 @@
  * signed integers have their sign bit flipped: then the byte order of keys is
  * the numeric order of (view, width, span start), which makes a time range
  * over one width a single forward cursor walk. */
+#include "base/error.h"
 #include "store/internal.h"
 
 #include <stdarg.h>
@@ -12,34 +13,12 @@
 #include <string.h>
 #include <xxhash.h>
 
-void put_u16be(uint8_t *p, uint16_t v)
-{
-    p[0] = (uint8_t)(v >> 8);
-    p[1] = (uint8_t)v;
-}
-
-void put_u64be(uint8_t *p, uint64_t v)
-{
-    for (int i = 7; i >= 0; i--, v >>= 8)
-        p[i] = (uint8_t)v;
-}
-
-uint16_t get_u16be(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
-
-uint64_t get_u64be(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v = v << 8 | p[i];
-    return v;
-}
-
-void put_i64key(uint8_t *p, int64_t v) { put_u64be(p, (uint64_t)v ^ (1ULL << 63)); }
-int64_t get_i64key(const uint8_t *p) { return (int64_t)(get_u64be(p) ^ (1ULL << 63)); }
+void put_i64key(uint8_t *p, int64_t v) { be_store_u64(p, (uint64_t)v ^ (1ULL << 63)); }
+int64_t get_i64key(const uint8_t *p) { return (int64_t)(be_load_u64(p) ^ (1ULL << 63)); }
 
 void seg_key(uint8_t out[SEG_KEY_BYTES], int view, int width, int64_t span_start)
 {
-    put_u16be(out, (uint16_t)view);
+    be_store_u16(out, (uint16_t)view);
     out[2] = (uint8_t)width;
     put_i64key(out + 3, span_start);
 }
@@ -52,53 +31,39 @@ void delta_key(uint8_t out[DELTA_KEY_BYTES], const uint8_t seg[SEG_KEY_BYTES], i
 
 void triple_key(uint8_t out[12], int view, int a, int64_t code)
 {
-    put_u16be(out, (uint16_t)view);
-    put_u16be(out + 2, (uint16_t)a);
+    be_store_u16(out, (uint16_t)view);
+    be_store_u16(out + 2, (uint16_t)a);
     put_i64key(out + 4, code);
 }
 
 size_t dict_key(uint8_t *out, int view, int col, const char *text, size_t len)
 {
-    put_u16be(out, (uint16_t)view);
-    put_u16be(out + 2, (uint16_t)col);
+    be_store_u16(out, (uint16_t)view);
+    be_store_u16(out + 2, (uint16_t)col);
     if (len <= DICT_INLINE_BYTES) {
         memcpy(out + 4, text, len);
         return 4 + len;
     }
     memcpy(out + 4, text, DICT_PREFIX_BYTES);
     out[4 + DICT_PREFIX_BYTES] = 0xFF;
-    put_u64be(out + 5 + DICT_PREFIX_BYTES, XXH64(text, len, 0));
+    be_store_u64(out + 5 + DICT_PREFIX_BYTES, XXH64(text, len, 0));
     return 13 + DICT_PREFIX_BYTES;
-}
-
-static void put_le64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++, v >>= 8)
-        p[i] = (uint8_t)v;
-}
-
-static uint64_t get_le64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = v << 8 | p[i];
-    return v;
 }
 
 void position_encode(const struct store_position *pos, uint8_t out[32])
 {
-    put_le64(out, pos->lsn);
-    put_le64(out + 8, (uint64_t)pos->commit_time);
-    put_le64(out + 16, (uint64_t)pos->contact_time);
-    put_le64(out + 24, pos->bytes_behind);
+    le_store_u64(out, pos->lsn);
+    le_store_u64(out + 8, (uint64_t)pos->commit_time);
+    le_store_u64(out + 16, (uint64_t)pos->contact_time);
+    le_store_u64(out + 24, pos->bytes_behind);
 }
 
 void position_decode(const uint8_t in[32], struct store_position *pos)
 {
-    pos->lsn = get_le64(in);
-    pos->commit_time = (int64_t)get_le64(in + 8);
-    pos->contact_time = (int64_t)get_le64(in + 16);
-    pos->bytes_behind = get_le64(in + 24);
+    pos->lsn = le_load_u64(in);
+    pos->commit_time = (int64_t)le_load_u64(in + 8);
+    pos->contact_time = (int64_t)le_load_u64(in + 16);
+    pos->bytes_behind = le_load_u64(in + 24);
 }
 
 /* Column types: for each view, u16 count then per fact column
@@ -181,7 +146,7 @@ int store_fail(struct store_error *err, const char *fmt, ...)
         err->kind = STORE_ERR_OTHER;
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(err->message, sizeof err->message, fmt, ap);
+        error_vfmt(err->message, sizeof err->message, fmt, ap);
         va_end(ap);
     }
     return -1;

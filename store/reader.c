@@ -104,7 +104,7 @@ static int segment_next(struct store_segment_iter *it, struct store_segment *seg
         return store_lmdb_error(err, rc, "reading segments");
     }
     const uint8_t *key = k.mv_data;
-    if (k.mv_size < SEG_KEY_BYTES || get_u16be(key) != it->view || key[2] != it->width ||
+    if (k.mv_size < SEG_KEY_BYTES || be_load_u16(key) != it->view || key[2] != it->width ||
         get_i64key(key + 3) >= it->to) {
         it->done = true;
         return 0;

@@ -408,47 +408,7 @@ int store_copy(struct store *s, const char *dest, struct store_error *err);
 int store_size(struct store *s, uint64_t *file_bytes, uint64_t *map_bytes,
                struct store_error *err);
 
-/* ---- Logs and lag (logfmt.c) ------------------------------------------- */
-
-/* straum-ingest's and straum-serve's log lines: logfmt on stderr, one line
- * per event (SPEC.md "Logs and metrics"). Here because it is the lowest
- * layer both use, and they must not include each other. */
-enum store_log_level { STORE_LOG_DEBUG, STORE_LOG_INFO, STORE_LOG_WARN, STORE_LOG_ERROR };
-
-/* "debug", "info", "warn" (or "warning"), "error", any case. 0, or -1. */
-int store_log_parse_level(const char *name, enum store_log_level *out);
-/* Lines below level are not written (default info). Any thread. */
-void store_log_set_level(enum store_log_level level);
-bool store_log_enabled(enum store_log_level level);
-
-/* One line built in place, written whole by store_log_end:
- *     struct store_logline l;
- *     if (store_log_begin(&l, STORE_LOG_INFO, "committed")) {
- *         store_log_int(&l, "rows", n);
- *         store_log_end(&l);
- *     }
- * Values are quoted and escaped as logfmt needs; keys are the caller's
- * (plain words). A pair that would make the line longer than its buffer is
- * left out and the line ends with truncated=true. The calls after a begin
- * that returned false do nothing. */
-struct store_logline {
-    char buf[4096];
-    size_t len;
-    bool on, cut;
-};
-bool store_log_begin(struct store_logline *l, enum store_log_level level, const char *msg);
-void store_log_str(struct store_logline *l, const char *key, const char *value);
-void store_log_int(struct store_logline *l, const char *key, int64_t value);
-void store_log_fmt(struct store_logline *l, const char *key, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-void store_log_end(struct store_logline *l);
-/* A line with a printf-formatted msg and no other fields. */
-void store_logf(enum store_log_level level, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-/* A library's own message (printf-style, as libmicrohttpd hands it over),
- * trailing newlines and spaces trimmed, as one line with source=NAME. */
-void store_logv_from(enum store_log_level level, const char *source, const char *fmt,
-                     va_list ap) __attribute__((format(printf, 3, 0)));
+/* ---- Lag (lag.c) ------------------------------------------------------- */
 
 /* How far the store's answers trail PostgreSQL, in microseconds, from its
  * position as stored in the catalog; -1 when unknown (no commit time and

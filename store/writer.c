@@ -157,8 +157,8 @@ static int dict_next_id(struct store *s, MDB_txn *txn, int view, int col, int64_
                         struct store_error *err)
 {
     uint8_t key[4];
-    put_u16be(key, (uint16_t)view);
-    put_u16be(key + 2, (uint16_t)col);
+    be_store_u16(key, (uint16_t)view);
+    be_store_u16(key + 2, (uint16_t)col);
     struct bytemap_entry *e = bytemap_upsert(&s->pending->dict_next, key, sizeof key);
     if (!e)
         return store_fail(err, "out of memory");

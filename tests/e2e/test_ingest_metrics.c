@@ -14,6 +14,7 @@
  * Progress: a load writes progress lines that parse, whose estimate is the
  * table's size once analyzed, with no bar on a file and a bar on a
  * terminal; /metrics has the load's phase and rows while one runs. */
+#include "base/logfmt.h"
 #include "ingest/metrics.h"
 #include "serve/serve.h"
 #include "tests/e2e/oracle.h"
@@ -472,27 +473,27 @@ Test(ingest_metrics, logfmt_writer_quotes_and_escapes)
     fflush(stderr);
     int saved = dup(2);
     dup2(fd, 2);
-    store_log_set_level(STORE_LOG_INFO);
-    struct store_logline l;
-    cr_assert(store_log_begin(&l, STORE_LOG_WARN, "a \"quoted\" msg\nwith a newline"));
-    store_log_str(&l, "plain", "value");
-    store_log_str(&l, "spaced", "two words");
-    store_log_str(&l, "empty", "");
-    store_log_str(&l, "eq", "a=b");
-    store_log_str(&l, "back", "c:\\dir");
-    store_log_int(&l, "n", -42);
-    store_log_end(&l);
-    cr_assert_not(store_log_begin(&l, STORE_LOG_DEBUG, "hidden"));
-    store_log_str(&l, "k", "v");
-    store_log_end(&l);
+    logfmt_set_level(LOGFMT_INFO);
+    struct logfmt_line l;
+    cr_assert(logfmt_begin(&l, LOGFMT_WARN, "a \"quoted\" msg\nwith a newline"));
+    logfmt_str(&l, "plain", "value");
+    logfmt_str(&l, "spaced", "two words");
+    logfmt_str(&l, "empty", "");
+    logfmt_str(&l, "eq", "a=b");
+    logfmt_str(&l, "back", "c:\\dir");
+    logfmt_int(&l, "n", -42);
+    logfmt_end(&l);
+    cr_assert_not(logfmt_begin(&l, LOGFMT_DEBUG, "hidden"));
+    logfmt_str(&l, "k", "v");
+    logfmt_end(&l);
     char big[8000];
     memset(big, 'x', sizeof big - 1);
     big[sizeof big - 1] = '\0';
-    cr_assert(store_log_begin(&l, STORE_LOG_ERROR, "long"));
-    store_log_str(&l, "big", big);
-    store_log_int(&l, "after", 1);
-    store_log_end(&l);
-    store_logf(STORE_LOG_INFO, "%d%%", 5);
+    cr_assert(logfmt_begin(&l, LOGFMT_ERROR, "long"));
+    logfmt_str(&l, "big", big);
+    logfmt_int(&l, "after", 1);
+    logfmt_end(&l);
+    logfmt_msg(LOGFMT_INFO, "%d%%", 5);
     fflush(stderr);
     dup2(saved, 2);
     close(saved);
@@ -508,10 +509,10 @@ Test(ingest_metrics, logfmt_writer_quotes_and_escapes)
     cr_assert(strstr(log, " level=error msg=\"long\" after=1 truncated=true\n"), "%s", log);
     cr_assert(strstr(log, " level=info msg=\"5%\"\n"), "%s", log);
     cr_assert_null(strstr(log, "hidden"), "%s", log);
-    enum store_log_level level;
-    cr_assert_eq(store_log_parse_level("DEBUG", &level), 0);
-    cr_assert_eq(level, STORE_LOG_DEBUG);
-    cr_assert_eq(store_log_parse_level("verbose", &level), -1);
+    enum logfmt_level level;
+    cr_assert_eq(logfmt_parse_level("DEBUG", &level), 0);
+    cr_assert_eq(level, LOGFMT_DEBUG);
+    cr_assert_eq(logfmt_parse_level("verbose", &level), -1);
 }
 
 /* ---- Progress ------------------------------------------------------------------------------- */

@@ -1,5 +1,5 @@
 /* test_engine_format.c -- the text serve writes for times and exact decimals
- * (engine/tz.c tz_format, engine/numeric.c dec_format), written without
+ * (engine/tz.c tz_format, base/decimal.c decimal_format), written without
  * printf. Times are checked against the C library's own local time
  * (localtime_r with TZ set: an independent reading of the same tz
  * database) for random instants in four zones, one with an offset in
@@ -100,11 +100,11 @@ Test(format, decimals)
         {-((__int128)1 << 120), 0, "-1329227995784915872903807060280344576"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        size_t n = dec_format(cases[i].v, cases[i].scale, got, sizeof got);
+        size_t n = decimal_format(cases[i].v, cases[i].scale, got, sizeof got);
         cr_assert_str_eq(got, cases[i].want);
         cr_assert_eq(n, strlen(cases[i].want));
     }
     char small[4];
-    cr_assert_eq(dec_format(12345, 2, small, sizeof small), 6);
+    cr_assert_eq(decimal_format(12345, 2, small, sizeof small), 6);
     cr_assert_str_eq(small, "123");
 }

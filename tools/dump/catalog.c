@@ -4,6 +4,7 @@
  * creation, source position and lag); the views from their compiled form,
  * described column by column the way SPEC.md "Views" explains them, so that
  * the role/index tags `segments` prints can be read against this listing. */
+#include "base/lsn.h"
 #include "tools/dump/dump.h"
 #include "tools/dump/table.h"
 
@@ -74,7 +75,7 @@ static void position_json(struct json *j, const struct store_position *p, int64_
     char t[TEXT_SMALL];
     json_key(j, "position");
     json_object_begin(j);
-    text_lsn(t, p->lsn);
+    lsn_text(p->lsn, t);
     json_kv_str(j, "lsn", t);
     json_kv_uint(j, "lsn_int", p->lsn);
     if (p->commit_time) {
@@ -371,7 +372,7 @@ int cmd_catalog(struct dump *d, const struct dump_args *a)
         fprintf(f, "format version  %u\n", (unsigned)cat.format_version);
         text_time(t, cat.created_at, TIME_PG);
         fprintf(f, "created at      %s\n", cat.created_at ? t : "unknown");
-        text_lsn(t, p->lsn);
+        lsn_text(p->lsn, t);
         fprintf(f, "position        %s\n", t);
         text_time(t, p->commit_time, TIME_PG);
         fprintf(f, "last commit     %s\n", p->commit_time ? t : "unknown");

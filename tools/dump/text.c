@@ -1,4 +1,5 @@
 /* text.c -- straum-dump's text formatters (see text.h). */
+#include "base/decimal.h"
 #include "tools/dump/text.h"
 
 #include "tools/dump/dump.h"
@@ -97,55 +98,18 @@ void text_duration(char buf[TEXT_SMALL], int64_t usec)
                  (unsigned)(s / 60 % 60), (unsigned)(s % 60));
 }
 
-void text_lsn(char buf[TEXT_SMALL], uint64_t lsn)
-{
-    snprintf(buf, TEXT_SMALL, "%X/%08X", (unsigned)(lsn >> 32), (unsigned)(lsn & 0xffffffffu));
-}
-
-/* Digits of a magnitude, most significant first; returns how many. */
-static int u128_digits(unsigned __int128 u, char *digits)
-{
-    char rev[48];
-    int n = 0;
-    do {
-        rev[n++] = (char)('0' + (int)(u % 10));
-        u /= 10;
-    } while (u);
-    for (int i = 0; i < n; i++)
-        digits[i] = rev[n - 1 - i];
-    return n;
-}
-
-static unsigned __int128 magnitude(__int128 v)
-{
-    /* Negate in unsigned arithmetic so that the smallest int128 works. */
-    return v < 0 ? (unsigned __int128)0 - (unsigned __int128)v : (unsigned __int128)v;
-}
-
 void sbuf_scaled_i128(struct sbuf *b, __int128 v, int scale)
 {
-    char digits[48];
-    int n = u128_digits(magnitude(v), digits);
-    if (v < 0)
-        sbuf_add(b, "-", 1);
-    if (scale <= 0) {
-        sbuf_add(b, digits, (size_t)n);
-        /* A negative scale (numeric(p, -s)) keeps value / 10^s. */
-        if (!(n == 1 && digits[0] == '0'))
-            for (int i = 0; i < -scale; i++)
-                sbuf_add(b, "0", 1);
+    char small[64];
+    size_t n = decimal_format(v, scale, small, sizeof small);
+    if (n < sizeof small) {
+        sbuf_add(b, small, n);
         return;
     }
-    if (n <= scale) {
-        sbuf_add(b, "0.", 2);
-        for (int i = 0; i < scale - n; i++)
-            sbuf_add(b, "0", 1);
-        sbuf_add(b, digits, (size_t)n);
-    } else {
-        sbuf_add(b, digits, (size_t)(n - scale));
-        sbuf_add(b, ".", 1);
-        sbuf_add(b, digits + n - scale, (size_t)scale);
-    }
+    char *big = xmalloc(n + 1);
+    decimal_format(v, scale, big, n + 1);
+    sbuf_add(b, big, n);
+    free(big);
 }
 
 /* ---- sbuf ----------------------------------------------------------------- */

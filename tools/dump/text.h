@@ -26,9 +26,6 @@ void text_width(char buf[TEXT_SMALL], int64_t usec);
 /* An elapsed time for people: "0.250 s", "02:03:04", "3 days 02:03:04". */
 void text_duration(char buf[TEXT_SMALL], int64_t usec);
 
-/* A PostgreSQL LSN: "%X/%08X" of the high and low 32 bits. */
-void text_lsn(char buf[TEXT_SMALL], uint64_t lsn);
-
 /* A growable NUL-terminated string. Allocation failure exits the tool. */
 struct sbuf {
     char *p;

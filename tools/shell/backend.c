@@ -4,6 +4,7 @@
  * answer's JSON text as the engine writes it, and errors as the engine
  * gives them (code, message, line and column), so the shell prints the
  * same for both. */
+#include "base/error.h"
 #include "tools/shell/shell.h"
 
 #include <cjson/cJSON.h>
@@ -126,7 +127,7 @@ static void fail(struct shell_error *err, int status, const char *code, const ch
     memset(err, 0, sizeof *err);
     err->status = status;
     snprintf(err->code, sizeof err->code, "%s", code);
-    snprintf(err->message, sizeof err->message, "%s", msg);
+    error_fmt(err->message, sizeof err->message, "%s", msg);
 }
 
 /* An error body {"error": {"code", "message"[, "line", "column"]}} into err. */

@@ -1,12 +1,4 @@
-/* logfmt.c -- log lines for straum-ingest and straum-serve, and the lag
- * figure both report (store.h "Logs and lag").
- *
- * Why here: data flows one way (SPEC.md §2), and ingest and serve must not
- * include each other, so a writer both use lives in a layer under both.
- * store/ is the lowest layer they share, and the lag below is a reading of
- * the store's catalog position, which belongs here anyway; format/ is bytes
- * of segment blocks and sql/ depends on nothing but libc: a log writer fits
- * neither. It is small and depends on libc only.
+/* logfmt.c -- log lines (logfmt.h).
  *
  * A line is "ts=2024-01-17T09:30:00.123Z level=info msg=\"...\" key=value
  * ...": msg is always quoted; other values are quoted when empty or when
@@ -14,7 +6,7 @@
  * quotes \" \\ \n \r \t escape as in Go's logfmt, other control bytes as
  * \u00XX. Each line goes to stderr in one write, so lines of several
  * threads do not mix. */
-#include "store/store.h"
+#include "base/logfmt.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -24,30 +16,30 @@
 #include <strings.h>
 #include <time.h>
 
-static atomic_int log_level = STORE_LOG_INFO;
+static atomic_int log_level = LOGFMT_INFO;
 
 static const char *const level_names[] = {"debug", "info", "warn", "error"};
 
-int store_log_parse_level(const char *name, enum store_log_level *out)
+int logfmt_parse_level(const char *name, enum logfmt_level *out)
 {
     for (int i = 0; i < 4; i++)
         if (strcasecmp(name, level_names[i]) == 0) {
-            *out = (enum store_log_level)i;
+            *out = (enum logfmt_level)i;
             return 0;
         }
     if (strcasecmp(name, "warning") == 0) {
-        *out = STORE_LOG_WARN;
+        *out = LOGFMT_WARN;
         return 0;
     }
     return -1;
 }
 
-void store_log_set_level(enum store_log_level level)
+void logfmt_set_level(enum logfmt_level level)
 {
     atomic_store_explicit(&log_level, (int)level, memory_order_relaxed);
 }
 
-bool store_log_enabled(enum store_log_level level)
+bool logfmt_enabled(enum logfmt_level level)
 {
     return (int)level >= atomic_load_explicit(&log_level, memory_order_relaxed);
 }
@@ -55,7 +47,7 @@ bool store_log_enabled(enum store_log_level level)
 /* Room kept at the end of a line for " truncated=true" and the newline. */
 #define TAIL_ROOM 24
 
-static void put(struct store_logline *l, const char *s, size_t n)
+static void put(struct logfmt_line *l, const char *s, size_t n)
 {
     size_t room = sizeof l->buf - TAIL_ROOM - l->len;
     if (n > room) {
@@ -77,7 +69,7 @@ static bool needs_quotes(const char *v)
 }
 
 /* A quoted value; one too long for the line is cut short but still closed. */
-static void put_quoted(struct store_logline *l, const char *v)
+static void put_quoted(struct logfmt_line *l, const char *v)
 {
     put(l, "\"", 1);
     for (const unsigned char *c = (const unsigned char *)v; *c; c++) {
@@ -105,11 +97,11 @@ static void put_quoted(struct store_logline *l, const char *v)
     l->len++;
 }
 
-bool store_log_begin(struct store_logline *l, enum store_log_level level, const char *msg)
+bool logfmt_begin(struct logfmt_line *l, enum logfmt_level level, const char *msg)
 {
     l->len = 0;
     l->cut = false;
-    l->on = store_log_enabled(level);
+    l->on = logfmt_enabled(level);
     if (!l->on)
         return false;
     struct timespec ts;
@@ -119,13 +111,13 @@ bool store_log_begin(struct store_logline *l, enum store_log_level level, const 
     char when[64];
     size_t n = strftime(when, sizeof when, "ts=%Y-%m-%dT%H:%M:%S", &tm);
     snprintf(when + n, sizeof when - n, ".%03ldZ level=%s msg=", ts.tv_nsec / 1000000,
-             level_names[level < STORE_LOG_DEBUG || level > STORE_LOG_ERROR ? 1 : level]);
+             level_names[level < LOGFMT_DEBUG || level > LOGFMT_ERROR ? 1 : level]);
     put(l, when, strlen(when));
     put_quoted(l, msg ? msg : "");
     return true;
 }
 
-void store_log_str(struct store_logline *l, const char *key, const char *value)
+void logfmt_str(struct logfmt_line *l, const char *key, const char *value)
 {
     if (!l->on)
         return;
@@ -146,14 +138,14 @@ void store_log_str(struct store_logline *l, const char *key, const char *value)
     l->cut |= was_cut;
 }
 
-void store_log_int(struct store_logline *l, const char *key, int64_t value)
+void logfmt_int(struct logfmt_line *l, const char *key, int64_t value)
 {
     char v[32];
     snprintf(v, sizeof v, "%" PRId64, value);
-    store_log_str(l, key, v);
+    logfmt_str(l, key, v);
 }
 
-void store_log_fmt(struct store_logline *l, const char *key, const char *fmt, ...)
+void logfmt_printf(struct logfmt_line *l, const char *key, const char *fmt, ...)
 {
     if (!l->on)
         return;
@@ -162,10 +154,10 @@ void store_log_fmt(struct store_logline *l, const char *key, const char *fmt, ..
     va_start(ap, fmt);
     vsnprintf(v, sizeof v, fmt, ap);
     va_end(ap);
-    store_log_str(l, key, v);
+    logfmt_str(l, key, v);
 }
 
-void store_log_end(struct store_logline *l)
+void logfmt_end(struct logfmt_line *l)
 {
     if (!l->on)
         return;
@@ -180,46 +172,32 @@ void store_log_end(struct store_logline *l)
     l->on = false;
 }
 
-void store_logf(enum store_log_level level, const char *fmt, ...)
+void logfmt_msg(enum logfmt_level level, const char *fmt, ...)
 {
-    if (!store_log_enabled(level))
+    if (!logfmt_enabled(level))
         return;
     char msg[2048];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    struct store_logline l;
-    store_log_begin(&l, level, msg);
-    store_log_end(&l);
+    struct logfmt_line l;
+    logfmt_begin(&l, level, msg);
+    logfmt_end(&l);
 }
 
-/* ---- Lag --------------------------------------------------------------------------- */
-
-int64_t store_lag_usec(const struct store_position *pos, int64_t now_usec)
+void logfmt_vfrom(enum logfmt_level level, const char *source, const char *fmt, va_list ap)
 {
-    int64_t since;
-    if (pos->bytes_behind == 0 && pos->contact_time > 0)
-        since = pos->contact_time;
-    else if (pos->commit_time > 0)
-        since = pos->commit_time;
-    else
-        return -1;
-    return now_usec > since ? now_usec - since : 0;
-}
-
-void store_logv_from(enum store_log_level level, const char *source, const char *fmt, va_list ap)
-{
-    if (!store_log_enabled(level))
+    if (!logfmt_enabled(level))
         return;
     char msg[512];
     vsnprintf(msg, sizeof msg, fmt, ap);
     size_t n = strlen(msg);
     while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
         msg[--n] = '\0';
-    struct store_logline l;
-    if (store_log_begin(&l, level, msg)) {
-        store_log_str(&l, "source", source);
-        store_log_end(&l);
+    struct logfmt_line l;
+    if (logfmt_begin(&l, level, msg)) {
+        logfmt_str(&l, "source", source);
+        logfmt_end(&l);
     }
 }
