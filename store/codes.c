@@ -558,11 +558,6 @@ int store_code_of_value(const struct store_column_type *t, const struct store_va
 
 /* ---- Codes into text -------------------------------------------------------- */
 
-static size_t format_numeric(int64_t code, int scale, char *buf, size_t len)
-{
-    return decimal_format(code, scale > 0 ? scale : 0, buf, len);
-}
-
 /* float4out and float8out (extra_float_digits 1, their default): the fewest
  * digits that read back as the same value, in fixed notation when the
  * decimal exponent is from -4 to below 6 (real) or 15 (double precision),
