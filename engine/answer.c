@@ -126,7 +126,7 @@ static int text_order(struct exec *x, int fact_col, struct vc_sorted *runs, int6
 }
 
 /* The value of run i. A lent rollup list's codes may still be encoded
- * (struct vc_lazy): only this one is decoded then. A failure is kept in x
+ * (struct store_lazy_runs): only this one is decoded then. A failure is kept in x
  * for answer_write, and the value is NULL meanwhile. */
 static struct outval value_of(struct exec *x, int fact_col, const struct vc_sorted *runs,
                               uint32_t i)

@@ -283,94 +283,52 @@ static struct group *group_find_or_add(struct exec *x, const int64_t *key, struc
 
 /* ---- A segment's columns ----------------------------------------------------------- */
 
+/* The rows of one block the ask reads, as the store's cursor decodes them
+ * (store_rows_load), and the value-count runs groups may hold. */
 struct seg_columns {
-    uint32_t n;
-    int64_t *bucket;
-    int64_t **keys, **counts;
-    void **sums;
-    int64_t **vc_off, **vc_codes, **vc_rows;
-    struct vc_shared **vc_shared; /* vc_codes and vc_rows, which groups may hold */
+    struct store_rows r;
+    struct vc_shared **vc_shared; /* per value count: its runs, which groups may hold */
 };
 
 static void seg_free(const struct sql_view *v, struct seg_columns *c)
 {
-    free(c->bucket);
-    for (int i = 0; c->keys && i < v->ncell_keys; i++)
-        free(c->keys[i]);
-    for (int i = 0; c->counts && i < v->ncounts; i++)
-        free(c->counts[i]);
-    for (int i = 0; c->sums && i < v->nsums; i++)
-        free(c->sums[i]);
-    for (int i = 0; c->vc_off && i < v->nvalue_counts; i++) {
-        free(c->vc_off[i]);
-        if (c->vc_shared[i]) {
-            vc_shared_release(c->vc_shared[i]); /* the arrays live on while groups hold them */
-        } else {
-            free(c->vc_codes[i]);
-            free(c->vc_rows[i]);
-        }
-    }
-    free(c->keys);
-    free(c->counts);
-    free(c->sums);
-    free(c->vc_off);
-    free(c->vc_codes);
-    free(c->vc_rows);
+    for (int k = 0; c->vc_shared && k < v->nvalue_counts; k++)
+        if (c->vc_shared[k])
+            vc_shared_release(c->vc_shared[k]); /* the arrays live on while groups hold them */
     free(c->vc_shared);
+    store_rows_free(v, &c->r);
     memset(c, 0, sizeof *c);
 }
 
-/* Elements [first, first + count) of column i into out. The column's
- * checksum is checked once per snapshot and thread (checked.c). */
-static int decode_block_into(uint64_t snapshot, const struct format_block *b, int64_t span_start,
-                             int i, uint32_t first, uint32_t count, void *out,
-                             struct ask_error *err)
+/* A failure of the store's cursor as the ask's error: the block is
+ * damaged, unless memory ran out. */
+static int cursor_failed(struct ask_error *err, const struct store_error *serr)
 {
-    struct format_column_info ci = {0};
-    format_block_column(b, i, &ci);
-    const uint8_t *bytes = b->base + ci.offset;
-    bool known = column_was_checked(snapshot, bytes, ci.length, ci.checksum);
-    struct format_error ferr;
-    if (format_block_decode_slice(b, i, first, count, !known, out, &ferr))
-        return ask_fail(err, 500, "corrupt_store", "segment block of span %lld: %s",
-                        (long long)span_start, ferr.message);
-    if (!known)
-        column_mark_checked(snapshot, bytes, ci.length, ci.checksum);
-    return 0;
-}
-
-static int decode_into(const struct exec *x, const struct store_segment *s, int i,
-                       uint32_t first, uint32_t count, void *out, struct ask_error *err)
-{
-    return decode_block_into(x->snapshot, &s->block, s->span_start, i, first, count, out, err);
-}
-
-/* Whether column i's slices cost their own length (format_codec_seeks). */
-static bool column_seeks(const struct format_block *b, int i)
-{
-    struct format_column_info ci = {0};
-    format_block_column(b, i, &ci);
-    return format_codec_seeks(ci.codec);
+    if (serr->kind == STORE_ERR_NO_MEMORY)
+        return ask_fail(err, 500, "internal", "out of memory");
+    return ask_fail(err, 500, "corrupt_store", "%s", serr->message);
 }
 
 static int fill_rows(struct vc_shared *s, struct ask_error *err)
 {
-    struct vc_lazy *l = s->lazy;
-    if (l->rows_pending && decode_block_into(l->snapshot, &l->block, l->span_start,
-                                             l->rows_column, l->first, s->n, s->rows, err))
-        return -1;
+    struct store_lazy_runs *l = s->lazy;
+    struct store_error serr;
+    if (l->rows_pending && store_lazy_rows(l, 0, s->n, s->rows, &serr))
+        return cursor_failed(err, &serr);
     l->rows_pending = false;
     return 0;
 }
 
 int vc_shared_fill(struct vc_shared *s, struct ask_error *err)
 {
-    struct vc_lazy *l = s->lazy;
+    struct store_lazy_runs *l = s->lazy;
+    struct store_error serr;
     if (!l)
         return 0;
-    if (fill_rows(s, err) || decode_block_into(l->snapshot, &l->block, l->span_start, l->column,
-                                               l->first, s->n, s->codes, err))
+    if (fill_rows(s, err))
         return -1;
+    if (store_lazy_codes(l, 0, s->n, s->codes, &serr))
+        return cursor_failed(err, &serr);
     free(l);
     s->lazy = NULL;
     return 0;
@@ -379,15 +337,16 @@ int vc_shared_fill(struct vc_shared *s, struct ask_error *err)
 int vc_shared_rows(struct vc_shared *s, uint32_t i, uint32_t max, int64_t *out, uint32_t *got,
                    struct ask_error *err)
 {
-    struct vc_lazy *l = s->lazy;
+    struct store_lazy_runs *l = s->lazy;
     uint32_t n = max < s->n - i ? max : s->n - i;
-    /* Pending rows are in a codec that seeks (runs_into). Once vc_shared_code
-     * filled the list (its codes' codec does not seek), they are copied. */
+    /* Pending rows are in a codec that seeks (store_want.lazy_rows). Once
+     * vc_shared_code filled the list (its codes' codec does not seek), they
+     * are copied. */
     if (l && l->rows_pending) {
         uint32_t at = l->first + i, to_stride = FORMAT_SEEK_STRIDE - at % FORMAT_SEEK_STRIDE;
+        struct store_error serr;
         *got = n < to_stride ? n : to_stride;
-        return decode_block_into(l->snapshot, &l->block, l->span_start, l->rows_column, at,
-                                 *got, out, err);
+        return store_lazy_rows(l, i, *got, out, &serr) ? cursor_failed(err, &serr) : 0;
     }
     memcpy(out, s->rows + i, 8 * (size_t)n);
     *got = n;
@@ -396,243 +355,40 @@ int vc_shared_rows(struct vc_shared *s, uint32_t i, uint32_t max, int64_t *out, 
 
 int vc_shared_code(struct vc_shared *s, uint32_t i, int64_t *code, struct ask_error *err)
 {
-    const struct vc_lazy *l = s->lazy;
+    const struct store_lazy_runs *l = s->lazy;
     /* A codec that does not seek walks what lies before the code (DPFOR
      * every exception position: a pick per hour cost more than decoding
      * the whole list once). */
-    if (l && column_seeks(&l->block, l->column))
-        return decode_block_into(l->snapshot, &l->block, l->span_start, l->column,
-                                 l->first + i, 1, code, err);
+    if (l && store_lazy_codes_seek(l)) {
+        struct store_error serr;
+        return store_lazy_codes(l, i, 1, code, &serr) ? cursor_failed(err, &serr) : 0;
+    }
     if (vc_shared_fill(s, err))
         return -1;
     *code = s->codes[i];
     return 0;
 }
 
-/* The number of column (role, index), which must have the type and, unless
- * n is ANY_LENGTH, n elements; -1 with err otherwise. */
-#define ANY_LENGTH UINT32_MAX
-static int find_column(const struct store_segment *s, uint16_t role, uint16_t index,
-                       enum format_type type, uint32_t n, struct ask_error *err)
+/* Hands each value count's runs, as loaded, to a vc_shared groups may hold. */
+static int share_runs(const struct exec *x, struct seg_columns *c, struct ask_error *err)
 {
-    int i = format_block_find(&s->block, role, index);
-    struct format_column_info ci = {0};
-    if (i >= 0)
-        format_block_column(&s->block, i, &ci);
-    if (i < 0 || ci.type != type || (n != ANY_LENGTH && ci.n != n))
-        return ask_fail(err, 500, "corrupt_store", "a segment block (span %lld) lacks column "
-                        "%u/%u", (long long)s->span_start, role, index);
-    return i;
-}
-
-/* Elements [first, first + count) of column (role, index), as find_column
- * checks it, in a new array. */
-static void *column(const struct exec *x, const struct store_segment *s, uint16_t role,
-                    uint16_t index, enum format_type type, uint32_t n, uint32_t first,
-                    uint32_t count, struct ask_error *err)
-{
-    int i = find_column(s, role, index, type, n, err);
-    if (i < 0)
-        return NULL;
-    void *a = malloc((size_t)(count ? count : 1) * format_type_size(type));
-    if (!a) {
-        ask_fail(err, 500, "internal", "out of memory");
-        return NULL;
-    }
-    if (decode_into(x, s, i, first, count, a, err)) {
-        free(a);
-        return NULL;
-    }
-    return a;
-}
-
-/* Span rows: pick_family took them because the span lies in range; all
- * of them have bucket index 0. */
-static int rows_of_span(uint32_t n, struct seg_columns *c, uint32_t *first, uint32_t *m,
-                        struct ask_error *err)
-{
-    *first = 0;
-    *m = n;
-    c->bucket = calloc((size_t)n + 1, sizeof *c->bucket);
-    return c->bucket ? 0 : ask_fail(err, 500, "internal", "out of memory");
-}
-
-/* The rows in range from the family's bucket starts: the bucket column is
- * not read at all, each row's bucket follows from the starts. */
-static int rows_by_starts(const struct exec *x, const struct store_segment *s, int base,
-                          uint32_t n, int span, int64_t width, int64_t from, int64_t to,
-                          struct seg_columns *c, uint32_t *first, uint32_t *m,
-                          struct ask_error *err)
-{
-    int64_t *starts = column(x, s, (uint16_t)(base + STORE_ROLE_BUCKET), 1, FORMAT_I64,
-                             (uint32_t)span + 1, 0, (uint32_t)span + 1, err);
-    if (!starts)
-        return -1;
-    bool sane = starts[0] == 0 && starts[span] == n;
-    for (int b = 0; b < span && sane; b++)
-        sane = starts[b] <= starts[b + 1];
-    /* Bucket indexes [bf, bt) lie in [from, to). */
-    int bf = 0, bt = 0;
-    while (bf < span && s->span_start + bf * width < from)
-        bf++;
-    for (bt = bf; bt < span && s->span_start + bt * width < to;)
-        bt++;
-    *first = sane ? (uint32_t)starts[bf] : 0;
-    *m = sane ? (uint32_t)(starts[bt] - starts[bf]) : 0;
-    c->bucket = sane ? malloc(sizeof *c->bucket * (*m + 1)) : NULL;
-    for (int b = bf; c->bucket && b < bt; b++)
-        for (int64_t i = starts[b]; i < starts[b + 1]; i++)
-            c->bucket[i - starts[bf]] = b;
-    free(starts);
-    if (!sane)
-        return ask_fail(err, 500, "corrupt_store", "segment block of span %lld has bad bucket "
-                        "starts", (long long)s->span_start);
-    return c->bucket ? 0 : ask_fail(err, 500, "internal", "out of memory");
-}
-
-/* Runs [from, to) of value count k into codes and rows at position at;
- * with lazy set, the rows only (none when x->rows_count says the groups'
- * totals come without them and their codec seeks), and *lazy says where
- * the rest lies. */
-static int runs_into(const struct exec *x, const struct store_segment *s, int base, int k,
-                     int64_t from, int64_t to, int64_t *codes, int64_t *rows, int64_t at,
-                     struct vc_lazy *lazy, struct ask_error *err)
-{
-    int ic = find_column(s, (uint16_t)(base + STORE_ROLE_VC_VALUES), (uint16_t)k, FORMAT_I64,
-                         ANY_LENGTH, err);
-    int ir = find_column(s, (uint16_t)(base + STORE_ROLE_VC_COUNTS), (uint16_t)k, FORMAT_I64,
-                         ANY_LENGTH, err);
-    uint32_t count = (uint32_t)(to - from);
-    bool rows_pending = lazy && x->rows_count[k] >= 0 && ir >= 0 && column_seeks(&s->block, ir);
-    if (ic < 0 || ir < 0 ||
-        (!rows_pending && decode_into(x, s, ir, (uint32_t)from, count, rows + at, err)))
-        return -1;
-    if (lazy) {
-        *lazy = (struct vc_lazy){s->block, ic, ir, rows_pending, (uint32_t)from, s->span_start,
-                                 x->snapshot};
-        return 0;
-    }
-    return decode_into(x, s, ic, (uint32_t)from, count, codes + at, err);
-}
-
-/* Loads the runs of the value counts the ask needs, after seg_load read
- * their offsets: of every row, or (pass set) of the rows that pass only,
- * packed, when those hold under a quarter of the runs. An ask filtered by
- * a key keeps few of a range's cells, and decoding every run of the range
- * to fold a few cells' was most of such an ask (cells' runs are RICE
- * coded, about 3 ns a run). Leaves each offset list relative to the runs
- * loaded, a row that was not loaded with none. */
-static int seg_load_runs(struct exec *x, const struct store_segment *s, int base,
-                         struct seg_columns *c, const bool *pass, struct ask_error *err)
-{
-    const uint32_t m = c->n;
+    if (!(c->vc_shared = calloc((size_t)x->v->nvalue_counts + 1, sizeof *c->vc_shared)))
+        return ask_fail(err, 500, "internal", "out of memory");
     for (int k = 0; k < x->v->nvalue_counts; k++) {
-        if (!x->need_vc[k])
+        if (!c->r.vc_off[k])
             continue;
-        int64_t *off = c->vc_off[k], all = off[m] - off[0], wanted = 0;
-        for (uint32_t i = 0; pass && i < m; i++)
-            wanted += pass[i] ? off[i + 1] - off[i] : 0;
-        bool packed = pass && wanted < all / 4;
-        int64_t got = packed ? wanted : all;
-        c->vc_codes[k] = malloc(sizeof(int64_t) * (size_t)(got + 1));
-        c->vc_rows[k] = malloc(sizeof(int64_t) * (size_t)(got + 1));
-        /* A rollup's codes wait until a group needs them (struct vc_lazy). */
-        bool defer = base && !packed;
-        struct vc_lazy *lazy = defer ? malloc(sizeof *lazy) : NULL;
-        if (!c->vc_codes[k] || !c->vc_rows[k] || (defer && !lazy)) {
-            free(lazy);
-            return ask_fail(err, 500, "internal", "out of memory");
-        }
-        if (!packed) {
-            if (runs_into(x, s, base, k, off[0], off[m], c->vc_codes[k], c->vc_rows[k], 0, lazy,
-                          err)) {
-                free(lazy);
-                return -1;
-            }
-            for (uint32_t i = m + 1; i-- > 0;)
-                off[i] -= off[0];
-        } else {
-            /* Each stretch of passing rows is one slice; off is rewritten
-             * behind the reads (row i's new offset once rows < i are done). */
-            int64_t at = 0;
-            for (uint32_t i = 0; i < m;) {
-                if (!pass[i]) {
-                    off[i++] = at;
-                    continue;
-                }
-                uint32_t j = i;
-                while (j < m && pass[j])
-                    j++;
-                int64_t start = off[i];
-                if (runs_into(x, s, base, k, start, off[j], c->vc_codes[k], c->vc_rows[k], at,
-                              NULL, err))
-                    return -1;
-                for (; i < j; i++)
-                    off[i] = at + (off[i] - start);
-                at += off[j] - start;
-            }
-            off[m] = at;
-        }
-        if (!(c->vc_shared[k] = vc_shared_new(c->vc_codes[k], c->vc_rows[k], (uint32_t)got, lazy))) {
+        int64_t *codes, *rows;
+        uint32_t n;
+        struct store_lazy_runs *lazy;
+        store_rows_take_runs(&c->r, k, &codes, &rows, &n, &lazy);
+        if (!(c->vc_shared[k] = vc_shared_new(codes, rows, n, lazy))) {
+            free(codes);
+            free(rows);
             free(lazy);
             return ask_fail(err, 500, "internal", "out of memory");
         }
     }
     return 0;
-}
-
-/* Loads the columns the ask needs of one family, the cells' (base 0) or a
- * rollup's (n its rows, holding only the key it did not roll away), for
- * the rows whose bucket lies in [from, to) only (span rows: all of them). */
-static int seg_load(struct exec *x, const struct store_segment *s, int base, bool span_rows,
-                    uint32_t n, int span, int64_t width, int64_t from, int64_t to,
-                    bool defer_runs, struct seg_columns *c, struct ask_error *err)
-{
-    const struct sql_view *v = x->v;
-    c->keys = calloc((size_t)v->ncell_keys + 1, sizeof *c->keys);
-    c->counts = calloc((size_t)v->ncounts + 1, sizeof *c->counts);
-    c->sums = calloc((size_t)v->nsums + 1, sizeof *c->sums);
-    c->vc_off = calloc((size_t)v->nvalue_counts + 1, sizeof *c->vc_off);
-    c->vc_codes = calloc((size_t)v->nvalue_counts + 1, sizeof *c->vc_codes);
-    c->vc_rows = calloc((size_t)v->nvalue_counts + 1, sizeof *c->vc_rows);
-    c->vc_shared = calloc((size_t)v->nvalue_counts + 1, sizeof *c->vc_shared);
-    if (!c->keys || !c->counts || !c->sums || !c->vc_off || !c->vc_codes || !c->vc_rows ||
-        !c->vc_shared)
-        return ask_fail(err, 500, "internal", "out of memory");
-    uint32_t first = 0, m = 0;
-    int rc = span_rows ? rows_of_span(n, c, &first, &m, err)
-                       : rows_by_starts(x, s, base, n, span, width, from, to, c, &first, &m, err);
-    if (rc)
-        return -1;
-    c->n = m;
-    for (int k = 0; k < v->ncell_keys; k++)
-        if (x->need_key[k] &&
-            !(c->keys[k] = column(x, s, (uint16_t)(base + STORE_ROLE_KEY), (uint16_t)k, FORMAT_I64, n, first, m, err)))
-            return -1;
-    for (int k = 0; k < v->ncounts; k++)
-        if (x->need_count[k] && !(c->counts[k] = column(x, s, (uint16_t)(base + STORE_ROLE_COUNT), (uint16_t)k, FORMAT_I64, n, first, m, err)))
-            return -1;
-    for (int k = 0; k < v->nsums; k++) {
-        bool real = x->types[v->sums[k].fact_column].type == STORE_TYPE_FLOAT;
-        if (x->need_sum[k] &&
-            !(c->sums[k] = column(x, s, (uint16_t)(base + STORE_ROLE_SUM), (uint16_t)k, real ? FORMAT_F64 : FORMAT_I128, n, first, m, err)))
-            return -1;
-    }
-    for (int k = 0; k < v->nvalue_counts; k++) {
-        if (!x->need_vc[k])
-            continue;
-        int64_t *off = c->vc_off[k] = column(x, s, (uint16_t)(base + STORE_ROLE_VC_OFFSETS), (uint16_t)k, FORMAT_I64, n + 1, first, m + 1, err);
-        if (!off)
-            return -1;
-        int64_t runs = off[m] - off[0];
-        for (uint32_t i = 0; i < m; i++)
-            if (off[i] > off[i + 1] || off[i] < 0)
-                runs = -1;
-        if (runs < 0 || runs > FORMAT_MAX_VALUES)
-            return ask_fail(err, 500, "corrupt_store", "segment block of span %lld has bad "
-                                                       "value-count offsets", (long long)s->span_start);
-    }
-    return defer_runs ? 0 : seg_load_runs(x, s, base, c, NULL, err);
 }
 
 /* ---- Cells into groups ------------------------------------------------------------ */
@@ -701,12 +457,12 @@ __attribute__((always_inline)) static inline int leaf_truth(struct exec *x,
     if (bc->is_dim) {
         int ck = join_key(x->v, bc->join);
         const struct dim_entry *e;
-        if (dim_lookup(x, bc->join, c->keys[ck][i], &e, err))
+        if (dim_lookup(x, bc->join, c->r.keys[ck][i], &e, err))
             return -1;
         id = e->found ? dim_id(x, bc->join, e, bc->dim_value) : -1;
         is_null = id < 0;
     } else {
-        code = c->keys[bc->cell_key][i];
+        code = c->r.keys[bc->cell_key][i];
         is_null = code == STORE_NULL;
     }
     if (bc->kind == SQL_COND_IS_NULL)
@@ -762,7 +518,7 @@ __attribute__((always_inline)) static inline int cell_passes(struct exec *x, con
             continue;
         int ck = join_key(v, j);
         const struct dim_entry *e;
-        if (dim_lookup(x, j, c->keys[ck][i], &e, err))
+        if (dim_lookup(x, j, c->r.keys[ck][i], &e, err))
             return -1;
         *pass = e->found;
     }
@@ -826,12 +582,12 @@ static int cell_key(struct exec *x, const struct seg_columns *c, uint32_t i, int
     for (int g = 0; g < a->ngroup_keys; g++) {
         const struct sql_view_column *vc = &v->columns[a->group_keys[g]];
         if (vc->kind == SQL_COLUMN_FACT_KEY) {
-            key[g + 1] = c->keys[vc->cell_key][i];
+            key[g + 1] = c->r.keys[vc->cell_key][i];
             continue;
         }
         int ck = join_key(v, vc->join);
         const struct dim_entry *e;
-        if (dim_lookup(x, vc->join, c->keys[ck][i], &e, err))
+        if (dim_lookup(x, vc->join, c->r.keys[ck][i], &e, err))
             return -1;
         key[g + 1] = e->found ? dim_id(x, vc->join, e, vc->dim_column - 1) : -1;
     }
@@ -844,15 +600,15 @@ static int fold_cell(struct exec *x, const struct seg_columns *c, uint32_t i, st
     const struct sql_view *v = x->v;
     for (int k = 0; k < v->ncounts; k++)
         if (x->need_count[k])
-            g->counts[k] += c->counts[k][i];
+            g->counts[k] += c->r.counts[k][i];
     for (int k = 0; k < v->nsums; k++) {
         if (!x->need_sum[k])
             continue;
         if (x->types[v->sums[k].fact_column].type == STORE_TYPE_FLOAT) {
-            g->real[k] += ((double *)c->sums[k])[i];
+            g->real[k] += ((double *)c->r.sums[k])[i];
         } else {
             __int128 s;
-            memcpy(&s, (char *)c->sums[k] + 16 * (size_t)i, 16);
+            memcpy(&s, (char *)c->r.sums[k] + 16 * (size_t)i, 16);
             if (__builtin_add_overflow(g->exact[k], s, &g->exact[k]))
                 return ask_fail(err, 422, "overflow", "a sum overflowed 128 bits");
         }
@@ -860,13 +616,13 @@ static int fold_cell(struct exec *x, const struct seg_columns *c, uint32_t i, st
     for (int k = 0; k < v->nvalue_counts; k++) {
         if (!x->need_vc[k])
             continue;
-        int64_t r = c->vc_off[k][i], n = c->vc_off[k][i + 1] - r;
+        int64_t r = c->r.vc_off[k][i], n = c->r.vc_off[k][i + 1] - r;
         struct vc_acc *acc = &g->vcs[k];
         struct vc_shared *held = vc_acc_lazy(acc); /* a merge reads the group's list */
         if ((n && held && vc_shared_fill(held, err)) ||
             (c->vc_shared[k]->lazy && !vc_acc_lends(acc, n) && vc_shared_fill(c->vc_shared[k], err)))
             return -1;
-        if (vc_acc_add_runs(acc, c->vc_shared[k], c->vc_codes[k] + r, c->vc_rows[k] + r, n))
+        if (vc_acc_add_runs(acc, c->vc_shared[k], c->vc_shared[k]->codes + r, c->vc_shared[k]->rows + r, n))
             return ask_fail(err, 500, "internal", "out of memory");
     }
     return 0;
@@ -882,29 +638,20 @@ static int64_t now_us(void)
 /* The rollup family of the block the ask can fold instead of its cells:
  * the one that kept only the key the ask reads (or none) and the value
  * counts it needs, over the whole span when the range holds the span and
- * the ask does not group by bucket, else per bucket. Returns its role base,
- * row count and whether its rows are span rows; 0 for the cells. */
-static uint16_t pick_family(const struct exec *x, const struct store_segment *s, int span,
-                            int64_t width, int64_t from, int64_t to, uint32_t *n,
-                            bool *span_rows)
+ * the ask does not group by bucket, else per bucket. Returns its role base
+ * and whether its rows are span rows; 0 for the cells. */
+static uint16_t pick_family(const struct exec *x, const struct store_block *b, int64_t from,
+                            int64_t to, bool *span_rows)
 {
-    *n = s->block.info.ncells;
     *span_rows = false;
     if (x->read_key < -1 || x->read_key >= STORE_ROLLUP_MAX_KEYS || x->e->limits.cells_only)
         return 0;
-    int64_t span_end = s->span_start + span * width;
-    bool whole_span = !x->ask->group_by_bucket && s->span_start >= from && span_end <= to;
+    int64_t span_end = b->span_start + b->span * b->width;
+    bool whole_span = !x->ask->group_by_bucket && b->span_start >= from && span_end <= to;
     for (int whole = whole_span; whole >= 0; whole--) {
         uint16_t base = store_rollup_base(whole, x->read_key);
-        int i = format_block_find(&s->block, (uint16_t)(base + STORE_ROLE_BUCKET), 0);
-        for (int k = 0; i >= 0 && k < x->v->nvalue_counts; k++)
-            if (x->need_vc[k] &&
-                format_block_find(&s->block, (uint16_t)(base + STORE_ROLE_VC_OFFSETS), (uint16_t)k) < 0)
-                i = -1; /* a marginal without its value counts */
-        if (i >= 0) {
-            struct format_column_info ci = {0};
-            format_block_column(&s->block, i, &ci);
-            *n = ci.n;
+        uint32_t n;
+        if (store_block_family(b, base, x->need_vc, &n)) {
             *span_rows = whole;
             return base;
         }
@@ -912,31 +659,44 @@ static uint16_t pick_family(const struct exec *x, const struct store_segment *s,
     return 0;
 }
 
-static int scan_segment(struct exec *x, const struct store_segment *s, int span, int64_t width,
-                        int64_t from, int64_t to, struct ask_error *err)
+/* Folds the cells (or rollup rows) of one block whose bucket lies in
+ * [from, to) into their groups. The cursor decodes the columns the ask
+ * needs of the rows in range; with a filter, which cells pass is known
+ * before their runs are read, so only theirs are (store_rows_load_runs). A
+ * rollup's codes stay encoded until a group needs them (struct
+ * store_lazy_runs), and so do its rows where rows_count says the groups'
+ * totals come without them. */
+static int scan_segment(struct exec *x, const struct store_block *b, int64_t from, int64_t to,
+                        struct ask_error *err)
 {
     struct seg_columns c = {0};
-    uint32_t n;
     bool span_rows;
-    uint16_t base = pick_family(x, s, span, width, from, to, &n, &span_rows);
-    /* With a filter, which cells pass is known before their runs are read. */
-    bool defer_runs = x->filters_cells && x->any_vc;
-    int rc = seg_load(x, s, base, span_rows, n, span, width, from, to, defer_runs, &c, err);
+    uint16_t base = pick_family(x, b, from, to, &span_rows);
+    bool filter_first = x->filters_cells && x->any_vc;
+    struct store_want want = {
+        .family = base, .span_rows = span_rows, .from = from, .to = to,
+        .keys = x->need_key, .counts = x->need_count, .sums = x->need_sum, .vcs = x->need_vc,
+        .defer_runs = true, .lazy_codes = base != 0, .lazy_rows = x->lazy_rows,
+    };
+    struct store_error serr;
+    int rc = store_rows_load(b, &want, &c.r, &serr) ? cursor_failed(err, &serr) : 0;
     bool *pass = NULL;
-    if (rc == 0 && defer_runs) {
-        if (!(pass = calloc((size_t)c.n + 1, sizeof *pass)))
+    if (rc == 0 && filter_first) {
+        if (!(pass = calloc((size_t)c.r.n + 1, sizeof *pass)))
             rc = ask_fail(err, 500, "internal", "out of memory");
-        for (uint32_t i = 0; rc == 0 && i < c.n; i++) {
-            int64_t bucket = s->span_start + c.bucket[i] * width;
+        for (uint32_t i = 0; rc == 0 && i < c.r.n; i++) {
+            int64_t bucket = b->span_start + c.r.bucket[i] * b->width;
             if (bucket >= from && bucket < to)
                 rc = cell_passes(x, &c, i, &pass[i], err);
         }
-        if (rc == 0)
-            rc = seg_load_runs(x, s, base, &c, pass, err);
     }
+    if (rc == 0 && store_rows_load_runs(b, &want, &c.r, pass, &serr))
+        rc = cursor_failed(err, &serr);
+    if (rc == 0)
+        rc = share_runs(x, &c, err);
     int64_t key[65];
-    for (uint32_t i = 0; rc == 0 && i < c.n; i++) {
-        int64_t bucket = s->span_start + c.bucket[i] * width;
+    for (uint32_t i = 0; rc == 0 && i < c.r.n; i++) {
+        int64_t bucket = b->span_start + c.r.bucket[i] * b->width;
         if (bucket < from || bucket >= to)
             continue;
         bool ok;
@@ -959,19 +719,15 @@ static int scan_segment(struct exec *x, const struct store_segment *s, int span,
 /* A segment's base block, then each delta block by the same rule (a delta
  * carries its own rollups): every accumulator adds, so folding the changes
  * of later commits after the base gives what one merged block would. */
-static int scan_with_deltas(struct exec *x, const struct store_segment *s, int width,
-                            int64_t from, int64_t to, struct ask_error *err)
+static int scan_with_deltas(struct exec *x, const struct store_segment *s, int64_t from,
+                            int64_t to, struct ask_error *err)
 {
-    int span = store_span_buckets(x->v, width);
-    int64_t w = x->v->widths[width];
-    int rc = scan_segment(x, s, span, w, from, to, err);
-    for (int i = 0; rc == 0 && i < s->ndeltas; i++) {
-        struct store_segment d = *s;
-        d.block = s->deltas[i].block;
-        d.bytes = s->deltas[i].bytes;
-        d.len = s->deltas[i].len;
-        x->folded_deltas = true;
-        rc = scan_segment(x, &d, span, w, from, to, err);
+    int rc = 0;
+    for (int i = 0; rc == 0 && i <= s->ndeltas; i++) {
+        struct store_block b;
+        store_segment_block(x->r, s, i, &b);
+        x->folded_deltas = x->folded_deltas || i > 0;
+        rc = scan_segment(x, &b, from, to, err);
     }
     return rc;
 }
@@ -986,7 +742,7 @@ static int scan_range(struct exec *x, int width, int64_t from, int64_t to, struc
     it.raw = true;
     int rc, got;
     for (rc = 0; rc == 0 && (got = store_segments_next(&it, &s, &serr)) == 1;) {
-        rc = scan_with_deltas(x, &s, width, from, to, err);
+        rc = scan_with_deltas(x, &s, from, to, err);
         if (rc == 0 && x->e->limits.max_ask_us > 0 &&
             now_us() - x->started_us > x->e->limits.max_ask_us)
             rc = ask_fail(err, 503, "ask_timeout", "the ask ran past its time limit of %lld ms",
@@ -1196,7 +952,8 @@ static bool is_percentile(enum sql_agg agg)
 static int plan_rows_counts(struct exec *x)
 {
     const struct sql_view *v = x->v;
-    if (!(x->rows_count = malloc(sizeof *x->rows_count * ((size_t)v->nvalue_counts + 1))))
+    if (!(x->rows_count = malloc(sizeof *x->rows_count * ((size_t)v->nvalue_counts + 1))) ||
+        !(x->lazy_rows = calloc((size_t)v->nvalue_counts + 1, sizeof *x->lazy_rows)))
         return -1;
     for (int k = 0; k < v->nvalue_counts; k++) {
         const struct sql_value_count_spec *vs = &v->value_counts[k];
@@ -1214,6 +971,7 @@ static int plan_rows_counts(struct exec *x)
         }
         if (x->rows_count[k] >= 0)
             x->need_count[x->rows_count[k]] = true;
+        x->lazy_rows[k] = x->rows_count[k] >= 0;
     }
     return 0;
 }
@@ -1360,5 +1118,6 @@ void exec_free(struct exec *x)
     free(x->pieces);
     free(x->cal_edges);
     free(x->cal_keys);
+    free(x->lazy_rows);
     bound_free(&x->b);
 }

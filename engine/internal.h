@@ -65,50 +65,35 @@ void bound_free(struct bound *b);
 
 /* ---- Scanning -------------------------------------------------------------- */
 
-/* Columns whose checksum this thread checked in a snapshot (checked.c). */
-bool column_was_checked(uint64_t snapshot, const uint8_t *bytes, uint32_t length,
-                        uint64_t checksum);
-void column_mark_checked(uint64_t snapshot, const uint8_t *bytes, uint32_t length,
-                         uint64_t checksum);
-
 /* One value code and its rows. */
 struct vc_run {
     int64_t code, rows;
-};
-
-/* Where the codes of a vc_shared still lie encoded: a rollup's runs, whose
- * codes seg_load_runs leaves undecoded, since a group fed by one rollup row
- * (a percentile per bucket, or over a span) reads only the codes it picks.
- * Their rows too when the ask knows each group's total without them
- * (exec.rows_count): a percentile then decodes rows only up to its pick.
- * The block lies in the ask's read snapshot, valid until the answer is
- * written. */
-struct vc_lazy {
-    struct format_block block;
-    int column;
-    int rows_column;
-    bool rows_pending;        /* rows holds n undecoded slots too */
-    uint32_t first;           /* the columns' index of codes[0] and rows[0] */
-    int64_t span_start;       /* for errors */
-    uint64_t snapshot;        /* for the checksum cache (checked.c) */
 };
 
 /* Decoded value-count columns of a block that groups may hold without
  * copying (vc_acc.c): freed when the last holder lets go. One ask's, so
  * one thread's: the count is plain. While lazy is set, codes holds n
  * undecoded slots: only a group that lent the list whole may hold it, and
- * it reads codes through vc_shared_code, or vc_shared_fill first. */
+ * it reads codes through vc_shared_code, or vc_shared_fill first.
+ *
+ * A rollup's runs come that way (store_want.lazy_codes): a group fed by one
+ * rollup row (a percentile per bucket, or over a span) reads only the codes
+ * it picks. Their rows too when the ask knows each group's total without
+ * them (exec.rows_count): a percentile then decodes rows only up to its
+ * pick. The block lies in the ask's read snapshot, valid until the answer
+ * is written. */
 struct vc_shared {
     int64_t *codes, *rows;
     int refs;
     uint32_t n;
-    struct vc_lazy *lazy;
+    struct store_lazy_runs *lazy;
 };
 
 /* Takes the arrays (malloc'd) of n runs and lazy (malloc'd or NULL); one
  * reference, the caller's. NULL when out of memory (the arrays are then
  * still the caller's). */
-struct vc_shared *vc_shared_new(int64_t *codes, int64_t *rows, uint32_t n, struct vc_lazy *lazy);
+struct vc_shared *vc_shared_new(int64_t *codes, int64_t *rows, uint32_t n,
+                                struct store_lazy_runs *lazy);
 void vc_shared_release(struct vc_shared *s);
 /* Decodes the codes (and rows) lazy left encoded (exec.c); a no-op once
  * done. */
@@ -212,6 +197,7 @@ struct exec {
      * that count counts), when every measure the ask reads of it is a
      * percentile and its rows may stay encoded; else -1. */
     int *rows_count;
+    bool *lazy_rows;          /* per value count: rows_count[k] >= 0 (store_want) */
     int64_t **cond_ids;       /* per dim condition: its texts' pool ids */
     int read_key;             /* the one cell key the ask reads (conditions,
                                  group keys, inner joins); -1 none, -2 more */

@@ -6,8 +6,8 @@
  * them) and long enough to be worth it: a group fed by one rollup row (a bucket's or a span's value
  * counts, as a percentile per bucket reads) then costs one pass that checks
  * the runs ascend, and its answer walks the block's own arrays. A rollup's
- * list may come with its codes still encoded (struct vc_lazy): the group
- * then sums its rows only, and its codes are decoded when the answer picks
+ * list may come with its codes still encoded (struct store_lazy_runs): the
+ * group then sums its rows only, and its codes are decoded when the answer picks
  * one, or whole by the caller before another list merges in. Its rows may
  * be encoded too (rows_pending): they are summed once the caller decodes
  * them for a merge, and a percentile that only picks reads them up to its
@@ -315,7 +315,8 @@ void vc_acc_free(struct vc_acc *a)
     memset(a, 0, sizeof *a);
 }
 
-struct vc_shared *vc_shared_new(int64_t *codes, int64_t *rows, uint32_t n, struct vc_lazy *lazy)
+struct vc_shared *vc_shared_new(int64_t *codes, int64_t *rows, uint32_t n,
+                                struct store_lazy_runs *lazy)
 {
     struct vc_shared *s = malloc(sizeof *s);
     if (!s)

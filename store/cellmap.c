@@ -691,144 +691,34 @@ int cellmap_encode_delta(struct cellmap *m, void **out, size_t *len, struct stor
 
 /* ---- Loading ------------------------------------------------------------------- */
 
-/* Decodes column (role, index) of a block into a fresh array (to free). */
-void *store_decode_column(const struct format_block *b, uint16_t role, uint16_t index,
-                           enum format_type type, uint32_t n, struct store_error *err)
-{
-    int i = format_block_find(b, role, index);
-    struct format_column_info ci = {0};
-    if (i < 0) {
-        store_fail(err, "segment block lacks column (role %u, index %u)", role, index);
-        return NULL;
-    }
-    format_block_column(b, i, &ci);
-    if (ci.type != type || ci.n != n) {
-        store_fail(err, "segment block column (role %u, index %u) has the wrong shape", role,
-                   index);
-        return NULL;
-    }
-    void *a = malloc((n ? n : 1) * format_type_size(type));
-    struct format_error ferr;
-    if (!a) {
-        store_fail(err, "out of memory");
-        return NULL;
-    }
-    if (format_block_decode(b, i, a, &ferr)) {
-        store_fail(err, "%s", ferr.message);
-        free(a);
-        return NULL;
-    }
-    return a;
-}
-
-static int load_vcs(struct cellmap *m, const struct format_block *b, struct cell **cells,
-                    uint32_t n, struct store_error *err)
+/* The runs of cell i's value counts, copied from the decoded block. */
+static int load_vcs(struct cellmap *m, const struct store_rows *rows, struct cell *c, uint32_t i,
+                    struct store_error *err)
 {
     for (int k = 0; k < m->view->nvalue_counts; k++) {
-        int64_t *off = store_decode_column(b, STORE_ROLE_VC_OFFSETS, (uint16_t)k, FORMAT_I64, n + 1, err);
-        if (!off)
-            return -1;
-        int64_t runs = off[n];
-        bool sane = off[0] == 0 && runs >= 0 && runs <= FORMAT_MAX_VALUES;
-        for (uint32_t i = 0; i < n && sane; i++)
-            sane = off[i] <= off[i + 1];
-        int64_t *codes = NULL, *rows = NULL;
-        if (sane) {
-            codes = store_decode_column(b, STORE_ROLE_VC_VALUES, (uint16_t)k, FORMAT_I64, (uint32_t)runs, err);
-            rows = codes ? store_decode_column(b, STORE_ROLE_VC_COUNTS, (uint16_t)k, FORMAT_I64,
-                                         (uint32_t)runs, err)
-                         : NULL;
-        } else {
-            store_fail(err, "segment block value-count offsets are not ascending");
-        }
-        int rc = rows ? 0 : -1;
-        for (uint32_t i = 0; i < n && rc == 0; i++) {
-            struct vc_runs *r = &cells[i]->vcs[k];
-            uint32_t cnt = (uint32_t)(off[i + 1] - off[i]);
-            if (cnt == 0)
-                continue; /* no runs: codes may be NULL, and memcpy(NULL) is UB */
-            if (runs_reserve(r, cnt)) {
-                rc = store_fail(err, "out of memory");
-                break;
-            }
-            memcpy(r->codes, codes + off[i], 8 * (size_t)cnt);
-            memcpy(r->rows, rows + off[i], 8 * (size_t)cnt);
-            r->sorted = r->n = cnt;
-            m->bytes += 16 * (size_t)cnt;
-        }
-        free(off);
-        free(codes);
-        free(rows);
-        if (rc)
-            return -1;
+        struct vc_runs *r = &c->vcs[k];
+        const int64_t *off = rows->vc_off[k];
+        uint32_t cnt = (uint32_t)(off[i + 1] - off[i]);
+        if (cnt == 0)
+            continue; /* no runs: codes may be NULL, and memcpy(NULL) is UB */
+        if (runs_reserve(r, cnt))
+            return store_fail(err, "out of memory");
+        memcpy(r->codes, rows->vc_codes[k] + off[i], 8 * (size_t)cnt);
+        memcpy(r->rows, rows->vc_rows[k] + off[i], 8 * (size_t)cnt);
+        r->sorted = r->n = cnt;
+        m->bytes += 16 * (size_t)cnt;
     }
     return 0;
 }
 
-/* The decoded columns of a block, before they become cells. */
-struct loaded_columns {
-    int64_t *bucket;
-    int64_t **keys, **counts;
-    void **sums;
-    int64_t *rowkeys;
-};
-
-static void loaded_free(const struct sql_view *v, struct loaded_columns *lc)
-{
-    free(lc->bucket);
-    for (int k = 0; lc->keys && k < v->ncell_keys; k++)
-        free(lc->keys[k]);
-    for (int k = 0; lc->counts && k < v->ncounts; k++)
-        free(lc->counts[k]);
-    for (int k = 0; lc->sums && k < v->nsums; k++)
-        free(lc->sums[k]);
-    free(lc->keys);
-    free(lc->counts);
-    free(lc->sums);
-    free(lc->rowkeys);
-}
-
-static int load_columns(const struct cellmap *m, const struct format_block *b,
-                        struct loaded_columns *lc, struct store_error *err)
+static struct cell *load_cell(struct cellmap *m, const struct store_rows *rows, uint32_t i,
+                              int64_t *keys, struct store_error *err)
 {
     const struct sql_view *v = m->view;
-    uint32_t n = b->info.ncells;
-    lc->keys = calloc((size_t)v->ncell_keys + 1, sizeof *lc->keys);
-    lc->counts = calloc((size_t)v->ncounts + 1, sizeof *lc->counts);
-    lc->sums = calloc((size_t)v->nsums + 1, sizeof *lc->sums);
-    lc->rowkeys = calloc((size_t)v->ncell_keys + 1, sizeof *lc->rowkeys);
-    if (!lc->keys || !lc->counts || !lc->sums || !lc->rowkeys)
-        return store_fail(err, "out of memory");
-    if (!(lc->bucket = store_decode_column(b, STORE_ROLE_BUCKET, 0, FORMAT_I64, n, err)))
-        return -1;
     for (int k = 0; k < v->ncell_keys; k++)
-        if (!(lc->keys[k] = store_decode_column(b, STORE_ROLE_KEY, (uint16_t)k, FORMAT_I64, n, err)))
-            return -1;
-    for (int k = 0; k < v->ncounts; k++)
-        if (!(lc->counts[k] = store_decode_column(b, STORE_ROLE_COUNT, (uint16_t)k, FORMAT_I64, n, err)))
-            return -1;
-    for (int k = 0; k < v->nsums; k++) {
-        bool real = m->types[v->sums[k].fact_column].type == STORE_TYPE_FLOAT;
-        if (!(lc->sums[k] = store_decode_column(b, STORE_ROLE_SUM, (uint16_t)k,
-                                          real ? FORMAT_F64 : FORMAT_I128, n, err)))
-            return -1;
-    }
-    return 0;
-}
-
-static struct cell *load_cell(struct cellmap *m, const struct loaded_columns *lc, uint32_t i,
-                              struct store_error *err)
-{
-    const struct sql_view *v = m->view;
-    if (lc->bucket[i] < 0 || lc->bucket[i] >= store_span_buckets(v, m->width)) {
-        store_fail(err, "segment block has a bucket index %lld outside its span",
-                   (long long)lc->bucket[i]);
-        return NULL;
-    }
-    for (int k = 0; k < v->ncell_keys; k++)
-        lc->rowkeys[k] = lc->keys[k][i];
+        keys[k] = rows->keys[k][i];
     uint32_t before = m->ncells;
-    struct cell *c = find_or_add(m, (uint32_t)lc->bucket[i], lc->rowkeys);
+    struct cell *c = find_or_add(m, (uint32_t)rows->bucket[i], keys);
     if (!c) {
         store_fail(err, "out of memory");
         return NULL;
@@ -838,33 +728,36 @@ static struct cell *load_cell(struct cellmap *m, const struct loaded_columns *lc
         return NULL;
     }
     for (int k = 0; k < v->ncounts; k++)
-        c->counts[k] = lc->counts[k][i];
+        c->counts[k] = rows->counts[k][i];
     for (int k = 0; k < v->nsums; k++) {
-        if (m->types[v->sums[k].fact_column].type == STORE_TYPE_FLOAT)
-            c->sums[k].real = ((double *)lc->sums[k])[i];
+        if (rows->sum_real[k])
+            c->sums[k].real = format_load_f64(rows->sums[k], i);
         else
-            memcpy(&c->sums[k].exact, (char *)lc->sums[k] + 16 * (size_t)i, 16);
+            c->sums[k].exact = format_load_i128(rows->sums[k], i);
     }
-    return c;
+    return load_vcs(m, rows, c, i, err) ? NULL : c;
 }
 
+/* Every cell of a block, through the store's cursor: its cells' family
+ * whole, every column (store_rows_load checks the bucket indexes and
+ * value-count offsets). The trailer is checked too: the writer re-encodes
+ * what it loads, and must not carry a corruption into a fresh checksum. */
 int cellmap_load(struct cellmap *m, const void *block, size_t len, struct store_error *err)
 {
-    struct format_block b;
-    struct format_error ferr;
-    if (format_block_open(&b, block, len, true, &ferr))
-        return store_fail(err, "%s", ferr.message);
-    uint32_t n = b.info.ncells;
-    struct loaded_columns lc = {0};
-    struct cell **cells = calloc(n ? n : 1, sizeof *cells);
-    int rc = cells ? load_columns(m, &b, &lc, err) : store_fail(err, "out of memory");
-    for (uint32_t i = 0; rc == 0 && i < n; i++)
-        if (!(cells[i] = load_cell(m, &lc, i, err)))
-            rc = -1;
+    struct store_block b;
+    struct store_rows rows = {0};
+    int64_t *keys = malloc(sizeof *keys * ((size_t)m->view->ncell_keys + 1));
+    const struct store_want every = {.whole = true, .every = true};
+    int rc = keys ? store_block_open(&b, m->view, m->types, m->width, m->span_start, block, len,
+                                     true, err)
+                  : store_fail(err, "out of memory");
     if (rc == 0)
-        rc = load_vcs(m, &b, cells, n, err);
-    loaded_free(m->view, &lc);
-    free(cells);
+        rc = store_rows_load(&b, &every, &rows, err);
+    for (uint32_t i = 0; rc == 0 && i < rows.n; i++)
+        if (!load_cell(m, &rows, i, keys, err))
+            rc = -1;
+    store_rows_free(m->view, &rows);
+    free(keys);
     return rc;
 }
 

@@ -168,12 +168,14 @@ struct cellmap {
 struct cellmap *cellmap_new(const struct sql_view *view, const struct store_column_type *types,
                             int view_index, int width, int64_t span_start);
 void cellmap_free(struct cellmap *m);
+/* Columns whose checksum this thread checked in a snapshot (checked.c). */
+bool store_column_was_checked(uint64_t snapshot, const uint8_t *bytes, uint32_t length,
+                              uint64_t checksum);
+void store_column_mark_checked(uint64_t snapshot, const uint8_t *bytes, uint32_t length,
+                               uint64_t checksum);
+
 /* Fills an empty cellmap from a stored block. */
 int cellmap_load(struct cellmap *m, const void *block, size_t len, struct store_error *err);
-/* Decodes the column (role, index) of a block, checking its type and length,
- * into a malloc'd array; NULL with err when missing, misshapen or corrupt. */
-void *store_decode_column(const struct format_block *b, uint16_t role, uint16_t index,
-                          enum format_type type, uint32_t n, struct store_error *err);
 /* Adds every cell of an overlay (counts, sums and runs that may be
  * negative) into the base, which then holds both; -1 on overflow or out of
  * memory. */

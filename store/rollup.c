@@ -105,21 +105,16 @@ int block_add_bucket_starts(struct block_columns *bc, uint16_t role, int span,
     return 0;
 }
 
-/* ---- A family's rows, as column pointers into a block_columns ------------------- */
+/* ---- A family's rows, as column pointers into a block_columns -------------------
+ *
+ * The cursor's decoded view of a family (struct store_rows), borrowed: its
+ * arrays are the block_columns' being built, and the keys a family rolled
+ * away NULL. */
 
-struct rows {
-    uint32_t n;
-    int64_t *bucket;
-    int64_t **keys; /* [ncell_keys]; NULL for the keys a family rolled away */
-    int64_t **counts;
-    void **sums;    /* __int128 or double per sum */
-    int64_t **vc_off, **vc_codes, **vc_rows;
-    bool has_vcs;      /* holds its value counts (a marginal may leave them out) */
-};
-
-static int rows_alloc(const struct sql_view *v, struct rows *r)
+static int rows_alloc(const struct sql_view *v, struct store_rows *r)
 {
     memset(r, 0, sizeof *r);
+    r->borrowed = true;
     r->keys = calloc((size_t)v->ncell_keys + 1, sizeof *r->keys);
     r->counts = calloc((size_t)v->ncounts + 1, sizeof *r->counts);
     r->sums = calloc((size_t)v->nsums + 1, sizeof *r->sums);
@@ -129,25 +124,19 @@ static int rows_alloc(const struct sql_view *v, struct rows *r)
     return r->keys && r->counts && r->sums && r->vc_off && r->vc_codes && r->vc_rows ? 0 : -1;
 }
 
-static void rows_free(struct rows *r)
+/* Whether a family holds its value counts (a marginal may leave them out). */
+static bool holds_vcs(const struct sql_view *v, const struct store_rows *r)
 {
-    free(r->keys);
-    free(r->counts);
-    free(r->sums);
-    free(r->vc_off);
-    free(r->vc_codes);
-    free(r->vc_rows);
-    memset(r, 0, sizeof *r);
+    return v->nvalue_counts == 0 || r->vc_off[0] != NULL;
 }
 
 /* The cells' rows (family 0), found among the columns already built. */
 static int cell_rows(const struct sql_view *v, const struct block_columns *bc, uint32_t n,
-                     struct rows *r)
+                     struct store_rows *r)
 {
     if (rows_alloc(v, r))
         return -1;
     r->n = n;
-    r->has_vcs = true;
     r->bucket = block_column_find(bc, STORE_ROLE_BUCKET, 0);
     for (int k = 0; k < v->ncell_keys; k++)
         r->keys[k] = block_column_find(bc, STORE_ROLE_KEY, (uint16_t)k);
@@ -166,7 +155,7 @@ static int cell_rows(const struct sql_view *v, const struct block_columns *bc, u
 /* ---- Grouping ------------------------------------------------------------------ */
 
 struct grouping {
-    const struct rows *src;
+    const struct store_rows *src;
     bool span; /* one group per key value over the span, not per bucket */
     int key;   /* -1: every key rolled away */
     int span_buckets;
@@ -214,9 +203,9 @@ static void *shrink_column(struct block_columns *bc, int i, uint32_t n)
  * would touch that much again, enough to set a fold's peak memory. */
 static int build_vc(const struct grouping *gr, int k, const uint32_t *perm, const uint32_t *start,
                     uint32_t ng, uint16_t base, uint64_t max_runs, struct block_columns *bc,
-                    struct rows *out)
+                    struct store_rows *out)
 {
-    const struct rows *src = gr->src;
+    const struct store_rows *src = gr->src;
     uint32_t total = src->n ? (uint32_t)src->vc_off[k][src->n] : 0;
     int64_t *off = block_column_add(bc, base + STORE_ROLE_VC_OFFSETS, (uint16_t)k, FORMAT_I64, ng + 1);
     int64_t *codes = off ? block_column_add(bc, base + STORE_ROLE_VC_VALUES, (uint16_t)k, FORMAT_I64, total) : NULL;
@@ -268,9 +257,9 @@ done:
 
 static int build_sums(const struct sql_view *v, const struct store_column_type *types,
                       const struct grouping *gr, const uint32_t *perm, const uint32_t *start,
-                      uint32_t ng, uint16_t base, struct block_columns *bc, struct rows *out)
+                      uint32_t ng, uint16_t base, struct block_columns *bc, struct store_rows *out)
 {
-    const struct rows *src = gr->src;
+    const struct store_rows *src = gr->src;
     for (int k = 0; k < v->nsums; k++) {
         bool real = types[v->sums[k].fact_column].type == STORE_TYPE_FLOAT;
         void *a = block_column_add(bc, base + STORE_ROLE_SUM, (uint16_t)k,
@@ -301,12 +290,12 @@ static int build_sums(const struct sql_view *v, const struct store_column_type *
 
 /* Builds one family from src into bc; *out points at its columns. */
 static int build_family(const struct sql_view *v, const struct store_column_type *types,
-                        const struct grouping *gr, const struct rows *cells, uint16_t base,
-                        struct block_columns *bc, struct rows *out)
+                        const struct grouping *gr, const struct store_rows *cells, uint16_t base,
+                        struct block_columns *bc, struct store_rows *out)
 {
     uint32_t ncells = cells->n;
     const int64_t *const *cell_off = (const int64_t *const *)cells->vc_off;
-    const struct rows *src = gr->src;
+    const struct store_rows *src = gr->src;
     memset(out, 0, sizeof *out);
     uint32_t *perm = malloc(sizeof *perm * (src->n + 1));
     uint32_t *start = malloc(sizeof *start * (src->n + 1)), ng = 0;
@@ -358,7 +347,7 @@ static int build_family(const struct sql_view *v, const struct store_column_type
      * fares over a day are nearly as many runs as its cells'): then the
      * family keeps its counts and sums and leaves the value counts out. */
     int before_vcs = bc->ncols;
-    bool vcs = src->has_vcs;
+    bool vcs = holds_vcs(v, src);
     for (int k = 0; vcs && k < v->nvalue_counts; k++) {
         uint64_t max_runs = gr->key < 0 ? UINT64_MAX : (uint64_t)cell_off[k][ncells] / 2;
         if ((rc = build_vc(gr, k, perm, start, ng, base, max_runs, bc, out)) == FAILED)
@@ -370,7 +359,6 @@ static int build_family(const struct sql_view *v, const struct store_column_type
         for (int k = 0; k < v->nvalue_counts; k++)
             out->vc_off[k] = out->vc_codes[k] = out->vc_rows[k] = NULL;
     }
-    out->has_vcs = vcs;
     rc = BUILT;
 done:
     free(perm);
@@ -380,8 +368,8 @@ done:
 
 /* One family, kept only when built; *built tells which. */
 static int add_family(const struct sql_view *v, const struct store_column_type *types,
-                      const struct grouping *gr, const struct rows *cells, struct block_columns *bc,
-                      struct rows *out, bool *built)
+                      const struct grouping *gr, const struct store_rows *cells, struct block_columns *bc,
+                      struct store_rows *out, bool *built)
 {
     int ncols = bc->ncols;
     int rc = build_family(v, types, gr, cells, store_rollup_base(gr->span, gr->key), bc, out);
@@ -397,7 +385,7 @@ int rollup_build(const struct sql_view *v, const struct store_column_type *types
     int nkeys = v->ncell_keys < STORE_ROLLUP_MAX_KEYS ? v->ncell_keys : STORE_ROLLUP_MAX_KEYS;
     bool spans = width == v->nwidths - 1;
     int span_buckets = store_span_buckets(v, width);
-    struct rows cells = {0}, bucket_rows = {0}, span_rows = {0};
+    struct store_rows cells = {0}, bucket_rows = {0}, span_rows = {0};
     bool built;
     int rc = cell_rows(v, bc, ncells, &cells);
     /* Totals, then a span total from them. */
@@ -405,11 +393,11 @@ int rollup_build(const struct sql_view *v, const struct store_column_type *types
     if (rc == 0)
         rc = add_family(v, types, &per_bucket, &cells, bc, &bucket_rows, &built);
     if (rc == 0 && spans) {
-        struct grouping whole = {built && bucket_rows.has_vcs ? &bucket_rows : &cells, true, -1, span_buckets};
+        struct grouping whole = {built && holds_vcs(v, &bucket_rows) ? &bucket_rows : &cells, true, -1, span_buckets};
         rc = add_family(v, types, &whole, &cells, bc, &span_rows, &built);
     }
-    rows_free(&bucket_rows);
-    rows_free(&span_rows);
+    store_rows_free(v, &bucket_rows);
+    store_rows_free(v, &span_rows);
     /* Marginals by one key, per bucket (a view of one key has its cells
      * for that) and over the span. */
     for (int k = 0; rc == 0 && k < nkeys; k++) {
@@ -417,12 +405,12 @@ int rollup_build(const struct sql_view *v, const struct store_column_type *types
         built = false;
         if (nkeys > 1)
             rc = add_family(v, types, &by_key, &cells, bc, &bucket_rows, &built);
-        struct grouping whole = {built && bucket_rows.has_vcs ? &bucket_rows : &cells, true, k, span_buckets};
+        struct grouping whole = {built && holds_vcs(v, &bucket_rows) ? &bucket_rows : &cells, true, k, span_buckets};
         if (rc == 0 && spans)
             rc = add_family(v, types, &whole, &cells, bc, &span_rows, &built);
-        rows_free(&bucket_rows);
-        rows_free(&span_rows);
+        store_rows_free(v, &bucket_rows);
+        store_rows_free(v, &span_rows);
     }
-    rows_free(&cells);
+    store_rows_free(v, &cells);
     return rc;
 }

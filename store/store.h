@@ -65,6 +65,7 @@ enum store_error_kind {
                              EDQUOT, EFBIG): retry once space is freed */
     STORE_ERR_REPLAY,     /* the map filled mid-batch and has grown: apply the
                              batch again from the stored position */
+    STORE_ERR_NO_MEMORY,  /* an allocation failed: nothing is wrong with the store */
 };
 
 struct store_error {
@@ -390,6 +391,147 @@ int store_projection_get(struct store_read *r, int view, int join, int64_t key,
 typedef int (*store_value_fn)(void *ctx, int64_t code, int64_t rows);
 int store_values_walk(struct store_read *r, int view, int vc, store_value_fn fn, void *ctx,
                       struct store_error *err);
+
+/* ---- Decoding a segment (cursor.c) -------------------------------------
+ *
+ * Every reader of a segment decodes it here: the engine's scan, straum-dump,
+ * the writer's loads and folds, verify. A walk (store_segments_begin) hands
+ * out segments; store_segment_block opens one of a segment's blocks for
+ * decoding; store_rows_load decodes of one family of that block (the cells,
+ * or a rollup family: SPEC.md "Rollups") what the caller asks for, and only
+ * that: the columns asked for, and of a range the rows of the buckets in
+ * it, found through the family's bucket starts. RAW and BITPACK columns are
+ * read in place, the other codecs from the slice's anchor before (format/).
+ * A new column role is decoded here once, for every reader.
+ *
+ * Nothing trusts the bytes: a column missing or of the wrong type or length,
+ * bucket starts or value-count offsets that do not ascend or pass the end,
+ * and any codec failure are errors naming the block's span, never an
+ * out-of-bounds read. Out of memory is STORE_ERR_NO_MEMORY. */
+
+/* One block of a segment, opened for decoding. Points into the block's
+ * bytes (the snapshot's, or the caller's buffer), owns nothing. */
+struct store_block {
+    struct format_block block;
+    const struct sql_view *v;
+    const struct store_column_type *types; /* the view's fact column types */
+    int64_t span_start;
+    int64_t width;            /* usec */
+    int span;                 /* buckets in the span: store_span_buckets */
+    uint64_t snapshot;        /* for the checksum cache: the read snapshot's id
+                                 (store_read_snapshot_id); 0, no cache: every
+                                 decode checks its column's checksum */
+};
+
+/* Block i of a segment (0 the base, 1..ndeltas its deltas, in commit
+ * order), in r's snapshot. Cannot fail: the walk opened it. */
+void store_segment_block(struct store_read *r, const struct store_segment *seg, int i,
+                         struct store_block *out);
+
+/* A block of the view's width at span_start in a caller's buffer (the
+ * writer's stored segments), opened with its trailer checked when verify is
+ * set, with no checksum cache. 0, or -1 with err when it does not open or
+ * says another span or width. */
+int store_block_open(struct store_block *out, const struct sql_view *v,
+                     const struct store_column_type *types, int width, int64_t span_start,
+                     const void *bytes, size_t len, bool verify, struct store_error *err);
+
+/* What of a family to decode. Flags per key, count, sum and value count
+ * (NULL: none of them); `every` asks for every column of the family. */
+struct store_want {
+    uint16_t family;          /* role base: 0 the cells, else store_rollup_base() */
+    bool span_rows;           /* the family's rows are span rows (bucket index 0
+                                 for all, no starts read): a span family over a
+                                 range that holds the span */
+    bool whole;               /* every row, each bucket index read from the bucket
+                                 column and checked inside the span; else only
+                                 the rows whose bucket lies in [from, to), their
+                                 indexes from the bucket starts */
+    int64_t from, to;
+    bool every;
+    const bool *keys, *counts, *sums, *vcs;
+    bool defer_runs;          /* load offsets only: store_rows_load_runs later */
+    bool lazy_codes;          /* leave the runs' codes encoded (struct
+                                 store_lazy_runs) when loaded unpacked */
+    const bool *lazy_rows;    /* per value count: leave its rows encoded too when
+                                 their codec seeks (the caller knows each row's
+                                 total without them); NULL none */
+};
+
+/* Where runs left encoded lie: the value-count codes (and rows, while
+ * rows_pending) of a block, from column index `first`. Valid while the
+ * block's bytes are (a snapshot's: until store_read_end). */
+struct store_lazy_runs {
+    struct store_block b;
+    int codes_column, rows_column;
+    bool rows_pending;        /* rows are encoded too */
+    uint32_t first;           /* column index of run 0 */
+};
+
+/* A family's rows as decoded: row i is family row first + i. Arrays the
+ * want did not ask for are NULL. Owned by the rows, freed by
+ * store_rows_free, except those a caller took (store_rows_take_runs). */
+struct store_rows {
+    uint32_t n;               /* rows decoded */
+    uint32_t first;           /* the family's row index of row 0 */
+    uint32_t nfamily;         /* rows the family holds */
+    int64_t *bucket;          /* n bucket indexes within the span */
+    int64_t **keys;           /* per cell key: n codes */
+    int64_t **counts;         /* per count: n */
+    void **sums;              /* per sum: n __int128 or, for float columns, double */
+    bool *sum_real;           /* per sum: doubles */
+    int64_t **vc_off;         /* per value count: n + 1 offsets into its runs */
+    int64_t **vc_codes;       /* per value count: the runs' codes (n slots undecoded
+                                 while vc_lazy[k]) */
+    int64_t **vc_rows;        /* per value count: the runs' rows */
+    uint32_t *vc_n;           /* per value count: runs loaded */
+    struct store_lazy_runs **vc_lazy; /* per value count: what was left encoded, or NULL */
+    bool borrowed;            /* the column arrays belong to someone else (the
+                                 rollup builder's rows): store_rows_free frees
+                                 only the tables */
+};
+
+/* The rollup family `family` of a block, whether it holds the value counts
+ * vcs asks for (NULL: none), and its row count: true when it does. */
+bool store_block_family(const struct store_block *b, uint16_t family, const bool *vcs,
+                        uint32_t *nrows);
+
+/* Decodes what want asks of a block into rows (zeroed first). 0, or -1
+ * with err; rows then holds what was decoded, for store_rows_free. */
+int store_rows_load(const struct store_block *b, const struct store_want *want,
+                    struct store_rows *rows, struct store_error *err);
+
+/* After a load with defer_runs: loads the runs of the value counts asked
+ * for, of every row, or (pass set, n flags) of the rows that pass only,
+ * packed, when those hold under a quarter of the runs; each offset list is
+ * then relative to the runs loaded, a row not loaded with none. A filtered
+ * ask keeps few of a range's cells: decoding every run of the range to
+ * fold a few cells' was most of such an ask. */
+int store_rows_load_runs(const struct store_block *b, const struct store_want *want,
+                         struct store_rows *rows, const bool *pass, struct store_error *err);
+
+/* Hands the caller value count k's runs (malloc'd codes and rows, n of
+ * them) and what was left encoded (malloc'd, or NULL); the rows keep none
+ * of them. */
+void store_rows_take_runs(struct store_rows *rows, int k, int64_t **codes, int64_t **run_rows,
+                          uint32_t *n, struct store_lazy_runs **lazy);
+void store_rows_free(const struct sql_view *v, struct store_rows *rows);
+
+/* Runs [i, i + count) of a lazy list's codes, or rows, into out. */
+int store_lazy_codes(const struct store_lazy_runs *l, uint32_t i, uint32_t count, int64_t *out,
+                     struct store_error *err);
+int store_lazy_rows(const struct store_lazy_runs *l, uint32_t i, uint32_t count, int64_t *out,
+                    struct store_error *err);
+/* Whether one code of the list decodes alone, without a walk over those
+ * before it (format_codec_seeks). */
+bool store_lazy_codes_seek(const struct store_lazy_runs *l);
+
+/* Elements [first, first + count) of a block's column i into out: the
+ * primitive under the rest, for readers of single columns (verify's rollup
+ * check, straum-dump's blocks). The checksum is checked once per snapshot
+ * and thread when b->snapshot is set, else at every call. */
+int store_block_decode(const struct store_block *b, int i, uint32_t first, uint32_t count,
+                       void *out, struct store_error *err);
 
 /* Checks one segment: the block's checksums, that every column decodes, and
  * the store's invariants (cells sorted and unique, bucket indexes inside the

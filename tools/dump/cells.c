@@ -36,17 +36,6 @@ struct cell_view {
     char **count_labels, **sum_labels, **vc_labels;
 };
 
-/* One segment's columns, decoded. */
-struct cell_block {
-    uint32_t n;
-    int64_t *bucket;
-    int64_t **keys;
-    int64_t **counts;
-    void **sums;
-    bool *sum_real;
-    int64_t **vc_off, **vc_val, **vc_rows;
-};
-
 static char *label(void (*fn)(const struct sql_view *, int, struct sbuf *),
                    const struct sql_view *v, int i)
 {
@@ -122,123 +111,10 @@ static void cell_view_free(struct cell_view *cv)
     free_labels(cv->vc_labels, cv->v->nvalue_counts);
 }
 
-/* ---- Decoding ------------------------------------------------------------------ */
-
-/* Decodes column (role, index), which must hold n elements of `type` (or,
- * when real is given, I128 or F64, reported through *real). */
-static void *decode(const struct format_block *b, uint16_t role, uint16_t index, uint32_t n,
-                    enum format_type type, bool *real, struct sbuf *why)
-{
-    int i = format_block_find(b, role, index);
-    if (i < 0) {
-        sbuf_printf(why, "column %s#%u is missing", dump_role_name(role), (unsigned)index);
-        return NULL;
-    }
-    struct format_column_info ci = {0};
-    format_block_column(b, i, &ci);
-    bool type_ok = real ? (ci.type == FORMAT_I128 || ci.type == FORMAT_F64) : ci.type == type;
-    if (!type_ok || ci.n != n) {
-        sbuf_printf(why, "column %s#%u has the wrong shape", dump_role_name(role),
-                    (unsigned)index);
-        return NULL;
-    }
-    if (real)
-        *real = ci.type == FORMAT_F64;
-    void *out = xmalloc(((size_t)n + 1) * format_type_size(ci.type));
-    struct format_error ferr;
-    if (format_block_decode(b, i, out, &ferr)) {
-        sbuf_puts(why, ferr.message);
-        free(out);
-        return NULL;
-    }
-    return out;
-}
-
-static void cell_block_free(const struct sql_view *v, struct cell_block *cb)
-{
-    free(cb->bucket);
-    for (int k = 0; cb->keys && k < v->ncell_keys; k++)
-        free(cb->keys[k]);
-    for (int k = 0; cb->counts && k < v->ncounts; k++)
-        free(cb->counts[k]);
-    for (int k = 0; cb->sums && k < v->nsums; k++)
-        free(cb->sums[k]);
-    for (int k = 0; cb->vc_off && k < v->nvalue_counts; k++) {
-        free(cb->vc_off[k]);
-        free(cb->vc_val[k]);
-        free(cb->vc_rows[k]);
-    }
-    free(cb->keys);
-    free(cb->counts);
-    free(cb->sums);
-    free(cb->sum_real);
-    free(cb->vc_off);
-    free(cb->vc_val);
-    free(cb->vc_rows);
-    memset(cb, 0, sizeof *cb);
-}
-
-/* Decodes every column a cell needs and checks what indexing relies on:
- * bucket indexes inside the span, value-count offsets inside their runs.
- * A damaged block is an error here, never an out-of-bounds read. */
-static int cell_block_load(const struct sql_view *v, int width, const struct format_block *b,
-                           struct cell_block *cb, struct sbuf *why)
-{
-    uint32_t n = b->info.ncells;
-    memset(cb, 0, sizeof *cb);
-    cb->n = n;
-    cb->keys = xcalloc((size_t)v->ncell_keys, sizeof *cb->keys);
-    cb->counts = xcalloc((size_t)v->ncounts, sizeof *cb->counts);
-    cb->sums = xcalloc((size_t)v->nsums, sizeof *cb->sums);
-    cb->sum_real = xcalloc((size_t)v->nsums, sizeof *cb->sum_real);
-    cb->vc_off = xcalloc((size_t)v->nvalue_counts, sizeof *cb->vc_off);
-    cb->vc_val = xcalloc((size_t)v->nvalue_counts, sizeof *cb->vc_val);
-    cb->vc_rows = xcalloc((size_t)v->nvalue_counts, sizeof *cb->vc_rows);
-    if (!(cb->bucket = decode(b, STORE_ROLE_BUCKET, 0, n, FORMAT_I64, NULL, why)))
-        return -1;
-    for (uint32_t i = 0; i < n; i++)
-        if (cb->bucket[i] < 0 || cb->bucket[i] >= store_span_buckets(v, width)) {
-            sbuf_printf(why, "cell %u has bucket index %lld outside the span", i,
-                        (long long)cb->bucket[i]);
-            return -1;
-        }
-    for (int k = 0; k < v->ncell_keys; k++)
-        if (!(cb->keys[k] = decode(b, STORE_ROLE_KEY, (uint16_t)k, n, FORMAT_I64, NULL, why)))
-            return -1;
-    for (int k = 0; k < v->ncounts; k++)
-        if (!(cb->counts[k] = decode(b, STORE_ROLE_COUNT, (uint16_t)k, n, FORMAT_I64, NULL, why)))
-            return -1;
-    for (int k = 0; k < v->nsums; k++)
-        if (!(cb->sums[k] = decode(b, STORE_ROLE_SUM, (uint16_t)k, n, FORMAT_I128,
-                                   &cb->sum_real[k], why)))
-            return -1;
-    for (int k = 0; k < v->nvalue_counts; k++) {
-        int64_t *off = cb->vc_off[k] =
-            decode(b, STORE_ROLE_VC_OFFSETS, (uint16_t)k, n + 1, FORMAT_I64, NULL, why);
-        if (!off)
-            return -1;
-        int vi = format_block_find(b, STORE_ROLE_VC_VALUES, (uint16_t)k);
-        struct format_column_info ci = {0};
-        if (vi >= 0)
-            format_block_column(b, vi, &ci);
-        for (uint32_t i = 0; i < n; i++)
-            if (off[i] < 0 || off[i] > off[i + 1] || off[i + 1] > (int64_t)ci.n) {
-                sbuf_printf(why, "value count %d offsets are out of order at cell %u", k, i);
-                return -1;
-            }
-        if (!(cb->vc_val[k] = decode(b, STORE_ROLE_VC_VALUES, (uint16_t)k, ci.n, FORMAT_I64,
-                                     NULL, why)) ||
-            !(cb->vc_rows[k] = decode(b, STORE_ROLE_VC_COUNTS, (uint16_t)k, ci.n, FORMAT_I64,
-                                      NULL, why)))
-            return -1;
-    }
-    return 0;
-}
-
 /* ---- Rendering ----------------------------------------------------------------- */
 
 /* Reads the dim row of join j for cell i if not read yet: 0, or -1 (err). */
-static int load_dim_row(struct cell_view *cv, struct store_read *r, const struct cell_block *cb,
+static int load_dim_row(struct cell_view *cv, struct store_read *r, const struct store_rows *cb,
                         uint32_t i, int j, struct store_error *err)
 {
     if (cv->dim_state[j] >= 0)
@@ -273,7 +149,7 @@ static int item_cell_key(const struct cell_view *cv, const struct key_item *it)
     return it->dim_column == 0 ? cv->join_key[it->join] : -1;
 }
 
-static void render_human(struct cell_view *cv, struct store_read *r, const struct cell_block *cb,
+static void render_human(struct cell_view *cv, struct store_read *r, const struct store_rows *cb,
                          uint32_t i, int64_t bucket, struct sbuf *b)
 {
     const struct sql_view *v = cv->v;
@@ -315,7 +191,7 @@ static void render_human(struct cell_view *cv, struct store_read *r, const struc
         for (int64_t run = cb->vc_off[k][i]; run < cb->vc_off[k][i + 1]; run++) {
             if (run > cb->vc_off[k][i])
                 sbuf_puts(b, ", ");
-            dump_render_code(r, cv->view, col, &cv->types[col], cb->vc_val[k][run], b);
+            dump_render_code(r, cv->view, col, &cv->types[col], cb->vc_codes[k][run], b);
             sbuf_printf(b, ": %lld", (long long)cb->vc_rows[k][run]);
         }
         sbuf_puts(b, "}");
@@ -323,7 +199,7 @@ static void render_human(struct cell_view *cv, struct store_read *r, const struc
 }
 
 static void render_json(struct cell_view *cv, struct store_read *r, struct json *j,
-                        const struct cell_block *cb, uint32_t i, int64_t bucket)
+                        const struct store_rows *cb, uint32_t i, int64_t bucket)
 {
     const struct sql_view *v = cv->v;
     char t[TEXT_SMALL];
@@ -380,7 +256,7 @@ static void render_json(struct cell_view *cv, struct store_read *r, struct json 
         json_array_begin(j);
         for (int64_t run = cb->vc_off[k][i]; run < cb->vc_off[k][i + 1]; run++) {
             json_array_begin(j);
-            dump_json_code(j, r, cv->view, col, &cv->types[col], cb->vc_val[k][run]);
+            dump_json_code(j, r, cv->view, col, &cv->types[col], cb->vc_codes[k][run]);
             json_int(j, cb->vc_rows[k][run]);
             json_array_end(j);
         }
@@ -463,7 +339,7 @@ int cmd_cells(struct dump *d, const struct dump_args *a)
     struct store_segment_iter it;
     struct store_segment seg;
     struct store_error err;
-    struct sbuf line = {0}, why = {0};
+    struct sbuf line = {0};
     int status = DUMP_OK;
     bool truncated = false;
     int64_t shown = 0;
@@ -480,13 +356,19 @@ int cmd_cells(struct dump *d, const struct dump_args *a)
             status = DUMP_FAILED;
             break;
         }
-        struct cell_block cb;
-        sbuf_reset(&why);
-        if (cell_block_load(v, width, &seg.block, &cb, &why)) {
+        /* Every cell of the block, through the store's cursor, which checks
+         * what indexing relies on (bucket indexes inside the span,
+         * value-count offsets inside their runs): a damaged block is an
+         * error here, never an out-of-bounds read. */
+        struct store_block b;
+        struct store_rows cb;
+        const struct store_want every = {.whole = true, .every = true};
+        store_segment_block(r, &seg, 0, &b);
+        if (store_rows_load(&b, &every, &cb, &err)) {
             sbuf_reset(&line);
             dump_segment_name(v, width, seg.span_start, &line);
-            dump_error("segment of %s: %s", line.p, why.p);
-            cell_block_free(v, &cb);
+            dump_error("segment of %s: %s", line.p, err.message);
+            store_rows_free(v, &cb);
             status = DUMP_FAILED;
             break;
         }
@@ -516,7 +398,7 @@ int cmd_cells(struct dump *d, const struct dump_args *a)
             }
             shown++;
         }
-        cell_block_free(v, &cb);
+        store_rows_free(v, &cb);
     }
     store_segments_end(&it);
     if (d->json) {
@@ -531,7 +413,6 @@ int cmd_cells(struct dump *d, const struct dump_args *a)
                    (long long)shown);
     }
     sbuf_free(&line);
-    sbuf_free(&why);
     cell_view_free(&cv);
     store_read_end(r);
     return status;

@@ -1,7 +1,9 @@
 /* checked.c -- the block columns whose checksum this thread has checked in
- * the store snapshot it reads, so that asks over an unchanged snapshot hash
- * each column once rather than at every decode. Hashing the value-count
- * columns of a day's hour rollups was 6% of a percentile per bucket.
+ * the store snapshot it reads, so that reads of an unchanged snapshot (the
+ * engine's asks) hash each column once rather than at every decode
+ * (store_block_decode, when the block carries its snapshot's id). Hashing
+ * the value-count columns of a day's hour rollups was 6% of a percentile
+ * per bucket.
  *
  * Why this is safe: a snapshot never sees a page rewritten, and snapshots
  * with equal ids see the same bytes at the same addresses
@@ -9,7 +11,7 @@
  * address and length and the checksum they were checked against; all four
  * must match. The table is direct-mapped and per thread (no locks): a
  * collision or a new snapshot only costs the hash again. */
-#include "engine/internal.h"
+#include "store/internal.h"
 
 #include <stdint.h>
 
@@ -29,7 +31,7 @@ static struct checked_slot *slot_of(const uint8_t *bytes)
     return &checked[(p >> 3 ^ p >> 15) & (CHECKED_SLOTS - 1)];
 }
 
-bool column_was_checked(uint64_t snapshot, const uint8_t *bytes, uint32_t length,
+bool store_column_was_checked(uint64_t snapshot, const uint8_t *bytes, uint32_t length,
                         uint64_t checksum)
 {
     const struct checked_slot *c = slot_of(bytes);
@@ -37,7 +39,7 @@ bool column_was_checked(uint64_t snapshot, const uint8_t *bytes, uint32_t length
            c->checksum == checksum;
 }
 
-void column_mark_checked(uint64_t snapshot, const uint8_t *bytes, uint32_t length,
+void store_column_mark_checked(uint64_t snapshot, const uint8_t *bytes, uint32_t length,
                          uint64_t checksum)
 {
     *slot_of(bytes) = (struct checked_slot){snapshot, checksum, bytes, length};
