@@ -268,8 +268,11 @@ int store_rows_load(const struct store_block *b, const struct store_want *w,
             return -1;
     }
     for (int k = 0; k < v->nvalue_counts; k++) {
-        if (!wants(w, w->vcs, k))
-            continue;
+        if (!wants(w, w->vcs, k) ||
+            (w->every && base &&
+             format_block_find(&b->block, (uint16_t)(base + STORE_ROLE_VC_OFFSETS),
+                               (uint16_t)k) < 0))
+            continue; /* asked of every column: a marginal that left its value counts out */
         int64_t *off = r->vc_off[k] = column(b, (uint16_t)(base + STORE_ROLE_VC_OFFSETS),
                                              (uint16_t)k, FORMAT_I64, n + 1, first, m + 1, err);
         if (!off)

@@ -437,7 +437,8 @@ int store_block_open(struct store_block *out, const struct sql_view *v,
                      const void *bytes, size_t len, bool verify, struct store_error *err);
 
 /* What of a family to decode. Flags per key, count, sum and value count
- * (NULL: none of them); `every` asks for every column of the family. */
+ * (NULL: none of them); `every` asks for every column of the family (of a
+ * rollup family, the keys and value counts it holds). */
 struct store_want {
     uint16_t family;          /* role base: 0 the cells, else store_rollup_base() */
     bool span_rows;           /* the family's rows are span rows (bucket index 0
