@@ -557,8 +557,11 @@ int answer_write(struct exec *x, struct buf *out, struct ask_error *err)
             buf_json_string(out, a->columns[c].name, strlen(a->columns[c].name));
         }
         buf_puts(out, "],\"rows\":[");
+        /* offset and limit are any bigint >= 0 (limit -1: none): compare
+         * limit with the rows left after first, never first + limit, which
+         * wraps past INT64_MAX. */
         int64_t first = x->b.offset < (int64_t)n ? x->b.offset : (int64_t)n;
-        int64_t last = x->b.limit < 0 || first + x->b.limit > (int64_t)n ? (int64_t)n : first + x->b.limit;
+        int64_t last = x->b.limit < 0 || x->b.limit > (int64_t)n - first ? (int64_t)n : first + x->b.limit;
         for (int64_t i = first; i < last; i++) {
             buf_puts(out, i > first ? ",[" : "[");
             for (int c = 0; c < a->ncolumns; c++) {

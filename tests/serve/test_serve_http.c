@@ -122,6 +122,44 @@ Test(serve_http, ask_answers_like_the_store)
     hc_free(&r);
 }
 
+/* LIMIT and OFFSET at the ends of bigint: the rows after OFFSET, however
+ * large LIMIT is (first + limit must not wrap), and none past the end. */
+Test(serve_http, limit_and_offset_at_the_ends_of_bigint)
+{
+    static const struct {
+        const char *tail;
+        int first, count; /* payment types 0..5 in order */
+    } cases[] = {
+        {"LIMIT 9223372036854775807 OFFSET 1", 1, 5},
+        {"LIMIT 9223372036854775807 OFFSET 5", 5, 1},
+        {"LIMIT 9223372036854775807 OFFSET 9223372036854775807", 0, 0},
+        {"LIMIT 9223372036854775806 OFFSET 2", 2, 4},
+        {"LIMIT 2 OFFSET 9223372036854775807", 0, 0},
+        {"OFFSET 9223372036854775807", 0, 0},
+        {"LIMIT 9223372036854775807", 0, 6},
+        {"LIMIT 0 OFFSET 1", 0, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char body[512];
+        snprintf(body, sizeof body,
+                 "{\"ask\": \"SELECT payment_type, trips FROM trips WHERE bucket >= $1 AND "
+                 "bucket < $2 GROUP BY payment_type ORDER BY payment_type %s\", \"params\": "
+                 "[\"2024-01-01 00:00:00+00\", \"2024-01-08 00:00:00+00\"]}", cases[i].tail);
+        struct hc_response r;
+        post_ask(body, &r);
+        cr_assert_eq(r.status, 200, "%s: %d %s", cases[i].tail, r.status, r.body);
+        cJSON *j = cJSON_Parse(r.body);
+        cr_assert_not_null(j, "%s", r.body);
+        cJSON *rows = cJSON_GetObjectItemCaseSensitive(j, "rows");
+        cr_assert_eq(cJSON_GetArraySize(rows), cases[i].count, "%s: %s", cases[i].tail, r.body);
+        for (int k = 0; k < cases[i].count; k++)
+            cr_assert_eq(cJSON_GetArrayItem(cJSON_GetArrayItem(rows, k), 0)->valuedouble,
+                         cases[i].first + k, "%s: %s", cases[i].tail, r.body);
+        cJSON_Delete(j);
+        hc_free(&r);
+    }
+}
+
 Test(serve_http, views)
 {
     struct hc_response r;
