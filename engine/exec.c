@@ -44,6 +44,8 @@ struct dim_cache {
     int64_t *ids;          /* every entry's ids, nvalues each: one allocation, not
                               one per join key read */
     uint32_t nids, ids_cap;
+    struct store_dim_value *vals; /* [nvalues]: a dim row read; sized from the view,
+                                     whose joins may carry thousands of columns */
 };
 
 /* Dim value v (0-based) of a found entry, as an interned text id. */
@@ -141,7 +143,7 @@ static int dim_lookup_slow(struct exec *x, int join, int64_t key, const struct d
         h = (h + 1) & (c->nslots - 1);
     struct dim_entry *e = &c->slots[h];
     if (!e->used) {
-        struct store_dim_value vals[64];
+        struct store_dim_value *vals = c->vals;
         struct store_error serr;
         int n = c->nvalues;
         int64_t at = dim_ids_room(c);
@@ -694,7 +696,7 @@ static int scan_segment(struct exec *x, const struct store_block *b, int64_t fro
         rc = cursor_failed(err, &serr);
     if (rc == 0)
         rc = share_runs(x, &c, err);
-    int64_t key[65];
+    int64_t *key = x->key; /* 1 + the ask's group keys, as many as the view has */
     for (uint32_t i = 0; rc == 0 && i < c.r.n; i++) {
         int64_t bucket = b->span_start + c.r.bucket[i] * b->width;
         if (bucket < from || bucket >= to)
@@ -987,8 +989,11 @@ static int plan_needs(struct exec *x, struct ask_error *err)
     x->dims = calloc((size_t)v->njoins + 1, sizeof *x->dims);
     if (!x->need_key || !x->need_count || !x->need_sum || !x->need_vc || !x->dims)
         return ask_fail(err, 500, "internal", "out of memory");
-    for (int j = 0; j < v->njoins; j++)
+    for (int j = 0; j < v->njoins; j++) {
         x->dims[j].nvalues = v->joins[j].ndim_columns - 1;
+        if (!(x->dims[j].vals = calloc((size_t)x->dims[j].nvalues + 1, sizeof *x->dims[j].vals)))
+            return ask_fail(err, 500, "internal", "out of memory");
+    }
     for (int i = 0; i < x->ask->ncolumns; i++) {
         const struct sql_view_column *vc = &v->columns[x->ask->columns[i].view_column];
         if (vc->kind != SQL_COLUMN_MEASURE)
@@ -1005,6 +1010,8 @@ static int plan_needs(struct exec *x, struct ask_error *err)
     if (plan_rows_counts(x))
         return ask_fail(err, 500, "internal", "out of memory");
     x->groups.nkey = 1 + x->ask->ngroup_keys;
+    if (!(x->key = calloc((size_t)x->groups.nkey, sizeof *x->key)))
+        return ask_fail(err, 500, "internal", "out of memory");
     /* The keys read: group keys, conditions, and inner joins (they drop
      * cells whose key has no dim row). */
     for (int g = 0; g < x->ask->ngroup_keys; g++) {
@@ -1105,11 +1112,13 @@ void exec_free(struct exec *x)
         free(x->dims[j].ids);
         free(x->dims[j].slots);
         free(x->dims[j].direct);
+        free(x->dims[j].vals);
     }
     free(x->dims);
     for (int k = 0; x->cond_ids && k < x->b.nconds; k++)
         free(x->cond_ids[k]);
     free(x->cond_ids);
+    free(x->key);
     free(x->need_key);
     free(x->need_count);
     free(x->need_sum);

@@ -191,6 +191,7 @@ struct exec {
     struct group_map groups;
     struct text_pool pool;
     struct dim_cache *dims;   /* per join */
+    int64_t *key;             /* [groups.nkey]: the group key of the cell at hand */
     bool *need_count, *need_sum, *need_vc, *need_key;
     /* Per value count: the count whose rows are its rows' total (the same
      * column and filter: a value count holds exactly the non-null values

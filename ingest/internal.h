@@ -150,7 +150,19 @@ int rows_delete_dim(struct store *st, struct source_table *t, const struct row_v
 bool rows_dim_key_changed(const struct source_table *t, const struct row_value *old_row,
                           const struct row_value *new_row);
 
-/* Reads and parses the views file (errors carry the file name). */
+/* The widest view ingest takes: cell keys, counts, sums, value counts and
+ * filters each at most INGEST_MAX_VIEW_WIDTH (a row's accumulators sit in
+ * fixed arrays of that size, rows.c), and each join at most that many dim
+ * columns. 256 is far past any view written by hand; the bound keeps a
+ * generated view from costing a row's apply kilobytes of stack. */
+#define INGEST_MAX_VIEW_WIDTH 256
+
+/* 0 when every view fits INGEST_MAX_VIEW_WIDTH; else -1 with a message
+ * naming the view, what is too wide and the limit. */
+int rows_check_width(const struct sql_view_list *views, char *err, size_t errlen);
+
+/* Reads and parses the views file (errors carry the file name), and checks
+ * its views' width (rows_check_width): plan and run refuse the same views. */
 struct sql_view_list *ingest_read_views(const char *path, char **text, char *err, size_t errlen);
 
 /* ---- Connections --------------------------------------------------------------- */

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { MAX_ACCUMULATORS = 256 };
+enum { MAX_ACCUMULATORS = INGEST_MAX_VIEW_WIDTH };
 
 /* Decodes one column of a row, binary or text as it came. */
 static int decode_value(const struct source_table *t, int c, const struct row_value *rv,
@@ -196,6 +196,30 @@ static int apply_view(struct store *st, const struct source_table *t, const stru
     return 0;
 }
 
+int rows_check_width(const struct sql_view_list *views, char *err, size_t errlen)
+{
+    for (int i = 0; i < views->nviews; i++) {
+        const struct sql_view *v = &views->views[i];
+        const struct {
+            const char *what;
+            int n;
+        } parts[] = {{"cell keys (group keys and join columns)", v->ncell_keys},
+                     {"counts", v->ncounts},
+                     {"sums", v->nsums},
+                     {"value counts", v->nvalue_counts},
+                     {"FILTER clauses", v->nfilters}};
+        for (size_t k = 0; k < sizeof parts / sizeof parts[0]; k++)
+            if (parts[k].n > INGEST_MAX_VIEW_WIDTH)
+                return ingest_fail(err, errlen, "view \"%s\" has %d %s; the limit is %d: split it into narrower views",
+                                   v->name, parts[k].n, parts[k].what, INGEST_MAX_VIEW_WIDTH);
+        for (int j = 0; j < v->njoins; j++)
+            if (v->joins[j].ndim_columns - 1 > INGEST_MAX_VIEW_WIDTH)
+                return ingest_fail(err, errlen, "view \"%s\" reads %d columns of %s; the limit is %d dim columns a join: split it into narrower views",
+                                   v->name, v->joins[j].ndim_columns - 1, v->joins[j].table, INGEST_MAX_VIEW_WIDTH);
+    }
+    return 0;
+}
+
 int rows_apply_decoded_fact(struct store *st, const struct source_table *t,
                             const struct decoded_value *row, int sign, char *err, size_t errlen)
 {
@@ -203,13 +227,7 @@ int rows_apply_decoded_fact(struct store *st, const struct source_table *t,
     int rc = 0;
     for (int f = 0; rc == 0 && f < t->nfacts; f++) {
         const struct sql_view *v = &views->views[t->facts[f].view];
-        if (v->ncell_keys > MAX_ACCUMULATORS || v->ncounts > MAX_ACCUMULATORS ||
-            v->nsums > MAX_ACCUMULATORS || v->nvalue_counts > MAX_ACCUMULATORS ||
-            v->nfilters > MAX_ACCUMULATORS)
-            rc = error_fmt(err, errlen, "view \"%s\" has more than %d keys or accumulators",
-                             v->name, MAX_ACCUMULATORS);
-        else
-            rc = apply_view(st, t, &t->facts[f], row, sign, v, err, errlen);
+        rc = apply_view(st, t, &t->facts[f], row, sign, v, err, errlen); /* rows_check_width */
     }
     return rc;
 }

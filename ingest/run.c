@@ -62,6 +62,11 @@ struct sql_view_list *ingest_read_views(const char *path, char **text, char *err
         snprintf(err, errlen, "%s: %s", path, sql_error_format(&serr, buf, sizeof buf));
         free(*text);
         *text = NULL;
+    } else if (rows_check_width(views, err, errlen)) {
+        sql_view_list_free(views);
+        views = NULL;
+        free(*text);
+        *text = NULL;
     }
     return views;
 }
