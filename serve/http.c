@@ -46,6 +46,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -189,6 +190,16 @@ static int read_token(struct serve_server *s, const char *path, char *err, size_
     FILE *f = fopen(path, "re");
     if (!f) {
         snprintf(err, errlen, "--token-file %s: %s", path, strerror(errno));
+        return -1;
+    }
+    /* The token is only as secret as its file: one that group or others
+     * may read is refused, as ssh refuses such a private key. */
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || (st.st_mode & 077) != 0) {
+        snprintf(err, errlen, "--token-file %s is readable by %s (mode %04o): run chmod 600 %s",
+                 path, st.st_mode & 070 ? "its group" : "others", (unsigned)(st.st_mode & 07777),
+                 path);
+        fclose(f);
         return -1;
     }
     char buf[4097];
@@ -387,10 +398,16 @@ static int refuse(struct serve_server *s, struct MHD_Connection *c, const char *
         *rc = send_error(s, c, route, 405, "method_not_allowed", msg, allow);
         return 405;
     }
-    if (r->token && !authorized(s, c)) {
+    /* /metrics is marked token in the table; --public-metrics opens it. */
+    bool needs_token = r->token && !(s->public_metrics && strcmp(r->path, "/metrics") == 0);
+    if (needs_token && !authorized(s, c)) {
         *rc = send_error(s, c, route, 401, "unauthorized",
-                         "this server needs \"Authorization: Bearer <token>\" with the token "
-                         "of its --token-file", NULL);
+                         strcmp(r->path, "/metrics") == 0
+                             ? "/metrics needs \"Authorization: Bearer <token>\" with the token "
+                               "of the --token-file, unless straum-serve runs with --public-metrics"
+                             : "this server needs \"Authorization: Bearer <token>\" with the token "
+                               "of its --token-file",
+                         NULL);
         return 401;
     }
     return 0;
@@ -614,6 +631,7 @@ struct serve_server *serve_start_routes(const struct serve_options *o,
     s->max_body = o->max_body ? o->max_body : SERVE_DEFAULT_MAX_BODY;
     s->max_lag_us = o->max_lag_us;
     s->quiet = o->quiet;
+    s->public_metrics = o->public_metrics;
     atomic_init(&s->inflight, 0);
 
     /* The store first: a server that cannot answer should not take the port. */

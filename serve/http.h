@@ -96,6 +96,7 @@ struct serve_server {
     size_t max_body;
     int64_t max_lag_us;
     bool quiet;
+    bool public_metrics;        /* /metrics without the token */
     atomic_int inflight;        /* requests between their first call and completion */
     struct MHD_Response *healthz;
 

@@ -25,8 +25,10 @@ static const char usage[] =
     "  --threads N          HTTP worker threads (default: the number of CPUs)\n"
     "  --max-lag DUR        /readyz answers 503 when the store trails PostgreSQL by more\n"
     "                       (default 10s; 0 never fails on lag, e.g. for a shipped copy)\n"
-    "  --token-file F       require \"Authorization: Bearer <token>\" on /ask and /views;\n"
-    "                       the token is the file's content, trimmed\n"
+    "  --token-file F       require \"Authorization: Bearer <token>\" on /ask, /views and\n"
+    "                       /metrics; the token is the file's content, trimmed; a file\n"
+    "                       its group or others may read is refused (chmod 600)\n"
+    "  --public-metrics     /metrics without the token (/healthz, /readyz always are)\n"
     "  --reuse-port         SO_REUSEPORT: several straum-serve processes share the port\n"
     "  --public             allow a non-loopback address without --token-file\n"
     "  --max-body BYTES     largest /ask body (default 1MiB; K, M, G, T suffixes,\n"
@@ -96,6 +98,10 @@ int main(int argc, char **argv)
         }
         if (!strcmp(a, "--public")) {
             o.public_bind = true;
+            continue;
+        }
+        if (!strcmp(a, "--public-metrics")) {
+            o.public_metrics = true;
             continue;
         }
         /* Every other option takes a value: "--opt value" or "--opt=value". */

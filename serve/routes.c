@@ -21,7 +21,8 @@
  *                  not_ready: no position yet, or lag over --max-lag (lag:
  *                  see store_lag_usec)
  *   GET  /metrics  Prometheus text
- * /ask and /views need the token when --token-file is set. */
+ * /ask, /views and /metrics need the token when --token-file is set
+ * (/metrics not with --public-metrics). */
 #include "base/lsn.h"
 #include "base/logfmt.h"
 #include "serve/http.h"
@@ -149,7 +150,7 @@ const struct serve_route serve_routes[] = {
     {"/views",     ROUTE_GET,  true,  false, false, do_views,   "/views"},
     {"/healthz",   ROUTE_GET,  false, false, false, do_healthz, "/healthz"},
     {"/readyz",    ROUTE_GET,  false, false, false, do_readyz,  "/readyz"},
-    {"/metrics",   ROUTE_GET,  false, false, false, do_metrics, "/metrics"},
+    {"/metrics",   ROUTE_GET,  true,  false, false, do_metrics, "/metrics"}, /* --public-metrics */
 };
 const int serve_nroutes = (int)(sizeof serve_routes / sizeof serve_routes[0]);
 

@@ -20,7 +20,9 @@ struct serve_options {
     const char *listen;         /* "host:port", "[v6]:port", ":port"; NULL: the default */
     int threads;                /* MHD worker threads; <= 0: the number of CPUs */
     int64_t max_lag_us;         /* /readyz fails beyond it; 0: lag never fails it */
-    const char *token_file;     /* NULL: no token; else /ask and /views need it */
+    const char *token_file;     /* NULL: no token; else /ask, /views and /metrics need
+                                   it; a file group or others may read is refused */
+    bool public_metrics;        /* /metrics answers without the token */
     bool reuse_port;            /* SO_REUSEPORT: several processes share the port */
     bool public_bind;           /* allow a non-loopback address without a token */
     size_t max_body;            /* /ask body limit; 0: the default */

@@ -60,6 +60,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -126,7 +127,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     char token_file[300];
     snprintf(token_file, sizeof token_file, "%s/token", token_dir);
     FILE *f = fopen(token_file, "w");
-    if (!f || fputs(FUZZ_TOKEN "\n", f) < 0 || fclose(f) != 0)
+    if (!f || fputs(FUZZ_TOKEN "\n", f) < 0 || fclose(f) != 0 || chmod(token_file, 0600) != 0)
         fuzz_fail("cannot write %s", token_file);
 
     struct serve_options o = {

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -731,14 +732,63 @@ Test(serve_http, token_required_for_asks_and_views)
     cr_assert_eq(r.status, 200, "%s", r.body);
     hc_free(&r);
 
-    /* Health, readiness and metrics stay open for probes and scrapers. */
-    const char *open_paths[] = {"/healthz", "/readyz", "/metrics"};
-    for (int i = 0; i < 3; i++) {
+    /* Health and readiness stay open for probes and load balancers;
+     * metrics (views, traffic, the store's position) need the token. */
+    const char *open_paths[] = {"/healthz", "/readyz"};
+    for (int i = 0; i < 2; i++) {
         hc_once(p2, "GET", open_paths[i], NULL, NULL, &r);
         cr_assert_eq(r.status, 200, "%s: %s", open_paths[i], r.body);
         hc_free(&r);
     }
+    hc_once(p2, "GET", "/metrics", NULL, NULL, &r);
+    expect_error(&r, 401, "unauthorized");
+    cr_assert(strstr(r.body, "--public-metrics"), "%s", r.body);
+    hc_free(&r);
+    hc_once(p2, "GET", "/metrics", "Authorization: Bearer s3cret-Token_42\r\n", NULL, &r);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    cr_assert(strstr(r.body, "straum_asks_total"), "%s", r.body);
+    hc_free(&r);
     serve_stop(s2);
+
+    /* --public-metrics opens /metrics to scrapers without the token. */
+    o.public_metrics = true;
+    s2 = fixture_serve(&o);
+    hc_once(serve_port(s2), "GET", "/metrics", NULL, NULL, &r);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    hc_free(&r);
+    hc_once(serve_port(s2), "POST", "/ask", NULL, trips_ask, &r);
+    expect_error(&r, 401, "unauthorized");
+    hc_free(&r);
+    serve_stop(s2);
+    unlink(token_path);
+}
+
+/* A token file others can read is refused at start, as ssh refuses such a
+ * key: the token is only as secret as the file. */
+Test(serve_http, token_file_readable_by_others_is_refused)
+{
+    char token_path[] = "/tmp/straum-token-XXXXXX";
+    int tfd = mkstemp(token_path);
+    cr_assert_geq(tfd, 0);
+    cr_assert_eq(write(tfd, "tok\n", 4), 4);
+    close(tfd);
+    struct serve_options o = {.store_dir = the_store, .token_file = token_path,
+                              .listen = "127.0.0.1:0", .quiet = true};
+    static const mode_t refused[] = {0640, 0604, 0644, 0660, 0666, 0610};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        cr_assert_eq(chmod(token_path, refused[i]), 0);
+        char err[600];
+        cr_assert_null(serve_start(&o, err, sizeof err), "mode %o was taken", refused[i]);
+        cr_assert(strstr(err, token_path) && strstr(err, "chmod 600"), "%s", err);
+    }
+    static const mode_t taken[] = {0600, 0400};
+    for (size_t i = 0; i < sizeof taken / sizeof taken[0]; i++) {
+        cr_assert_eq(chmod(token_path, taken[i]), 0);
+        char err[600];
+        struct serve_server *s2 = serve_start(&o, err, sizeof err);
+        cr_assert_not_null(s2, "mode %o: %s", taken[i], err);
+        serve_stop(s2);
+    }
     unlink(token_path);
 }
 
@@ -773,7 +823,8 @@ Test(serve_http, a_route_added_to_the_table_is_served)
                                        "/echo"};
     routes[n++] = (struct serve_route){"/secret", ROUTE_GET, true, false, false, echo, "/secret"};
     struct serve_options o = {.store_dir = the_store, .listen = "127.0.0.1:0", .quiet = true,
-                              .threads = 2, .token_file = token_path};
+                              .threads = 2, .token_file = token_path,
+                              .public_metrics = true}; /* /metrics read below without it */
     char err[600];
     struct serve_server *s2 = serve_start_routes(&o, routes, n, err, sizeof err);
     cr_assert_not_null(s2, "serve_start_routes: %s", err);
