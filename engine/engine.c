@@ -1,8 +1,10 @@
 /* engine.c -- the engine's entry points: opening the store, the compiled-ask
  * cache, and one ask from text to JSON.
  *
- * Asks are compiled once per distinct text and kept (up to a bound) in a
- * hash table under a mutex; a compiled ask is immutable, so threads share it.
+ * Asks are compiled once per distinct text and kept in a hash table under a
+ * mutex, bounded in entries and bytes, the least recently asked evicted
+ * first; a compiled ask is immutable, so threads share it, each holding a
+ * reference while it answers, so an eviction never frees one in use.
  * Each ask takes its own read snapshot: it never blocks ingest and sees a
  * whole number of source transactions. */
 #include "base/error.h"
@@ -14,7 +16,7 @@
 #include <string.h>
 #include <xxhash.h>
 
-enum { MAX_CACHED_ASKS = 4096 };
+static void cached_free(struct cached_ask *c);
 
 int ask_fail(struct ask_error *err, int status, const char *code, const char *fmt, ...)
 {
@@ -42,7 +44,9 @@ struct engine *engine_open(const char *store_dir, const struct engine_limits *li
         free(e);
         return NULL;
     }
-    e->limits = (struct engine_limits){.max_groups = 100000, .max_ask_bytes = 64 << 10, .max_params = 256};
+    e->limits = (struct engine_limits){.max_groups = 100000, .max_ask_bytes = 64 << 10, .max_params = 256,
+                                       .max_cached_asks = ENGINE_DEFAULT_CACHED_ASKS,
+                                       .max_cached_bytes = ENGINE_DEFAULT_CACHED_BYTES};
     if (limits) {
         if (limits->max_groups > 0)
             e->limits.max_groups = limits->max_groups;
@@ -52,6 +56,10 @@ struct engine *engine_open(const char *store_dir, const struct engine_limits *li
         if (limits->max_params > 0)
             e->limits.max_params = limits->max_params;
         e->limits.cells_only = limits->cells_only;
+        if (limits->max_cached_asks > 0)
+            e->limits.max_cached_asks = limits->max_cached_asks;
+        if (limits->max_cached_bytes > 0)
+            e->limits.max_cached_bytes = limits->max_cached_bytes;
     }
     pthread_mutex_init(&e->cache_lock, NULL);
     return e;
@@ -65,9 +73,7 @@ void engine_close(struct engine *e)
         struct cached_ask *c = e->buckets[i];
         while (c) {
             struct cached_ask *next = c->next;
-            sql_ask_free(c->ask);
-            free(c->text);
-            free(c);
+            cached_free(c);
             c = next;
         }
     }
@@ -78,19 +84,74 @@ void engine_close(struct engine *e)
 
 struct store *engine_store(struct engine *e) { return e->store; }
 
-/* The compiled ask for a text: cached, or compiled now. *owned tells the
- * caller to free it (the cache was full). */
-static const struct sql_ask *compile(struct engine *e, const char *text, bool *owned,
-                                     struct ask_error *err)
+/* Takes c off the recency list and out of its bucket (under cache_lock);
+ * its memory goes when the last ask using it lets go. */
+static void cache_unlink(struct engine *e, struct cached_ask *c, size_t bucket)
+{
+    struct cached_ask **p = &e->buckets[bucket];
+    while (*p != c)
+        p = &(*p)->next;
+    *p = c->next;
+    if (c->newer)
+        c->newer->older = c->older;
+    else
+        e->newest = c->older;
+    if (c->older)
+        c->older->newer = c->newer;
+    else
+        e->oldest = c->newer;
+    c->cached = false;
+    e->ncached--;
+    e->cached_bytes -= c->bytes;
+}
+
+static void cached_free(struct cached_ask *c)
+{
+    sql_ask_free(c->ask);
+    free(c->text);
+    free(c);
+}
+
+static size_t bucket_of(const struct engine *e, const char *text, size_t len)
+{
+    return XXH3_64bits(text, len) % (sizeof e->buckets / sizeof e->buckets[0]);
+}
+
+/* Lets go of an ask compile() gave (under no lock). */
+static void release(struct engine *e, struct cached_ask *c)
+{
+    pthread_mutex_lock(&e->cache_lock);
+    bool last = --c->refs == 0 && !c->cached;
+    pthread_mutex_unlock(&e->cache_lock);
+    if (last)
+        cached_free(c);
+}
+
+/* The compiled ask for a text, held for the caller until release(): from
+ * the cache (it becomes the newest), or compiled now and cached, evicting
+ * the least recently asked past either bound. NULL with err when the text
+ * does not compile, or out of memory. */
+static struct cached_ask *compile(struct engine *e, const char *text, struct ask_error *err)
 {
     size_t len = strlen(text);
-    size_t b = XXH3_64bits(text, len) % (sizeof e->buckets / sizeof e->buckets[0]);
-    *owned = false;
+    size_t b = bucket_of(e, text, len);
     pthread_mutex_lock(&e->cache_lock);
     for (struct cached_ask *c = e->buckets[b]; c; c = c->next)
         if (strcmp(c->text, text) == 0) {
+            c->refs++;
+            if (e->newest != c) { /* to the front of the recency list */
+                c->newer->older = c->older;
+                if (c->older)
+                    c->older->newer = c->newer;
+                else
+                    e->oldest = c->newer;
+                c->older = e->newest;
+                c->newer = NULL;
+                e->newest->newer = c;
+                e->newest = c;
+            }
             pthread_mutex_unlock(&e->cache_lock);
-            return c->ask;
+            return c;
         }
     pthread_mutex_unlock(&e->cache_lock);
     struct sql_error serr;
@@ -103,19 +164,59 @@ static const struct sql_ask *compile(struct engine *e, const char *text, bool *o
         return NULL;
     }
     struct cached_ask *c = calloc(1, sizeof *c);
+    if (!c || !(c->text = strdup(text))) {
+        free(c);
+        sql_ask_free(ask);
+        ask_fail(err, 500, "internal", "out of memory");
+        return NULL;
+    }
+    c->ask = ask;
+    c->bytes = sizeof *c + len + 1 + sql_ask_bytes(ask);
+    c->refs = 1;
+    struct cached_ask *evicted = NULL; /* chained by next, freed outside the lock */
     pthread_mutex_lock(&e->cache_lock);
-    if (c && e->ncached < MAX_CACHED_ASKS && (c->text = strdup(text))) {
-        c->ask = ask;
+    /* Another thread may have cached the same text meanwhile: both work,
+     * and the second copy is simply not cached. */
+    bool dup = false;
+    for (struct cached_ask *o = e->buckets[b]; o && !dup; o = o->next)
+        dup = strcmp(o->text, text) == 0;
+    if (!dup && c->bytes <= e->limits.max_cached_bytes) {
+        while (e->oldest && (e->ncached + 1 > e->limits.max_cached_asks ||
+                             e->cached_bytes + c->bytes > e->limits.max_cached_bytes)) {
+            struct cached_ask *old = e->oldest;
+            cache_unlink(e, old, bucket_of(e, old->text, strlen(old->text)));
+            if (old->refs == 0) {
+                old->next = evicted;
+                evicted = old;
+            }
+        }
         c->next = e->buckets[b];
         e->buckets[b] = c;
+        c->older = e->newest;
+        if (e->newest)
+            e->newest->newer = c;
+        else
+            e->oldest = c;
+        e->newest = c;
+        c->cached = true;
         e->ncached++;
-        c = NULL;
-    } else {
-        *owned = true;
+        e->cached_bytes += c->bytes;
     }
     pthread_mutex_unlock(&e->cache_lock);
-    free(c);
-    return ask;
+    while (evicted) {
+        struct cached_ask *next = evicted->next;
+        cached_free(evicted);
+        evicted = next;
+    }
+    return c;
+}
+
+void engine_cache_stats(struct engine *e, int *entries, size_t *bytes)
+{
+    pthread_mutex_lock(&e->cache_lock);
+    *entries = e->ncached;
+    *bytes = e->cached_bytes;
+    pthread_mutex_unlock(&e->cache_lock);
 }
 
 static int view_index(const struct store *s, const struct sql_view *v)
@@ -135,10 +236,10 @@ int engine_ask(struct engine *e, const struct ask_request *req, struct buf *out,
     if (req->nparams > e->limits.max_params)
         return ask_fail(err, 422, "too_many_parameters", "more than %d parameters",
                         e->limits.max_params);
-    bool owned;
-    const struct sql_ask *ask = compile(e, req->ask, &owned, err);
-    if (!ask)
+    struct cached_ask *held = compile(e, req->ask, err);
+    if (!held)
         return -1;
+    const struct sql_ask *ask = held->ask;
     struct exec x = {.e = e, .ask = ask, .v = ask->view};
     x.view = view_index(e->store, ask->view);
     x.types = store_fact_types(e->store, x.view);
@@ -156,8 +257,7 @@ int engine_ask(struct engine *e, const struct ask_request *req, struct buf *out,
         rc = answer_write(&x, out, err);
     exec_free(&x);
     store_read_end(x.r);
-    if (owned)
-        sql_ask_free((struct sql_ask *)ask);
+    release(e, held);
     return rc;
 }
 

@@ -46,11 +46,21 @@ struct ask_error {
 int ask_fail(struct ask_error *err, int status, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* The compiled-ask cache's bounds: 4096 asks cover any dashboard's set of
+ * texts (an ask's values travel as parameters, so its text repeats); 64 MiB
+ * bounds what distinct texts, each up to 64 KiB and compiled to a few times
+ * that, can hold. Past either, the least recently asked go. */
+#define ENGINE_DEFAULT_CACHED_ASKS 4096
+#define ENGINE_DEFAULT_CACHED_BYTES ((size_t)64 << 20)
+
 struct engine_limits {
     int max_groups;        /* answer rows before grouping stops: 422; default 100000 */
     int64_t max_ask_us;    /* time budget per ask: 503 beyond it; 0 = none */
     size_t max_ask_bytes;  /* longest ask text; default 64 KiB */
     int max_params;        /* default 256 */
+    int max_cached_asks;   /* compiled asks kept; default ENGINE_DEFAULT_CACHED_ASKS */
+    size_t max_cached_bytes; /* their bytes (texts and compiled asks);
+                                default ENGINE_DEFAULT_CACHED_BYTES */
     bool cells_only;       /* never fold rollups: the reference the tests
                               compare rollup answers with */
 };
@@ -67,6 +77,9 @@ struct store *engine_store(struct engine *e);
  * Returns 0, or -1 with err. */
 int engine_ask(struct engine *e, const struct ask_request *req, struct buf *out,
                struct ask_error *err);
+
+/* The compiled-ask cache now: entries and bytes (for /metrics). */
+void engine_cache_stats(struct engine *e, int *entries, size_t *bytes);
 
 /* {"views": [...]} with widths, keys, dim columns, measures, cell counts. */
 int engine_views(struct engine *e, struct buf *out, struct ask_error *err);

@@ -403,6 +403,53 @@ static bool in_list(const int64_t *codes, int n, int64_t code)
     return false;
 }
 
+static inline uint32_t code_slot(int64_t code, uint32_t mask)
+{
+    return (uint32_t)(((uint64_t)code * 0x9E3779B97F4A7C15ULL) >> 32) & mask;
+}
+
+/* The set of n codes (duplicates fold). 0, or -1 out of memory. */
+static int code_set_build(struct code_set *s, const int64_t *codes, int n)
+{
+    uint32_t size = 16;
+    while (size < 2 * (uint32_t)n)
+        size *= 2;
+    if (!(s->slots = malloc(sizeof *s->slots * size)))
+        return -1;
+    s->mask = size - 1;
+    for (uint32_t i = 0; i < size; i++)
+        s->slots[i] = CODE_SET_EMPTY;
+    for (int i = 0; i < n; i++) {
+        if (codes[i] == CODE_SET_EMPTY) {
+            s->has_empty_value = true;
+            continue;
+        }
+        uint32_t h = code_slot(codes[i], s->mask);
+        while (s->slots[h] != CODE_SET_EMPTY && s->slots[h] != codes[i])
+            h = (h + 1) & s->mask;
+        s->slots[h] = codes[i];
+    }
+    return 0;
+}
+
+static inline bool code_set_has(const struct code_set *s, int64_t code)
+{
+    if (code == CODE_SET_EMPTY)
+        return s->has_empty_value;
+    for (uint32_t h = code_slot(code, s->mask);; h = (h + 1) & s->mask) {
+        if (s->slots[h] == code)
+            return true;
+        if (s->slots[h] == CODE_SET_EMPTY)
+            return false;
+    }
+}
+
+/* Whether code is among a condition's n values (the set when it was built). */
+static inline bool cond_has(const struct exec *x, int k, const int64_t *codes, int n, int64_t code)
+{
+    return n > IN_LINEAR_MAX ? code_set_has(&x->cond_sets[k], code) : in_list(codes, n, code);
+}
+
 
 /* A text condition's verdict on a value: its text tested once per distinct
  * value (memo by id), a range in byte order, a pattern as LIKE. */
@@ -480,10 +527,10 @@ __attribute__((always_inline)) static inline int leaf_truth(struct exec *x,
     switch (bc->kind) {
     case SQL_COND_EQ:
     case SQL_COND_IN:
-        return bc->is_dim ? in_list(x->cond_ids[k], bc->ntexts, id) : in_list(bc->codes, bc->ncodes, code);
+        return bc->is_dim ? cond_has(x, k, x->cond_ids[k], bc->ntexts, id) : cond_has(x, k, bc->codes, bc->ncodes, code);
     case SQL_COND_NE:
     case SQL_COND_NOT_IN:
-        hit = bc->is_dim ? in_list(x->cond_ids[k], bc->ntexts, id) : in_list(bc->codes, bc->ncodes, code);
+        hit = bc->is_dim ? cond_has(x, k, x->cond_ids[k], bc->ntexts, id) : cond_has(x, k, bc->codes, bc->ncodes, code);
         return !hit;
     case SQL_COND_LT: return code < bc->codes[0];
     case SQL_COND_LE: return code <= bc->codes[0];
@@ -637,6 +684,22 @@ static int64_t now_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+/* The ask's time budget (engine_limits.max_ask_us), checked every
+ * BUDGET_CELLS cells inside a segment's scan as well as between segments,
+ * so that one costly segment (a wide window of fine cells, a long IN list)
+ * cannot run past it by the time it takes: reading the clock is some 20 ns,
+ * a 1/1024th of the cells' cost. 0, or -1 with the 503. */
+enum { BUDGET_CELLS = 1024 };
+static int over_budget(struct exec *x, struct ask_error *err)
+{
+    if (x->e->limits.max_ask_us <= 0 || now_us() - x->started_us <= x->e->limits.max_ask_us)
+        return 0;
+    return ask_fail(err, 503, "ask_timeout",
+                    "the ask ran past its time limit of %lld ms (--ask-timeout) after %llu cells; "
+                    "narrow its range or its groups",
+                    (long long)(x->e->limits.max_ask_us / 1000), (unsigned long long)x->cells_read);
+}
+
 /* The rollup family of the block the ask can fold instead of its cells:
  * the one that kept only the key the ask reads (or none) and the value
  * counts it needs, over the whole span when the range holds the span and
@@ -690,6 +753,8 @@ static int scan_segment(struct exec *x, const struct store_block *b, int64_t fro
             int64_t bucket = b->span_start + c.r.bucket[i] * b->width;
             if (bucket >= from && bucket < to)
                 rc = cell_passes(x, &c, i, &pass[i], err);
+            if (rc == 0 && i % BUDGET_CELLS == BUDGET_CELLS - 1)
+                rc = over_budget(x, err);
         }
     }
     if (rc == 0 && store_rows_load_runs(b, &want, &c.r, pass, &serr))
@@ -703,7 +768,8 @@ static int scan_segment(struct exec *x, const struct store_block *b, int64_t fro
             continue;
         bool ok;
         struct group *g;
-        x->cells_read++;
+        if (++x->cells_read % BUDGET_CELLS == 0 && (rc = over_budget(x, err)))
+            break;
         if (pass ? !pass[i] : (rc = cell_passes(x, &c, i, &ok, err)) || !ok)
             continue;
         if ((rc = cell_key(x, &c, i, bucket, key, err)))
@@ -745,10 +811,8 @@ static int scan_range(struct exec *x, int width, int64_t from, int64_t to, struc
     int rc, got;
     for (rc = 0; rc == 0 && (got = store_segments_next(&it, &s, &serr)) == 1;) {
         rc = scan_with_deltas(x, &s, from, to, err);
-        if (rc == 0 && x->e->limits.max_ask_us > 0 &&
-            now_us() - x->started_us > x->e->limits.max_ask_us)
-            rc = ask_fail(err, 503, "ask_timeout", "the ask ran past its time limit of %lld ms",
-                          (long long)(x->e->limits.max_ask_us / 1000));
+        if (rc == 0)
+            rc = over_budget(x, err);
     }
     if (rc == 0 && got < 0)
         rc = ask_fail(err, 500, "corrupt_store", "%s", serr.message);
@@ -1048,6 +1112,16 @@ static int plan_needs(struct exec *x, struct ask_error *err)
             if ((x->cond_ids[k][i] = pool_intern(&x->pool, bc->texts[i], bc->lens[i], false)) < 0)
                 return ask_fail(err, 500, "internal", "out of memory");
     }
+    x->cond_sets = calloc((size_t)x->b.nconds + 1, sizeof *x->cond_sets);
+    if (!x->cond_sets)
+        return ask_fail(err, 500, "internal", "out of memory");
+    for (int k = 0; k < x->b.nconds; k++) {
+        const struct bound_cond *bc = &x->b.conds[k];
+        int n = bc->is_dim ? bc->ntexts : bc->ncodes;
+        if (n > IN_LINEAR_MAX && !bc->by_text && (!bc->is_dim || x->cond_ids[k]) &&
+            code_set_build(&x->cond_sets[k], bc->is_dim ? x->cond_ids[k] : bc->codes, n))
+            return ask_fail(err, 500, "internal", "out of memory");
+    }
     return 0;
 }
 
@@ -1118,6 +1192,9 @@ void exec_free(struct exec *x)
     for (int k = 0; x->cond_ids && k < x->b.nconds; k++)
         free(x->cond_ids[k]);
     free(x->cond_ids);
+    for (int k = 0; x->cond_sets && k < x->b.nconds; k++)
+        free(x->cond_sets[k].slots);
+    free(x->cond_sets);
     free(x->key);
     free(x->need_key);
     free(x->need_count);

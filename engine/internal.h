@@ -9,18 +9,39 @@
 
 #include <pthread.h>
 
+/* A compiled ask in the cache. Held by the cache (in a bucket and on the
+ * recency list) and by each ask using it (refs); an entry evicted while in
+ * use is freed by the last of them. */
 struct cached_ask {
     char *text;
     struct sql_ask *ask;
-    struct cached_ask *next;
+    size_t bytes;             /* text + compiled ask: what the cache's byte bound counts */
+    int refs;                 /* asks using it now */
+    bool cached;              /* still in the cache */
+    struct cached_ask *next;  /* in its bucket */
+    struct cached_ask *newer, *older; /* the recency list: evictions take the oldest */
 };
+
+/* An IN list past IN_LINEAR_MAX values is probed as a set: open
+ * addressing over a power of two at most half full, so a 30,000-value list
+ * (64 KiB of "1," fits one) costs a cell a probe or two, not 30,000
+ * compares. Up to IN_LINEAR_MAX a loop over the values is as quick. */
+enum { IN_LINEAR_MAX = 8 };
+struct code_set {
+    int64_t *slots;           /* CODE_SET_EMPTY where free */
+    uint32_t mask;            /* slots - 1; 0 with no slots: not built */
+    bool has_empty_value;     /* CODE_SET_EMPTY itself is a member */
+};
+#define CODE_SET_EMPTY INT64_MIN
 
 struct engine {
     struct store *store;
     struct engine_limits limits;
     pthread_mutex_t cache_lock;
     struct cached_ask *buckets[1024];
+    struct cached_ask *newest, *oldest;
     int ncached;
+    size_t cached_bytes;
 };
 
 /* ---- Binding -------------------------------------------------------------- */
@@ -200,6 +221,8 @@ struct exec {
     int *rows_count;
     bool *lazy_rows;          /* per value count: rows_count[k] >= 0 (store_want) */
     int64_t **cond_ids;       /* per dim condition: its texts' pool ids */
+    struct code_set *cond_sets; /* per condition: its codes or ids as a set when
+                                   they are more than IN_LINEAR_MAX, else empty */
     int read_key;             /* the one cell key the ask reads (conditions,
                                  group keys, inner joins); -1 none, -2 more */
     /* Grouping by time (exec.c plan_time): a bucket's group is its bin of

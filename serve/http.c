@@ -637,9 +637,13 @@ struct serve_server *serve_start_routes(const struct serve_options *o,
     /* The store first: a server that cannot answer should not take the port. */
     struct engine_limits lim = {
         .max_groups = o->max_groups > 0 ? o->max_groups : 100000,
-        .max_ask_us = o->ask_timeout_us > 0 ? o->ask_timeout_us : 0,
+        .max_ask_us = o->ask_timeout_us > 0    ? o->ask_timeout_us
+                      : o->ask_timeout_us == 0 ? SERVE_DEFAULT_ASK_TIMEOUT_US
+                                               : 0,
         .max_ask_bytes = 64 * 1024,
         .max_params = 256,
+        .max_cached_asks = o->ask_cache,
+        .max_cached_bytes = o->ask_cache_bytes,
     };
     struct store_error serr = {0};
     s->engine = engine_open(o->store_dir, &lim, &serr);

@@ -34,7 +34,11 @@ static const char usage[] =
     "  --max-body BYTES     largest /ask body (default 1MiB; K, M, G, T suffixes,\n"
     "                       KiB or KB alike: powers of 1024)\n"
     "  --max-groups N       answer rows before an ask is refused with 422 (default 100000)\n"
-    "  --ask-timeout DUR    time budget per ask, 503 beyond it (default: none)\n"
+    "  --ask-timeout DUR    time budget per ask, checked as it scans; 503 beyond it\n"
+    "                       (default 10s; 0: none)\n"
+    "  --ask-cache N        compiled asks kept, the least recently asked evicted past it\n"
+    "                       (default 4096)\n"
+    "  --ask-cache-bytes BYTES  their memory, texts and compiled forms (default 64MiB)\n"
     "  --log-level LEVEL    debug, info, warn or error (default info): logfmt lines on\n"
     "                       stderr; debug adds one line per request (path, status,\n"
     "                       and for asks view and dur_us)\n"
@@ -131,8 +135,19 @@ int main(int argc, char **argv)
             ok = parse_int(v, 1, 1024, &o.threads) == 0;
         else if (!strcmp(name, "--max-lag"))
             ok = duration_parse(v, &o.max_lag_us) == 0;
-        else if (!strcmp(name, "--ask-timeout"))
+        else if (!strcmp(name, "--ask-timeout")) {
             ok = duration_parse(v, &o.ask_timeout_us) == 0;
+            if (ok && o.ask_timeout_us == 0)
+                o.ask_timeout_us = -1; /* 0 on the command line: no budget */
+        }
+        else if (!strcmp(name, "--ask-cache"))
+            ok = parse_int(v, 1, 1000000000, &o.ask_cache) == 0;
+        else if (!strcmp(name, "--ask-cache-bytes")) {
+            uint64_t bytes;
+            ok = size_parse(v, &bytes) == 0 && bytes > 0;
+            if (ok)
+                o.ask_cache_bytes = (size_t)bytes;
+        }
         else if (!strcmp(name, "--max-body")) {
             uint64_t bytes; /* 1 byte to 1 TiB */
             ok = size_parse(v, &bytes) == 0 && bytes >= 1 && bytes <= (1ULL << 40);

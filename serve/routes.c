@@ -100,6 +100,15 @@ static enum MHD_Result do_metrics(struct serve_server *s, struct MHD_Connection 
     bool have = engine_position(s->engine, &pos, &err) == 0;
     struct buf b = {0};
     metrics_write(s->metrics, have ? &pos : NULL, wall_us(), &b);
+    int entries;
+    size_t bytes;
+    engine_cache_stats(s->engine, &entries, &bytes);
+    buf_printf(&b,
+               "# HELP straum_ask_cache_entries Compiled asks cached (--ask-cache bounds them).\n"
+               "# TYPE straum_ask_cache_entries gauge\nstraum_ask_cache_entries %d\n"
+               "# HELP straum_ask_cache_bytes Bytes of the cached asks (--ask-cache-bytes bounds them).\n"
+               "# TYPE straum_ask_cache_bytes gauge\nstraum_ask_cache_bytes %zu\n",
+               entries, bytes);
     return send_buf(s, c, route, 200, &b, "text/plain; version=0.0.4; charset=utf-8",
                     NULL);
 }

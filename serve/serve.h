@@ -14,6 +14,11 @@
 #define SERVE_DEFAULT_LISTEN "127.0.0.1:8080"
 #define SERVE_DEFAULT_MAX_LAG_US 10000000   /* 10 s */
 #define SERVE_DEFAULT_MAX_BODY (1u << 20)   /* 1 MiB */
+/* An ask's time budget unless --ask-timeout says otherwise: the longest a
+ * hostile or careless ask holds a worker thread. 10 s: past what a
+ * dashboard waits for, and under the 30 s read timeout of the nginx
+ * configuration (SPEC.md 8.3), so a slow ask ends in serve's 503. */
+#define SERVE_DEFAULT_ASK_TIMEOUT_US 10000000LL
 
 struct serve_options {
     const char *store_dir;      /* required */
@@ -27,7 +32,10 @@ struct serve_options {
     bool public_bind;           /* allow a non-loopback address without a token */
     size_t max_body;            /* /ask body limit; 0: the default */
     int max_groups;             /* engine: answer rows; <= 0: the engine's default */
-    int64_t ask_timeout_us;     /* engine: time budget per ask; 0: none */
+    int64_t ask_timeout_us;     /* engine: time budget per ask; 0: the default
+                                   (SERVE_DEFAULT_ASK_TIMEOUT_US); < 0: none */
+    int ask_cache;              /* compiled asks kept; 0: ENGINE_DEFAULT_CACHED_ASKS */
+    size_t ask_cache_bytes;     /* their bytes; 0: ENGINE_DEFAULT_CACHED_BYTES */
     unsigned connection_timeout_s; /* idle/slow connections dropped; 0: 30 s */
     bool quiet;                 /* no log lines (tests) */
 };

@@ -71,6 +71,14 @@ char *sql_arena_strdup(struct sql_arena *a, const char *s)
     return sql_arena_strndup(a, s, strlen(s));
 }
 
+size_t sql_arena_bytes(const struct sql_arena *a)
+{
+    size_t n = sizeof *a;
+    for (const struct arena_block *b = a->head; b; b = b->next)
+        n += sizeof *b + b->size;
+    return n;
+}
+
 void *sql_arena_grow(struct sql_arena *a, void *array, size_t elem, int *cap, int want)
 {
     if (want <= *cap)

@@ -20,5 +20,7 @@ char *sql_arena_strdup(struct sql_arena *a, const char *s);
 /* Grows an array living in the arena to hold at least want elements,
  * doubling; the old block is simply abandoned. */
 void *sql_arena_grow(struct sql_arena *a, void *array, size_t elem, int *cap, int want);
+/* Bytes the arena holds from malloc: its blocks with their headers. */
+size_t sql_arena_bytes(const struct sql_arena *a);
 
 #endif

@@ -1106,3 +1106,5 @@ void sql_ask_free(struct sql_ask *ask)
     if (ask)
         sql_arena_free(ask->arena);
 }
+
+size_t sql_ask_bytes(const struct sql_ask *ask) { return sql_arena_bytes(ask->arena); }

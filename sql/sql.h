@@ -435,6 +435,8 @@ struct sql_ask {
 struct sql_ask *sql_parse_ask(const char *text, const struct sql_view_list *views,
                               struct sql_error *err);
 void sql_ask_free(struct sql_ask *ask);
+/* Bytes a compiled ask holds (its arena), for a cache bounded in memory. */
+size_t sql_ask_bytes(const struct sql_ask *ask);
 
 /* Limits that keep a hostile text from costing more than it is worth. */
 #define SQL_MAX_TEXT_BYTES (1u << 20)

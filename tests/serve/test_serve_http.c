@@ -12,6 +12,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -963,6 +964,200 @@ Test(serve_http, engine_limits_map_to_422_and_503)
     hc_once(serve_port(s2), "GET", "/healthz", NULL, NULL, &r);
     cr_assert_eq(r.status, 200);
     hc_free(&r);
+    serve_stop(s2);
+}
+
+/* ---- Hostile asks: each meets its limit, and others go on ------------------------------- */
+
+/* Clients asking steadily on their own connections until told to stop;
+ * each counts answers that were not a right 200. */
+struct steady {
+    int port;
+    atomic_bool stop;
+    atomic_int answers, wrong;
+};
+
+static void *steady_asker(void *arg)
+{
+    struct steady *st = arg;
+    int fd = hc_connect(st->port);
+    while (!atomic_load(&st->stop)) {
+        struct hc_response r;
+        hc_request(fd, "POST", "/ask", NULL, trips_ask, strlen(trips_ask), &r);
+        bool ok = r.status == 200 && strstr(r.body, "\"rows\":[[0,");
+        hc_free(&r);
+        atomic_fetch_add(ok ? &st->answers : &st->wrong, 1);
+        if (!ok) { /* a fresh connection, so one failure is not all of them */
+            close(fd);
+            fd = hc_connect(st->port);
+        }
+    }
+    close(fd);
+    return NULL;
+}
+
+static void steady_start(struct steady *st, pthread_t t[4], int p)
+{
+    st->port = p;
+    atomic_init(&st->stop, false);
+    atomic_init(&st->answers, 0);
+    atomic_init(&st->wrong, 0);
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(pthread_create(&t[i], NULL, steady_asker, st), 0);
+}
+
+static void steady_stop(struct steady *st, pthread_t t[4])
+{
+    atomic_store(&st->stop, true);
+    for (int i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+    cr_assert_eq(atomic_load(&st->wrong), 0, "%d other asks were not answered right",
+                 atomic_load(&st->wrong));
+    cr_assert_gt(atomic_load(&st->answers), 0);
+}
+
+/* A gauge of /metrics (with the token when one is given). */
+static double metric(int p, const char *name)
+{
+    struct hc_response r;
+    hc_once(p, "GET", "/metrics", NULL, NULL, &r);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    char want[128];
+    snprintf(want, sizeof want, "\n%s ", name);
+    const char *at = strstr(r.body, want);
+    cr_assert_not_null(at, "no %s in\n%s", name, r.body);
+    double v = strtod(at + strlen(want), NULL);
+    hc_free(&r);
+    return v;
+}
+
+/* IN lists of 30,000 values (the most a 64 KiB ask holds), on a fact key
+ * and on a dim column: exact answers, probed as sets. A second condition
+ * makes the ask read the fine cells, not a rollup's few rows. */
+Test(serve_http, hostile_in_lists_answer_exactly_and_others_go_on)
+{
+    struct steady st;
+    pthread_t t[4];
+    steady_start(&st, t, port);
+    enum { NVALUES = 30000 };
+    size_t cap = 70000;
+    char *body = malloc(cap);
+    size_t n = (size_t)snprintf(body, cap, "{\"ask\": \"SELECT trips FROM trips WHERE bucket >= "
+                                "'2024-01-01 00:00:00+00' AND bucket < '2024-01-08 00:00:00+00' AND "
+                                "pu_location_id IS NOT NULL AND payment_type IN (");
+    for (int i = 0; i < NVALUES; i++)
+        n += (size_t)snprintf(body + n, cap - n, i ? ",%d" : "%d", i == NVALUES - 1 ? 3 : 2);
+    n += (size_t)snprintf(body + n, cap - n, ")\"}");
+    cr_assert_lt(n, cap);
+    for (int round = 0; round < 20; round++) {
+        struct hc_response r;
+        post_ask(body, &r);
+        cr_assert_eq(r.status, 200, "%d %.300s", r.status, r.body);
+        char want[64];
+        int64_t week = 7 * 86400000000LL;
+        snprintf(want, sizeof want, "\"rows\":[[%lld]]",
+                 (long long)(fixture_count(2, FIXTURE_START_US, FIXTURE_START_US + week) +
+                             fixture_count(3, FIXTURE_START_US, FIXTURE_START_US + week)));
+        cr_assert(strstr(r.body, want), "%s, want %s", r.body, want);
+        hc_free(&r);
+    }
+    /* Boroughs: Queens (zones 1, 4, 7, 10) 6,000 times, and one that is none. */
+    n = (size_t)snprintf(body, cap, "{\"ask\": \"SELECT trips FROM trips WHERE bucket >= "
+                         "'2024-01-01 00:00:00+00' AND bucket < '2024-01-08 00:00:00+00' AND "
+                         "borough IN ('Nowhere'");
+    for (int i = 0; i < 6000; i++)
+        n += (size_t)snprintf(body + n, cap - n, ",'Queens'");
+    n += (size_t)snprintf(body + n, cap - n, ")\"}");
+    cr_assert_lt(n, cap);
+    int64_t queens = 0;
+    for (int i = 0; i < FIXTURE_TRIPS; i++) {
+        struct trip tr = fixture_trip(i);
+        queens += tr.pu <= 10 && tr.pu % 3 == 1;
+    }
+    struct hc_response r;
+    post_ask(body, &r);
+    cr_assert_eq(r.status, 200, "%d %.300s", r.status, r.body);
+    char want[64];
+    snprintf(want, sizeof want, "\"rows\":[[%lld]]", (long long)queens);
+    cr_assert(strstr(r.body, want), "%s, want %s", r.body, want);
+    hc_free(&r);
+    free(body);
+    steady_stop(&st, t);
+}
+
+/* Distinct ask texts, small and at the 64 KiB limit: the compiled-ask cache
+ * stays within its entries and bytes (the least recently asked go), every
+ * ask is still answered right, and others go on. */
+Test(serve_http, hostile_distinct_asks_keep_the_cache_bounded_and_others_go_on)
+{
+    struct serve_options o = {.store_dir = the_store, .ask_cache = 40,
+                              .ask_cache_bytes = 4u << 20};
+    struct serve_server *s2 = fixture_serve(&o);
+    int p2 = serve_port(s2);
+    struct steady st;
+    pthread_t t[4];
+    steady_start(&st, t, p2);
+    size_t cap = 66000;
+    char *body = malloc(cap);
+    for (int i = 0; i < 600; i++) {
+        /* Every tenth ask a long one: a comment pads it to about 60 KiB. */
+        int pad = i % 10 == 9 ? 60000 : 0;
+        int n = snprintf(body, cap, "{\"ask\": \"SELECT trips FROM trips WHERE bucket >= $1 AND "
+                         "bucket < $2 /* %d %*s */\", \"params\": [\"2024-01-01 00:00:00+00\", "
+                         "\"2024-01-08 00:00:00+00\"]}", i, pad, "");
+        cr_assert_lt((size_t)n, cap);
+        struct hc_response r;
+        hc_once(p2, "POST", "/ask", NULL, body, &r);
+        char want[32];
+        snprintf(want, sizeof want, "\"rows\":[[%d]]", FIXTURE_TRIPS);
+        cr_assert(r.status == 200 && strstr(r.body, want), "ask %d: %d %.200s", i, r.status, r.body);
+        hc_free(&r);
+        if (i % 50 == 49) {
+            cr_assert_leq(metric(p2, "straum_ask_cache_entries"), 40);
+            cr_assert_leq(metric(p2, "straum_ask_cache_bytes"), 4u << 20);
+        }
+    }
+    cr_assert_gt(metric(p2, "straum_ask_cache_entries"), 0);
+    free(body);
+    steady_stop(&st, t);
+    serve_stop(s2);
+}
+
+/* An ask past its time budget is cut inside its scan (within BUDGET_CELLS
+ * cells), not at the end of a segment, and others go on. */
+Test(serve_http, hostile_slow_ask_is_cut_inside_its_scan_and_others_go_on)
+{
+    struct serve_options o = {.store_dir = the_store, .ask_timeout_us = 1};
+    struct serve_server *s2 = fixture_serve(&o);
+    int p2 = serve_port(s2);
+    /* The same ask answers whole on the server at hand (the default budget). */
+    const char *fine = "{\"ask\": \"SELECT bucket, pu_location_id, payment_type, trips FROM trips "
+                       "WHERE bucket >= '2024-01-01 00:00:00+00' AND bucket < '2024-01-08 00:00:00+00' "
+                       "GROUP BY bucket, pu_location_id, payment_type\"}";
+    struct hc_response r;
+    post_ask(fine, &r);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    cJSON *j = cJSON_Parse(r.body);
+    int cells = cJSON_GetArraySize(cJSON_GetObjectItem(j, "rows"));
+    cr_assert_gt(cells, 2048, "%d cells", cells);
+    cJSON_Delete(j);
+    hc_free(&r);
+    struct steady st;
+    pthread_t t[4];
+    steady_start(&st, t, port);
+    for (int i = 0; i < 20; i++) {
+        hc_once(p2, "POST", "/ask", NULL, fine, &r);
+        expect_error(&r, 503, "ask_timeout");
+        const char *after = strstr(r.body, " after ");
+        cr_assert_not_null(after, "%s", r.body);
+        long read = strtol(after + 7, NULL, 10);
+        cr_assert_leq(read, 1024, "cut after %ld cells: %s", read, r.body);
+        hc_free(&r);
+        hc_once(p2, "GET", "/healthz", NULL, NULL, &r);
+        cr_assert_eq(r.status, 200);
+        hc_free(&r);
+    }
+    steady_stop(&st, t);
     serve_stop(s2);
 }
 
