@@ -317,3 +317,20 @@ uint64_t taxi_slot_confirmed(struct taxi_db *db)
     PQclear(r);
     return (uint64_t)hi << 32 | lo;
 }
+
+int taxi_log_count(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    char *buf = malloc((1 << 20) + 1);
+    cr_assert_not_null(buf);
+    size_t n = fread(buf, 1, 1 << 20, f);
+    buf[n] = '\0';
+    fclose(f);
+    int count = 0;
+    for (const char *at = strstr(buf, text); at; at = strstr(at + 1, text))
+        count++;
+    free(buf);
+    return count;
+}

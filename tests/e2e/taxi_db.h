@@ -57,6 +57,10 @@ const char *taxi_random_batch(struct taxi_db *db);
 /* Runs printf-formatted SQL; fails the test on an error. */
 void taxi_exec(PGconn *pg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* How many times text occurs in a log file (its first MiB); 0 when the file
+ * cannot be read. For waits on log lines, e.g. a retry's. */
+int taxi_log_count(const char *path, const char *text);
+
 /* Waits until the store holds everything committed so far, then asserts
  * every cell, value count and projection equals PostgreSQL's. */
 void taxi_check(struct taxi_db *db, const char *when);

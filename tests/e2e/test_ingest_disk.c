@@ -358,7 +358,12 @@ Test(ingest_disk_tmpfs, a_full_filesystem_waits_for_room_and_resumes_by_itself, 
               "the message names the store, the space and what to do: %s", line);
     int held = check_store_at_position(&db, &b, port, "on a full filesystem");
     cr_assert_lt(held, b.n, "the huge batch does not fit");
-    sleep(4); /* a retry or two: still nothing half-written */
+    /* Two more retries (their "next try in" lines), waited for with a bound:
+     * still nothing half-written. */
+    int tries = taxi_log_count(log, "next try in");
+    for (int waited = 0; taxi_log_count(log, "next try in") < tries + 2 && waited < 60000; waited += 100)
+        usleep(100000);
+    cr_assert_geq(taxi_log_count(log, "next try in"), tries + 2, "no two retries in 60 s");
     cr_assert_eq(wait_exit(db.ingest, 0), -1, "ingest waits for room");
     /* A retry may fit a smaller group of the batches than the commit that
      * failed; never fewer than before, never the huge one, never part of one. */

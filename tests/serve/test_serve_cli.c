@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -77,6 +78,14 @@ static bool pump(struct proc *p, int ms)
     p->len += (size_t)n;
     p->log[p->len] = '\0';
     return true;
+}
+
+/* Reads output until it holds text, for up to ms; whether it does. */
+static bool wait_log(struct proc *p, const char *text, int ms)
+{
+    for (int waited = 0; !strstr(p->log, text) && waited < ms; waited += 20)
+        pump(p, 20);
+    return strstr(p->log, text) != NULL;
 }
 
 /* The port from the "listening" line, or -1 if the process ends first. */
@@ -233,13 +242,26 @@ Test(serve_cli, logs_serves_and_stops_on_sigterm)
                       "\"params\": [\"2024-01-01 00:00:00+00\", \"2024-01-08 00:00:00+00\"]}";
     int fd = hc_connect(port);
     char head[200];
-    snprintf(head, sizeof head, "POST /ask HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n\r\n",
-             strlen(ask));
+    snprintf(head, sizeof head, "POST /ask HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n"
+             "Expect: 100-continue\r\n\r\n", strlen(ask));
     hc_send(fd, head, strlen(head));
+    /* 100 Continue: the server has the request's headers and holds it in
+     * flight (each wait below is for a condition, bounded). */
+    char cont[64] = "";
+    size_t got = 0;
+    struct pollfd pfd = {.fd = fd, .events = POLLIN};
+    while (!strstr(cont, "\r\n\r\n") && got < sizeof cont - 1 && poll(&pfd, 1, 10000) > 0) {
+        ssize_t n = recv(fd, cont + got, sizeof cont - 1 - got, 0);
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+        cont[got] = '\0';
+    }
+    cr_assert(strncmp(cont, "HTTP/1.1 100", 12) == 0, "no 100 Continue: %s", cont);
     hc_send(fd, ask, 10);
-    usleep(200000);
     kill(p.pid, SIGTERM);
-    usleep(300000);
+    cr_assert(wait_log(&p, "msg=\"stopping: finishing requests in flight\" inflight=1", 10000),
+              "%s", p.log);
     hc_send(fd, ask + 10, strlen(ask) - 10);
     hc_read(fd, &r, 5000);
     cr_assert_eq(r.status, 200, "%d %s\n%s", r.status, r.body, p.log);
@@ -275,9 +297,16 @@ Test(serve_cli, log_levels)
     cr_assert(strstr(p.log, " level=debug msg=\"ask\" path=/ask view=trips status=200 dur_us="),
               "%s", p.log);
 
-    spawn(&p, (const char *[]){"--store", the_store, "--listen", ":0", "--threads", "1",
+    /* Quiet at warn: no listening line to wait for, so a port of our own,
+     * polled until it accepts. */
+    int quiet_port = hc_free_port();
+    char where[32];
+    snprintf(where, sizeof where, "127.0.0.1:%d", quiet_port);
+    spawn(&p, (const char *[]){"--store", the_store, "--listen", where, "--threads", "1",
                                "--log-level", "warn", NULL});
-    usleep(300000);
+    for (int waited = 0; !hc_listening(quiet_port) && waited < 10000; waited += 20)
+        pump(&p, 20);
+    cr_assert(hc_listening(quiet_port), "not listening on %s in 10 s:\n%s", where, p.log);
     cr_assert_eq(finish(&p, SIGTERM), 0, "%s", p.log);
     cr_assert_null(strstr(p.log, "level=info"), "%s", p.log);
     cr_assert_null(strstr(p.log, "level=debug"), "%s", p.log);

@@ -71,12 +71,23 @@ static void reader_child(const char *dir, int fd)
         dprintf(fd, "error open: %s\n", err.message);
         _exit(1);
     }
-    /* Hold one snapshot for half a second while the writer commits. */
+    /* Hold one snapshot while the writer commits past it: until a fresh
+     * snapshot is three commits further (polled, at most 10 s). */
     struct store_read *held;
     store_read_begin(s, &held, &err);
     uint64_t held_lsn = snapshot_position(held);
     int64_t held_total = consistent_total(s, held);
-    usleep(500 * 1000);
+    for (int64_t end = now_ms() + 10000; now_ms() < end; usleep(1000)) {
+        struct store_read *fresh;
+        if (store_read_begin(s, &fresh, &err)) {
+            dprintf(fd, "error begin: %s\n", err.message);
+            _exit(1);
+        }
+        bool moved = snapshot_position(fresh) >= held_lsn + 3;
+        store_read_end(fresh);
+        if (moved)
+            break;
+    }
     if (consistent_total(s, held) != held_total || snapshot_position(held) != held_lsn) {
         dprintf(fd, "error: a held snapshot changed\n");
         _exit(1);
