@@ -28,12 +28,36 @@ configure_and_build() {
     cmake --build "$ROOT/$dir" -j"$JOBS"
 }
 
-# run_tests <dir>: every test shares one throwaway cluster.
+# run_tests <dir>: every test shares one throwaway cluster; ctest's JUnit
+# file gives the counts of the closing line.
 run_tests() {
   local dir=$1
+  rm -f "$ROOT/$dir/ctest-junit.xml"
   log "testing $dir" &&
     (cd "$ROOT/$dir" &&
-      ./bin/straum-pgtmp run -- ctest --output-on-failure -j"$JOBS" "${CTEST_ARGS[@]}")
+      ./bin/straum-pgtmp run -- ctest --output-on-failure -j"$JOBS" \
+        --output-junit "$ROOT/$dir/ctest-junit.xml" "${CTEST_ARGS[@]}")
+}
+
+# counts <dir>: "N passed, N failed, N skipped" of its last run, from the
+# JUnit file (a skipped test is never counted as passed), and on stderr each
+# skipped test with the line that says why.
+counts() {
+  local f=$ROOT/$1/ctest-junit.xml tests failures skipped
+  if [[ ! -f $f ]]; then
+    echo "no tests ran"
+    return
+  fi
+  tests=$(grep -m1 -o 'tests="[0-9]*"' "$f" | tr -dc 0-9)
+  failures=$(grep -m1 -o 'failures="[0-9]*"' "$f" | tr -dc 0-9)
+  skipped=$(grep -m1 -o 'skipped="[0-9]*"' "$f" | tr -dc 0-9)
+  echo "$((tests - failures - skipped)) passed, $failures failed, $skipped skipped"
+  awk -v tree="$1" '
+    /<testcase / { match($0, /name="[^"]*"/); name = substr($0, RSTART + 6, RLENGTH - 7)
+                   skip = $0 ~ /status="notrun"/; why = "" }
+    skip && /\[SKIP\]/ && why == "" { why = $0; sub(/^.*\[SKIP\] */, "", why) }
+    skip && /<\/testcase>/ { printf "test.sh: %s: skipped %s: %s\n", tree, name, why; skip = 0 }
+  ' "$f" >&2
 }
 
 # build_and_test <dir> <cmake args...>; records PASS/FAIL and carries on, so
@@ -90,7 +114,7 @@ unset ASAN_OPTIONS UBSAN_OPTIONS
 status=0
 summary=""
 for dir in build build-asan; do
-  summary+=" $dir=${RESULT[$dir]}"
+  summary+=" $dir=${RESULT[$dir]} ($(counts "$dir"))"
   [[ ${RESULT[$dir]} == PASS ]] || status=1
 done
 if [[ $status == 0 ]]; then
