@@ -112,7 +112,7 @@ struct cellmap *pending_segment(struct store *s, int view, int width, int64_t sp
             bytemap_remove(&p->segments, e);
             return NULL;
         }
-        m->overlay = !p->truncated[view];
+        m->overlay = !atomic_load_explicit(&p->truncated[view], memory_order_relaxed);
         e->ptr = m;
         p->bytes += m->bytes;
     }
@@ -202,7 +202,7 @@ int store_truncate_view(struct store *s, int view, struct store_error *err)
         if (be_load_u16(e->key) == view)
             bytemap_remove(&p->values, e);
     }
-    p->truncated[view] = true;
+    atomic_store_explicit(&p->truncated[view], true, memory_order_relaxed);
     return p->txn ? batch_truncate(s, p->txn, err) : 0;
 }
 

@@ -355,7 +355,7 @@ static int write_projections(struct store *s, MDB_txn *txn)
 static int delete_truncated(struct store *s, MDB_txn *txn)
 {
     for (int v = 0; v < s->views->nviews; v++) {
-        if (!s->pending->truncated[v])
+        if (!atomic_load_explicit(&s->pending->truncated[v], memory_order_relaxed))
             continue;
         uint8_t prefix[2];
         be_store_u16(prefix, (uint16_t)v);
@@ -436,7 +436,7 @@ int batch_truncate(struct store *s, MDB_txn *txn, struct store_error *err)
     int rc = delete_truncated(s, txn);
     if (rc)
         return batch_lost(s, rc, err);
-    memset(s->pending->truncated, 0, (size_t)s->views->nviews); /* the transaction holds it */
+    pending_clear_truncated(s->pending, s->views->nviews); /* the transaction holds it */
     return 0;
 }
 
@@ -528,7 +528,7 @@ static int commit(struct store *s, const struct store_position *pos, bool keep_h
     for (size_t i = 0; i < p->nproj; i++)
         free(p->proj[i].row);
     p->nproj = 0;
-    memset(p->truncated, 0, (size_t)s->views->nviews);
+    pending_clear_truncated(p, s->views->nviews);
     pending_recount(p);
     cache_evict(s);
     if (large)

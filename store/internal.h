@@ -9,6 +9,7 @@
 
 #include <lmdb.h>
 #include <pthread.h>
+#include <stdatomic.h>
 
 /* ---- Keys (SPEC.md "Key layout") ------------------------------------------
  * Integers in keys are big-endian, signed ones with the sign bit flipped,
@@ -363,7 +364,12 @@ struct pending {
     struct bytemap dict_next; /* (view, column) -> num: next id */
     struct proj_op *proj;
     size_t nproj, proj_cap;
-    bool *truncated;          /* per view: emptied in this batch */
+    /* Per view: emptied in this batch. Atomic (relaxed): a load job's drain
+     * reads it (pending_segment) while the writer's thread may open the
+     * batch's transaction, which clears it (batch_truncate); either reading
+     * is right, since the transaction has by then deleted what the view
+     * kept, so an overlay finds nothing stored to merge with. */
+    atomic_bool *truncated;
     struct load_job *load;    /* a load's partition being drained and encoded
                                  (store_hand_off_cold), or NULL */
     size_t bytes_seen;        /* bytes when the load job started (store_cached_bytes) */
@@ -390,6 +396,8 @@ int store_need_writer(struct store *s, struct store_error *err);
 /* Forgets the batch: everything not yet committed, a load job joined and
  * an encode job freed, the spilled transaction aborted. Cannot fail. */
 void pending_reset(struct pending *p, const struct sql_view_list *views);
+/* Every view's truncated flag false (relaxed stores: see pending). */
+void pending_clear_truncated(struct pending *p, int nviews);
 /* Takes a segment's decoded bytes off what the batch holds. */
 void pending_unhold(struct pending *p, const struct cellmap *m);
 /* Frees the segment of e and removes e from p->segments. */

@@ -22,7 +22,8 @@
 int pending_new(struct store *s, struct store_error *err)
 {
     s->pending = calloc(1, sizeof *s->pending);
-    if (!s->pending || !(s->pending->truncated = calloc((size_t)s->views->nviews, 1)) ||
+    if (!s->pending ||
+        !(s->pending->truncated = calloc((size_t)s->views->nviews, sizeof *s->pending->truncated)) ||
         !(s->pending->bulk = calloc((size_t)s->views->nviews, sizeof *s->pending->bulk)) ||
         !(s->pending->spare = calloc((size_t)s->views->nviews, sizeof *s->pending->spare)))
         return store_fail(err, "out of memory");
@@ -61,6 +62,12 @@ static void drop_segments(struct pending *p, bool all)
 }
 
 /* Forgets the batch: everything not yet committed. */
+void pending_clear_truncated(struct pending *p, int nviews)
+{
+    for (int v = 0; v < nviews; v++)
+        atomic_store_explicit(&p->truncated[v], false, memory_order_relaxed);
+}
+
 void pending_reset(struct pending *p, const struct sql_view_list *views)
 {
     struct store_error ignored; /* the batch goes either way */
@@ -80,7 +87,7 @@ void pending_reset(struct pending *p, const struct sql_view_list *views)
     for (size_t i = 0; i < p->nproj; i++)
         free(p->proj[i].row);
     p->nproj = 0;
-    memset(p->truncated, 0, (size_t)views->nviews);
+    pending_clear_truncated(p, views->nviews);
     for (int v = 0; v < views->nviews; v++) {
         if (p->bulk[v])
             bulk_clear(p->bulk[v]);

@@ -3,6 +3,9 @@
 # trees and runs every test in both, each against a throwaway PostgreSQL:
 #   build/       gcc, -O2 -g             (what users run)
 #   build-asan/  clang, ASan+UBSan, fuzz (what catches memory bugs)
+#   build-tsan/  clang, ThreadSanitizer: tests/tsan's programs only (what
+#                catches races in the bulk load's jobs and serve's threads;
+#                Criterion does not run under TSan, so they do without it)
 #
 # usage: ./tools/test.sh [ctest args...]     e.g. ./tools/test.sh -R sql
 # env:   STRAUM_TEST_SKIP_APT=1  skip apt-get (quick local iteration)
@@ -111,9 +114,29 @@ build_and_test build-asan \
   -DSTRAUM_FUZZ=ON
 unset ASAN_OPTIONS UBSAN_OPTIONS
 
+# The TSan tree builds only its programs (and the libraries they use), and
+# needs no PostgreSQL; a race is a failure (halt_on_error, exit 66).
+tsan_tree() {
+  local dir=build-tsan
+  log "configuring $dir" &&
+    cmake -S "$ROOT" -B "$ROOT/$dir" -DBUILD_TESTING=OFF -DSTRAUM_TSAN=ON \
+      -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g" &&
+    log "building $dir" &&
+    cmake --build "$ROOT/$dir" -j"$JOBS" --target tsan_bulk tsan_serve &&
+    log "testing $dir" &&
+    rm -f "$ROOT/$dir/ctest-junit.xml" &&
+    (cd "$ROOT/$dir" && ctest --output-on-failure -L tsan --output-junit "$ROOT/$dir/ctest-junit.xml")
+}
+if tsan_tree; then
+  RESULT[build-tsan]=PASS
+else
+  RESULT[build-tsan]=FAIL
+fi
+
 status=0
 summary=""
-for dir in build build-asan; do
+for dir in build build-asan build-tsan; do
   summary+=" $dir=${RESULT[$dir]} ($(counts "$dir"))"
   [[ ${RESULT[$dir]} == PASS ]] || status=1
 done
