@@ -16,12 +16,19 @@ PGconn *source_connect(const char *conninfo, bool replication, char *err, size_t
 {
     /* expand_dbname lets conninfo be a keyword string or a URI; keywords
      * after it override it. */
-    const char *keys[4] = {0}, *vals[4] = {0};
+    const char *keys[6] = {0}, *vals[6] = {0};
     int n = 0;
     if (conninfo && *conninfo) {
         keys[n] = "dbname";
         vals[n++] = conninfo;
     }
+    /* The store keeps UTF-8 and answers are JSON: PostgreSQL converts a
+     * LATIN1, WIN1252 or other database's texts on the way out, in COPY and
+     * in pgoutput alike (a client_encoding in conninfo is overridden).
+     * Without it the connection takes the database's encoding, and such
+     * texts reached the store as their LATIN1 bytes. */
+    keys[n] = "client_encoding";
+    vals[n++] = "UTF8";
     if (replication) {
         /* Text-mode pgoutput (servers before 14) must print dates and floats
          * the way pgvalue reads them. */
