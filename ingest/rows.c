@@ -210,11 +210,11 @@ int rows_check_width(const struct sql_view_list *views, char *err, size_t errlen
                      {"FILTER clauses", v->nfilters}};
         for (size_t k = 0; k < sizeof parts / sizeof parts[0]; k++)
             if (parts[k].n > INGEST_MAX_VIEW_WIDTH)
-                return ingest_fail(err, errlen, "view \"%s\" has %d %s; the limit is %d: split it into narrower views",
+                return error_fmt(err, errlen, "view \"%s\" has %d %s; the limit is %d: split it into narrower views",
                                    v->name, parts[k].n, parts[k].what, INGEST_MAX_VIEW_WIDTH);
         for (int j = 0; j < v->njoins; j++)
             if (v->joins[j].ndim_columns - 1 > INGEST_MAX_VIEW_WIDTH)
-                return ingest_fail(err, errlen, "view \"%s\" reads %d columns of %s; the limit is %d dim columns a join: split it into narrower views",
+                return error_fmt(err, errlen, "view \"%s\" reads %d columns of %s; the limit is %d dim columns a join: split it into narrower views",
                                    v->name, v->joins[j].ndim_columns - 1, v->joins[j].table, INGEST_MAX_VIEW_WIDTH);
     }
     return 0;
