@@ -126,8 +126,8 @@ static int text_order(struct exec *x, int fact_col, struct vc_sorted *runs, int6
 }
 
 /* The value of run i. A lent rollup list's codes may still be encoded
- * (struct store_lazy_runs): only this one is decoded then. A failure is kept in x
- * for answer_write, and the value is NULL meanwhile. */
+ * (struct store_lazy_runs): only this one is decoded then. A failure is
+ * kept in x for answer_emit, and the value is NULL meanwhile. */
 static struct outval value_of(struct exec *x, int fact_col, const struct vc_sorted *runs,
                               uint32_t i)
 {
@@ -464,69 +464,116 @@ static int cmp_rows(const void *pa, const void *pb, void *ctx)
     return 0;
 }
 
-/* ---- JSON ------------------------------------------------------------------------------ */
+/* ---- Typed rows ------------------------------------------------------------------------ */
 
-static void write_value(struct exec *x, struct buf *out, const struct outval *o)
+/* PostgreSQL's type of a key column's values (engine.h), from the source
+ * type the store keeps: the integer widths, text kinds, bool, date and the
+ * timestamps pass through; float4 answers as float8 (its codes are
+ * doubles, and float4's text would need float4's shortest digits). */
+static uint32_t value_oid(const struct store_column_type *t)
 {
-    char tmp[128];
+    switch (t->pg_oid) {
+    case ANSWER_OID_BOOL:
+    case ANSWER_OID_INT2:
+    case ANSWER_OID_INT4:
+    case ANSWER_OID_INT8:
+    case ANSWER_OID_TEXT:
+    case ANSWER_OID_VARCHAR:
+    case ANSWER_OID_DATE:
+    case ANSWER_OID_TIMESTAMPTZ:
+    case ANSWER_OID_NUMERIC:
+    case ANSWER_OID_FLOAT8:
+        return t->pg_oid;
+    default: break;
+    }
+    switch (t->type) {
+    case STORE_TYPE_INT: return ANSWER_OID_INT8;
+    case STORE_TYPE_NUMERIC: return ANSWER_OID_NUMERIC;
+    case STORE_TYPE_FLOAT: return ANSWER_OID_FLOAT8;
+    case STORE_TYPE_BOOL: return ANSWER_OID_BOOL;
+    case STORE_TYPE_DATE: return ANSWER_OID_DATE;
+    case STORE_TYPE_TIMESTAMP: return ANSWER_OID_TIMESTAMPTZ;
+    case STORE_TYPE_TEXT: return ANSWER_OID_TEXT;
+    }
+    return ANSWER_OID_TEXT;
+}
+
+/* sum(int2) and sum(int4) are int8 in PostgreSQL, sum(int8) numeric. */
+static bool sum_is_int8(const struct store_column_type *t)
+{
+    return t->type == STORE_TYPE_INT &&
+           (t->pg_oid == ANSWER_OID_INT2 || t->pg_oid == ANSWER_OID_INT4);
+}
+
+uint32_t answer_column_oid(const struct sql_ask *a, const struct store_column_type *types, int c)
+{
+    const struct sql_ask_column *col = &a->columns[c];
+    if (col->kind == SQL_ASK_BUCKET)
+        return ANSWER_OID_TIMESTAMPTZ;
+    const struct sql_view_column *vc = &a->view->columns[col->view_column];
+    if (col->kind == SQL_ASK_KEY)
+        return vc->kind == SQL_COLUMN_FACT_KEY ? value_oid(&types[vc->fact_column]) : ANSWER_OID_TEXT;
+    const struct sql_measure *m = &vc->measure;
+    const struct store_column_type *t = m->fact_column >= 0 ? &types[m->fact_column] : NULL;
+    switch (m->agg) {
+    case SQL_AGG_COUNT_STAR:
+    case SQL_AGG_COUNT:
+    case SQL_AGG_COUNT_DISTINCT: return ANSWER_OID_INT8;
+    case SQL_AGG_SUM:
+        return t->type == STORE_TYPE_FLOAT ? ANSWER_OID_FLOAT8
+               : sum_is_int8(t)            ? ANSWER_OID_INT8
+                                           : ANSWER_OID_NUMERIC;
+    case SQL_AGG_AVG: return t->type == STORE_TYPE_FLOAT ? ANSWER_OID_FLOAT8 : ANSWER_OID_NUMERIC;
+    case SQL_AGG_PERCENTILE_CONT: return ANSWER_OID_FLOAT8;
+    default: return value_oid(t);
+    }
+}
+
+/* An outval as the sink sees it; digits is the scratch its decimal text is
+ * written into (valid until the next row). */
+static struct answer_value typed_value(struct exec *x, const struct outval *o, uint32_t oid,
+                                       char *digits, size_t cap)
+{
+    struct answer_value v = {.kind = ANSWER_NULL};
     switch (o->kind) {
-    case OV_NULL: buf_puts(out, "null"); break;
-    case OV_INT: buf_printf(out, "%lld", (long long)o->i); break;
-    case OV_BOOL: buf_puts(out, o->i ? "true" : "false"); break;
+    case OV_NULL: break;
+    case OV_INT: v.kind = ANSWER_INT; v.i = o->i; break;
+    case OV_BOOL: v.kind = ANSWER_BOOL; v.i = o->i != 0; break;
     case OV_DEC:
-        decimal_format(o->dec, o->scale, tmp, sizeof tmp);
-        if (o->number)
-            buf_puts(out, tmp);
-        else
-            buf_json_string(out, tmp, strlen(tmp));
+        if (oid == ANSWER_OID_INT8 && o->scale == 0 && o->dec >= INT64_MIN && o->dec <= INT64_MAX) {
+            v.kind = ANSWER_INT;
+            v.i = (int64_t)o->dec;
+            break;
+        }
+        v.kind = ANSWER_DECIMAL;
+        v.len = decimal_format(o->dec, o->scale, digits, cap);
+        v.text = digits;
+        v.json_number = o->number;
         break;
-    case OV_AVG: buf_json_string(out, o->text, o->len); break;
-    case OV_DOUBLE:
-        double_format(o->d, tmp, sizeof tmp);
-        buf_puts(out, tmp);
-        break;
-    case OV_TEXT: buf_json_string(out, o->text, o->len); break;
+    case OV_AVG: v.kind = ANSWER_DECIMAL; v.text = o->text; v.len = o->len; break;
+    case OV_DOUBLE: v.kind = ANSWER_DOUBLE; v.d = o->d; break;
+    case OV_TEXT: v.kind = ANSWER_TEXT; v.text = o->text; v.len = o->len; break;
     case OV_TIME:
-        tz_format(x->b.tz, o->i, tmp, sizeof tmp);
-        buf_json_string(out, tmp, strlen(tmp));
+        v.kind = ANSWER_TIME;
+        v.i = o->i;
+        v.utc_offset_s = tz_offset_at(x->b.tz, o->i);
         break;
-    case OV_DATE: {
-        const struct store_column_type date = {STORE_TYPE_DATE, 0, 0};
-        size_t n = store_code_format(&date, o->i, tmp, sizeof tmp);
-        buf_json_string(out, tmp, n < sizeof tmp ? n : sizeof tmp - 1);
-        break;
+    case OV_DATE: v.kind = ANSWER_DATE; v.i = o->i; break;
     }
-    }
+    return v;
 }
 
-/* "range":{"from":...,"to":...}: the buckets read, half-open, in the ask's
- * zone; null for a side the ask leaves open. */
-static void write_range(struct exec *x, struct buf *out)
-{
-    char tmp[64];
-    buf_puts(out, "\"range\":{\"from\":");
-    if (x->b.has_from) {
-        tz_format(x->b.tz, x->b.from, tmp, sizeof tmp);
-        buf_json_string(out, tmp, strlen(tmp));
-    } else {
-        buf_puts(out, "null");
-    }
-    buf_puts(out, ",\"to\":");
-    if (x->b.has_to) {
-        tz_format(x->b.tz, x->b.to, tmp, sizeof tmp);
-        buf_json_string(out, tmp, strlen(tmp));
-    } else {
-        buf_puts(out, "null");
-    }
-    buf_puts(out, "}");
-}
+enum { DIGITS_CAP = 160 }; /* a 128-bit integer's 40 digits, sign, point, zeros of a scale */
 
-int answer_write(struct exec *x, struct buf *out, struct ask_error *err)
+int answer_emit(struct exec *x, const struct answer_sink *sink, struct ask_error *err)
 {
     const struct sql_ask *a = x->ask;
     uint32_t n = 0;
     struct row *rows = calloc((size_t)x->groups.n + 1, sizeof *rows);
-    int rc = rows ? 0 : ask_fail(err, 500, "internal", "out of memory");
+    struct answer_column *cols = calloc((size_t)a->ncolumns + 1, sizeof *cols);
+    struct answer_value *vals = calloc((size_t)a->ncolumns + 1, sizeof *vals);
+    char *digits = malloc((size_t)DIGITS_CAP * ((size_t)a->ncolumns + 1));
+    int rc = rows && cols && vals && digits ? 0 : ask_fail(err, 500, "internal", "out of memory");
     for (uint32_t i = 0; rc == 0 && i < x->groups.n; i++) {
         if (build_row(x, x->groups.all[i], &rows[n])) {
             rc = ask_fail(err, 500, "internal", "out of memory");
@@ -550,35 +597,26 @@ int answer_write(struct exec *x, struct buf *out, struct ask_error *err)
     }
     if (rc == 0) {
         qsort_r(rows, n, sizeof *rows, cmp_rows, (void *)a);
-        buf_puts(out, "{\"columns\":[");
-        for (int c = 0; c < a->ncolumns; c++) {
-            if (c)
-                buf_puts(out, ",");
-            buf_json_string(out, a->columns[c].name, strlen(a->columns[c].name));
-        }
-        buf_puts(out, "],\"rows\":[");
+        for (int c = 0; c < a->ncolumns; c++)
+            cols[c] = (struct answer_column){a->columns[c].name, answer_column_oid(a, x->types, c)};
+        rc = sink->columns(sink->ctx, cols, a->ncolumns, err);
         /* offset and limit are any bigint >= 0 (limit -1: none): compare
          * limit with the rows left after first, never first + limit, which
          * wraps past INT64_MAX. */
         int64_t first = x->b.offset < (int64_t)n ? x->b.offset : (int64_t)n;
         int64_t last = x->b.limit < 0 || x->b.limit > (int64_t)n - first ? (int64_t)n : first + x->b.limit;
-        for (int64_t i = first; i < last; i++) {
-            buf_puts(out, i > first ? ",[" : "[");
-            for (int c = 0; c < a->ncolumns; c++) {
-                if (c)
-                    buf_puts(out, ",");
-                write_value(x, out, &rows[i].cols[c]);
-            }
-            buf_puts(out, "]");
+        for (int64_t i = first; rc == 0 && i < last; i++) {
+            for (int c = 0; c < a->ncolumns; c++)
+                vals[c] = typed_value(x, &rows[i].cols[c], cols[c].type_oid,
+                                      digits + (size_t)c * DIGITS_CAP, DIGITS_CAP);
+            rc = sink->row(sink->ctx, vals, a->ncolumns, err);
         }
-        buf_puts(out, "],");
-        write_range(x, out);
-        buf_puts(out, "}");
-        if (out->failed)
-            rc = ask_fail(err, 500, "internal", "out of memory writing the answer");
     }
     for (uint32_t i = 0; rows && i < n; i++)
         free_row(a, &rows[i]);
     free(rows);
+    free(cols);
+    free(vals);
+    free(digits);
     return rc;
 }

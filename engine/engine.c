@@ -225,18 +225,56 @@ static int view_index(const struct store *s, const struct sql_view *v)
     return (int)(v - views->views);
 }
 
-int engine_ask(struct engine *e, const struct ask_request *req, struct buf *out,
-               struct ask_error *err)
+/* Checks the request's sizes and compiles its ask (see compile). */
+static struct cached_ask *checked_compile(struct engine *e, const char *text, int nparams,
+                                          struct ask_error *err)
 {
-    if (!req->ask)
-        return ask_fail(err, 400, "bad_request", "the body has no \"ask\"");
-    if (strlen(req->ask) > e->limits.max_ask_bytes)
+    if (!text)
+        return ask_fail(err, 400, "bad_request", "the body has no \"ask\""), NULL;
+    if (strlen(text) > e->limits.max_ask_bytes)
         return ask_fail(err, 413, "ask_too_long", "the ask is longer than %zu bytes",
-                        e->limits.max_ask_bytes);
-    if (req->nparams > e->limits.max_params)
+                        e->limits.max_ask_bytes),
+               NULL;
+    if (nparams > e->limits.max_params)
         return ask_fail(err, 422, "too_many_parameters", "more than %d parameters",
-                        e->limits.max_params);
-    struct cached_ask *held = compile(e, req->ask, err);
+                        e->limits.max_params),
+               NULL;
+    return compile(e, text, err);
+}
+
+struct engine_snapshot {
+    struct store_read *r;
+};
+
+int engine_snapshot_begin(struct engine *e, struct engine_snapshot **out, struct ask_error *err)
+{
+    struct engine_snapshot *s = calloc(1, sizeof *s);
+    struct store_error serr;
+    if (!s)
+        return ask_fail(err, 500, "internal", "out of memory");
+    if (store_read_begin(e->store, &s->r, &serr)) {
+        free(s);
+        return ask_fail(err, 503, "store_unavailable", "%s", serr.message);
+    }
+    *out = s;
+    return 0;
+}
+
+void engine_snapshot_end(struct engine_snapshot *s)
+{
+    if (!s)
+        return;
+    store_read_end(s->r);
+    free(s);
+}
+
+/* engine_ask_rows; json, when not NULL, gets the JSON answer's end
+ * (answer_json_end) once the rows are out. */
+static int ask_rows(struct engine *e, const struct ask_request *req,
+                    struct engine_snapshot *snapshot, const struct answer_sink *sink,
+                    struct buf *json, struct ask_error *err)
+{
+    struct cached_ask *held = checked_compile(e, req->ask, req->nparams, err);
     if (!held)
         return -1;
     const struct sql_ask *ask = held->ask;
@@ -244,9 +282,11 @@ int engine_ask(struct engine *e, const struct ask_request *req, struct buf *out,
     x.view = view_index(e->store, ask->view);
     x.types = store_fact_types(e->store, x.view);
     struct store_error serr;
-    int rc = store_read_begin(e->store, &x.r, &serr)
-                 ? ask_fail(err, 503, "store_unavailable", "%s", serr.message)
-                 : 0;
+    int rc = 0;
+    if (snapshot)
+        x.r = snapshot->r;
+    else if (store_read_begin(e->store, &x.r, &serr))
+        rc = ask_fail(err, 503, "store_unavailable", "%s", serr.message);
     if (rc == 0) {
         x.snapshot = store_read_snapshot_id(x.r);
         rc = bind_ask(x.r, ask, x.view, x.types, req, &x.b, err);
@@ -254,10 +294,97 @@ int engine_ask(struct engine *e, const struct ask_request *req, struct buf *out,
     if (rc == 0)
         rc = exec_scan(&x, err);
     if (rc == 0)
-        rc = answer_write(&x, out, err);
+        rc = answer_emit(&x, sink, err);
+    if (rc == 0 && json)
+        answer_json_end(&x, json);
     exec_free(&x);
-    store_read_end(x.r);
+    if (!snapshot)
+        store_read_end(x.r);
     release(e, held);
+    return rc;
+}
+
+int engine_ask_rows(struct engine *e, const struct ask_request *req,
+                    struct engine_snapshot *snapshot, const struct answer_sink *sink,
+                    struct ask_error *err)
+{
+    return ask_rows(e, req, snapshot, sink, NULL, err);
+}
+
+int engine_ask(struct engine *e, const struct ask_request *req, struct buf *out,
+               struct ask_error *err)
+{
+    struct answer_json j = {.out = out};
+    struct answer_sink sink = answer_json_sink;
+    sink.ctx = &j;
+    if (ask_rows(e, req, NULL, &sink, out, err))
+        return -1;
+    if (out->failed)
+        return ask_fail(err, 500, "internal", "out of memory writing the answer");
+    return 0;
+}
+
+int engine_describe(struct engine *e, const char *text, struct answer_column **cols, int *ncols,
+                    uint32_t **param_oids, int *nparams, struct ask_error *err)
+{
+    struct cached_ask *held = checked_compile(e, text, 0, err);
+    if (!held)
+        return -1;
+    const struct sql_ask *ask = held->ask;
+    int view = view_index(e->store, ask->view);
+    const struct store_column_type *types = store_fact_types(e->store, view);
+    /* One block: the columns, then their names, so that one free frees
+     * both and the names outlive the ask. */
+    size_t names = 0;
+    for (int c = 0; c < ask->ncolumns; c++)
+        names += strlen(ask->columns[c].name) + 1;
+    *cols = calloc(1, sizeof **cols * ((size_t)ask->ncolumns + 1) + names);
+    *param_oids = calloc((size_t)ask->nparams + 1, sizeof **param_oids);
+    int rc = *cols && *param_oids ? 0 : ask_fail(err, 500, "internal", "out of memory");
+    char *name = rc ? NULL : (char *)(*cols + ask->ncolumns + 1);
+    for (int c = 0; rc == 0 && c < ask->ncolumns; c++) {
+        size_t n = strlen(ask->columns[c].name) + 1;
+        memcpy(name, ask->columns[c].name, n);
+        (*cols)[c] = (struct answer_column){name, answer_column_oid(ask, types, c)};
+        name += n;
+    }
+    for (int p = 0; rc == 0 && p < ask->nparams; p++) {
+        const struct sql_param *sp = &ask->params[p];
+        uint32_t oid = ANSWER_OID_INT8;
+        if (sp->kind == SQL_PARAM_TIMESTAMP)
+            oid = ANSWER_OID_TIMESTAMPTZ;
+        else if (sp->kind == SQL_PARAM_KEY) {
+            const struct sql_view_column *vc = &ask->view->columns[sp->view_column];
+            oid = ANSWER_OID_TEXT;
+            if (vc->kind == SQL_COLUMN_FACT_KEY) {
+                const struct store_column_type *t = &types[vc->fact_column];
+                /* A key compares with its own type; a timestamp key
+                   parameter as timestamptz, a float as float8. */
+                oid = t->pg_oid == ANSWER_OID_INT2 || t->pg_oid == ANSWER_OID_INT4 ||
+                              t->pg_oid == ANSWER_OID_INT8 || t->pg_oid == ANSWER_OID_BOOL ||
+                              t->pg_oid == ANSWER_OID_DATE || t->pg_oid == ANSWER_OID_NUMERIC ||
+                              t->pg_oid == ANSWER_OID_VARCHAR
+                          ? t->pg_oid
+                      : t->type == STORE_TYPE_INT      ? ANSWER_OID_INT8
+                      : t->type == STORE_TYPE_NUMERIC  ? ANSWER_OID_NUMERIC
+                      : t->type == STORE_TYPE_FLOAT    ? ANSWER_OID_FLOAT8
+                      : t->type == STORE_TYPE_BOOL     ? ANSWER_OID_BOOL
+                      : t->type == STORE_TYPE_DATE     ? ANSWER_OID_DATE
+                      : t->type == STORE_TYPE_TIMESTAMP ? ANSWER_OID_TIMESTAMPTZ
+                                                       : ANSWER_OID_TEXT;
+            }
+        }
+        (*param_oids)[p] = oid;
+    }
+    *ncols = ask->ncolumns;
+    *nparams = ask->nparams;
+    release(e, held);
+    if (rc) {
+        free(*cols);
+        free(*param_oids);
+        *cols = NULL;
+        *param_oids = NULL;
+    }
     return rc;
 }
 

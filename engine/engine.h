@@ -32,6 +32,8 @@ struct ask_request {
     const char *time_zone;  /* NULL or "" means UTC */
 };
 
+struct engine_snapshot;
+
 /* What went wrong, with the HTTP status it maps to. */
 struct ask_error {
     int status;            /* 400, 404, 422, 500, 503 */
@@ -80,6 +82,91 @@ int engine_ask(struct engine *e, const struct ask_request *req, struct buf *out,
 
 /* The compiled-ask cache now: entries and bytes (for /metrics). */
 void engine_cache_stats(struct engine *e, int *entries, size_t *bytes);
+
+/* ---- Typed answers ------------------------------------------------------ */
+
+/* An answer's columns carry PostgreSQL's type of what the same SELECT over
+ * the raw tables would answer (pg_type OIDs): buckets timestamptz, counts
+ * int8, sums of int2/int4 int8, other exact sums, averages numeric, float
+ * sums and averages and percentile_cont float8; keys, min, max and
+ * percentile_disc the key's own type (dim columns text). */
+enum {
+    ANSWER_OID_BOOL = 16,
+    ANSWER_OID_INT8 = 20,
+    ANSWER_OID_INT2 = 21,
+    ANSWER_OID_INT4 = 23,
+    ANSWER_OID_TEXT = 25,
+    ANSWER_OID_FLOAT8 = 701,
+    ANSWER_OID_VARCHAR = 1043,
+    ANSWER_OID_DATE = 1082,
+    ANSWER_OID_TIMESTAMP = 1114,
+    ANSWER_OID_TIMESTAMPTZ = 1184,
+    ANSWER_OID_NUMERIC = 1700,
+};
+
+struct answer_column {
+    const char *name;
+    uint32_t type_oid;
+};
+
+enum answer_kind {
+    ANSWER_NULL,
+    ANSWER_INT,      /* i */
+    ANSWER_BOOL,     /* i: 0 or 1 */
+    ANSWER_DECIMAL,  /* text: exact digits, "-12.50" */
+    ANSWER_DOUBLE,   /* d */
+    ANSWER_TEXT,     /* text, len: bytes, not NUL-terminated */
+    ANSWER_TIME,     /* i: µs since 1970-01-01 UTC; utc_offset_s */
+    ANSWER_DATE,     /* i: days since 1970-01-01 */
+};
+
+/* One value of a row. Valid only during the row callback. */
+struct answer_value {
+    enum answer_kind kind;
+    int64_t i;
+    double d;
+    const char *text;
+    size_t len;
+    int32_t utc_offset_s;  /* TIME: the ask's time zone's offset at i */
+    bool json_number;      /* DECIMAL: an integer sum, a JSON number (not a
+                              string) in HTTP answers */
+};
+
+/* Where an answer goes, row by row. Each callback returns 0 to go on, or
+ * -1 with err set to stop the ask (engine_ask_rows then returns -1 with
+ * that err). columns comes once, before any row. */
+struct answer_sink {
+    int (*columns)(void *ctx, const struct answer_column *cols, int ncols,
+                   struct ask_error *err);
+    int (*row)(void *ctx, const struct answer_value *vals, int ncols, struct ask_error *err);
+    void *ctx;
+};
+
+/* Answers one ask into sink: the columns, then the rows in the answer's
+ * order (ORDER BY, OFFSET and LIMIT applied), one call each. Rows are
+ * built in memory for ordering (bounded by max_groups) but converted and
+ * handed over one at a time. snapshot NULL: the ask takes its own read
+ * snapshot; else it reads that one (engine_snapshot_begin). Returns 0, or
+ * -1 with err. */
+int engine_ask_rows(struct engine *e, const struct ask_request *req,
+                    struct engine_snapshot *snapshot, const struct answer_sink *sink,
+                    struct ask_error *err);
+
+/* What an ask would answer, without reading the store: its columns
+ * (*cols malloc'd with their names: one free) and, per
+ * parameter $1..$n, the type it is bound as (timestamptz for bucket edges,
+ * the key's type, int8 for LIMIT/OFFSET; *param_oids malloc'd). Returns 0,
+ * or -1 with err (a syntax error, an unknown view). */
+int engine_describe(struct engine *e, const char *ask, struct answer_column **cols, int *ncols,
+                    uint32_t **param_oids, int *nparams, struct ask_error *err);
+
+/* A read snapshot held across asks: every ask given it (engine_ask_rows)
+ * sees the same store state, as a REPEATABLE READ transaction.
+ * It holds an LMDB read transaction: ingest's freed pages are not reused
+ * while it lives, so hold it for the span of a client's transaction only.
+ * Used by one thread at a time. Returns 0, or -1 with err (503). */
+int engine_snapshot_begin(struct engine *e, struct engine_snapshot **out, struct ask_error *err);
+void engine_snapshot_end(struct engine_snapshot *s);
 
 /* {"views": [...]} with widths, keys, dim columns, measures, cell counts. */
 int engine_views(struct engine *e, struct buf *out, struct ask_error *err);

@@ -261,8 +261,20 @@ int64_t pool_intern(struct text_pool *p, const char *text, size_t len, bool is_n
 
 /* ---- Answers ------------------------------------------------------------------ */
 
-/* Writes {"columns": [...], "rows": [...]} from the groups. */
-int answer_write(struct exec *x, struct buf *out, struct ask_error *err);
+/* Hands the groups to sink as typed rows (engine_ask_rows). */
+int answer_emit(struct exec *x, const struct answer_sink *sink, struct ask_error *err);
+/* PostgreSQL's type of an ask's output column c (engine.h). */
+uint32_t answer_column_oid(const struct sql_ask *a, const struct store_column_type *types, int c);
+
+/* The JSON writer (answer_json.c): a sink that writes
+ * {"columns": [...], "rows": [[...], ...]} into out. */
+struct answer_json {
+    struct buf *out;
+    int64_t rows;
+};
+extern const struct answer_sink answer_json_sink; /* ctx: a struct answer_json */
+/* Ends the JSON answer after its rows: "],\"range\":{...}}". */
+void answer_json_end(struct exec *x, struct buf *out);
 
 /* Exact decimal helpers (numeric.c; the text of a scaled integer is
  * base/decimal.h's decimal_format). */

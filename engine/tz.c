@@ -223,7 +223,11 @@ static char *put_year(char *p, int64_t y)
  * would. */
 size_t tz_format(const struct tz *tz, int64_t utc_us, char *buf, size_t len)
 {
-    int32_t off = tz_offset_at(tz, utc_us);
+    return tz_format_offset(utc_us, tz_offset_at(tz, utc_us), buf, len);
+}
+
+size_t tz_format_offset(int64_t utc_us, int32_t off, char *buf, size_t len)
+{
     int64_t local = utc_us + (int64_t)off * 1000000;
     int64_t days = local >= 0 ? local / 86400000000LL : -((-local + 86400000000LL - 1) / 86400000000LL);
     int64_t rest = local - days * 86400000000LL;

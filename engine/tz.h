@@ -32,5 +32,7 @@ int64_t tz_local_to_utc(const struct tz *tz, int64_t local_us);
 /* "2024-01-17T00:00:00-05:00": an instant written in the zone, with its
  * offset (seconds and fractions only when present). Returns bytes written. */
 size_t tz_format(const struct tz *tz, int64_t utc_us, char *buf, size_t len);
+/* The same with the offset given (seconds east of UTC). */
+size_t tz_format_offset(int64_t utc_us, int32_t off, char *buf, size_t len);
 
 #endif
