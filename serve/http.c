@@ -29,6 +29,9 @@
 #include "base/logfmt.h"
 #include "serve/http.h"
 
+#include "serve/listen.h"
+#include "serve/pg.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -119,37 +122,54 @@ static void addr_text(const struct sockaddr_storage *ss, int port, char *buf, si
     snprintf(buf, len, ss->ss_family == AF_INET6 ? "[%s]:%d" : "%s:%d", host, port);
 }
 
+int serve_check_listen(const char *option, const char *where, bool token, bool public_bind,
+                       char *err, size_t errlen)
+{
+    struct sockaddr_storage ss;
+    socklen_t sslen;
+    if (listen_parse(option, where, &ss, &sslen, err, errlen) != 0)
+        return -1;
+    if (!is_loopback(&ss) && !token && !public_bind) {
+        snprintf(err, errlen,
+                 "refusing to listen on %s (%s) without --token-file: anyone who can reach that "
+                 "address could ask. Give --token-file FILE (clients then send "
+                 "\"Authorization: Bearer <token>\", or the token as the PostgreSQL password), "
+                 "or --public to serve it without a token",
+                 where, option);
+        return -1;
+    }
+    return 0;
+}
+
+/* HTTP is served unless only --pg-listen was given. */
+static bool serves_http(const struct serve_options *o) { return o->listen || !o->pg_listen; }
+
 int serve_check_options(const struct serve_options *o, char *err, size_t errlen)
 {
     if (!o->store_dir || !*o->store_dir) {
         snprintf(err, errlen, "--store DIR is required");
         return -1;
     }
-    const char *listen = o->listen ? o->listen : SERVE_DEFAULT_LISTEN;
-    struct sockaddr_storage ss;
-    socklen_t sslen;
-    if (listen_parse("--listen", listen, &ss, &sslen, err, errlen) != 0)
+    bool token = o->token_file != NULL;
+    if (serves_http(o) &&
+        serve_check_listen("--listen", o->listen ? o->listen : SERVE_DEFAULT_LISTEN, token,
+                           o->public_bind, err, errlen))
         return -1;
-    if (!is_loopback(&ss) && !o->token_file && !o->public_bind) {
-        snprintf(err, errlen,
-                 "refusing to listen on %s without --token-file: anyone who can reach that "
-                 "address could ask. Give --token-file FILE (clients then send "
-                 "\"Authorization: Bearer <token>\"), or --public to serve it without a token",
-                 listen);
+    if (o->pg_listen && serve_check_listen("--pg-listen", o->pg_listen, token, o->public_bind,
+                                           err, errlen))
         return -1;
-    }
     return 0;
 }
 
 /* Our own listening socket, so SO_REUSEPORT is set before bind (several
  * straum-serve processes then share one port and the kernel spreads
  * connections over them) and a bind failure is reported in our words. */
-static int open_listener(struct serve_server *s, const char *where, bool reuse_port, char *err,
-                         size_t errlen)
+int serve_listen_socket(const char *option, const char *where, bool reuse_port, int *fdp,
+                        int *port, char *addr, size_t addrlen, char *err, size_t errlen)
 {
     struct sockaddr_storage ss;
     socklen_t sslen;
-    if (listen_parse("--listen", where, &ss, &sslen, err, errlen) != 0)
+    if (listen_parse(option, where, &ss, &sslen, err, errlen) != 0)
         return -1;
     int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) {
@@ -165,7 +185,7 @@ static int open_listener(struct serve_server *s, const char *where, bool reuse_p
         return -1;
     }
     if (bind(fd, (struct sockaddr *)&ss, sslen) != 0 || listen(fd, 1024) != 0) {
-        snprintf(err, errlen, "cannot listen on %s: %s%s", where, strerror(errno),
+        snprintf(err, errlen, "cannot listen on %s (%s): %s%s", where, option, strerror(errno),
                  errno == EADDRINUSE && !reuse_port
                      ? " (another process has the port; --reuse-port lets several "
                        "straum-serve processes share it)"
@@ -176,10 +196,10 @@ static int open_listener(struct serve_server *s, const char *where, bool reuse_p
     struct sockaddr_storage bound;
     socklen_t blen = sizeof bound;
     getsockname(fd, (struct sockaddr *)&bound, &blen);
-    s->port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
-                                                : ((struct sockaddr_in *)&bound)->sin_port);
-    addr_text(&bound, s->port, s->addr, sizeof s->addr);
-    s->listen_fd = fd;
+    *port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
+                                              : ((struct sockaddr_in *)&bound)->sin_port);
+    addr_text(&bound, *port, addr, addrlen);
+    *fdp = fd;
     return 0;
 }
 
@@ -578,11 +598,13 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_sta
 /* ---- Start and stop ------------------------------------------------------------------------ */
 
 int serve_port(const struct serve_server *s) { return s->port; }
+int serve_pg_port(const struct serve_server *s) { return s->pg ? pg_server_port(s->pg) : 0; }
 
 void serve_stop(struct serve_server *s)
 {
     if (!s)
         return;
+    pg_server_stop(s->pg);
     sweeper_stop(s);
     if (s->daemon) {
         /* Stop accepting, let requests in flight finish (bounded), then
@@ -680,8 +702,20 @@ struct serve_server *serve_start_routes(const struct serve_options *o,
     MHD_add_response_header(s->healthz, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
     if (o->token_file && read_token(s, o->token_file, err, errlen) != 0)
         goto fail;
-    if (open_listener(s, o->listen ? o->listen : SERVE_DEFAULT_LISTEN, o->reuse_port, err,
-                      errlen) != 0)
+    if (o->pg_listen) {
+        struct pg_server_options po = {
+            .listen = o->pg_listen, .reuse_port = o->reuse_port, .token = s->token,
+            .engine = s->engine, .metrics = s->metrics, .connection_limit = CONNECTION_LIMIT,
+            .startup_timeout_s = s->timeout_s, .idle_timeout_s = o->pg_idle_timeout_s,
+            .quiet = o->quiet};
+        if (!(s->pg = pg_server_start(&po, err, errlen)))
+            goto fail;
+    }
+    if (!serves_http(o))
+        return s;
+    if (serve_listen_socket("--listen", o->listen ? o->listen : SERVE_DEFAULT_LISTEN,
+                            o->reuse_port, &s->listen_fd, &s->port, s->addr, sizeof s->addr, err,
+                            errlen) != 0)
         goto fail;
 
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -760,7 +794,10 @@ int serve_run(const struct serve_options *o)
     if (!o->quiet && logfmt_begin(&l, LOGFMT_INFO, "straum-serve listening")) {
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
         int threads = o->threads > 0 ? o->threads : cpus > 0 ? (int)cpus : 1;
-        logfmt_str(&l, "addr", s->addr);
+        if (serves_http(o))
+            logfmt_str(&l, "addr", s->addr);
+        if (s->pg)
+            logfmt_str(&l, "pg_addr", pg_server_addr(s->pg));
         logfmt_str(&l, "store", o->store_dir);
         logfmt_int(&l, "threads", threads);
         logfmt_str(&l, "token", o->token_file ? "required" : "none");

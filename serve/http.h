@@ -99,6 +99,7 @@ struct serve_server {
     bool public_metrics;        /* /metrics without the token */
     atomic_int inflight;        /* requests between their first call and completion */
     struct MHD_Response *healthz;
+    struct pg_server *pg;       /* --pg-listen: the PostgreSQL front door */
 
     /* Request deadlines (http.c's top): every open connection, its socket
      * and since when it has been receiving a request. */

@@ -17,17 +17,31 @@
 static const char usage[] =
     "usage: straum-serve --store DIR [options]\n"
     "\n"
-    "Answers asks over HTTP from a Straum store (read-only; straum-ingest writes it).\n"
+    "Answers asks over HTTP and the PostgreSQL protocol from a Straum store (read-only;\n"
+    "straum-ingest writes it).\n"
     "\n"
     "  --store DIR          the store directory (required)\n"
     "  --listen ADDR        host:port, [v6addr]:port or :port (loopback)\n"
     "                       (default " SERVE_DEFAULT_LISTEN "; port 0 picks a free one)\n"
+    "  --pg-listen ADDR     also speak the PostgreSQL protocol 3.0 there (e.g.\n"
+    "                       127.0.0.1:5433; same address forms and loopback rule); alone,\n"
+    "                       without --listen, HTTP is not served. psql \"host=... port=...\"\n"
+    "                       with any user and database name; no TLS (sslmode=disable or\n"
+    "                       prefer); with --token-file the token is the password\n"
+    "                       (SCRAM-SHA-256), without it loopback clients are trusted\n"
+    "  --pg-idle-timeout DUR  close PostgreSQL connections idle that long between\n"
+    "                       messages (default 10m; 0 never). A startup exchange or a\n"
+    "                       message begun must be whole within 30 s; messages are at most\n"
+    "                       1 MiB, 1000 prepared statements and 1000 portals per\n"
+    "                       connection; HTTP and PostgreSQL connections together at most\n"
+    "                       10000\n"
     "  --threads N          HTTP worker threads (default: the number of CPUs)\n"
     "  --max-lag DUR        /readyz answers 503 when the store trails PostgreSQL by more\n"
     "                       (default 10s; 0 never fails on lag, e.g. for a shipped copy)\n"
     "  --token-file F       require \"Authorization: Bearer <token>\" on /ask, /views and\n"
-    "                       /metrics; the token is the file's content, trimmed; a file\n"
-    "                       its group or others may read is refused (chmod 600)\n"
+    "                       /metrics, and the token as the PostgreSQL password; the\n"
+    "                       token is the file's content, trimmed; a file its group or\n"
+    "                       others may read is refused (chmod 600)\n"
     "  --public-metrics     /metrics without the token (/healthz, /readyz always are)\n"
     "  --reuse-port         SO_REUSEPORT: several straum-serve processes share the port\n"
     "  --public             allow a non-loopback address without --token-file\n"
@@ -83,7 +97,7 @@ static void tune_malloc(void)
 int main(int argc, char **argv)
 {
     tune_malloc();
-    struct serve_options o = {.listen = SERVE_DEFAULT_LISTEN,
+    struct serve_options o = {.pg_idle_timeout_s = SERVE_DEFAULT_PG_IDLE_S,
                               .max_lag_us = SERVE_DEFAULT_MAX_LAG_US,
                               .max_body = SERVE_DEFAULT_MAX_BODY};
     for (int i = 1; i < argc; i++) {
@@ -129,6 +143,13 @@ int main(int argc, char **argv)
             o.store_dir = v;
         else if (!strcmp(name, "--listen"))
             o.listen = v;
+        else if (!strcmp(name, "--pg-listen"))
+            o.pg_listen = v;
+        else if (!strcmp(name, "--pg-idle-timeout")) {
+            int64_t us;
+            ok = parse_duration(v, &us) == 0 && us / 1000000 <= 86400 * 365;
+            o.pg_idle_timeout_s = ok ? (unsigned)((us + 999999) / 1000000) : 0;
+        }
         else if (!strcmp(name, "--token-file"))
             o.token_file = v;
         else if (!strcmp(name, "--threads"))

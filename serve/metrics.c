@@ -200,6 +200,11 @@ void metrics_connection(struct metrics *m, int delta)
     atomic_fetch_add_explicit(&m->connections, delta, memory_order_relaxed);
 }
 
+int64_t metrics_connections_open(const struct metrics *m)
+{
+    return (int64_t)atomic_load_explicit(&((struct metrics *)m)->connections, memory_order_relaxed);
+}
+
 /* ---- Exposition ------------------------------------------------------------ */
 
 /* A label value with Prometheus's escapes (\\, \" and \n). */
@@ -289,7 +294,7 @@ void metrics_write(const struct metrics *m, const struct store_position *pos, in
         }
 
     int64_t conns = (int64_t)atomic_load_explicit(&m->connections, memory_order_relaxed);
-    buf_printf(out, "# HELP straum_open_connections HTTP connections open now.\n"
+    buf_printf(out, "# HELP straum_open_connections HTTP and PostgreSQL connections open now.\n"
                     "# TYPE straum_open_connections gauge\n"
                     "straum_open_connections %" PRId64 "\n",
                conns < 0 ? 0 : conns);

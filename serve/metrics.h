@@ -42,8 +42,10 @@ void metrics_ask(struct metrics *m, int view, int status, int64_t ns);
  * (nroutes or out of range: "other"). */
 void metrics_http(struct metrics *m, int route, int status);
 
-/* A connection opened (+1) or closed (-1). */
+/* A connection opened (+1) or closed (-1), HTTP or PostgreSQL. */
 void metrics_connection(struct metrics *m, int delta);
+/* Connections open now. */
+int64_t metrics_connections_open(const struct metrics *m);
 
 /* The text exposition (version 0.0.4). pos is NULL when the store's
  * position could not be read; then the position and lag gauges are left

@@ -19,6 +19,7 @@
  * dashboard waits for, and under the 30 s read timeout of the nginx
  * configuration (SPEC.md 8.3), so a slow ask ends in serve's 503. */
 #define SERVE_DEFAULT_ASK_TIMEOUT_US 10000000LL
+#define SERVE_DEFAULT_PG_IDLE_S 600         /* 10 minutes: pools hold idle connections */
 
 struct serve_options {
     const char *store_dir;      /* required */
@@ -38,6 +39,10 @@ struct serve_options {
     size_t ask_cache_bytes;     /* their bytes; 0: ENGINE_DEFAULT_CACHED_BYTES */
     unsigned connection_timeout_s; /* idle/slow connections dropped; 0: 30 s */
     bool quiet;                 /* no log lines (tests) */
+    const char *pg_listen;      /* NULL: no PostgreSQL protocol; else "host:port".
+                                   With pg_listen and no listen, no HTTP. */
+    unsigned pg_idle_timeout_s; /* PostgreSQL connections idle between
+                                   messages are closed; 0: never */
 };
 
 /* Checks options that need no store or socket (the listen address, the
@@ -60,6 +65,8 @@ void serve_request_stop(void);
 struct serve_server;
 struct serve_server *serve_start(const struct serve_options *o, char *err, size_t errlen);
 int serve_port(const struct serve_server *s);
+/* The PostgreSQL port (--pg-listen), 0 when not serving it. */
+int serve_pg_port(const struct serve_server *s);
 void serve_stop(struct serve_server *s);
 
 #endif

@@ -10,6 +10,7 @@ PACKAGES=(
   build-essential cmake pkg-config
   clang libclang-rt-14-dev llvm   # llvm: llvm-symbolizer for readable ASan traces
   libpq-dev postgresql-15
+  libssl-dev                      # straum-serve: SCRAM-SHA-256 for PostgreSQL clients (libcrypto)
   liblmdb-dev liblz4-dev libxxhash-dev libcjson-dev libmicrohttpd-dev
   libcriterion-dev
   util-linux                      # runuser: the test server runs as postgres
