@@ -21,6 +21,7 @@ PACKAGES=(
   nginx-light                     # the replicas test: three serves behind nginx
   groff-base                      # test_install: manual pages render without warnings
   python3                         # bench/render_results.py: RESULTS.md from RESULTS.json (results_rendered)
+  python3-psycopg python3-psycopg2  # test_serve_pg: Python drivers over the PostgreSQL protocol
 )
 
 missing_packages() {
