@@ -22,6 +22,8 @@ PACKAGES=(
   groff-base                      # test_install: manual pages render without warnings
   python3                         # bench/render_results.py: RESULTS.md from RESULTS.json (results_rendered)
   python3-psycopg python3-psycopg2  # test_serve_pg: Python drivers over the PostgreSQL protocol
+  golang-go golang-github-jackc-pgx-v4-dev  # test_serve_pg: Go's pgx, built offline
+  default-jdk-headless libpostgresql-jdbc-java  # test_serve_pg: pgjdbc
 )
 
 missing_packages() {

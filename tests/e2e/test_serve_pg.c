@@ -654,3 +654,54 @@ Test(serve_pg, python_psycopg_and_psycopg2, .timeout = 300)
     cr_assert(strstr(out, "psycopg2: 10 seed asks equal"), "%s", out);
     unlink(asks);
 }
+
+/* Runs cmd, its output into out; the exit status. */
+static int run_cmd(const char *cmd, char *out, size_t cap)
+{
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    size_t n = fread(out, 1, cap - 1, p);
+    out[n] = '\0';
+    return pclose(p);
+}
+
+Test(serve_pg, go_pgx, .timeout = 600)
+{
+    char asks[128];
+    snprintf(asks, sizeof asks, "%s.asks.json", db.store);
+    write_asks(asks);
+    char bin[160], cmd[2048];
+    static char out[1 << 16];
+    snprintf(bin, sizeof bin, "%s.pgx", db.store);
+    /* Offline, against Debian's packaged pgx v4 (no module download). */
+    snprintf(cmd, sizeof cmd,
+             "cd %s/tests/e2e/pg_clients_go && GOPATH=/usr/share/gocode GO111MODULE=off GOFLAGS= "
+             "GOCACHE=%s/gocache go build -o %s main.go 2>&1",
+             STRAUM_SOURCE_DIR, STRAUM_BINARY_DIR, bin);
+    cr_assert_eq(run_cmd(cmd, out, sizeof out), 0, "go build: %s", out);
+    snprintf(cmd, sizeof cmd, "%s '%s' '%s' '%s' 2>&1", bin, conninfo, db.conninfo, asks);
+    int rc = run_cmd(cmd, out, sizeof out);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert(strstr(out, "pgx: 10 seed asks equal") && strstr(out, "pgx: panel query and errors"),
+              "%s", out);
+    unlink(bin);
+    unlink(asks);
+}
+
+Test(serve_pg, java_pgjdbc, .timeout = 600)
+{
+    char asks[128];
+    snprintf(asks, sizeof asks, "%s.asks.json", db.store);
+    write_asks(asks);
+    char cmd[2048];
+    static char out[1 << 16];
+    snprintf(cmd, sizeof cmd,
+             "java -cp /usr/share/java/postgresql.jar %s/tests/e2e/pg_clients_java/PgClients.java "
+             "%d '%s' '%s' '%s' '%s' '%s' 2>&1",
+             STRAUM_SOURCE_DIR, port, PQhost(db.pg), PQport(db.pg), PQdb(db.pg), PQuser(db.pg), asks);
+    int rc = run_cmd(cmd, out, sizeof out);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert(strstr(out, "pgjdbc: 10 seed asks equal") && strstr(out, "pgjdbc: parameters and errors"),
+              "%s", out);
+    unlink(asks);
+}
