@@ -64,6 +64,10 @@ static const struct mode MODES[] = {
     {"time", taxi_time_main,
      "--url URL [--seconds S] [--asks LIST]\n"
      "        the ten asks against a running straum-serve only: fastest, median, p99"},
+    {"pg-time", taxi_pg_time_main,
+     "--url URL --pg CONNINFO [--seconds S] [--pgbench-dir DIR]\n"
+     "        the ten asks against a running straum-serve over HTTP and over the\n"
+     "        PostgreSQL protocol (libpq, prepared, binary): client medians side by side"},
     {"shell", taxi_shell_main,
      "[--trips N] [...]\n"
      "        sets up PostgreSQL, ingest and serve (200,000 trips by default), then\n"

@@ -17,6 +17,7 @@
 int taxi_demo_main(int argc, char **argv);
 int taxi_wait_ready_main(int argc, char **argv);
 int taxi_time_main(int argc, char **argv);
+int taxi_pg_time_main(int argc, char **argv);
 int taxi_scaling_main(int argc, char **argv);
 int taxi_load_main(int argc, char **argv);
 int taxi_shell_main(int argc, char **argv);
