@@ -147,7 +147,7 @@ int main(int argc, char **argv)
             o.pg_listen = v;
         else if (!strcmp(name, "--pg-idle-timeout")) {
             int64_t us;
-            ok = parse_duration(v, &us) == 0 && us / 1000000 <= 86400 * 365;
+            ok = duration_parse(v, &us) == 0 && us / 1000000 <= 86400 * 365;
             o.pg_idle_timeout_s = ok ? (unsigned)((us + 999999) / 1000000) : 0;
         }
         else if (!strcmp(name, "--token-file"))
