@@ -21,6 +21,7 @@
 
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
+#include <sys/stat.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
@@ -353,6 +354,7 @@ Test(serve_pg, scram_with_the_token)
     cr_assert_not_null(f);
     fputs("s3cret-token\n", f);
     fclose(f);
+    cr_assert_eq(chmod(path, 0600), 0); /* serve refuses a token others may read */
     struct serve_server *s = start_server(path);
     char ci[300];
     snprintf(ci, sizeof ci, "host=127.0.0.1 port=%d user=u dbname=d sslmode=disable password=s3cret-token",
