@@ -25,11 +25,18 @@ void seg_key(uint8_t out[SEG_KEY_BYTES], int view, int width, int64_t span_start
 void delta_key(uint8_t out[DELTA_KEY_BYTES], const uint8_t seg[SEG_KEY_BYTES], int seq);
 
 /* Long texts cannot be LMDB keys (511 bytes at most): their dictionary key is
- * a prefix and a hash, and lookups confirm the text through the reverse map. */
-enum { DICT_INLINE_BYTES = 400, DICT_PREFIX_BYTES = 384,
+ * a prefix and a hash, and both lookups and interning confirm the text
+ * through the reverse map. Texts whose keys collide take the next probe: the
+ * same key with a u8 probe number 1..DICT_MAX_PROBES after the hash, so a
+ * collision is never silent and costs one more lookup (SPEC.md §4.2). */
+enum { DICT_INLINE_BYTES = 400, DICT_PREFIX_BYTES = 384, DICT_MAX_PROBES = 255,
        DICT_KEY_MAX_BYTES = 4 + DICT_INLINE_BYTES + 16 };
-/* The dict key of (view, fact column, text); returns its length. */
-size_t dict_key(uint8_t *out, int view, int col, const char *text, size_t len);
+/* The dict key of (view, fact column, text) at a probe (0 for every inline
+ * text; 0..DICT_MAX_PROBES for a long one); returns its length. */
+size_t dict_key(uint8_t *out, int view, int col, const char *text, size_t len, int probe);
+/* The 64-bit hash of a long text in its dict key: XXH64, seed 0. A variable
+ * so that a test can force collisions (tests/unit/test_store_dict.c). */
+extern uint64_t (*dict_text_hash)(const void *text, size_t len);
 /* (view, a, code) keys: projections (a = join), values (a = vc), dict reverse
  * (a = fact column). */
 void triple_key(uint8_t out[12], int view, int a, int64_t code);

@@ -36,7 +36,10 @@ void triple_key(uint8_t out[12], int view, int a, int64_t code)
     put_i64key(out + 4, code);
 }
 
-size_t dict_key(uint8_t *out, int view, int col, const char *text, size_t len)
+static uint64_t xxh64_seed0(const void *text, size_t len) { return XXH64(text, len, 0); }
+uint64_t (*dict_text_hash)(const void *text, size_t len) = xxh64_seed0;
+
+size_t dict_key(uint8_t *out, int view, int col, const char *text, size_t len, int probe)
 {
     be_store_u16(out, (uint16_t)view);
     be_store_u16(out + 2, (uint16_t)col);
@@ -46,8 +49,11 @@ size_t dict_key(uint8_t *out, int view, int col, const char *text, size_t len)
     }
     memcpy(out + 4, text, DICT_PREFIX_BYTES);
     out[4 + DICT_PREFIX_BYTES] = 0xFF;
-    be_store_u64(out + 5 + DICT_PREFIX_BYTES, XXH64(text, len, 0));
-    return 13 + DICT_PREFIX_BYTES;
+    be_store_u64(out + 5 + DICT_PREFIX_BYTES, dict_text_hash(text, len));
+    if (probe == 0)
+        return 13 + DICT_PREFIX_BYTES;
+    out[13 + DICT_PREFIX_BYTES] = (uint8_t)probe;
+    return 14 + DICT_PREFIX_BYTES;
 }
 
 void position_encode(const struct store_position *pos, uint8_t out[32])

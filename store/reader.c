@@ -204,18 +204,21 @@ int store_dict_find(struct store_read *r, int view, int fact_column, const char 
                     int64_t *id)
 {
     uint8_t key[DICT_KEY_MAX_BYTES];
-    MDB_val k = {dict_key(key, view, fact_column, text, len), key}, v;
-    if (mdb_get(r->txn, r->s->dict, &k, &v) || v.mv_size != 8)
-        return 1;
-    *id = get_i64key(v.mv_data);
-    if (len <= DICT_INLINE_BYTES)
-        return 0;
-    const char *stored; /* a hashed key: confirm the whole text */
-    size_t slen;
-    if (store_dict_lookup(r, view, fact_column, *id, &stored, &slen) || slen != len ||
-        memcmp(stored, text, len) != 0)
-        return 1;
-    return 0;
+    int probes = len <= DICT_INLINE_BYTES ? 0 : DICT_MAX_PROBES;
+    for (int probe = 0; probe <= probes; probe++) {
+        MDB_val k = {dict_key(key, view, fact_column, text, len, probe), key}, v;
+        if (mdb_get(r->txn, r->s->dict, &k, &v) || v.mv_size != 8)
+            return 1; /* probes are taken in order: the first free one ends the chain */
+        *id = get_i64key(v.mv_data);
+        if (len <= DICT_INLINE_BYTES)
+            return 0;
+        const char *stored; /* a hashed key: confirm the whole text */
+        size_t slen;
+        if (store_dict_lookup(r, view, fact_column, *id, &stored, &slen) == 0 && slen == len &&
+            memcmp(stored, text, len) == 0)
+            return 0;
+    }
+    return 1;
 }
 
 int store_projection_get(struct store_read *r, int view, int join, int64_t key,

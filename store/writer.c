@@ -189,33 +189,68 @@ static int dict_next_id(struct store *s, MDB_txn *txn, int view, int col, int64_
     return 0;
 }
 
+/* Whether a long text's key at one probe holds this very text: in the
+ * batch (pending), else in the store (found). 0 free, 1 this text's (id
+ * set), 2 another text's, -1 an error. */
+static int dict_probe(struct store *s, MDB_txn *txn, int view, int col, const uint8_t *key,
+                      size_t klen, const char *text, size_t len, int64_t *id,
+                      struct store_error *err)
+{
+    struct bytemap_entry *e = bytemap_find(&s->pending->dict, key, klen);
+    if (e) {
+        *id = e->num;
+        return len <= DICT_INLINE_BYTES ||
+                       (strlen(e->ptr) == len && memcmp(e->ptr, text, len) == 0)
+                   ? 1
+                   : 2;
+    }
+    MDB_val k = {klen, (void *)key}, v;
+    int rc = mdb_get(txn, s->dict, &k, &v);
+    if (rc == MDB_NOTFOUND)
+        return 0;
+    if (rc || v.mv_size != 8)
+        return store_lmdb_error(err, rc ? rc : MDB_CORRUPTED, "reading a dictionary");
+    *id = get_i64key(v.mv_data);
+    if (len <= DICT_INLINE_BYTES)
+        return 1;
+    uint8_t rev[DICT_REV_KEY_BYTES];
+    triple_key(rev, view, col, *id);
+    MDB_val rk = {sizeof rev, rev}, rv;
+    if ((rc = mdb_get(txn, s->dictrev, &rk, &rv)))
+        return store_lmdb_error(err, rc, "reading a dictionary text");
+    return rv.mv_size == len && memcmp(rv.mv_data, text, len) == 0 ? 1 : 2;
+}
+
 int store_dict_intern(struct store *s, int view, int col, const char *text, size_t len,
                       int64_t *id, struct store_error *err)
 {
     if (store_need_writer(s, err))
         return -1;
     uint8_t key[DICT_KEY_MAX_BYTES];
-    size_t klen = dict_key(key, view, col, text, len);
+    size_t klen = dict_key(key, view, col, text, len, 0);
     struct bytemap_entry *e = bytemap_find(&s->pending->dict, key, klen);
-    if (e) {
+    if (e && len <= DICT_INLINE_BYTES) { /* the common case, without a transaction */
         *id = e->num;
         return 0;
     }
     MDB_txn *txn;
     if (store_txn_begin(s, MDB_RDONLY, &txn, err))
         return -1;
-    MDB_val k = {klen, key}, v;
-    int rc = mdb_get(txn, s->dict, &k, &v);
-    if (rc == 0 && v.mv_size == 8) {
-        *id = get_i64key(v.mv_data);
-        mdb_txn_abort(txn);
-        return 0;
+    int probes = len <= DICT_INLINE_BYTES ? 0 : DICT_MAX_PROBES, found = 2;
+    for (int probe = 0; found == 2 && probe <= probes; probe++) {
+        klen = dict_key(key, view, col, text, len, probe);
+        found = dict_probe(s, txn, view, col, key, klen, text, len, id, err);
     }
-    rc = rc == MDB_NOTFOUND ? dict_next_id(s, txn, view, col, id, err)
-                            : store_lmdb_error(err, rc, "reading a dictionary");
+    int rc = found == 0   ? dict_next_id(s, txn, view, col, id, err)
+             : found == 2 ? store_fail(err, "%d texts of %zu bytes or more share the "
+                                            "dictionary key of a %zu-byte text (its first %d "
+                                            "bytes and hash)",
+                                       DICT_MAX_PROBES + 1, (size_t)DICT_INLINE_BYTES + 1, len,
+                                       DICT_PREFIX_BYTES)
+                          : found == 1 ? 0 : -1;
     mdb_txn_abort(txn);
-    if (rc)
-        return -1;
+    if (rc || found == 1)
+        return rc ? -1 : 0;
     char *copy = malloc(len + 1);
     e = copy ? bytemap_upsert(&s->pending->dict, key, klen) : NULL;
     if (!e) {
