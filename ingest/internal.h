@@ -193,6 +193,14 @@ int stream_follow(const struct ingest_options *opt, struct source *src, struct s
  * asked (a lost connection: retry). */
 int upstream_check(PGconn *c, const struct source *src, const struct ingest_options *opt,
                    bool loaded, uint64_t stored_lsn, char *err, size_t errlen);
+/* Whether the slot is past the store (its confirmed_flush_lsn after
+ * stored_lsn): ingest tells the server a flush position only once the store
+ * holds it, so a slot ahead of its store means the store went back (a copy
+ * restored, another store): the changes in between are not in the slot any
+ * more. 0 when the store is not behind (or there is no such slot), -1 with
+ * what to run in err, 1 when the catalog could not be asked. */
+int upstream_check_slot(PGconn *c, const struct ingest_options *opt, uint64_t stored_lsn,
+                        char *err, size_t errlen);
 /* The message for a publication found missing by the walsender; -1. */
 int upstream_publication_gone(const struct ingest_options *opt, uint64_t stored_lsn, char *err,
                               size_t errlen);

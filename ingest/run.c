@@ -118,9 +118,11 @@ static int check_same(struct store *st, const struct source *src, char *err, siz
     return 0;
 }
 
-/* Opens the store, or creates it; *fresh tells whether it needs a load. */
+/* Opens the store, or creates it; *fresh tells whether it needs a load,
+ * *stored_lsn the position of one that does not. */
 static struct store *open_store(const struct ingest_options *opt, const char *views_text,
-                                struct source *src, bool *fresh, char *err, size_t errlen)
+                                struct source *src, bool *fresh, uint64_t *stored_lsn,
+                                char *err, size_t errlen)
 {
     struct store *st = NULL;
     struct store_error serr;
@@ -147,6 +149,7 @@ static struct store *open_store(const struct ingest_options *opt, const char *vi
         store_read_end(r);
         if (cat.position.lsn != 0) {
             *fresh = false;
+            *stored_lsn = cat.position.lsn;
             return st;
         }
         log_info("the store at %s was never fully loaded; loading it again", opt->store_dir);
@@ -251,7 +254,10 @@ int ingest_run(const struct ingest_options *opt)
         source_compile_filters(&src, err, sizeof err))
         goto done;
     bool fresh;
-    if (!(st = open_store(opt, views_text, &src, &fresh, err, sizeof err)))
+    uint64_t stored_lsn = 0;
+    if (!(st = open_store(opt, views_text, &src, &fresh, &stored_lsn, err, sizeof err)))
+        goto done;
+    if (!fresh && upstream_check_slot(c, opt, stored_lsn, err, sizeof err))
         goto done;
     /* A load without the publication would only fail at the first change. */
     if (fresh && upstream_check(c, &src, opt, false, 0, err, sizeof err))

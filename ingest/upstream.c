@@ -144,3 +144,34 @@ int upstream_check(PGconn *c, const struct source *src, const struct ingest_opti
     PQclear(r);
     return rc;
 }
+
+int upstream_check_slot(PGconn *c, const struct ingest_options *opt, uint64_t stored_lsn,
+                        char *err, size_t errlen)
+{
+    const char *params[] = {opt->slot};
+    PGresult *r = PQexecParams(c,
+                               "SELECT confirmed_flush_lsn FROM pg_replication_slots"
+                               " WHERE slot_name = $1 AND confirmed_flush_lsn IS NOT NULL",
+                               1, NULL, params, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        ingest_fail(err, errlen, "reading the replication slot \"%s\" failed: %s", opt->slot,
+                    PQerrorMessage(c));
+        PQclear(r);
+        return 1;
+    }
+    uint64_t confirmed = 0;
+    bool known = PQntuples(r) == 1 && lsn_parse(PQgetvalue(r, 0, 0), &confirmed);
+    PQclear(r);
+    if (!known || confirmed <= stored_lsn)
+        return 0; /* no such slot: START_REPLICATION says so */
+    char at[32], slot_at[32];
+    return ingest_fail(
+        err, errlen,
+        "the store at %s is at %s, behind the replication slot \"%s\", which PostgreSQL has "
+        "been told holds everything up to %s (the store was restored from a copy, or belongs "
+        "to another slot): the changes in between are gone from the slot, and following it "
+        "would silently lose them. Rerun with --rebuild to load the tables again and make the "
+        "slot anew; a store kept apart (a copy for another machine) needs its own slot "
+        "(--slot NAME) and --rebuild",
+        opt->store_dir, lsn_text(stored_lsn, at), opt->slot, lsn_text(confirmed, slot_at));
+}

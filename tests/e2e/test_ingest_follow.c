@@ -316,3 +316,49 @@ Test(ingest_follow, an_idle_database_keeps_the_contact_time_fresh, .timeout = 12
     taxi_ingest_stop(&db);
     taxi_db_destroy(&db);
 }
+
+/* A store restored from a copy made earlier (straum-dump copy), or any
+ * store older than its slot, has lost the changes between its position and
+ * the slot's confirmed_flush_lsn: PostgreSQL streams from the slot's
+ * position, whatever position ingest asks for. Ingest must refuse it,
+ * saying what to run, and change nothing; --rebuild then loads it again. */
+Test(ingest_follow, a_store_behind_its_slot_is_refused, .timeout = 300)
+{
+    struct taxi_db db;
+    taxi_db_create(&db, NULL, 500);
+    char log[8192];
+    cr_assert_eq(taxi_ingest_once(&db, log, sizeof log), 0, "%s", log);
+    char backup[] = "/tmp/straum-backup-XXXXXX";
+    cr_assert_not_null(mkdtemp(backup));
+    struct store *s;
+    struct store_error err;
+    cr_assert_eq(store_open(db.store, STORE_READ_ONLY, &s, &err), 0, "%s", err.message);
+    cr_assert_eq(store_copy(s, backup, &err), 0, "%s", err.message);
+    store_close(s);
+    uint64_t copied = oracle_store_position(backup);
+
+    taxi_db_add_trips(&db, 200, 0.31);
+    cr_assert_eq(taxi_ingest_once(&db, log, sizeof log), 0, "%s", log);
+    cr_assert_gt(taxi_slot_confirmed(&db), copied, "the slot moved past the copy");
+
+    /* The copy put back in the store's place. */
+    char path[256], from[256];
+    for (int i = 0; i < 2; i++) {
+        const char *name = i ? "lock.mdb" : "data.mdb";
+        snprintf(path, sizeof path, "%s/%s", db.store, name);
+        snprintf(from, sizeof from, "%s/%s", backup, name);
+        unlink(path);
+        if (access(from, F_OK) == 0)
+            cr_assert_eq(rename(from, path), 0);
+    }
+    rmdir(backup);
+    int rc = taxi_ingest_once(&db, log, sizeof log);
+    cr_assert_neq(rc, 0, "a store behind its slot must be refused:\n%s", log);
+    cr_assert(strstr(log, "behind the replication slot") && strstr(log, "--rebuild"), "%s", log);
+    cr_assert_eq(oracle_store_position(db.store), copied, "the refused store is unchanged");
+
+    const char *rebuild[] = {"--rebuild", NULL};
+    cr_assert_eq(taxi_ingest_once_with(&db, rebuild, log, sizeof log), 0, "%s", log);
+    taxi_check(&db, "after --rebuild of a store behind its slot");
+    taxi_db_destroy(&db);
+}
