@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -92,8 +93,31 @@ static int open_env(struct store *s, const char *dir, bool create, struct store_
     MDB_envinfo info;
     mdb_env_info(s->env, &info);
     s->map_size = info.me_mapsize;
+    int fd;
+    struct stat st;
+    if (mdb_env_get_fd(s->env, &fd) || fstat(fd, &st))
+        return store_fail(err, "reading the identity of %s/data.mdb failed", dir);
+    s->data_dev = st.st_dev;
+    s->data_ino = st.st_ino;
     clear_dead_readers(s);
     return 0;
+}
+
+/* Whether the directory holds another store than the one this handle
+ * opened, seen from the snapshot txn: data.mdb gone or another file (a
+ * rebuild unlinks it and makes a new one; a restore renames one in), or
+ * another catalog id in the file this handle maps (a copy written over it
+ * in place). One stat and one catalog read per snapshot. */
+static bool store_replaced(struct store *s, MDB_txn *txn)
+{
+    struct stat st;
+    if (stat(s->data_path, &st) || st.st_dev != s->data_dev || st.st_ino != s->data_ino)
+        return true;
+    if (!s->has_id)
+        return false;
+    MDB_val k = {sizeof CATALOG_ID - 1, CATALOG_ID}, v;
+    return mdb_get(txn, s->catalog, &k, &v) || v.mv_size != STORE_ID_BYTES ||
+           memcmp(v.mv_data, s->id, STORE_ID_BYTES) != 0;
 }
 
 int store_txn_begin(struct store *s, unsigned flags, MDB_txn **txn, struct store_error *err)
@@ -174,6 +198,10 @@ static int load_catalog(struct store *s, MDB_txn *txn, struct store_error *err)
         return store_fail(err, "the catalog's views do not parse: %s",
                           sql_error_format(&serr, buf, sizeof buf));
     }
+    if (catalog_get(txn, s, CATALOG_ID, &v) == 0 && v.mv_size == STORE_ID_BYTES) {
+        memcpy(s->id, v.mv_data, STORE_ID_BYTES);
+        s->has_id = true;
+    }
     if ((rc = catalog_get(txn, s, CATALOG_TYPES, &v)))
         return store_lmdb_error(err, rc, "reading the column types from the catalog");
     return types_decode(s->views, v.mv_data, v.mv_size, &s->types, err);
@@ -186,10 +214,15 @@ static struct store *store_alloc(const char *dir, enum store_mode mode)
         return NULL;
     s->dir = strdup(dir);
     s->mode = mode;
+    size_t n = strlen(dir) + sizeof "/data.mdb";
+    if ((s->data_path = malloc(n)))
+        snprintf(s->data_path, n, "%s/data.mdb", dir);
     s->cache_bytes = 64u << 20;
     s->inline_fold_bytes = inline_fold_from_env();
     pthread_mutex_init(&s->read_lock, NULL);
-    if (!s->dir) {
+    if (!s->dir || !s->data_path) {
+        free(s->dir);
+        free(s->data_path);
         free(s);
         return NULL;
     }
@@ -217,6 +250,12 @@ static int write_new_catalog(struct store *s, MDB_txn *txn, const char *views_te
         rc = catalog_put(txn, s, CATALOG_POSITION, pos, sizeof pos);
     if (!rc)
         rc = catalog_put(txn, s, CATALOG_TYPES, types, need);
+    /* The store's identity: random, so that a store made again in the same
+     * directory (--rebuild) is told from the one a reader opened. */
+    if (!rc && getrandom(s->id, sizeof s->id, 0) == (ssize_t)sizeof s->id) {
+        s->has_id = true;
+        rc = catalog_put(txn, s, CATALOG_ID, s->id, sizeof s->id);
+    }
     free(types);
     return rc ? store_lmdb_error(err, rc, "writing the catalog") : 0;
 }
@@ -342,6 +381,7 @@ void store_close(struct store *s)
     }
     pthread_mutex_destroy(&s->read_lock);
     free(s->dir);
+    free(s->data_path);
     free(s);
 }
 
@@ -359,21 +399,27 @@ int store_read_begin(struct store *s, struct store_read **out, struct store_erro
     if (r)
         s->free_reads = r->next_free;
     pthread_mutex_unlock(&s->read_lock);
-    if (r) {
-        int rc = mdb_txn_renew(r->txn);
-        if (rc == 0) {
-            *out = r;
-            return 0;
-        }
-        mdb_txn_abort(r->txn); /* e.g. MDB_MAP_RESIZED: start afresh */
+    if (r && mdb_txn_renew(r->txn)) {
+        mdb_txn_abort(r->txn); /* a renew that failed: start afresh */
         free(r);
+        r = NULL;
     }
-    r = calloc(1, sizeof *r);
-    if (!r)
-        return store_fail(err, "out of memory");
-    r->s = s;
-    if (store_txn_begin(s, MDB_RDONLY, &r->txn, err)) {
-        free(r);
+    if (!r) {
+        r = calloc(1, sizeof *r);
+        if (!r)
+            return store_fail(err, "out of memory");
+        r->s = s;
+        if (store_txn_begin(s, MDB_RDONLY, &r->txn, err)) {
+            free(r);
+            return -1;
+        }
+    }
+    if (store_replaced(s, r->txn)) {
+        store_read_end(r);
+        store_fail(err, "the store at %s was replaced (rebuilt or restored) after this process "
+                        "opened it; restart this process to read the new one",
+                   s->dir);
+        err->kind = STORE_ERR_REPLACED;
         return -1;
     }
     *out = r;

@@ -10,10 +10,13 @@
 #include <lmdb.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/types.h>
 
 /* ---- Keys (SPEC.md "Key layout") ------------------------------------------
  * Integers in keys are big-endian, signed ones with the sign bit flipped,
  * so LMDB's bytewise order is numeric order. */
+
+enum { STORE_ID_BYTES = 16 }; /* the catalog's store_id: random, at create */
 
 enum { SEG_KEY_BYTES = 11, DELTA_KEY_BYTES = 12, PROJ_KEY_BYTES = 12, VALUE_KEY_BYTES = 12, DICT_REV_KEY_BYTES = 12 };
 
@@ -69,6 +72,14 @@ struct store {
     bool bulk;                        /* store_set_bulk */
     size_t cache_bytes;
     size_t inline_fold_bytes;         /* store_set_inline_fold_bytes */
+    /* The identity of the store this process opened (env.c): data.mdb's
+     * device and inode, and the catalog's random id (none in a store made
+     * by a build that wrote none). */
+    char *data_path;
+    dev_t data_dev;
+    ino_t data_ino;
+    uint8_t id[STORE_ID_BYTES];
+    bool has_id;
     uintptr_t map_lo, map_hi;         /* where data.mdb is mapped (pages.c), */
     size_t map_seen_size;             /* as found at this map size */
 };
@@ -90,6 +101,7 @@ int store_write_error(struct store *s, struct store_error *err, int rc, const ch
 #define CATALOG_CREATED "created_at"
 #define CATALOG_POSITION "position"
 #define CATALOG_TYPES "types"
+#define CATALOG_ID "store_id"
 
 /* Encodes / decodes the column types of every view (SPEC.md). */
 size_t types_encode(const struct sql_view_list *views, struct store_column_type *const *types,

@@ -66,6 +66,8 @@ enum store_error_kind {
     STORE_ERR_REPLAY,     /* the map filled mid-batch and has grown: apply the
                              batch again from the stored position */
     STORE_ERR_NO_MEMORY,  /* an allocation failed: nothing is wrong with the store */
+    STORE_ERR_REPLACED,   /* the store was replaced (rebuilt, restored) since
+                             this process opened it: open it again */
 };
 
 struct store_error {
@@ -291,6 +293,10 @@ size_t store_cached_bytes(struct store *s);
 
 /* A read snapshot. Cheap: the LMDB read transaction is reset on end and
  * renewed on the next begin, one per thread. */
+/* A read snapshot. Fails with STORE_ERR_REPLACED when the store in the
+ * directory is no longer the one this handle opened (data.mdb unlinked or
+ * replaced, as --rebuild does, or another store's catalog in its place):
+ * a snapshot never reads a deleted store (SPEC.md §4.5). */
 int store_read_begin(struct store *s, struct store_read **out, struct store_error *err);
 void store_read_end(struct store_read *r);
 /* The snapshot's id: that of the last commit it sees. Two snapshots with

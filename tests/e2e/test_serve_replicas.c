@@ -125,3 +125,66 @@ Test(serve_replicas, two_replicas_see_a_large_transaction_whole, .timeout = 300)
     taxi_ingest_stop(&db);
     taxi_db_destroy(&db);
 }
+
+/* The status and body of one ask for the total over a kept-alive connection. */
+static int ask_status(int fd, int64_t *total, char *body_out, size_t len)
+{
+    static const char body[] =
+        "{\"ask\": \"SELECT trips FROM trips WHERE bucket >= $1 AND bucket < $2\","
+        " \"params\": [\"2000-01-01\", \"2030-01-01\"]}";
+    struct hc_response r;
+    hc_request(fd, "POST", "/ask", "Content-Type: application/json\r\n", body, strlen(body), &r);
+    int status = r.status;
+    snprintf(body_out, len, "%s", r.body ? r.body : "");
+    const char *rows = r.body ? strstr(r.body, "\"rows\":[[") : NULL;
+    *total = rows ? atoll(rows + 9) : -1;
+    hc_free(&r);
+    return status;
+}
+
+/* straum-ingest --rebuild unlinks the files a running straum-serve maps and
+ * makes a new store in their place: the server must notice (the store's
+ * identity) and never answer from the deleted store; /readyz says 503
+ * until it answers from the new one. */
+Test(serve_replicas, a_replica_never_answers_from_a_store_rebuilt_under_it, .timeout = 300)
+{
+    struct taxi_db db;
+    taxi_db_create(&db, NULL, 1000);
+    char log[8192], body[1024];
+    cr_assert_eq(taxi_ingest_once(&db, log, sizeof log), 0, "%s", log);
+    int port = hc_free_port();
+    pid_t serve = start_serve(db.store, port);
+    int fd = hc_connect(port);
+    int64_t total;
+    cr_assert_eq(ask_status(fd, &total, body, sizeof body), 200, "%s", body);
+    cr_assert_eq(total, pg_count(db.pg));
+
+    taxi_db_add_trips(&db, 500, 0.41);
+    const char *rebuild[] = {"--rebuild", NULL};
+    cr_assert_eq(taxi_ingest_once_with(&db, rebuild, log, sizeof log), 0, "%s", log);
+    int64_t now_total = pg_count(db.pg);
+    int status = ask_status(fd, &total, body, sizeof body);
+    cr_assert(status == 503 || (status == 200 && total == now_total),
+              "after --rebuild: status %d, %lld trips (the rebuilt store has %lld): %s", status,
+              (long long)total, (long long)now_total, body);
+    struct hc_response r;
+    hc_once(port, "GET", "/readyz", NULL, NULL, &r);
+    cr_assert_eq(r.status, status, "/readyz agrees with /ask: %d, %s", r.status,
+                 r.body ? r.body : "");
+    if (status == 503)
+        cr_assert(r.body && strstr(r.body, "replaced"), "%s", r.body ? r.body : "");
+    hc_free(&r);
+    close(fd);
+    kill(serve, SIGTERM);
+    waitpid(serve, &status, 0);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "straum-serve stops cleanly");
+    /* A server started on the rebuilt store answers from it. */
+    serve = start_serve(db.store, port);
+    fd = hc_connect(port);
+    cr_assert_eq(ask_status(fd, &total, body, sizeof body), 200, "%s", body);
+    cr_assert_eq(total, now_total);
+    close(fd);
+    kill(serve, SIGTERM);
+    waitpid(serve, &status, 0);
+    taxi_db_destroy(&db);
+}
