@@ -24,6 +24,11 @@
  * block: then every 200 must be exactly the intact store's answer, since a
  * corruption may be caught or harmless but never change an answer.
  *
+ * Built with FUZZ_SEGMENT_DELTAS (the target fuzz_delta), the store has
+ * taken a few small commits after its load (fuzz_store_add_deltas), so each
+ * segment is a base and delta blocks, read merged by the scan; the blocks
+ * fuzzed are the deltas as well as the bases, under the same promise.
+ *
  * FUZZ_SEGMENT_SEEDS=<dir> writes the original blocks there as seeds. */
 #include "engine/engine.h"
 #include "engine/internal.h"
@@ -40,7 +45,12 @@
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define MAX_SEGMENTS 32
+#define MAX_SEGMENTS 64
+#ifdef FUZZ_SEGMENT_DELTAS
+#define TARGET "fuzz_delta"
+#else
+#define TARGET "fuzz_segment"
+#endif
 #define NRANGES 2
 
 struct ask_spec {
@@ -68,10 +78,12 @@ static const struct ask_spec ASKS[] = {
 };
 #define NASKS (sizeof ASKS / sizeof ASKS[0])
 
+/* A fuzzed block: a segment's base, or one of its deltas (delta > 0). */
 struct segment {
-    int view, width;
+    int view, width, delta;
     int64_t span_start, span_end, width_us;
-    uint8_t key[SEG_KEY_BYTES];
+    uint8_t key[DELTA_KEY_BYTES];
+    size_t klen; /* SEG_KEY_BYTES for a base, DELTA_KEY_BYTES for a delta */
     uint8_t *block;
     size_t len;
     char from[NRANGES][40], to[NRANGES][40];
@@ -91,14 +103,14 @@ static int nsegs;
  * So the engine's store is reopened read-write (open_engine), and a write
  * transaction on its environment replaces a value between asks, which take
  * their own read snapshots. No fsync: nothing here outlives the process. */
-static void put_segment(const uint8_t key[SEG_KEY_BYTES], const void *value, size_t len)
+static void put_segment(const uint8_t *key, size_t klen, const void *value, size_t len)
 {
     struct store *s = engine_store(engine);
     MDB_txn *txn;
     int rc = mdb_txn_begin(s->env, NULL, 0, &txn);
     if (!rc) {
         /* An empty value is a valid LMDB value: the block that is nothing. */
-        MDB_val k = {SEG_KEY_BYTES, (void *)key}, v = {len, (void *)value};
+        MDB_val k = {klen, (void *)key}, v = {len, (void *)value};
         rc = mdb_put(txn, s->seg, &k, &v, 0);
         rc = rc ? (mdb_txn_abort(txn), rc) : mdb_txn_commit(txn);
     }
@@ -166,6 +178,55 @@ static void ask(struct engine *e, const struct segment *g, size_t a, int range, 
 
 /* ---- Setup -------------------------------------------------------------------------- */
 
+/* Adds a block (the base when key is a segment key) to the fuzzed ones. */
+static struct segment *add_block(const struct sql_view *view, int v, int w, int64_t span_start,
+                                 const uint8_t *key, size_t klen, const void *bytes, size_t len)
+{
+    if (nsegs == MAX_SEGMENTS)
+        fuzz_fail("the fuzz store has more than %d blocks", MAX_SEGMENTS);
+    struct segment *g = &segs[nsegs++];
+    g->view = v;
+    g->width = w;
+    g->delta = klen == DELTA_KEY_BYTES ? key[SEG_KEY_BYTES] : 0;
+    g->width_us = view->widths[w];
+    g->span_start = span_start;
+    g->span_end = span_start + store_span_buckets(view, w) * g->width_us;
+    memcpy(g->key, key, klen);
+    g->klen = klen;
+    g->len = len;
+    g->block = malloc(len ? len : 1);
+    if (!g->block)
+        fuzz_fail("out of memory");
+    memcpy(g->block, bytes, len);
+    time_text(g->span_start, g->from[0]);
+    time_text(g->span_end, g->to[0]);
+    time_text(g->span_start + g->width_us, g->from[1]);
+    time_text(g->span_end - g->width_us, g->to[1]);
+    return g;
+}
+
+/* The delta blocks stored after a segment's key, by a cursor over the
+ * keys that extend it: each goes to the fuzzed blocks. Returns how many. */
+static int add_deltas(struct store_read *r, const struct sql_view *view, int v, int w,
+                      int64_t span_start, const uint8_t seg[SEG_KEY_BYTES])
+{
+    MDB_cursor *cur;
+    if (mdb_cursor_open(r->txn, r->s->seg, &cur))
+        fuzz_fail("opening a cursor on the fuzz store");
+    MDB_val k = {SEG_KEY_BYTES, (void *)seg}, val;
+    int n = 0, rc = mdb_cursor_get(cur, &k, &val, MDB_SET_RANGE);
+    for (; rc == 0; rc = mdb_cursor_get(cur, &k, &val, MDB_NEXT)) {
+        if (k.mv_size < SEG_KEY_BYTES || memcmp(k.mv_data, seg, SEG_KEY_BYTES) != 0)
+            break;
+        if (k.mv_size == DELTA_KEY_BYTES) {
+            add_block(view, v, w, span_start, k.mv_data, k.mv_size, val.mv_data, val.mv_size);
+            n++;
+        }
+    }
+    mdb_cursor_close(cur);
+    return n;
+}
+
 static void collect_segments(void)
 {
     struct store *s;
@@ -180,27 +241,22 @@ static void collect_segments(void)
             struct store_segment seg;
             if (store_segments_begin(r, v, w, INT64_MIN, INT64_MAX, &it, &err))
                 fuzz_fail("store_segments_begin: %s", err.message);
+            it.raw = true; /* the base as stored, not merged with its deltas */
             int rc;
             while ((rc = store_segments_next(&it, &seg, &err)) == 1) {
-                if (nsegs == MAX_SEGMENTS)
-                    fuzz_fail("the fuzz store has more than %d segments", MAX_SEGMENTS);
-                struct segment *g = &segs[nsegs++];
                 const struct sql_view *view = &views->views[v];
-                g->view = v;
-                g->width = w;
-                g->width_us = view->widths[w];
-                g->span_start = seg.span_start;
-                g->span_end = seg.span_start + store_span_buckets(view, w) * g->width_us;
-                seg_key(g->key, v, w, seg.span_start);
-                g->len = seg.len;
-                g->block = malloc(seg.len);
-                if (!g->block)
-                    fuzz_fail("out of memory");
-                memcpy(g->block, seg.bytes, seg.len);
-                time_text(g->span_start, g->from[0]);
-                time_text(g->span_end, g->to[0]);
-                time_text(g->span_start + g->width_us, g->from[1]);
-                time_text(g->span_end - g->width_us, g->to[1]);
+                uint8_t key[SEG_KEY_BYTES];
+                seg_key(key, v, w, seg.span_start);
+                add_block(view, v, w, seg.span_start, key, SEG_KEY_BYTES, seg.bytes, seg.len);
+                int n = add_deltas(r, view, v, w, seg.span_start, key);
+#ifdef FUZZ_SEGMENT_DELTAS
+                if (n == 0)
+                    fuzz_fail("segment %s of view %d, width %d has no delta blocks",
+                              segs[nsegs - 1].from[0], v, w);
+#else
+                if (n != 0)
+                    fuzz_fail("the fuzz store's segments have delta blocks");
+#endif
             }
             if (rc < 0)
                 fuzz_fail("store_segments_next: %s", err.message);
@@ -216,15 +272,15 @@ static void write_seeds(const char *dir)
 {
     for (int i = 0; i < nsegs; i++) {
         char path[4096];
-        snprintf(path, sizeof path, "%s/seg_%s_w%d_%d", dir, segs[i].view ? "dropoffs" : "trips",
-                 segs[i].width, i);
+        snprintf(path, sizeof path, "%s/seg_%s_w%d_d%d_%d", dir,
+                 segs[i].view ? "dropoffs" : "trips", segs[i].width, segs[i].delta, i);
         FILE *f = fopen(path, "wb");
         uint8_t k = (uint8_t)i;
         if (!f || fwrite(&k, 1, 1, f) != 1 ||
             fwrite(segs[i].block, 1, segs[i].len, f) != segs[i].len || fclose(f) != 0)
             fuzz_fail("cannot write %s", path);
     }
-    fprintf(stderr, "fuzz_segment: wrote %d seeds to %s\n", nsegs, dir);
+    fprintf(stderr, TARGET ": wrote %d seeds to %s\n", nsegs, dir);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -232,6 +288,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     (void)argc;
     (void)argv;
     fuzz_dir = fuzz_store_make(200); /* see fuzz_store.h */
+#ifdef FUZZ_SEGMENT_DELTAS
+    fuzz_store_add_deltas(fuzz_dir, 200, 3, 6);
+#endif
     collect_segments();
     const char *seeds = getenv("FUZZ_SEGMENT_SEEDS");
     if (seeds)
@@ -253,7 +312,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
     /* Every segment must be read by some ask: an empty block fails one. */
     for (int i = 0; i < nsegs; i++) {
-        put_segment(segs[i].key, "", 0);
+        put_segment(segs[i].key, segs[i].klen, "", 0);
         int failed = 0;
         for (size_t a = 0; a < NASKS; a++)
             for (int r = 0; r < NRANGES; r++) {
@@ -264,10 +323,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
                 failed += ans.status != 200;
                 free(ans.text);
             }
-        put_segment(segs[i].key, segs[i].block, segs[i].len);
+        put_segment(segs[i].key, segs[i].klen, segs[i].block, segs[i].len);
         if (!failed)
-            fuzz_fail("no ask reads segment %d (view %d, width %d, span %s)", i, segs[i].view,
-                      segs[i].width, segs[i].from[0]);
+            fuzz_fail("no ask reads block %d (view %d, width %d, span %s, delta %d)", i,
+                      segs[i].view, segs[i].width, segs[i].from[0], segs[i].delta);
     }
     return 0;
 }
@@ -288,7 +347,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char span[40];
     snprintf(span, sizeof span, "span %lld", (long long)g->span_start);
 
-    put_segment(g->key, block, len);
+    put_segment(g->key, g->klen, block, len);
     for (size_t a = 0; a < NASKS; a++) {
         if (ASKS[a].view != g->view)
             continue;
@@ -313,6 +372,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         free(ans.text);
     }
-    put_segment(g->key, g->block, g->len);
+    put_segment(g->key, g->klen, g->block, g->len);
     return 0;
 }

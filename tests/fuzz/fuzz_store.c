@@ -79,6 +79,40 @@ static struct store_column_type column_type(const char *column)
     return (struct store_column_type){STORE_TYPE_INT, 0, 23};
 }
 
+/* Applies trips from..from+n-1, each sign times (1 adds, -1 takes away). */
+static void apply_trips(struct store *s, int from, int n, int sign)
+{
+    struct store_error err;
+    const struct sql_view_list *list = store_views(s);
+    for (int i = from; i < from + n; i++) {
+        struct trip t = trip_of(i);
+        for (int v = 0; v < list->nviews; v++) {
+            const struct sql_view *view = &list->views[v];
+            int64_t keys[8], counts[8];
+            struct store_sum sums[8];
+            struct store_vc_delta vcs[8];
+            memset(sums, 0, sizeof sums);
+            for (int k = 0; k < view->ncell_keys; k++)
+                keys[k] = trip_value(&t, view->fact_columns[view->cell_keys[k]].name);
+            for (int c = 0; c < view->ncounts; c++)
+                counts[c] = sign; /* no NULLs and no filters in the taxi views */
+            for (int c = 0; c < view->nsums; c++)
+                sums[c].exact =
+                    sign * trip_value(&t, view->fact_columns[view->sums[c].fact_column].name);
+            for (int c = 0; c < view->nvalue_counts; c++) {
+                int col = view->value_counts[c].fact_column;
+                vcs[c] = (struct store_vc_delta){c, trip_value(&t, view->fact_columns[col].name),
+                                                 sign};
+            }
+            struct store_delta d = {.view = v, .time = t.pickup_at, .keys = keys,
+                                    .counts = counts, .sums = sums, .vcs = vcs,
+                                    .nvcs = view->nvalue_counts};
+            if (store_apply(s, &d, &err))
+                fuzz_fail("store_apply: %s", err.message);
+        }
+    }
+}
+
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
     (void)st;
@@ -128,32 +162,8 @@ const char *fuzz_store_make(int trips)
     if (store_create(fuzz_dir, views_text, vt, &s, &err))
         fuzz_fail("store_create: %s", err.message);
     free(views_text);
+    apply_trips(s, 0, trips, 1);
     const struct sql_view_list *list = store_views(s);
-    for (int i = 0; i < trips; i++) {
-        struct trip t = trip_of(i);
-        for (int v = 0; v < list->nviews; v++) {
-            const struct sql_view *view = &list->views[v];
-            int64_t keys[8], counts[8];
-            struct store_sum sums[8];
-            struct store_vc_delta vcs[8];
-            memset(sums, 0, sizeof sums);
-            for (int k = 0; k < view->ncell_keys; k++)
-                keys[k] = trip_value(&t, view->fact_columns[view->cell_keys[k]].name);
-            for (int c = 0; c < view->ncounts; c++)
-                counts[c] = 1; /* no NULLs and no filters in the taxi views */
-            for (int c = 0; c < view->nsums; c++)
-                sums[c].exact = trip_value(&t, view->fact_columns[view->sums[c].fact_column].name);
-            for (int c = 0; c < view->nvalue_counts; c++) {
-                int col = view->value_counts[c].fact_column;
-                vcs[c] = (struct store_vc_delta){c, trip_value(&t, view->fact_columns[col].name), 1};
-            }
-            struct store_delta d = {.view = v, .time = t.pickup_at, .keys = keys,
-                                    .counts = counts, .sums = sums, .vcs = vcs,
-                                    .nvcs = view->nvalue_counts};
-            if (store_apply(s, &d, &err))
-                fuzz_fail("store_apply: %s", err.message);
-        }
-    }
     static const char *const boroughs[] = {"Manhattan", "Queens", "Brooklyn"};
     for (int v = 0; v < list->nviews; v++)
         for (int j = 0; j < list->views[v].njoins; j++)
@@ -177,4 +187,24 @@ const char *fuzz_store_make(int trips)
         fuzz_fail("store_commit: %s", err.message);
     store_close(s);
     return fuzz_dir;
+}
+
+void fuzz_store_add_deltas(const char *dir, int trips, int commits, int each)
+{
+    struct store *s;
+    struct store_error err;
+    if (store_open(dir, STORE_READ_WRITE, &s, &err))
+        fuzz_fail("store_open read-write: %s", err.message);
+    /* Every base takes deltas, however small (SPEC.md §4.4). */
+    store_set_inline_fold_bytes(s, 0);
+    for (int c = 0; c < commits; c++) {
+        apply_trips(s, trips + c * each, each, 1); /* new trips */
+        apply_trips(s, c * 2, 2, -1);              /* two of the first load's gone */
+        struct store_position pos = {.lsn = 0x16B3748 + 1 + (uint64_t)c,
+                                     .commit_time = FUZZ_START_US,
+                                     .contact_time = FUZZ_START_US};
+        if (store_commit(s, &pos, &err))
+            fuzz_fail("store_commit: %s", err.message);
+    }
+    store_close(s);
 }

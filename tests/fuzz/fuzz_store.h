@@ -24,6 +24,12 @@
  * which costs a fuzz target more than the rest of an ask. */
 const char *fuzz_store_make(int trips);
 
+/* Commits `commits` small batches to the store at dir made of `trips`
+ * trips: each adds `each` new trips and takes away two of the first ones,
+ * with every base taking deltas, so each segment holds a base and up to
+ * `commits` delta blocks (fuzz_delta). Aborts on any failure. */
+void fuzz_store_add_deltas(const char *dir, int trips, int commits, int each);
+
 /* Removes a directory tree (the store, or any scratch directory). */
 void fuzz_remove_tree(const char *dir);
 
