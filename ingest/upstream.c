@@ -154,7 +154,7 @@ int upstream_check_slot(PGconn *c, const struct ingest_options *opt, uint64_t st
                                " WHERE slot_name = $1 AND confirmed_flush_lsn IS NOT NULL",
                                1, NULL, params, NULL, NULL, 0);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-        ingest_fail(err, errlen, "reading the replication slot \"%s\" failed: %s", opt->slot,
+        error_fmt(err, errlen, "reading the replication slot \"%s\" failed: %s", opt->slot,
                     PQerrorMessage(c));
         PQclear(r);
         return 1;
@@ -165,7 +165,7 @@ int upstream_check_slot(PGconn *c, const struct ingest_options *opt, uint64_t st
     if (!known || confirmed <= stored_lsn)
         return 0; /* no such slot: START_REPLICATION says so */
     char at[32], slot_at[32];
-    return ingest_fail(
+    return error_fmt(
         err, errlen,
         "the store at %s is at %s, behind the replication slot \"%s\", which PostgreSQL has "
         "been told holds everything up to %s (the store was restored from a copy, or belongs "
