@@ -339,6 +339,15 @@ Test(ingest_follow, a_store_behind_its_slot_is_refused, .timeout = 300)
 
     taxi_db_add_trips(&db, 200, 0.31);
     cr_assert_eq(taxi_ingest_once(&db, log, sizeof log), 0, "%s", log);
+    /* The slot hears of the store's position from ingest's last feedback,
+     * which the walsender takes in when it gets to it, after ingest may
+     * have exited: wait for it, a bounded while (another run sends it
+     * again). */
+    for (int i = 0; i < 120 && taxi_slot_confirmed(&db) <= copied; i++) {
+        usleep(250000);
+        if (i % 20 == 19)
+            cr_assert_eq(taxi_ingest_once(&db, log, sizeof log), 0, "%s", log);
+    }
     cr_assert_gt(taxi_slot_confirmed(&db), copied, "the slot moved past the copy");
 
     /* The copy put back in the store's place. */
