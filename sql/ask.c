@@ -778,33 +778,6 @@ static int having_measure(struct ask_builder *b, const struct colref *c)
     return col;
 }
 
-static bool cmp_op(const struct sql_token *t, enum sql_cmp *out)
-{
-    static const struct {
-        const char *op;
-        enum sql_cmp cmp;
-    } ops[] = {{"=", SQL_CMP_EQ}, {"<>", SQL_CMP_NE}, {"!=", SQL_CMP_NE}, {"<", SQL_CMP_LT},
-               {"<=", SQL_CMP_LE}, {">", SQL_CMP_GT}, {">=", SQL_CMP_GE}};
-    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
-        if (is_op(t, ops[i].op)) {
-            *out = ops[i].cmp;
-            return true;
-        }
-    return false;
-}
-
-/* "5 < trips" is "trips > 5". */
-static enum sql_cmp flip_cmp(enum sql_cmp c)
-{
-    switch (c) {
-    case SQL_CMP_LT: return SQL_CMP_GT;
-    case SQL_CMP_LE: return SQL_CMP_GE;
-    case SQL_CMP_GT: return SQL_CMP_LT;
-    case SQL_CMP_GE: return SQL_CMP_LE;
-    default: return c;
-    }
-}
-
 static const struct sql_pred *parse_hexpr(struct ask_builder *b);
 
 static const struct sql_pred *parse_hfactor(struct ask_builder *b)
@@ -830,18 +803,16 @@ static const struct sql_pred *parse_hfactor(struct ask_builder *b)
         return NULL;
     struct colref c;
     if (value_first) {
-        if (!cmp_op(peek(p), &h->cmp))
+        if (!accept_cmp(p, &h->cmp))
             return fail_expected(p, peek(p), "a comparison"), NULL;
-        next(p);
-        h->cmp = flip_cmp(h->cmp);
+        h->cmp = cmp_flipped(h->cmp);
         if (!parse_colref(p, &c))
             return NULL;
     } else {
         if (!parse_colref(p, &c))
             return NULL;
-        if (!cmp_op(peek(p), &h->cmp))
+        if (!accept_cmp(p, &h->cmp))
             return fail_expected(p, peek(p), "=, <>, <, <=, > or >= after a measure"), NULL;
-        next(p);
         if (!parse_operand(p, &h->value))
             return NULL;
     }

@@ -32,7 +32,7 @@ bool parse_colref(struct parser *p, struct colref *out)
     return true;
 }
 
-static bool accept_cmp(struct parser *p, enum sql_cmp *cmp)
+bool accept_cmp(struct parser *p, enum sql_cmp *cmp)
 {
     static const struct {
         const char *op;
@@ -50,8 +50,7 @@ static bool accept_cmp(struct parser *p, enum sql_cmp *cmp)
     return false;
 }
 
-/* "5 < x" is "x > 5". */
-static enum sql_cmp flip(enum sql_cmp c)
+enum sql_cmp cmp_flipped(enum sql_cmp c)
 {
     switch (c) {
     case SQL_CMP_LT: return SQL_CMP_GT;
@@ -145,7 +144,7 @@ static struct raw_filter *parse_predicate(struct parser *p)
         fail_expected(p, peek(p), "a comparison operator");
         return NULL;
     }
-    f->cmp = flip(f->cmp);
+    f->cmp = cmp_flipped(f->cmp);
     return parse_colref(p, &f->col) ? f : NULL;
 }
 

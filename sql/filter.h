@@ -25,6 +25,12 @@ struct raw_filter {
     int nvalues;
 };
 
+/* A comparison operator (= <> != < <= > >=) at the parser, taken: true
+ * with *cmp, or false with nothing taken. */
+bool accept_cmp(struct parser *p, enum sql_cmp *cmp);
+/* "5 < x" is "x > 5": the operator with its sides swapped. */
+enum sql_cmp cmp_flipped(enum sql_cmp c);
+
 /* Parses the boolean expression inside FILTER (WHERE ...). */
 struct raw_filter *parse_filter(struct parser *p);
 
