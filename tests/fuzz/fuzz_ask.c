@@ -60,6 +60,33 @@ static bool is_key_column(const struct sql_view *v, int c)
            (v->columns[c].kind == SQL_COLUMN_FACT_KEY || v->columns[c].kind == SQL_COLUMN_DIM);
 }
 
+/* A condition tree: AND and OR with two sides, NOT with one, leaves
+ * naming one of the n conditions, every one of them reached once. */
+static int check_pred_leaves(const struct sql_pred *p, int n)
+{
+    if (!p)
+        return 0;
+    switch (p->kind) {
+    case SQL_PRED_COND:
+        CHECK(p->cond >= 0 && p->cond < n);
+        return 1;
+    case SQL_PRED_NOT:
+        CHECK(p->left && !p->right);
+        return check_pred_leaves(p->left, n);
+    case SQL_PRED_AND:
+    case SQL_PRED_OR:
+        CHECK(p->left && p->right);
+        return check_pred_leaves(p->left, n) + check_pred_leaves(p->right, n);
+    }
+    CHECK(!"unknown predicate kind");
+    return 0;
+}
+
+static void check_pred(const struct sql_pred *p, int n)
+{
+    CHECK(check_pred_leaves(p, n) == n);
+}
+
 static void check_ask(const struct sql_ask *a, const struct sql_view_list *list, const char *text)
 {
     const struct sql_view *v = a->view;
@@ -107,6 +134,12 @@ static void check_ask(const struct sql_ask *a, const struct sql_view_list *list,
         switch (c->kind) {
         case SQL_COND_EQ:
         case SQL_COND_NE:
+        case SQL_COND_LT:
+        case SQL_COND_LE:
+        case SQL_COND_GT:
+        case SQL_COND_GE:
+        case SQL_COND_LIKE:
+        case SQL_COND_ILIKE:
             CHECK(c->nvalues == 1);
             break;
         case SQL_COND_IN:
@@ -125,6 +158,15 @@ static void check_ask(const struct sql_ask *a, const struct sql_view_list *list,
             if (c->values[i].is_param)
                 CHECK(a->params[c->values[i].param - 1].view_column == c->view_column);
         }
+    }
+    check_pred(a->where, a->nconds);
+    check_pred(a->having_pred, a->nhaving);
+    CHECK((a->having_pred != NULL) == (a->nhaving > 0));
+    for (int h = 0; h < a->nhaving; h++) {
+        const struct sql_having_cmp *c = &a->having[h];
+        CHECK(c->view_column >= 0 && c->view_column < v->ncolumns &&
+              v->columns[c->view_column].kind == SQL_COLUMN_MEASURE);
+        check_operand(a, &c->value, SQL_PARAM_MEASURE);
     }
     for (int i = 0; i < a->norder; i++)
         CHECK(a->order[i].output_column >= 0 && a->order[i].output_column < a->ncolumns);

@@ -1,0 +1,1 @@
+SELECT trips FROM trips /* c */ WHERE bucket < $2 AND bucket >= $1 AND borough IN (E'Queens', 'Bronx''s', $3) AND payment_type < -1.5e3
