@@ -995,8 +995,6 @@ static int plan_time(struct exec *x, struct ask_error *err)
     for (uint32_t i = 0; i < x->ncal; i++)
         if (cover(x, x->v->nwidths - 1, x->cal_edges[i], x->cal_edges[i + 1], err))
             return -1;
-    if (x->ncal == 0)
-        x->ncal = 0; /* an empty range: no calendar bucket, nothing to read */
     return 0;
 }
 

@@ -28,6 +28,7 @@
  *      since rounding it would change what < and > mean.
  *   3. Every refusal and every NONE writes a message naming the value. */
 #include "base/decimal.h"
+#include "base/error.h"
 #include "store/store.h"
 
 #include <ctype.h>
@@ -75,12 +76,10 @@ static int say(char *err, size_t errlen, int rc, const char *fmt, ...)
 
 static int say(char *err, size_t errlen, int rc, const char *fmt, ...)
 {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    error_vfmt(err, errlen, fmt, ap);
+    va_end(ap);
     return rc;
 }
 

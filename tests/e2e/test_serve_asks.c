@@ -659,7 +659,7 @@ struct time_ask {
 
 /* A timestamp of 2024 as the ask and the SQL write it: off the edges (any
  * second) or on them, with an offset or in the ask's zone. */
-static void random_instant(char *out, size_t len, bool *with_offset)
+static void random_instant(char *out, size_t len)
 {
     int64_t t = 1704067200 + (int64_t)rnd(366) * 86400 + (int64_t)rnd(86400);
     if (rnd(3) == 0)
@@ -669,8 +669,8 @@ static void random_instant(char *out, size_t len, bool *with_offset)
     time_t tt = (time_t)t;
     struct tm tm;
     gmtime_r(&tt, &tm);
-    *with_offset = rnd(2);
-    strftime(out, len, *with_offset ? "%Y-%m-%d %H:%M:%S+00" : "%Y-%m-%d %H:%M:%S", &tm);
+    bool with_offset = rnd(2);
+    strftime(out, len, with_offset ? "%Y-%m-%d %H:%M:%S+00" : "%Y-%m-%d %H:%M:%S", &tm);
 }
 
 static const char *tparam(struct time_ask *g, const char *text)
@@ -761,17 +761,13 @@ static void generate_time_ask(struct time_ask *g)
     snprintf(g->sql, sizeof g->sql, "SELECT %s FROM yellow_trips t", sel_sql);
     /* The range: one of the forms a dashboard writes, or none. */
     char a[64], z[64];
-    bool ao, zo;
-    random_instant(a, sizeof a, &ao);
-    random_instant(z, sizeof z, &zo);
+    random_instant(a, sizeof a);
+    random_instant(z, sizeof z);
     if (strcmp(a, z) > 0) {
         char t[64];
-        bool to = ao;
         snprintf(t, sizeof t, "%s", a);
         snprintf(a, sizeof a, "%s", z);
         snprintf(z, sizeof z, "%s", t);
-        ao = zo;
-        zo = to;
     }
     static const char *const lower[] = {">=", ">"}, *const upper[] = {"<", "<="};
     const char *lo = lower[rnd(2)], *hi = upper[rnd(2)];
