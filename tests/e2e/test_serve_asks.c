@@ -1180,3 +1180,174 @@ Test(serve_asks, six_hundred_condition_asks_equal_postgresql, .timeout = 900)
     engine_close(e);
     taxi_db_destroy(&db);
 }
+
+/* ---- A text key in the fact table ---------------------------------------------------
+ * Conditions on a text key of the fact table itself (not a dim column) read
+ * its dictionary ids: each distinct text is tested once per ask (the memo by
+ * id), a range in byte order (C collation), LIKE and ILIKE with `_` one
+ * character (multi-byte ones included). The texts include the empty text,
+ * NULL, case pairs, multi-byte letters, the pattern characters themselves
+ * and long texts that share a 400-byte prefix (their dictionary ids come
+ * from a hash of the rest). Compared after the snapshot and after streamed
+ * inserts of new texts (ids that sort between old ones), updates and
+ * deletes, with an engine opened before the changes as well as a new one. */
+static const char TAG_VIEW[] =
+    "CREATE VIEW tagged WITH (buckets = '1 hour, 1 day') AS\n"
+    "SELECT date_bin('1 hour', r.at, timestamptz 'epoch') AS bucket,\n"
+    "       r.tag AS tag,\n"
+    "       count(*) AS n,\n"
+    "       sum(r.fare) AS fare\n"
+    "FROM public.rides AS r\n"
+    "GROUP BY 1, 2;\n";
+
+static const char *const TAG_TEXTS[] = {
+    "Alpha", "alpha", "ALPHA", "Beta", "beta_x", "café", "Zürich", "ZÜRICH", "a%b", "a_b", "a\\b",
+    "", "M", "Manhattan", "Mz", "Queens", "Staten Island", "zeta", "\xe2\x82\xac" "uro", "~",
+};
+#define TAG_NTEXTS (int)(sizeof TAG_TEXTS / sizeof TAG_TEXTS[0])
+
+/* One condition on tag, as an ask and as SQL over rides. */
+static void tag_leaf(char *ask, size_t na, char *sql, size_t ns)
+{
+    static const char *const ops[] = {"=", "<>", "<", "<=", ">", ">="};
+    static const char *const patterns[] = {
+        "A%", "a%", "%a", "%ph%", "_lpha", "Z_rich", "caf_", "a\\%b", "a\\_b", "a_b", "%", "",
+        "M%", "%\xe2\x82\xac%", "_", "x%y", "%x", "%xA", "%\\\\%",
+    };
+    int op = rnd(6);
+    const char *not = rnd(4) == 0 ? "NOT " : "";
+    switch (rnd(7)) {
+    case 0:
+    case 1: {
+        const char *p = patterns[rnd((int)(sizeof patterns / sizeof patterns[0]))];
+        const char *like = rnd(3) ? "LIKE" : "ILIKE";
+        snprintf(ask, na, "tag %s%s '%s'", not, like, p);
+        snprintf(sql, ns, "r.tag %s%s '%s'", not, like, p);
+        break;
+    }
+    case 2:
+    case 3: {
+        const char *v = TAG_TEXTS[rnd(TAG_NTEXTS)];
+        snprintf(ask, na, "tag %s '%s'", ops[op], v);
+        snprintf(sql, ns, "r.tag COLLATE \"C\" %s '%s'", ops[op], v);
+        break;
+    }
+    case 4: {
+        const char *a = TAG_TEXTS[rnd(TAG_NTEXTS)], *b = TAG_TEXTS[rnd(TAG_NTEXTS)];
+        snprintf(ask, na, "tag %sBETWEEN '%s' AND '%s'", not, a, b);
+        snprintf(sql, ns, "r.tag COLLATE \"C\" %sBETWEEN '%s' AND '%s'", not, a, b);
+        break;
+    }
+    case 5: {
+        const char *a = TAG_TEXTS[rnd(TAG_NTEXTS)], *b = TAG_TEXTS[rnd(TAG_NTEXTS)];
+        snprintf(ask, na, "tag %sIN ('%s', '%s')", not, a, b);
+        snprintf(sql, ns, "r.tag %sIN ('%s', '%s')", not, a, b);
+        break;
+    }
+    default:
+        snprintf(ask, na, "tag IS %sNULL", not);
+        snprintf(sql, ns, "r.tag IS %sNULL", not);
+        break;
+    }
+}
+
+static void tag_ask(char *ask, size_t na, char *sql, size_t ns)
+{
+    char la[512], ls[1024], ra[512], rs[1024], wa[1200], ws[2400];
+    tag_leaf(la, sizeof la, ls, sizeof ls);
+    switch (rnd(4)) {
+    case 0:
+        tag_leaf(ra, sizeof ra, rs, sizeof rs);
+        snprintf(wa, sizeof wa, "(%s OR %s)", la, ra);
+        snprintf(ws, sizeof ws, "((%s) OR (%s))", ls, rs);
+        break;
+    case 1:
+        tag_leaf(ra, sizeof ra, rs, sizeof rs);
+        snprintf(wa, sizeof wa, "%s AND NOT (%s)", la, ra);
+        snprintf(ws, sizeof ws, "(%s) AND NOT (%s)", ls, rs);
+        break;
+    default:
+        snprintf(wa, sizeof wa, "%s", la);
+        snprintf(ws, sizeof ws, "%s", ls);
+        break;
+    }
+    bool grouped = rnd(2), ranged = rnd(3) == 0;
+    const char *range_ask = ranged ? " AND bucket >= '2024-02-01' AND bucket < '2024-04-01'" : "";
+    const char *range_sql = ranged ? " AND date_bin('1 hour', r.at, timestamptz 'epoch') >= "
+                                     "'2024-02-01' AND date_bin('1 hour', r.at, timestamptz "
+                                     "'epoch') < '2024-04-01'"
+                                   : "";
+    snprintf(ask, na, "SELECT %sn, fare FROM tagged WHERE %s%s%s", grouped ? "tag, " : "", wa,
+             range_ask, grouped ? " GROUP BY tag" : "");
+    snprintf(sql, ns, "SELECT %scount(*), sum(r.fare) FROM rides r WHERE (%s)%s%s",
+             grouped ? "r.tag, " : "", ws, range_sql, grouped ? " GROUP BY 1" : "");
+}
+
+static void check_tag_asks(struct engine *e, PGconn *pg, int n, const char *when)
+{
+    for (int i = 0; i < n; i++) {
+        char ask[4096], sql[8192], what[12800];
+        tag_ask(ask, sizeof ask, sql, sizeof sql);
+        snprintf(what, sizeof what, "%s, ask %d: %s\nSQL: %s", when, i, ask, sql);
+        struct answer want, got;
+        pg_answer(pg, sql, &want);
+        straum_answer(e, ask, 0, NULL, "UTC", &got);
+        compare(what, &want, &got);
+    }
+}
+
+/* rides rows id from..to-1, their tag chosen from TAG_TEXTS (and NULL, and
+ * two long texts with one 450-byte prefix) by a hash of the id. */
+static void insert_rides(struct taxi_db *db, int from, int to, int salt)
+{
+    char texts[2048] = "";
+    for (int i = 0; i < TAG_NTEXTS; i++) {
+        char lit[64];
+        snprintf(lit, sizeof lit, "%s'%s'", i ? ", " : "", TAG_TEXTS[i]);
+        cat(texts, sizeof texts, "%s", lit);
+    }
+    taxi_exec(db->pg,
+              "INSERT INTO rides SELECT g, timestamptz '2024-01-01' + (g * 7919 %% 4000) * "
+              "interval '17 minutes', "
+              "CASE WHEN (g * 31 + %d) %% 23 = 0 THEN NULL "
+              "WHEN (g * 31 + %d) %% 23 = 1 THEN repeat('x', 450) || 'A' || %d "
+              "WHEN (g * 31 + %d) %% 23 = 2 THEN repeat('x', 450) || 'B' "
+              "ELSE (ARRAY[%s])[1 + (g * 17 + %d) %% %d] END, "
+              "((g * 13) %% 5000) / 100.0 FROM generate_series(%d, %d) g",
+              salt, salt, salt, salt, texts, salt, TAG_NTEXTS, from, to - 1);
+}
+
+Test(serve_asks, conditions_on_a_text_key_equal_postgresql, .timeout = 600)
+{
+    struct taxi_db db;
+    taxi_db_create(&db, NULL, 100);
+    taxi_exec(db.pg, "CREATE TABLE rides (id bigint PRIMARY KEY, at timestamptz NOT NULL, "
+                     "tag text, fare numeric(9,2));"
+                     "ALTER TABLE rides REPLICA IDENTITY FULL;"
+                     "ALTER PUBLICATION straum ADD TABLE rides");
+    insert_rides(&db, 1, 6001, 0);
+    char views[96];
+    write_views(&db, TAG_VIEW, views, sizeof views);
+    struct engine *e = ingest_and_open(&db, views);
+    check_tag_asks(e, db.pg, 250, "after the snapshot");
+
+    /* New texts (ids past every old one, sorting between them), texts
+     * changed and rows gone, then the same engine and a fresh one. */
+    insert_rides(&db, 6001, 7001, 5);
+    taxi_exec(db.pg, "INSERT INTO rides SELECT 8000 + g, timestamptz '2024-02-10' + g * "
+                     "interval '1 hour', (ARRAY['Aardvark', 'Mzz', 'alphabet', '\xc3\x9f', "
+                     "'ZZ', 'b_', 'Z%%rich'])[1 + g %% 7], g FROM generate_series(0, 299) g");
+    taxi_exec(db.pg, "UPDATE rides SET tag = 'Alpine' WHERE id %% 11 = 0");
+    taxi_exec(db.pg, "UPDATE rides SET tag = NULL WHERE id %% 29 = 0");
+    taxi_exec(db.pg, "DELETE FROM rides WHERE id %% 13 = 0");
+    char log[8192];
+    const char *extra[] = {"--views", views, NULL};
+    cr_assert_eq(taxi_ingest_once_with(&db, extra, log, sizeof log), 0, "%s", log);
+    check_tag_asks(e, db.pg, 150, "after changes, the engine opened before them");
+    engine_close(e);
+    e = ingest_and_open(&db, views);
+    check_tag_asks(e, db.pg, 150, "after changes, a fresh engine");
+    engine_close(e);
+    remove(views);
+    taxi_db_destroy(&db);
+}
