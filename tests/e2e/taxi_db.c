@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static char *slurp(const char *relpath)
+char *taxi_read_source(const char *relpath)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", STRAUM_SOURCE_DIR, relpath);
@@ -38,7 +38,7 @@ static void copy_zones(PGconn *pg)
     PGresult *r = PQexec(pg, "COPY taxi_zones FROM STDIN (FORMAT csv, HEADER true)");
     cr_assert_eq(PQresultStatus(r), PGRES_COPY_IN, "%s", PQerrorMessage(pg));
     PQclear(r);
-    char *csv = slurp("bench/data/taxi_zone_lookup.csv");
+    char *csv = taxi_read_source("bench/data/taxi_zone_lookup.csv");
     cr_assert_eq(PQputCopyData(pg, csv, (int)strlen(csv)), 1);
     cr_assert_eq(PQputCopyEnd(pg, NULL), 1);
     r = PQgetResult(pg);
@@ -71,7 +71,8 @@ void taxi_db_create(struct taxi_db *db, const char *cluster_conninfo, int trips)
     cr_assert_eq(PQstatus(db->pg), CONNECTION_OK, "%s", PQerrorMessage(db->pg));
     /* Commits must survive a server crash in the restart tests. */
     oracle_exec(db->pg, "SET synchronous_commit = on");
-    char *schema = slurp("bench/taxi_schema.sql"), *gen = slurp("bench/taxi_generate.sql");
+    char *schema = taxi_read_source("bench/taxi_schema.sql");
+    char *gen = taxi_read_source("bench/taxi_generate.sql");
     oracle_exec(db->pg, schema);
     oracle_exec(db->pg, gen);
     free(schema);

@@ -54,6 +54,10 @@ int taxi_plan_views(struct taxi_db *db, const char *views, char *out, size_t len
  * short description of what it did. */
 const char *taxi_random_batch(struct taxi_db *db);
 
+/* A file of the source tree (relpath under it), malloc'd and NUL-ended;
+ * fails the test when it cannot be read. */
+char *taxi_read_source(const char *relpath);
+
 /* Runs printf-formatted SQL; fails the test on an error. */
 void taxi_exec(PGconn *pg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -12,6 +12,7 @@
 #include "tests/kit/answer.h"
 #include "tests/kit/taxi_asks.h"
 #include "engine/engine.h"
+#include "tests/e2e/engine_check.h"
 #include "tests/e2e/oracle.h"
 #include "tests/e2e/taxi_db.h"
 
@@ -22,60 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* The engine's JSON for an ask (no HTTP in between), byte for byte. */
-static char *straum_json(struct engine *e, const char *ask, int nparams, const char *const *params,
-                         const char *tz)
-{
-    struct ask_value vals[16];
-    for (int i = 0; i < nparams; i++)
-        vals[i] = (struct ask_value){ASK_STRING, false, params[i], strlen(params[i])};
-    struct ask_request req = {ask, vals, nparams, tz};
-    struct buf b = {0};
-    struct ask_error err;
-    int rc = engine_ask(e, &req, &b, &err);
-    cr_assert_eq(rc, 0, "%s\n%d %s: %s (line %d, column %d)", ask, err.status, err.code,
-                 err.message, err.line, err.column);
-    return b.data;
-}
-
-/* Straum's answer to an ask, parsed. */
-static void straum_answer(struct engine *e, const char *ask, int nparams, const char *const *params,
-                          const char *tz, struct answer *out)
-{
-    char *json = straum_json(e, ask, nparams, params, tz), why[256];
-    cr_assert_eq(answer_from_json(json, out, why, sizeof why), 0, "%s: %s", why, json);
-    free(json);
-}
-
-static void pg_answer(PGconn *pg, const char *sql, struct answer *out)
-{
-    PGresult *res = PQexec(pg, sql);
-    cr_assert_eq(PQresultStatus(res), PGRES_TUPLES_OK, "%s\n%s", sql, PQerrorMessage(pg));
-    cr_assert_eq(answer_from_pg(res, out), 0);
-    PQclear(res);
-}
-
-/* Rows compare as sets: exact decimals digit for digit, timestamps as
- * instants (tests/kit/answer.h). */
-static void compare(const char *what, struct answer *want, struct answer *got)
-{
-    char why[1024];
-    bool equal = answer_equal(want, got, why, sizeof why);
-    cr_assert(equal, "%s: %s", what, why);
-    answer_free(want);
-    answer_free(got);
-}
-
-/* PostgreSQL's answer to sql against the engine's to ask, in time zone tz. */
-static void check_ask(struct engine *e, PGconn *pg, const char *sql, const char *ask,
-                      int nparams, const char *const *params, const char *tz, const char *what)
-{
-    struct answer want, got;
-    pg_answer(pg, sql, &want);
-    straum_answer(e, ask, nparams, params, tz, &got);
-    compare(what, &want, &got);
-}
 
 static void check_seed_asks(struct engine *e, PGconn *pg, const char *when)
 {
@@ -504,7 +451,7 @@ Test(serve_asks, five_hundred_generated_asks_equal_postgresql, .timeout = 900)
         char what[8192];
         snprintf(what, sizeof what, "ask %d (%s) %s [$1=%s $2=%s]\nSQL: %s", i, g.tz, g.ask,
                  g.params[0], g.params[1], g.sql);
-        compare(what, &want, &got);
+        compare_answers(what, &want, &got);
         char *folded = straum_json(e, g.ask, g.nparams, g.params, g.tz);
         char *scanned = straum_json(ce, g.ask, g.nparams, g.params, g.tz);
         cr_assert_str_eq(folded, scanned, "%s", what);
@@ -904,7 +851,7 @@ Test(serve_asks, six_hundred_dashboard_time_asks_equal_postgresql, .timeout = 90
             struct answer want, got;
             pg_answer(db.pg, g.sql, &want);
             straum_answer(e, g.ask, g.nparams, g.params, g.tz, &got);
-            compare(what, &want, &got);
+            compare_answers(what, &want, &got);
             answered++;
         }
     }
@@ -1144,7 +1091,7 @@ Test(serve_asks, six_hundred_condition_asks_equal_postgresql, .timeout = 900)
             struct answer want, got;
             pg_answer(db.pg, g.sql, &want);
             straum_answer(e, g.ask, 0, NULL, "UTC", &got);
-            compare(what, &want, &got);
+            compare_answers(what, &want, &got);
         }
     }
     /* HAVING at its edges: each comparison with a group's own value (the
@@ -1292,7 +1239,7 @@ static void check_tag_asks(struct engine *e, PGconn *pg, int n, const char *when
         struct answer want, got;
         pg_answer(pg, sql, &want);
         straum_answer(e, ask, 0, NULL, "UTC", &got);
-        compare(what, &want, &got);
+        compare_answers(what, &want, &got);
     }
 }
 
