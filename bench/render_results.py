@@ -605,11 +605,76 @@ def dashboard_section(modes):
     return out
 
 
+# The seed's Straum on its warehouse (seed 000) and the target, ten times
+# better: ask or change name -> (seed, target), in ms.
+WAREHOUSE_SEED = {
+    "Picks by organization, one day": (0.9, 0.09),
+    "Picks by organization and category, one week": (89.2, 9.0),
+    "Live picks by location type, one day": (6.7, 0.67),
+    "Picks per hour for one organization, one day": (0.6, 0.06),
+    "Open tasks completed, one in fifty": (5900.0, 590.0),
+    "Storage locations retyped, one in ten": (1100.0, 110.0),
+    "Task groups deleted, one in a hundred": (3800.0, 380.0),
+}
+
+
+def warehouse_section(modes):
+    run = modes["warehouse"]
+    w, st = run["warehouse"], run["setup"]
+    def seed(name, got):
+        if name not in WAREHOUSE_SEED:
+            return ["", "", ""]
+        s_ms, t_ms = WAREHOUSE_SEED[name]
+        return [dur_ms(s_ms), dur_ms(t_ms), met(got <= t_ms)]
+    rows, wins = [], []
+    for a in w["asks"]:
+        ms = a["straum_median_us"] / 1000.0
+        rows.append([a["ask"], count(a["rows"]), "yes" if a["equal"] else "**no**",
+                     dur_ms(a["postgres_first_ms"]), dur_ms(a["postgres_second_ms"]),
+                     f"**{dur_ms(ms)}**"] + seed(a["ask"], ms))
+        if min(a["postgres_first_ms"], a["postgres_second_ms"]) < ms:
+            wins.append(f"PostgreSQL beats Straum on \"{a['ask']}\".")
+    out = ["## Warehouse", "", run_line(run) + f" {count(st['tasks'])} tasks, "
+           f"{count(st['task_groups'])} task groups, {count(st['storage_locations'])} storage "
+           "locations (`bench/warehouse_schema.sql`).", ""]
+    out += table(["Ask", "Rows", "Equal", "PostgreSQL, first", "PostgreSQL, second", "Straum",
+                  "Seed's Straum", "Target", "Met"], rows) + [""]
+    crow = []
+    for c in w["changes"]:
+        crow.append([c["change"], count(c["rows"]), f"**{dur_ms(c['applied_ms'])}**",
+                     "yes" if c["asks_equal"] else "**no**"] + seed(c["change"], c["applied_ms"]))
+    out += table(["Change, one transaction", "Rows", "Commit to applied", "Asks equal after",
+                  "Seed's Straum", "Target", "Met"], crow) + [""]
+    views = {v["name"]: v for v in w["store"]["views"]}
+    def view_bytes(name):
+        return sum(x["bytes"] for x in views[name]["widths"]) if name in views else 0
+    cells = ", ".join(f"{x['width']} {count(x['cells'])}" for x in views["picks"]["widths"])
+    g = w["generated"]
+    out += [
+        f"Store: {mib(w['store']['file_bytes'])} on disk; picks (counts, a FILTER count, sums) "
+        f"{mib(view_bytes('picks'))} in segments ({cells} cells); picks_full's max and "
+        f"percentile_cont add {mib(view_bytes('picks_full') - view_bytes('picks'))}. "
+        f"straum-serve ready in {dur_ms(w['serve_ready_ms'])}; anonymous RSS "
+        f"{kib_mib(w['serve_rss_anon_start_kib'])} after start, {kib_mib(w['serve_rss_anon_peak_kib'])} "
+        f"at its peak over the asks, {kib_mib(w['serve_rss_anon_end_kib'])} at the end "
+        "(targets: 240 MiB on disk for picks, 32 MiB, 50 ms).",
+        "",
+        f"{count(g['asks'])} generated asks (`tests/kit/warehouse.c`; the first {g['checked']} "
+        f"checked, {g['differ']} differ): p50 {dur_ms(g['p50_us'] / 1000)}, p90 "
+        f"{dur_ms(g['p90_us'] / 1000)}, p99 {dur_ms(g['p99_us'] / 1000)}, max "
+        f"{dur_ms(g['max_us'] / 1000)}; the slowest: `{g['slowest'][0]['ask']}`.",
+        "",
+        "Where a peer wins: " + (" ".join(wins) if wins else "nowhere."),
+        "",
+    ]
+    return out
+
+
 SECTIONS = [
     ("asks", asks_section), ("asks", load_section), ("memory", memory_section), ("dashboard", dashboard_section),
     ("cold-start", cold_section), ("transactions", txn_section), ("load", throughput_section),
     ("scaling", scaling_section), ("duckdb", duckdb_section), ("fuzz", fuzz_section),
-    ("chaos", chaos_section),
+    ("chaos", chaos_section), ("warehouse", warehouse_section),
 ]
 
 

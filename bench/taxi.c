@@ -8,6 +8,7 @@
  *   taxi duckdb [--pg CONNINFO] [...]         the ten asks on in-memory DuckDB (node)
  *   taxi load [--connections N] [--duration S] [...]  serve under wrk's load
  *   taxi asks|dashboard|cold-start|memory|transactions|all [--trips N] [...]
+ *   taxi warehouse [--tasks N] [...]          the warehouse workload, the same way
  *        the benchmark: sets up PostgreSQL, ingest and serve itself
  *        (taxi_setup.c) and runs one mode, or all on one setup
  */
@@ -49,6 +50,11 @@ static const struct mode MODES[] = {
      "[--trips N] [--factors 1,2,4] [--seconds S] [...]\n"
      "        store size, initial load and ask latency at multiples of --trips\n"
      "        (same months, denser), each on a fresh setup; Straum only"},
+    {"warehouse", taxi_warehouse_main,
+     "[--tasks N] [--results FILE] [...]\n"
+     "        the warehouse workload (bench/warehouse_*.sql; 13,116,878 tasks by default):\n"
+     "        load, store size, the seed's asks and generated ones beside PostgreSQL,\n"
+     "        the seed's seven changes from commit to applied, serve's memory"},
     {"all", taxi_all_main,
      "[options of every mode]\n"
      "        asks, memory, cold-start and transactions on one setup\n"

@@ -21,6 +21,8 @@
 
 struct taxi_opts {
     long long trips;
+    bool warehouse;        /* the warehouse workload (taxi warehouse), not the trips */
+    long long tasks;       /* warehouse: tasks generated (--tasks) */
     unsigned long long seed;
     const char *json_file; /* --json FILE */
     const char *results_file; /* --results FILE: bench/RESULTS.json, each mode's object replaced */
@@ -126,10 +128,17 @@ void taxi_plot(const char *dir, const char *name, const char *script);
 
 /* ---- Modes --------------------------------------------------------------- */
 
+/* Checks ask a (number i of its list, for the message) over http against
+ * its SQL in e->conn's session time zone (the ask in TAXI_TZ; timestamps
+ * compare as instants). Returns its row count, or -1 after printing both
+ * answers (taxi_bench_asks.c). */
+int taxi_check_ask(struct taxi_env *e, const struct taxi_ask *a, int i, struct http_client *http);
+
 int taxi_asks_run(struct taxi_env *e);
 int taxi_dashboard_run(struct taxi_env *e);
 int taxi_cold_run(struct taxi_env *e);
 int taxi_memory_run(struct taxi_env *e);
 int taxi_txn_run(struct taxi_env *e);
+int taxi_warehouse_run(struct taxi_env *e);
 
 #endif

@@ -47,8 +47,7 @@ static void print_answer(const char *side, const struct answer *a)
     }
 }
 
-/* Checks ask a, number i in its list. Returns its row count, or -1 (printed). */
-static int check_ask(struct taxi_env *e, const struct taxi_ask *a, int i, struct http_client *http)
+int taxi_check_ask(struct taxi_env *e, const struct taxi_ask *a, int i, struct http_client *http)
 {
     PGresult *r = PQexec(e->conn, a->postgres_sql);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
@@ -174,7 +173,7 @@ static int run_list(struct taxi_env *e, const struct taxi_ask *asks, int nasks,
         nasks = MAX_ASKS;
     for (int i = 0; i < nasks; i++) {
         names[i] = asks[i].name;
-        rows[i] = check_ask(e, &asks[i], i, &http);
+        rows[i] = taxi_check_ask(e, &asks[i], i, &http);
         if (rows[i] < 0) {
             failed = 1;
             break;

@@ -81,6 +81,7 @@ static const struct {
     {"cold_start", "cold-start"},
     {"transactions", "transactions"},
     {"load", "load"},
+    {"warehouse", "warehouse"},
 };
 
 /* Records every mode section of the report into o->results_file, each with
@@ -220,6 +221,12 @@ int taxi_txn_main(int argc, char **argv)
 {
     int (*const runs[])(struct taxi_env *) = {taxi_txn_run};
     return run_modes(argc, argv, "transactions", runs, 1);
+}
+
+int taxi_warehouse_main(int argc, char **argv)
+{
+    int (*const runs[])(struct taxi_env *) = {taxi_warehouse_run};
+    return run_modes(argc, argv, "warehouse", runs, 1);
 }
 
 int taxi_all_main(int argc, char **argv)

@@ -9,6 +9,7 @@
 #include "bench/taxi_bench.h"
 
 #include "store/store.h"
+#include "tests/kit/warehouse.h"
 
 #include <errno.h>
 #include <libgen.h>
@@ -27,11 +28,13 @@
 static int opts_usage(const char *mode)
 {
     fprintf(stderr,
-            "usage: taxi %s [--trips N] [--seed S] [--json FILE] [--results FILE] [--plot DIR]\n"
+            "usage: taxi %s [--trips N | --tasks N] [--seed S] [--json FILE] [--results FILE] [--plot DIR]\n"
             "       [--keep-data DIR]\n"
             "       [--bin DIR] [--source-dir DIR] [--check-only] [--trials N] [--seconds S]\n"
             "       [--restarts N] [--sizes N,N,...] [--factors N,N,...] [--skip-asks]\n"
             "  --trips N        trips generated (default the full scale, 20,332,093)\n"
+            "  --tasks N        warehouse: tasks generated (default the seed's 13,116,878),\n"
+            "                   groups and locations in the seed's ratios\n"
             "  --seed S         the generator's seed (default 42)\n"
             "  --json FILE      every figure, the machine and versions as JSON\n"
             "  --results FILE   replace the objects of the modes run in FILE (bench/RESULTS.json;\n"
@@ -57,6 +60,8 @@ int taxi_opts_parse(struct taxi_opts *o, int argc, char **argv, const char *mode
 {
     memset(o, 0, sizeof *o);
     o->trips = TAXI_FULL_SCALE;
+    o->warehouse = !strcmp(mode, "warehouse");
+    o->tasks = WAREHOUSE_FULL_TASKS;
     o->seed = 42;
     o->trials = 3;
     o->min_seconds = 1.0;
@@ -76,6 +81,8 @@ int taxi_opts_parse(struct taxi_opts *o, int argc, char **argv, const char *mode
         const char *v = argv[++i];
         if (!strcmp(a, "--trips"))
             o->trips = atoll(v);
+        else if (!strcmp(a, "--tasks"))
+            o->tasks = atoll(v);
         else if (!strcmp(a, "--seed"))
             o->seed = strtoull(v, NULL, 10);
         else if (!strcmp(a, "--json"))
@@ -103,7 +110,7 @@ int taxi_opts_parse(struct taxi_opts *o, int argc, char **argv, const char *mode
         else
             return opts_usage(mode);
     }
-    if (o->trips < 1 || o->trials < 1 || o->restarts < 1 || o->min_seconds < 0)
+    if (o->trips < 1 || o->tasks < 1 || o->trials < 1 || o->restarts < 1 || o->min_seconds < 0)
         return opts_usage(mode);
     if (o->results_file && o->check_only) {
         fprintf(stderr, "taxi %s: --results records timed figures, and --check-only times "
@@ -201,13 +208,16 @@ static long long copy_in_fd(PGconn *c, const char *sql, int fd)
     return rows;
 }
 
-/* PostgreSQL's own binary COPY of the columns the views read: seconds, or
- * a negative value on error. */
-static double copy_out_seconds(PGconn *c)
+/* PostgreSQL's own binary COPY of the fact columns the views read: seconds,
+ * or a negative value on error. */
+static double copy_out_seconds(PGconn *c, bool warehouse)
 {
-    const char *sql = "COPY (SELECT pickup_at, pu_location_id, do_location_id, payment_type, "
-                      "fare_amount, tip_amount, trip_distance FROM yellow_trips) "
-                      "TO STDOUT (FORMAT binary)";
+    const char *sql =
+        warehouse ? "COPY (SELECT created_at, organization_id, live, group_id, location_id, "
+                    "status, quantity, pick_seconds FROM tasks) TO STDOUT (FORMAT binary)"
+                  : "COPY (SELECT pickup_at, pu_location_id, do_location_id, payment_type, "
+                    "fare_amount, tip_amount, trip_distance FROM yellow_trips) "
+                    "TO STDOUT (FORMAT binary)";
     int64_t t0 = taxi_now_ns();
     PGresult *r = PQexec(c, sql);
     if (PQresultStatus(r) != PGRES_COPY_OUT) {
@@ -421,7 +431,8 @@ static void paths(struct taxi_env *e, struct taxi_opts *o)
     snprintf(e->serve_bin, sizeof e->serve_bin, "%s/straum-serve", bin);
     snprintf(e->dump_bin, sizeof e->dump_bin, "%s/straum-dump", bin);
     snprintf(e->gen_bin, sizeof e->gen_bin, "%s/taxi_gen", bin);
-    snprintf(e->views, sizeof e->views, "%s/bench/taxi_views.sql", o->src_dir);
+    snprintf(e->views, sizeof e->views, "%s/bench/%s_views.sql", o->src_dir,
+             o->warehouse ? "warehouse" : "taxi");
 }
 
 static int load_trips(struct taxi_env *e)
@@ -456,6 +467,81 @@ static int load_trips(struct taxi_env *e)
                 e->o->trips, status);
         return -1;
     }
+    return 0;
+}
+
+/* Runs the SQL file bench/NAME of the source tree. 0 or -1 (printed). */
+static int run_source_sql(struct taxi_env *e, const char *name)
+{
+    char path[1200];
+    snprintf(path, sizeof path, "%s/bench/%s", e->o->src_dir, name);
+    char *sql = read_file(path, NULL);
+    if (!sql) {
+        fprintf(stderr, "taxi: cannot read %s\n", path);
+        return -1;
+    }
+    int rc = taxi_pg_exec(e->conn, sql);
+    free(sql);
+    return rc;
+}
+
+/* The trips: the schema, the real zones, generated trips by COPY, the
+ * index on pickup_at. 0 or -1 (printed). */
+static int load_taxi(struct taxi_env *e, long long *zones)
+{
+    if (run_source_sql(e, "taxi_schema.sql"))
+        return -1;
+    char path[1200];
+    snprintf(path, sizeof path, "%s/bench/data/taxi_zone_lookup.csv", e->o->src_dir);
+    FILE *zf = fopen(path, "r");
+    if (!zf) {
+        fprintf(stderr, "taxi: cannot read %s\n", path);
+        return -1;
+    }
+    *zones = copy_in_fd(e->conn, "COPY taxi_zones FROM STDIN (FORMAT csv, HEADER)", fileno(zf));
+    fclose(zf);
+    if (*zones < 0)
+        return -1;
+
+    int64_t t0 = taxi_now_ns();
+    if (load_trips(e))
+        return -1;
+    e->load_pg_s = (double)(taxi_now_ns() - t0) / 1e9;
+    progress("trips generated and loaded (COPY FROM STDIN)", t0);
+    t0 = taxi_now_ns();
+    if (taxi_pg_exec(e->conn, "CREATE INDEX ON yellow_trips (pickup_at)") ||
+        taxi_pg_exec(e->conn, "VACUUM ANALYZE yellow_trips") ||
+        taxi_pg_exec(e->conn, "VACUUM ANALYZE taxi_zones"))
+        return -1;
+    e->index_s = (double)(taxi_now_ns() - t0) / 1e9;
+    progress("index on pickup_at, VACUUM ANALYZE", t0);
+    return 0;
+}
+
+/* The warehouse: the schema and its generator (bench/warehouse_schema.sql,
+ * in PostgreSQL itself), the index on created_at built after the rows.
+ * 0 or -1 (printed). */
+static int load_warehouse(struct taxi_env *e)
+{
+    if (run_source_sql(e, "warehouse_schema.sql") ||
+        taxi_pg_exec(e->conn, "DROP INDEX tasks_created_at"))
+        return -1;
+    struct warehouse_scale scale = warehouse_scale(e->o->tasks);
+    char gen[256];
+    warehouse_generate_sql(&scale, gen, sizeof gen);
+    int64_t t0 = taxi_now_ns();
+    if (taxi_pg_exec(e->conn, gen))
+        return -1;
+    e->load_pg_s = (double)(taxi_now_ns() - t0) / 1e9;
+    progress("tasks, groups and locations generated (INSERT ... SELECT)", t0);
+    t0 = taxi_now_ns();
+    if (taxi_pg_exec(e->conn, "CREATE INDEX tasks_created_at ON tasks (created_at)") ||
+        taxi_pg_exec(e->conn, "VACUUM ANALYZE tasks") ||
+        taxi_pg_exec(e->conn, "VACUUM ANALYZE task_groups") ||
+        taxi_pg_exec(e->conn, "VACUUM ANALYZE storage_locations"))
+        return -1;
+    e->index_s = (double)(taxi_now_ns() - t0) / 1e9;
+    progress("index on created_at, VACUUM ANALYZE", t0);
     return 0;
 }
 
@@ -542,8 +628,12 @@ int taxi_setup(struct taxi_env *e, struct taxi_opts *o, bool with_serve)
     atexit(at_exit_cleanup);
     taxi_install_signals(o->work_dir ? NULL : e->work);
     char n[32];
-    printf("Setup: %s trips (seed %llu), work dir %s\n",
-           taxi_format_count(o->trips, n, sizeof n), o->seed, e->work);
+    if (o->warehouse)
+        printf("Setup: %s warehouse tasks, work dir %s\n", taxi_format_count(o->tasks, n, sizeof n),
+               e->work);
+    else
+        printf("Setup: %s trips (seed %llu), work dir %s\n",
+               taxi_format_count(o->trips, n, sizeof n), o->seed, e->work);
 
     int64_t t0 = taxi_now_ns();
     /* Reads run with defaults but shared_buffers; these only speed the load
@@ -564,47 +654,15 @@ int taxi_setup(struct taxi_env *e, struct taxi_opts *o, bool with_serve)
     }
     progress("PostgreSQL 15 started (shared_buffers 2GB)", t0);
 
-    char path[1200];
-    snprintf(path, sizeof path, "%s/bench/taxi_schema.sql", o->src_dir);
-    char *schema = read_file(path, NULL);
-    if (!schema) {
-        fprintf(stderr, "taxi: cannot read %s\n", path);
+    long long zones = 0;
+    if (o->warehouse ? load_warehouse(e) : load_taxi(e, &zones))
         return -1;
-    }
-    int rc = taxi_pg_exec(e->conn, schema);
-    free(schema);
-    if (rc)
-        return -1;
-    snprintf(path, sizeof path, "%s/bench/data/taxi_zone_lookup.csv", o->src_dir);
-    FILE *zf = fopen(path, "r");
-    if (!zf) {
-        fprintf(stderr, "taxi: cannot read %s\n", path);
-        return -1;
-    }
-    long long zones =
-        copy_in_fd(e->conn, "COPY taxi_zones FROM STDIN (FORMAT csv, HEADER)", fileno(zf));
-    fclose(zf);
-    if (zones < 0)
-        return -1;
-
-    t0 = taxi_now_ns();
-    if (load_trips(e))
-        return -1;
-    e->load_pg_s = (double)(taxi_now_ns() - t0) / 1e9;
-    progress("trips generated and loaded (COPY FROM STDIN)", t0);
-    t0 = taxi_now_ns();
-    if (taxi_pg_exec(e->conn, "CREATE INDEX ON yellow_trips (pickup_at)") ||
-        taxi_pg_exec(e->conn, "VACUUM ANALYZE yellow_trips") ||
-        taxi_pg_exec(e->conn, "VACUUM ANALYZE taxi_zones"))
-        return -1;
-    e->index_s = (double)(taxi_now_ns() - t0) / 1e9;
-    progress("index on pickup_at, VACUUM ANALYZE", t0);
 
     if (apply_plan(e))
         return -1;
     /* Twice: the first warms the cache, as the ingest's load finds it. */
     t0 = taxi_now_ns();
-    double c1 = copy_out_seconds(e->conn), c2 = copy_out_seconds(e->conn);
+    double c1 = copy_out_seconds(e->conn, o->warehouse), c2 = copy_out_seconds(e->conn, o->warehouse);
     if (c1 < 0 || c2 < 0)
         return -1;
     e->copy_out_s = c1 < c2 ? c1 : c2;
@@ -620,7 +678,7 @@ int taxi_setup(struct taxi_env *e, struct taxi_opts *o, bool with_serve)
            taxi_format_ns((int64_t)(e->copy_out_s * 1e9), t2, sizeof t2),
            e->ingest_load_s / e->copy_out_s, e->ingest_peak_kib / 1024);
 
-    if (taxi_pg_exec(e->conn, "SET TIME ZONE '" TAXI_TZ "'"))
+    if (taxi_pg_exec(e->conn, o->warehouse ? "SET TIME ZONE 'UTC'" : "SET TIME ZONE '" TAXI_TZ "'"))
         return -1;
     if (taxi_ingest_follow(e))
         return -1;
@@ -634,9 +692,16 @@ int taxi_setup(struct taxi_env *e, struct taxi_opts *o, bool with_serve)
     }
     e->report = taxi_report_new(e);
     cJSON *s = cJSON_AddObjectToObject(e->report, "setup");
-    cJSON_AddNumberToObject(s, "trips", (double)o->trips);
-    cJSON_AddNumberToObject(s, "seed", (double)o->seed);
-    cJSON_AddNumberToObject(s, "zones", (double)zones);
+    if (o->warehouse) {
+        struct warehouse_scale scale = warehouse_scale(o->tasks);
+        cJSON_AddNumberToObject(s, "tasks", (double)scale.tasks);
+        cJSON_AddNumberToObject(s, "task_groups", (double)scale.groups);
+        cJSON_AddNumberToObject(s, "storage_locations", (double)scale.locations);
+    } else {
+        cJSON_AddNumberToObject(s, "trips", (double)o->trips);
+        cJSON_AddNumberToObject(s, "seed", (double)o->seed);
+        cJSON_AddNumberToObject(s, "zones", (double)zones);
+    }
     cJSON_AddNumberToObject(s, "postgres_load_s", e->load_pg_s);
     cJSON_AddNumberToObject(s, "postgres_index_analyze_s", e->index_s);
     cJSON_AddNumberToObject(s, "postgres_copy_out_binary_s", e->copy_out_s);
