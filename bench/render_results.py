@@ -670,11 +670,58 @@ def warehouse_section(modes):
     return out
 
 
+# The seed's Straum under its wide key (seed 000, a month of trips) and the
+# target, ten times better: ask or step -> (seed, target), in ms.
+WIDE_SEED = {
+    "Every key, January": (2700.0, 300.0),
+    "By pickup borough, January": (11.3, 1.1),
+    "A zone renamed": (2.4, 1.0),
+    "A zone moved to a new key": (2.1, 1.0),
+    "A trip in the renamed zone": (2.4, 1.0),
+}
+
+
+def wide_section(modes):
+    run = modes["wide"]
+    w = run["wide"]
+    def seed(name, got):
+        if name not in WIDE_SEED:
+            return ["", "", ""]
+        s_ms, t_ms = WIDE_SEED[name]
+        return [dur_ms(s_ms), dur_ms(t_ms), met(got is not None and got <= t_ms)]
+    rows, wins = [], []
+    for a in w["asks"]:
+        pg = a["postgres_median_ms"]
+        if "refused" in a:
+            rows.append([a["ask"], "", "refused", dur_ms(pg), f"refused: `{a['refused'][:60]}`",
+                         ""] + seed(a["ask"], None))
+            wins.append(f"PostgreSQL answers \"{a['ask']}\", which Straum refuses.")
+            continue
+        st = a["straum_median_ms"]
+        rows.append([a["ask"], count(a["rows"]), "yes" if a["equal"] else "**no**", dur_ms(pg),
+                     f"**{dur_ms(st)}**", ratio(pg / st)] + seed(a["ask"], st))
+        if pg < st:
+            wins.append(f"PostgreSQL beats Straum on \"{a['ask']}\".")
+    out = ["## Wide key", "", run_line(run) + " The view: `bench/taxi_wide_views.sql`.", ""]
+    out += table(["Ask", "Groups", "Equal", "PostgreSQL", "Straum", "PostgreSQL / Straum",
+                  "Seed's Straum", "Target", "Met"], rows) + [""]
+    srows = [[s["step"], f"**{dur_ms(s['applied_ms'])}**", "yes" if s["asks_equal"] else "**no**"]
+             + seed(s["step"], s["applied_ms"]) for s in w["steps"]]
+    out += table(["Step", "Commit to applied", "Asks equal after", "Seed's Straum", "Target",
+                  "Met"], srows) + [""]
+    widths = w["store"]["views"][0]["widths"]
+    out += ["Cells per width: " + ", ".join(f"{x['width']} {count(x['cells'])}" for x in widths)
+            + f"; the store {mib(w['store']['file_bytes'])}.", "",
+            "Where a peer wins: " + (" ".join(wins) if wins else "nowhere."), ""]
+    return out
+
+
 SECTIONS = [
     ("asks", asks_section), ("asks", load_section), ("memory", memory_section), ("dashboard", dashboard_section),
     ("cold-start", cold_section), ("transactions", txn_section), ("load", throughput_section),
     ("scaling", scaling_section), ("duckdb", duckdb_section), ("fuzz", fuzz_section),
     ("chaos", chaos_section), ("warehouse", warehouse_section),
+    ("wide", wide_section),
 ]
 
 

@@ -9,6 +9,7 @@
  *   taxi load [--connections N] [--duration S] [...]  serve under wrk's load
  *   taxi asks|dashboard|cold-start|memory|transactions|all [--trips N] [...]
  *   taxi warehouse [--tasks N] [...]          the warehouse workload, the same way
+ *   taxi wide [--trips N] [...]               the trips under the seed's wide key
  *        the benchmark: sets up PostgreSQL, ingest and serve itself
  *        (taxi_setup.c) and runs one mode, or all on one setup
  */
@@ -55,6 +56,11 @@ static const struct mode MODES[] = {
      "        the warehouse workload (bench/warehouse_*.sql; 13,116,878 tasks by default):\n"
      "        load, store size, the seed's asks and generated ones beside PostgreSQL,\n"
      "        the seed's seven changes from commit to applied, serve's memory"},
+    {"wide", taxi_wide_main,
+     "[--trips N] [--results FILE] [...]\n"
+     "        the trips under the seed's wide key (bench/taxi_wide_views.sql): cells per\n"
+     "        width, every key and by borough beside PostgreSQL, 200 streamed commits,\n"
+     "        a zone renamed and moved, a trip in it, each from commit to applied"},
     {"all", taxi_all_main,
      "[options of every mode]\n"
      "        asks, memory, cold-start and transactions on one setup\n"

@@ -30,6 +30,7 @@ int taxi_memory_main(int argc, char **argv);
 int taxi_txn_main(int argc, char **argv);
 int taxi_all_main(int argc, char **argv);
 int taxi_warehouse_main(int argc, char **argv);
+int taxi_wide_main(int argc, char **argv);
 
 /* Monotonic clock in nanoseconds. */
 int64_t taxi_now_ns(void);

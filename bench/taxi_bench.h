@@ -22,6 +22,7 @@
 struct taxi_opts {
     long long trips;
     bool warehouse;        /* the warehouse workload (taxi warehouse), not the trips */
+    bool wide;             /* the trips under the wide view (taxi wide) */
     long long tasks;       /* warehouse: tasks generated (--tasks) */
     unsigned long long seed;
     const char *json_file; /* --json FILE */
@@ -140,5 +141,6 @@ int taxi_cold_run(struct taxi_env *e);
 int taxi_memory_run(struct taxi_env *e);
 int taxi_txn_run(struct taxi_env *e);
 int taxi_warehouse_run(struct taxi_env *e);
+int taxi_wide_run(struct taxi_env *e);
 
 #endif

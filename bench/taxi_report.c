@@ -82,6 +82,7 @@ static const struct {
     {"transactions", "transactions"},
     {"load", "load"},
     {"warehouse", "warehouse"},
+    {"wide", "wide"},
 };
 
 /* Records every mode section of the report into o->results_file, each with
@@ -227,6 +228,12 @@ int taxi_warehouse_main(int argc, char **argv)
 {
     int (*const runs[])(struct taxi_env *) = {taxi_warehouse_run};
     return run_modes(argc, argv, "warehouse", runs, 1);
+}
+
+int taxi_wide_main(int argc, char **argv)
+{
+    int (*const runs[])(struct taxi_env *) = {taxi_wide_run};
+    return run_modes(argc, argv, "wide", runs, 1);
 }
 
 int taxi_all_main(int argc, char **argv)

@@ -61,6 +61,7 @@ int taxi_opts_parse(struct taxi_opts *o, int argc, char **argv, const char *mode
     memset(o, 0, sizeof *o);
     o->trips = TAXI_FULL_SCALE;
     o->warehouse = !strcmp(mode, "warehouse");
+    o->wide = !strcmp(mode, "wide");
     o->tasks = WAREHOUSE_FULL_TASKS;
     o->seed = 42;
     o->trials = 3;
@@ -432,7 +433,7 @@ static void paths(struct taxi_env *e, struct taxi_opts *o)
     snprintf(e->dump_bin, sizeof e->dump_bin, "%s/straum-dump", bin);
     snprintf(e->gen_bin, sizeof e->gen_bin, "%s/taxi_gen", bin);
     snprintf(e->views, sizeof e->views, "%s/bench/%s_views.sql", o->src_dir,
-             o->warehouse ? "warehouse" : "taxi");
+             o->warehouse ? "warehouse" : o->wide ? "taxi_wide" : "taxi");
 }
 
 static int load_trips(struct taxi_env *e)
@@ -489,7 +490,9 @@ static int run_source_sql(struct taxi_env *e, const char *name)
  * index on pickup_at. 0 or -1 (printed). */
 static int load_taxi(struct taxi_env *e, long long *zones)
 {
-    if (run_source_sql(e, "taxi_schema.sql"))
+    /* The schema, and the test-sized generator the wide mode's streamed
+     * commits call (straum_generate_trips). */
+    if (run_source_sql(e, "taxi_schema.sql") || run_source_sql(e, "taxi_generate.sql"))
         return -1;
     char path[1200];
     snprintf(path, sizeof path, "%s/bench/data/taxi_zone_lookup.csv", e->o->src_dir);

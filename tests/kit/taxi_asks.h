@@ -114,4 +114,65 @@ static const struct taxi_ask TAXI_DASHBOARD_ASKS[] = {
 
 #define TAXI_NDASHBOARD_ASKS ((int)(sizeof TAXI_DASHBOARD_ASKS / sizeof TAXI_DASHBOARD_ASKS[0]))
 
+/* The trips under the seed's wide key (bench/taxi_wide_views.sql), over
+ * January (the seed's month): every key (nearly a group per trip), by
+ * pickup borough, by zone and service zone over one day, and card trips per
+ * day by vendor. */
+#define TAXI_WIDE_JOIN \
+    " FROM yellow_trips t LEFT JOIN taxi_zones z ON z.location_id = t.pu_location_id "
+#define TAXI_WIDE_COUNTS \
+    "count(*), count(*) FILTER (WHERE t.payment_type = 1), " \
+    "count(*) FILTER (WHERE t.passenger_count > 1)"
+#define TAXI_WIDE_JANUARY \
+    "WHERE t.pickup_at >= '2024-01-01 00:00:00+00' AND t.pickup_at < '2024-02-01 00:00:00+00' "
+
+static const struct taxi_ask TAXI_WIDE_ASKS[] = {
+    {"Every key, January",
+     "SELECT date_bin('15 minutes', t.pickup_at, timestamptz 'epoch'), t.payment_type, "
+     "t.vendor_id, t.pu_location_id, t.do_location_id, z.borough, z.zone, z.service_zone, "
+     TAXI_WIDE_COUNTS TAXI_WIDE_JOIN TAXI_WIDE_JANUARY "GROUP BY 1, 2, 3, 4, 5, 6, 7, 8",
+     "SELECT bucket, payment_type, vendor_id, pu_location_id, do_location_id, borough, zone, "
+     "service_zone, trips, card_trips, shared_trips FROM wide_trips "
+     "WHERE bucket >= $1 AND bucket < $2 GROUP BY bucket, payment_type, vendor_id, "
+     "pu_location_id, do_location_id, borough, zone, service_zone",
+     {"2024-01-01 00:00:00+00", "2024-02-01 00:00:00+00", 0}},
+    {"By pickup borough, January",
+     "SELECT z.borough, " TAXI_WIDE_COUNTS TAXI_WIDE_JOIN TAXI_WIDE_JANUARY "GROUP BY 1",
+     "SELECT borough, trips, card_trips, shared_trips FROM wide_trips "
+     "WHERE bucket >= $1 AND bucket < $2 GROUP BY borough",
+     {"2024-01-01 00:00:00+00", "2024-02-01 00:00:00+00", 0}},
+    {"By pickup zone and service zone, one day",
+     "SELECT z.zone, z.service_zone, " TAXI_WIDE_COUNTS TAXI_WIDE_JOIN
+     "WHERE t.pickup_at >= '2024-01-17 00:00:00+00' AND t.pickup_at < '2024-01-18 00:00:00+00' "
+     "GROUP BY 1, 2",
+     "SELECT zone, service_zone, trips, card_trips, shared_trips FROM wide_trips "
+     "WHERE bucket >= $1 AND bucket < $2 GROUP BY zone, service_zone",
+     {"2024-01-17 00:00:00+00", "2024-01-18 00:00:00+00", 0}},
+    {"Card trips per day by vendor, January",
+     "SELECT date_bin('1 day', t.pickup_at, timestamptz 'epoch'), t.vendor_id, "
+     "count(*) FILTER (WHERE t.payment_type = 1) FROM yellow_trips t " TAXI_WIDE_JANUARY
+     "GROUP BY 1, 2",
+     "SELECT date_bin('1 day', bucket) AS d, vendor_id, card_trips FROM wide_trips "
+     "WHERE bucket >= $1 AND bucket < $2 GROUP BY d, vendor_id",
+     {"2024-01-01 00:00:00+00", "2024-02-01 00:00:00+00", 0}},
+};
+
+#define TAXI_NWIDE_ASKS ((int)(sizeof TAXI_WIDE_ASKS / sizeof TAXI_WIDE_ASKS[0]))
+
+/* The seed's steps under the wide key after the load, each one commit
+ * (the streamed commits are 200 of the first kind, each five new trips):
+ * a zone renamed, a zone moved to a key no trip has (its trips lose their
+ * zone), and a trip in the renamed zone changed. */
+static const struct {
+    const char *name, *sql;
+} TAXI_WIDE_STEPS[] = {
+    {"A zone renamed", "UPDATE taxi_zones SET zone = zone || ' North' WHERE location_id = 161"},
+    {"A zone moved to a new key", "UPDATE taxi_zones SET location_id = 266 WHERE location_id = 262"},
+    {"A trip in the renamed zone",
+     "UPDATE yellow_trips SET passenger_count = 3, payment_type = 1 WHERE id = "
+     "(SELECT min(id) FROM yellow_trips WHERE pu_location_id = 161)"},
+};
+
+#define TAXI_NWIDE_STEPS ((int)(sizeof TAXI_WIDE_STEPS / sizeof TAXI_WIDE_STEPS[0]))
+
 #endif
