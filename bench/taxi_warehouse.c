@@ -115,11 +115,13 @@ static int store_section(struct taxi_env *e, cJSON *w)
         cJSON_ArrayForEach(wd, cJSON_GetObjectItem(v, "widths"))
         {
             char a[32], b[32];
+            double cells = cJSON_GetNumberValue(cJSON_GetObjectItem(wd, "cells")),
+                   bytes = cJSON_GetNumberValue(cJSON_GetObjectItem(wd, "bytes"));
             printf("| %s | %s | %s | %s | %.1f |\n",
                    cJSON_GetStringValue(cJSON_GetObjectItem(v, "name")),
                    cJSON_GetStringValue(cJSON_GetObjectItem(wd, "width")),
-                   taxi_format_count((long long)cJSON_GetNumberValue(cJSON_GetObjectItem(wd, "cells")), a, sizeof a),
-                   taxi_format_count((long long)cJSON_GetNumberValue(cJSON_GetObjectItem(wd, "bytes")), b, sizeof b),
+                   taxi_format_count((long long)cells, a, sizeof a),
+                   taxi_format_count((long long)bytes, b, sizeof b),
                    cJSON_GetNumberValue(cJSON_GetObjectItem(wd, "bytes_per_cell")));
         }
     }

@@ -70,7 +70,8 @@ static int refusal(struct http_client *http, const struct taxi_ask *a, char *why
 
 static int asks(struct taxi_env *e, struct http_client *http, cJSON *w)
 {
-    printf("\n| Ask | Groups | PostgreSQL | Straum | PostgreSQL / Straum |\n|---|---|---|---|---|\n");
+    printf("\n| Ask | Groups | PostgreSQL | Straum | PostgreSQL / Straum |\n"
+           "|---|---|---|---|---|\n");
     cJSON *arr = cJSON_AddArrayToObject(w, "asks");
     for (int i = 0; i < TAXI_NWIDE_ASKS; i++) {
         const struct taxi_ask *a = &TAXI_WIDE_ASKS[i];
