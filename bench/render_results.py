@@ -121,7 +121,8 @@ def intro(modes):
 
 
 def machine_section(modes):
-    rows = []
+    """One row per run: the modes a run measured together share it."""
+    rows, index = [], {}
     for key, run in modes.items():
         m = run.get("machine", {})
         v = run.get("versions", {})
@@ -138,11 +139,17 @@ def machine_section(modes):
         for k in ("wrk", "libmicrohttpd", "libfuzzer"):
             if k in v:
                 other.append(f"{k} {v[k]}")
-        rows.append([key, run["date"], f"`{run['commit']}`", f"{cpu}, {cores} cores, {mem}",
-                     v.get("postgresql", "—"), v.get("compiler", "—"),
-                     "; ".join(other) or "—"])
+        compiler = v.get("compiler", "—") + (f", {v['build']}" if "build" in v else "")
+        row = [run["date"], f"`{run['commit']}`", f"{cpu}, {cores} cores, {mem}",
+               v.get("postgresql", "—"), compiler, "; ".join(other) or "—"]
+        same = tuple(row)
+        if same in index:
+            index[same][0] += f", {key}"
+        else:
+            index[same] = [key] + row
+            rows.append(index[same])
     return ["## Machine and versions", ""] + table(
-        ["Mode", "Date", "Commit", "Machine", "PostgreSQL", "Compiler", "Other"], rows) + [
+        ["Modes", "Date", "Commit", "Machine", "PostgreSQL", "Compiler", "Other"], rows) + [
         "",
         "Linux, Debian 12. PostgreSQL is a throwaway cluster from `straum-pgtmp`:",
         "`shared_buffers = 2GB`, otherwise defaults for reads (two parallel workers",
@@ -150,7 +157,8 @@ def machine_section(modes):
         "`maintenance_work_mem = 1GB`, `checkpoint_timeout = 30min`; pgtmp's",
         "`fsync`, `full_page_writes` and `synchronous_commit` off (the transactions",
         "mode sets `synchronous_commit = on` for its UPDATEs). Straum is CMake's",
-        "Release build (`-O3 -DNDEBUG`) of the commit named:",
+        "Release build (`-O3 -DNDEBUG`) of the commit named, unless the compiler",
+        "column names another build:",
         "",
         "```sh",
         "cmake -S . -B /tmp/bench-build -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF",

@@ -58,6 +58,11 @@ cJSON *taxi_report_new(struct taxi_env *e)
 #elif defined(__GNUC__)
     cJSON_AddStringToObject(v, "compiler", "gcc " __VERSION__);
 #endif
+#ifdef STRAUM_BUILD
+    /* Recorded unless it is the Release build RESULTS.md assumes. */
+    if (strncmp(STRAUM_BUILD, "Release ", 8) != 0)
+        cJSON_AddStringToObject(v, "build", STRAUM_BUILD);
+#endif
     cJSON *cmd = cJSON_AddArrayToObject(root, "command");
     cJSON_AddItemToArray(cmd, cJSON_CreateString("taxi"));
     for (int i = 0; i < e->o->argc; i++)
