@@ -64,6 +64,7 @@ static int refusal(struct http_client *http, const struct taxi_ask *a, char *why
     int rc = taxi_post_ask(http, a->ask, a->params, TAXI_TZ, &resp, err, sizeof err);
     int status = rc ? -1 : resp.status == 200 ? 0 : resp.status;
     snprintf(why, len, "%d %.200s", resp.status, rc ? err : resp.body ? resp.body : "");
+    why[strcspn(why, "\r\n")] = '\0'; /* the body's closing newline */
     http_response_free(&resp);
     return status;
 }
