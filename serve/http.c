@@ -29,6 +29,7 @@
 #include "base/logfmt.h"
 #include "serve/http.h"
 
+#include "serve/gate.h"
 #include "serve/listen.h"
 #include "serve/pg.h"
 
@@ -605,13 +606,12 @@ void serve_stop(struct serve_server *s)
     if (!s)
         return;
     pg_server_stop(s->pg);
+    /* Stop accepting (the gate accepts, and closes what it still holds),
+     * let requests in flight finish (bounded), then close every
+     * connection. */
+    gate_stop(s->gate);
     sweeper_stop(s);
     if (s->daemon) {
-        /* Stop accepting, let requests in flight finish (bounded), then
-         * close every connection. */
-        MHD_socket fd = MHD_quiesce_daemon(s->daemon);
-        if (fd != MHD_INVALID_SOCKET)
-            s->listen_fd = fd;
         for (int waited = 0; atomic_load(&s->inflight) > 0 && waited < STOP_GRACE_MS; waited += 5)
             usleep(5000);
         MHD_stop_daemon(s->daemon);
@@ -720,13 +720,14 @@ struct serve_server *serve_start_routes(const struct serve_options *o,
 
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     unsigned threads = o->threads > 0 ? (unsigned)o->threads : cpus > 0 ? (unsigned)cpus : 1;
+    /* No listening socket: the gate accepts and hands over what is HTTP
+     * (MHD_add_connection, which needs MHD_USE_ITC to wake a thread). */
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
-                     MHD_USE_ERROR_LOG;
+                     MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET;
     /* MHD takes a pool of 1 as "no pool" and says so; 0 means the same. */
     s->daemon = MHD_start_daemon(
         flags, 0, NULL, NULL, on_request, s,
         MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
-        MHD_OPTION_LISTEN_SOCKET, (MHD_socket)s->listen_fd,
         MHD_OPTION_THREAD_POOL_SIZE, threads > 1 ? threads : 0u,
         MHD_OPTION_CONNECTION_TIMEOUT, s->timeout_s,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONNECTION_LIMIT,
@@ -742,6 +743,13 @@ struct serve_server *serve_start_routes(const struct serve_options *o,
         snprintf(err, errlen, "cannot start the request deadline thread: %s", strerror(errno));
         goto fail;
     }
+    struct gate_options go = {
+        .listen_fd = s->listen_fd, .daemon = s->daemon, .metrics = s->metrics,
+        .other_route = nroutes, .connection_limit = CONNECTION_LIMIT,
+        .timeout_s = s->timeout_s, .pg_addr = s->pg ? pg_server_addr(s->pg) : NULL,
+        .quiet = o->quiet};
+    if (!(s->gate = gate_start(&go, err, errlen)))
+        goto fail;
     return s;
 fail:
     serve_stop(s);

@@ -1,6 +1,8 @@
 /* http.h -- what serve/'s HTTP files share: the server, its route table
  * and its responses. Private to serve/.
  *
+ *   gate.c      the front gate: accepts connections and refuses at once
+ *               what is not HTTP/1.x, before libmicrohttpd sees them.
  *   http.c      connections and their limits: libmicrohttpd's callbacks,
  *               request bodies, deadlines, the listen address, the token;
  *               start and stop. It finds a request's row in the route table
@@ -83,7 +85,7 @@ struct conn_clock;
 
 struct serve_server {
     struct MHD_Daemon *daemon;
-    int listen_fd;              /* ours until MHD_quiesce_daemon hands it back */
+    int listen_fd;              /* ours; the gate accepts on it */
     int port;
     char addr[80];              /* "127.0.0.1:8080" as bound, for the log */
     struct engine *engine;
@@ -100,6 +102,7 @@ struct serve_server {
     atomic_int inflight;        /* requests between their first call and completion */
     struct MHD_Response *healthz;
     struct pg_server *pg;       /* --pg-listen: the PostgreSQL front door */
+    struct gate *gate;          /* accepts HTTP connections (serve/gate.h) */
 
     /* Request deadlines (http.c's top): every open connection, its socket
      * and since when it has been receiving a request. */

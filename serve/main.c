@@ -63,7 +63,11 @@ static const char usage[] =
     "2^63-1 us is refused. SIGTERM or SIGINT: stop accepting, finish requests in flight, exit 0.\n"
     "\n"
     "Routes: POST /ask {\"ask\": \"SELECT ...\", \"params\": [...], \"time_zone\": \"...\"},\n"
-    "GET /views, /healthz, /readyz, /metrics.\n";
+    "GET /views, /healthz, /readyz, /metrics.\n"
+    "HTTP limits: a request line at most 8192 bytes (414 beyond), a request head whole\n"
+    "within 30 s of the connection's start and a request within 30 s of its first byte,\n"
+    "headers at most 16 KiB (431); bytes that are not HTTP/1.x get 400 (505 for other\n"
+    "HTTP versions) and a closed connection at once.\n";
 
 static void on_signal(int sig)
 {

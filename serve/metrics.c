@@ -15,7 +15,7 @@
 #include <strings.h>
 
 /* Statuses straum-serve sends itself; anything else counts as "other". */
-static const int statuses[] = {200, 400, 401, 404, 405, 413, 422, 500, 503};
+static const int statuses[] = {200, 400, 401, 404, 405, 413, 414, 422, 500, 503, 505};
 #define NSTATUS ((int)(sizeof statuses / sizeof statuses[0]) + 1)
 
 /* Upper bounds of the ask duration buckets, ns; +Inf follows. */

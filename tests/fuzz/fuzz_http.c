@@ -8,7 +8,8 @@
  * chunked) and the engine's 422 are all a few bytes away. Each input is the
  * raw bytes a client sends on a fresh TCP connection. Raw bytes rather than
  * a structured request so that everything on the way is fuzzed together:
- * MHD's parsing of the request line, headers, Content-Length and chunked
+ * the front gate's look at the request line (serve/gate.c), MHD's parsing
+ * of the request line, headers, Content-Length and chunked
  * bodies, pipelined keep-alive requests, and then our routing, method and
  * token checks, body accumulation and limits, and the /ask body and ask
  * themselves.
@@ -76,17 +77,23 @@ static int port;
 static bool verbose;
 static char token_dir[256];
 
-/* The server's MHD threads (named "MHD-..." by libmicrohttpd; serve_start
- * may start others, such as a sweeper, that never serve a request). */
+/* The server's threads that read requests: the front gate ("straum-gate",
+ * which holds a connection until its head has arrived) and MHD's (named
+ * "MHD-..." by libmicrohttpd). serve_start starts others, such as a
+ * sweeper, that never read a request. */
 static pid_t mhd_tids[8];
 static int nmhd_tids;
 
-static void find_mhd_threads(void)
+/* Lists the threads that read requests afresh; true once both the gate and
+ * an MHD thread have named themselves. */
+static bool find_mhd_threads(void)
 {
     DIR *d = opendir("/proc/self/task");
     if (!d)
         fuzz_fail("cannot list /proc/self/task: %s", strerror(errno));
     struct dirent *e;
+    bool gate = false, mhd = false;
+    nmhd_tids = 0;
     while ((e = readdir(d)) && nmhd_tids < 8) {
         if (e->d_name[0] == '.')
             continue;
@@ -98,10 +105,15 @@ static void find_mhd_threads(void)
                 comm[0] = '\0';
             fclose(f);
         }
-        if (strncmp(comm, "MHD-", 4) == 0)
+        bool is_mhd = strncmp(comm, "MHD-", 4) == 0;
+        bool is_gate = strncmp(comm, "straum-gate", 11) == 0;
+        if (is_mhd || is_gate)
             mhd_tids[nmhd_tids++] = (pid_t)atoi(e->d_name);
+        mhd |= is_mhd;
+        gate |= is_gate;
     }
     closedir(d);
+    return gate && mhd;
 }
 
 static void stop_server(void)
@@ -145,12 +157,13 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     if (!server)
         fuzz_fail("serve_start: %s", err);
     /* MHD's threads name themselves once running. */
-    for (int i = 0; i < 1000 && nmhd_tids == 0; i++) {
+    bool found = false;
+    for (int i = 0; i < 1000 && !found; i++) {
         usleep(1000);
-        find_mhd_threads();
+        found = find_mhd_threads();
     }
-    if (nmhd_tids == 0)
-        fuzz_fail("serve_start started no MHD thread");
+    if (!found)
+        fuzz_fail("serve_start started no gate and MHD thread (straum-gate, MHD-*)");
     port = serve_port(server);
     atexit(stop_server);
     /* Idle, before any connection: else /proc hides wait channels here. */

@@ -381,3 +381,49 @@ void hc_free(struct hc_response *r)
     free(r->body);
     memset(r, 0, sizeof *r);
 }
+
+/* ---- Steady clients ---------------------------------------------------------------- */
+
+const char STEADY_ASK[] =
+    "{\"ask\": \"SELECT payment_type, trips FROM trips WHERE bucket >= $1 AND bucket < $2 "
+    "GROUP BY payment_type ORDER BY payment_type\", "
+    "\"params\": [\"2024-01-01 00:00:00+00\", \"2024-01-08 00:00:00+00\"]}";
+
+static void *steady_asker(void *arg)
+{
+    struct steady *st = arg;
+    int fd = hc_connect(st->port);
+    while (!atomic_load(&st->stop)) {
+        struct hc_response r;
+        hc_request(fd, "POST", "/ask", NULL, STEADY_ASK, strlen(STEADY_ASK), &r);
+        bool ok = r.status == 200 && strstr(r.body, "\"rows\":[[0,");
+        hc_free(&r);
+        atomic_fetch_add(ok ? &st->answers : &st->wrong, 1);
+        if (!ok) { /* a fresh connection, so one failure is not all of them */
+            close(fd);
+            fd = hc_connect(st->port);
+        }
+    }
+    close(fd);
+    return NULL;
+}
+
+void steady_start(struct steady *st, int port)
+{
+    st->port = port;
+    atomic_init(&st->stop, false);
+    atomic_init(&st->answers, 0);
+    atomic_init(&st->wrong, 0);
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(pthread_create(&st->threads[i], NULL, steady_asker, st), 0);
+}
+
+void steady_stop(struct steady *st)
+{
+    atomic_store(&st->stop, true);
+    for (int i = 0; i < 4; i++)
+        pthread_join(st->threads[i], NULL);
+    cr_assert_eq(atomic_load(&st->wrong), 0, "%d other asks were not answered right",
+                 atomic_load(&st->wrong));
+    cr_assert_gt(atomic_load(&st->answers), 0);
+}

@@ -7,6 +7,8 @@
 
 #include "store/store.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -75,5 +77,23 @@ void hc_once(int port, const char *method, const char *path, const char *extra,
 void hc_free(struct hc_response *r);
 /* The value of a response header (case-insensitive), copied into buf, or NULL. */
 const char *hc_header(const struct hc_response *r, const char *name, char *buf, size_t len);
+
+/* ---- Steady clients --------------------------------------------------------- */
+
+/* Four threads asking STEADY_ASK over kept-alive connections to one port
+ * until stopped: the "others" a hostile test wants still answered. */
+struct steady {
+    int port;
+    atomic_bool stop;
+    atomic_int answers, wrong;
+    pthread_t threads[4];
+};
+
+/* Payment types over the fixture's first week (its first row payment 0). */
+extern const char STEADY_ASK[];
+
+void steady_start(struct steady *st, int port);
+/* Stops them; fails the test unless every answer was right (and some came). */
+void steady_stop(struct steady *st);
 
 #endif

@@ -52,10 +52,8 @@ static void teardown(void)
 
 TestSuite(serve_http, .init = setup, .fini = teardown, .timeout = 120);
 
-static const char trips_ask[] =
-    "{\"ask\": \"SELECT payment_type, trips FROM trips WHERE bucket >= $1 AND bucket < $2 "
-    "GROUP BY payment_type ORDER BY payment_type\", "
-    "\"params\": [\"2024-01-01 00:00:00+00\", \"2024-01-08 00:00:00+00\"]}";
+/* Payment types over the first week: serve_test.c's STEADY_ASK. */
+#define trips_ask STEADY_ASK
 
 static void expect_error(const struct hc_response *r, int status, const char *code)
 {
@@ -971,51 +969,6 @@ Test(serve_http, engine_limits_map_to_422_and_503)
 
 /* Clients asking steadily on their own connections until told to stop;
  * each counts answers that were not a right 200. */
-struct steady {
-    int port;
-    atomic_bool stop;
-    atomic_int answers, wrong;
-};
-
-static void *steady_asker(void *arg)
-{
-    struct steady *st = arg;
-    int fd = hc_connect(st->port);
-    while (!atomic_load(&st->stop)) {
-        struct hc_response r;
-        hc_request(fd, "POST", "/ask", NULL, trips_ask, strlen(trips_ask), &r);
-        bool ok = r.status == 200 && strstr(r.body, "\"rows\":[[0,");
-        hc_free(&r);
-        atomic_fetch_add(ok ? &st->answers : &st->wrong, 1);
-        if (!ok) { /* a fresh connection, so one failure is not all of them */
-            close(fd);
-            fd = hc_connect(st->port);
-        }
-    }
-    close(fd);
-    return NULL;
-}
-
-static void steady_start(struct steady *st, pthread_t t[4], int p)
-{
-    st->port = p;
-    atomic_init(&st->stop, false);
-    atomic_init(&st->answers, 0);
-    atomic_init(&st->wrong, 0);
-    for (int i = 0; i < 4; i++)
-        cr_assert_eq(pthread_create(&t[i], NULL, steady_asker, st), 0);
-}
-
-static void steady_stop(struct steady *st, pthread_t t[4])
-{
-    atomic_store(&st->stop, true);
-    for (int i = 0; i < 4; i++)
-        pthread_join(t[i], NULL);
-    cr_assert_eq(atomic_load(&st->wrong), 0, "%d other asks were not answered right",
-                 atomic_load(&st->wrong));
-    cr_assert_gt(atomic_load(&st->answers), 0);
-}
-
 /* A gauge of /metrics (with the token when one is given). */
 static double metric(int p, const char *name)
 {
@@ -1037,8 +990,7 @@ static double metric(int p, const char *name)
 Test(serve_http, hostile_in_lists_answer_exactly_and_others_go_on)
 {
     struct steady st;
-    pthread_t t[4];
-    steady_start(&st, t, port);
+    steady_start(&st, port);
     enum { NVALUES = 30000 };
     size_t cap = 70000;
     char *body = malloc(cap);
@@ -1082,7 +1034,7 @@ Test(serve_http, hostile_in_lists_answer_exactly_and_others_go_on)
     cr_assert(strstr(r.body, want), "%s, want %s", r.body, want);
     hc_free(&r);
     free(body);
-    steady_stop(&st, t);
+    steady_stop(&st);
 }
 
 /* Distinct ask texts, small and at the 64 KiB limit: the compiled-ask cache
@@ -1095,8 +1047,7 @@ Test(serve_http, hostile_distinct_asks_keep_the_cache_bounded_and_others_go_on)
     struct serve_server *s2 = fixture_serve(&o);
     int p2 = serve_port(s2);
     struct steady st;
-    pthread_t t[4];
-    steady_start(&st, t, p2);
+    steady_start(&st, p2);
     size_t cap = 66000;
     char *body = malloc(cap);
     for (int i = 0; i < 600; i++) {
@@ -1119,7 +1070,7 @@ Test(serve_http, hostile_distinct_asks_keep_the_cache_bounded_and_others_go_on)
     }
     cr_assert_gt(metric(p2, "straum_ask_cache_entries"), 0);
     free(body);
-    steady_stop(&st, t);
+    steady_stop(&st);
     serve_stop(s2);
 }
 
@@ -1143,8 +1094,7 @@ Test(serve_http, hostile_slow_ask_is_cut_inside_its_scan_and_others_go_on)
     cJSON_Delete(j);
     hc_free(&r);
     struct steady st;
-    pthread_t t[4];
-    steady_start(&st, t, port);
+    steady_start(&st, port);
     for (int i = 0; i < 20; i++) {
         hc_once(p2, "POST", "/ask", NULL, fine, &r);
         expect_error(&r, 503, "ask_timeout");
@@ -1157,7 +1107,7 @@ Test(serve_http, hostile_slow_ask_is_cut_inside_its_scan_and_others_go_on)
         cr_assert_eq(r.status, 200);
         hc_free(&r);
     }
-    steady_stop(&st, t);
+    steady_stop(&st);
     serve_stop(s2);
 }
 
