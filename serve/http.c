@@ -49,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -76,6 +77,8 @@ struct conn_clock {
     int64_t since_ns;           /* started receiving a request */
     bool answering;             /* the request arrived whole */
     bool cut;
+    bool ended;                 /* the last sweep saw the client's side closed, every
+                                   byte read, and no request whole */
     struct conn_clock *prev, *next;
 };
 
@@ -329,30 +332,79 @@ static void clock_answering(struct serve_server *s, struct MHD_Connection *c, bo
         return;
     pthread_mutex_lock(&s->clocks_lock);
     k->answering = answering;
+    k->ended = false;
     if (!answering)
         k->since_ns = mono_ns();
     pthread_mutex_unlock(&s->clocks_lock);
 }
 
+/* Whether the client has closed its side and libmicrohttpd has read every
+ * byte it sent (revents of a poll for POLLRDHUP). */
+static bool peer_done(int fd, short revents)
+{
+    if (!(revents & (POLLRDHUP | POLLHUP | POLLERR)))
+        return false;
+    int unread = 0;
+    return ioctl(fd, FIONREAD, &unread) != 0 || unread == 0;
+}
+
 /* Once a second, shuts down the socket of every connection whose request
- * has been arriving for longer than the timeout; MHD then sees the socket
- * end and closes the connection in its own thread. */
+ * has been arriving for longer than the timeout, or whose client closed
+ * its side with no request whole and every byte read on two sweeps in a
+ * row (the request can never complete; libmicrohttpd in epoll mode misses
+ * a close that arrives with the last bytes of a chunked body, and would
+ * wait out the timeout; two sweeps, so bytes read but not yet handed to
+ * on_request are never mistaken for that). MHD then sees the socket end
+ * and closes the connection in its own thread. One poll() over the
+ * waiting connections per sweep, under the lock, as the shutdowns must be
+ * (a descriptor is shut down only while its connection is open). */
 static void *sweep(void *arg)
 {
     struct serve_server *s = arg;
+    struct pollfd *fds = NULL;
+    size_t cap = 0;
     for (;;) {
         struct pollfd p = {.fd = s->sweep_pipe[0], .events = POLLIN};
         if (poll(&p, 1, 1000) > 0)
-            return NULL;
+            break;
         int64_t limit = mono_ns() - (int64_t)s->timeout_s * 1000000000;
         pthread_mutex_lock(&s->clocks_lock);
-        for (struct conn_clock *k = s->clocks; k; k = k->next)
-            if (!k->answering && !k->cut && k->since_ns < limit) {
+        size_t n = 0;
+        for (struct conn_clock *k = s->clocks; k; k = k->next) {
+            if (k->answering || k->cut)
+                continue;
+            if (k->since_ns < limit) {
                 shutdown(k->fd, SHUT_RDWR);
                 k->cut = true;
+                continue;
             }
+            if (n == cap) {
+                size_t ncap = cap ? cap * 2 : 64;
+                struct pollfd *p2 = realloc(fds, ncap * sizeof *fds);
+                if (!p2)
+                    break; /* the rest are checked next sweep, or time out */
+                fds = p2;
+                cap = ncap;
+            }
+            fds[n++] = (struct pollfd){.fd = k->fd, .events = POLLRDHUP};
+        }
+        if (n > 0 && poll(fds, (nfds_t)n, 0) >= 0) {
+            size_t i = 0;
+            for (struct conn_clock *k = s->clocks; k && i < n; k = k->next) {
+                if (k->answering || k->cut || fds[i].fd != k->fd)
+                    continue;
+                bool done = peer_done(k->fd, fds[i++].revents);
+                if (done && k->ended) {
+                    shutdown(k->fd, SHUT_RDWR);
+                    k->cut = true;
+                }
+                k->ended = done;
+            }
+        }
         pthread_mutex_unlock(&s->clocks_lock);
     }
+    free(fds);
+    return NULL;
 }
 
 static int sweeper_start(struct serve_server *s)

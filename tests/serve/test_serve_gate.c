@@ -217,6 +217,48 @@ Test(serve_gate, half_sent_then_closed_is_answered_at_once)
     close(fd);
 }
 
+/* Past the gate (the head whole): a body cut short by a close can never
+ * complete, and the connection is closed within about a second (the
+ * request deadline's sweep), not held until the 30 s timeout; a client that
+ * half-closes after its last request is closed too, its answer sent. */
+Test(serve_gate, a_body_cut_short_by_a_close_is_closed_soon)
+{
+    static const char *halves[] = {
+        "POST /ask HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n{\"ask",
+        "POST /ask HTTP/1.1\r\nHost: x\r\nContent-Length: 50\r\n\r\n{\"ask",
+        "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
+    };
+    /* Twenty of each at once: whether the close reaches the server before
+     * or after libmicrohttpd's first read of the bytes is a race, and
+     * the first order is the one that waited out the timeout. */
+    enum { N = 20 };
+    for (int i = 0; i < 3; i++) {
+        int fds[N];
+        struct timespec t0;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        for (int k = 0; k < N; k++) {
+            fds[k] = hc_connect(port);
+            hc_send(fds[k], halves[i], strlen(halves[i]));
+            shutdown(fds[k], SHUT_WR);
+        }
+        for (int k = 0; k < N; k++) {
+            struct timeval tv = {.tv_sec = 5};
+            setsockopt(fds[k], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+            char b[512];
+            ssize_t n, got = 0;
+            while ((n = recv(fds[k], b, sizeof b, 0)) > 0)
+                got += n;
+            double t = since(&t0);
+            cr_assert(n == 0 || (n < 0 && errno == ECONNRESET),
+                      "case %d, connection %d: not closed within %.1f s", i, k, t);
+            cr_assert_lt(t, 3.5, "case %d, connection %d: closed after %.1f s", i, k, t);
+            if (i == 2)
+                cr_assert_gt(got, 0, "a whole request got no answer before the close");
+            close(fds[k]);
+        }
+    }
+}
+
 /* What is HTTP/1.x passes: leading empty lines (RFC 9112 §2.2), a request
  * line split over sends, HTTP/1.0, a method no route takes. */
 Test(serve_gate, http_passes_the_gate)
