@@ -1009,6 +1009,17 @@ static bool is_percentile(enum sql_agg agg)
     return agg == SQL_AGG_PERCENTILE_DISC || agg == SQL_AGG_PERCENTILE_CONT;
 }
 
+/* The view columns whose values the ask computes: every selected one (the
+ * first ncolumns), then each HAVING comparison's measure, which HAVING
+ * reads whether or not the ask selects it. Index i below
+ * ask_nmeasures(a); a view column index. */
+static int ask_nmeasures(const struct sql_ask *a) { return a->ncolumns + a->nhaving; }
+
+static int ask_measure(const struct sql_ask *a, int i)
+{
+    return i < a->ncolumns ? a->columns[i].view_column : a->having[i - a->ncolumns].view_column;
+}
+
 /* x->rows_count: a value count read by percentiles only, of a column that
  * is not text (texts are ordered by their bytes: every code is read), whose
  * rows a count of the view totals. That count is then read too: a group's
@@ -1027,8 +1038,8 @@ static int plan_rows_counts(struct exec *x)
                 x->rows_count[k] = c;
         if (!x->need_vc[k] || x->types[vs->fact_column].type == STORE_TYPE_TEXT)
             x->rows_count[k] = -1;
-        for (int i = 0; i < x->ask->ncolumns; i++) {
-            const struct sql_view_column *vc = &v->columns[x->ask->columns[i].view_column];
+        for (int i = 0; i < ask_nmeasures(x->ask); i++) {
+            const struct sql_view_column *vc = &v->columns[ask_measure(x->ask, i)];
             if (vc->kind == SQL_COLUMN_MEASURE && vc->measure.value_counts == k &&
                 !is_percentile(vc->measure.agg))
                 x->rows_count[k] = -1;
@@ -1056,8 +1067,8 @@ static int plan_needs(struct exec *x, struct ask_error *err)
         if (!(x->dims[j].vals = calloc((size_t)x->dims[j].nvalues + 1, sizeof *x->dims[j].vals)))
             return ask_fail(err, 500, "internal", "out of memory");
     }
-    for (int i = 0; i < x->ask->ncolumns; i++) {
-        const struct sql_view_column *vc = &v->columns[x->ask->columns[i].view_column];
+    for (int i = 0; i < ask_nmeasures(x->ask); i++) {
+        const struct sql_view_column *vc = &v->columns[ask_measure(x->ask, i)];
         if (vc->kind != SQL_COLUMN_MEASURE)
             continue;
         const struct sql_measure *m = &vc->measure;
