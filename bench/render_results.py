@@ -247,7 +247,8 @@ def targets_section(modes):
     return ["## Against the targets (DESIGN.md §6)", ""] + table(
         ["Target", "Goal", "Mode", "Figure", "Result"], rows) + [
         "",
-        "Not measured by any mode yet: a generated workload of any ask, large",
+        "Not measured by any mode yet: " + ("" if "random" in modes else
+                                             "a generated workload of any ask, ") + "large",
         "answers streamed, the warehouse and wide-key views, throughput over the",
         "PostgreSQL protocol, and the physical WAL read.",
         "",
@@ -731,6 +732,43 @@ def warehouse_section(modes):
         "Where a peer wins: " + (" ".join(wins) if wins else "nowhere."),
         "",
     ]
+def random_section(modes):
+    run = modes["random"]
+    r = run["random"]
+    refused = ", ".join(f"{n} `{code}`" for code, n in sorted(r["refused"].items())) or "none"
+    out = ["## Generated asks", "", run_line(run), "",
+           f"{count(r['asks'])} asks ({count(r['answered'])} answered; refused: {refused}); "
+           f"{r['checked']} checked against PostgreSQL, {r['equal']} equal.", ""]
+    out += table(["Answered asks", "n", "p50", "p90", "p99", "max"],
+                 [[s["asks"], s["n"], dur_ms(s["p50_ms"]), dur_ms(s["p90_ms"]),
+                   dur_ms(s["p99_ms"]), dur_ms(s["max_ms"])] for s in r["latency"]])
+    small = next(s for s in r["latency"] if s["asks"] == "at most 10,000 rows")
+    rss = r["serve_rss_anon_kib"]
+    la = r["load_average"]
+    out += ["", f"Targets over the asks of at most 10,000 rows: p50 ≤ 150 µs "
+            f"{met(small['p50_ms'] <= 0.15)}, p99 ≤ 1 ms {met(small['p99_ms'] <= 1)}, "
+            f"max ≤ 10 ms {met(small['max_ms'] <= 10)}. straum-serve's RssAnon "
+            f"{kib_mib(rss['before'])} before the first ask, {kib_mib(rss['peak'])} at its "
+            f"peak, {kib_mib(rss['after'])} after the last (≤ 16 MiB "
+            f"{met(rss['peak'] <= 16 * 1024)}). Load average {la['before']:.1f} before, "
+            f"{la['after']:.1f} after.", ""]
+    rows = []
+    for a in r["slowest"]:
+        params = ", ".join(a["params"])
+        rows.append([a["number"], a["shape"],
+                     count(a["rows"]) if a["status"] == 200 else f"{a['status']} `{a['code']}`",
+                     f"**{dur_ms(a['straum_ms'])}**",
+                     dur_ms(a["postgres_ms"]) if "postgres_ms" in a else "-",
+                     dur_ms(a["duckdb_ms"]) if "duckdb_ms" in a else "-",
+                     f"`{a['ask']}`" + (f" ({params})" if params else "")])
+    out += [f"The {len(rows)} slowest:", ""] + table(
+        ["#", "Shape", "Rows", "Straum", "PostgreSQL", "DuckDB", "Ask (parameters)"], rows)
+    out += ["", "How: `taxi random` sends the asks of `tests/kit/taxi_random.h` (seed "
+            f"{r['seed']}) over one keep-alive",
+            f"connection, each {r['runs_per_ask']} times (the median; a refusal once). PostgreSQL "
+            "checks the slowest and an even spread over the raw rows (New York time);",
+            "the slowest are timed on it and on an in-memory DuckDB (`taxi_duckdb.mjs --sql`), "
+            "the median of three.", ""]
     return out
 
 
@@ -782,6 +820,7 @@ def wide_section(modes):
 
 SECTIONS = [
     ("asks", asks_section), ("asks", load_section), ("memory", memory_section), ("dashboard", dashboard_section),
+    ("random", random_section),
     ("cold-start", cold_section), ("transactions", txn_section), ("load", throughput_section),
     ("scaling", scaling_section), ("duckdb", duckdb_section), ("fuzz", fuzz_section),
     ("chaos", chaos_section), ("warehouse", warehouse_section),

@@ -7,7 +7,7 @@
  *   taxi shell [--trips N] [...]              the setup, then straum-shell on it
  *   taxi duckdb [--pg CONNINFO] [...]         the ten asks on in-memory DuckDB (node)
  *   taxi load [--connections N] [--duration S] [...]  serve under wrk's load
- *   taxi asks|dashboard|cold-start|memory|transactions|all [--trips N] [...]
+ *   taxi asks|dashboard|random|cold-start|memory|transactions|all [--trips N] [...]
  *   taxi warehouse [--tasks N] [...]          the warehouse workload, the same way
  *   taxi wide [--trips N] [...]               the trips under the seed's wide key
  *        the benchmark: sets up PostgreSQL, ingest and serve itself
@@ -38,6 +38,11 @@ static const struct mode MODES[] = {
      "[--trips N] [--seed S] [--check-only] [--results FILE] [...]\n"
      "        four asks as a New York dashboard sends them (local days, a month of\n"
      "        medians, months by borough, a time picker's top ten), checked, then timed"},
+    {"random", taxi_random_main,
+     "[--count N] [--check N] [--no-duckdb] [--list] [--trips N] [--results FILE] [...]\n"
+     "        the generated asks over both views (tests/kit/taxi_random.h), each timed\n"
+     "        (median of 5), --check of them checked against PostgreSQL; p50 to max per\n"
+     "        view, the twenty slowest beside PostgreSQL and DuckDB, serve's RssAnon"},
     {"cold-start", taxi_cold_main,
      "[--trips N] [--restarts N] [...]\n"
      "        exec of straum-serve to /readyz 200 and to the first answer, warm and cold"},

@@ -25,6 +25,7 @@ int taxi_duckdb_main(int argc, char **argv);
 /* The benchmark modes (taxi_report.c sets up, runs, tears down). */
 int taxi_asks_main(int argc, char **argv);
 int taxi_dashboard_main(int argc, char **argv);
+int taxi_random_main(int argc, char **argv);
 int taxi_cold_main(int argc, char **argv);
 int taxi_memory_main(int argc, char **argv);
 int taxi_txn_main(int argc, char **argv);

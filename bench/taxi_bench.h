@@ -38,6 +38,9 @@ struct taxi_opts {
     int restarts;          /* cold-start: warm restarts (10) */
     const char *txn_sizes; /* transactions: "1000,10000,100000,1000000" */
     const char *factors;   /* scaling: "1,2,4" */
+    int random_count;      /* random: generated asks timed (1000) */
+    int random_check;      /* random: of them checked against PostgreSQL (100) */
+    bool no_duckdb;        /* random: no DuckDB column for the slowest */
     int argc;
     char **argv;
 };
@@ -137,6 +140,7 @@ int taxi_check_ask(struct taxi_env *e, const struct taxi_ask *a, int i, struct h
 
 int taxi_asks_run(struct taxi_env *e);
 int taxi_dashboard_run(struct taxi_env *e);
+int taxi_random_run(struct taxi_env *e);
 int taxi_cold_run(struct taxi_env *e);
 int taxi_memory_run(struct taxi_env *e);
 int taxi_txn_run(struct taxi_env *e);

@@ -7,6 +7,7 @@
  * installed). */
 #include "bench/taxi_bench.h"
 #include "bench/taxi_results.h"
+#include "tests/kit/taxi_random.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,6 +83,7 @@ static const struct {
 } RECORDED[] = {
     {"asks", "asks"},
     {"dashboard", "dashboard"},
+    {"random", "random"},
     {"memory", "memory"},
     {"cold_start", "cold-start"},
     {"transactions", "transactions"},
@@ -209,6 +211,32 @@ int taxi_dashboard_main(int argc, char **argv)
 {
     int (*const runs[])(struct taxi_env *) = {taxi_dashboard_run};
     return run_modes(argc, argv, "dashboard", runs, 1);
+}
+
+/* `taxi random --list` prints the asks (number, shape, ask, parameters,
+ * SQL) and sets nothing up. */
+int taxi_random_main(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--list")) {
+            struct taxi_opts o;
+            for (int k = i; k + 1 < argc; k++)
+                argv[k] = argv[k + 1];
+            if (taxi_opts_parse(&o, argc - 1, argv, "random"))
+                return 2;
+            for (int n = 0; n < o.random_count; n++) {
+                struct taxi_random_ask a;
+                char shape[128];
+                taxi_random_ask(TAXI_RANDOM_SEED, n, &a);
+                printf("%d\t%s\t%s\t", n, taxi_random_shape(&a, shape, sizeof shape), a.ask);
+                for (int p = 0; p < a.nparams; p++)
+                    printf("%s%s", p ? ", " : "", a.params[p]);
+                printf("\t%s\n", a.sql);
+            }
+            return 0;
+        }
+    int (*const runs[])(struct taxi_env *) = {taxi_random_run};
+    return run_modes(argc, argv, "random", runs, 1);
 }
 
 int taxi_cold_main(int argc, char **argv)

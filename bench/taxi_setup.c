@@ -32,6 +32,7 @@ static int opts_usage(const char *mode)
             "       [--keep-data DIR]\n"
             "       [--bin DIR] [--source-dir DIR] [--check-only] [--trials N] [--seconds S]\n"
             "       [--restarts N] [--sizes N,N,...] [--factors N,N,...] [--skip-asks]\n"
+            "       [--count N] [--check N] [--no-duckdb]\n"
             "  --trips N        trips generated (default the full scale, 20,332,093)\n"
             "  --tasks N        warehouse: tasks generated (default the seed's 13,116,878),\n"
             "                   groups and locations in the seed's ratios\n"
@@ -51,7 +52,12 @@ static int opts_usage(const char *mode)
             "  --restarts N     cold-start: warm restarts (10)\n"
             "  --sizes LIST     transactions: rows changed (1000,10000,100000,1000000)\n"
             "  --factors LIST   scaling: multiples of --trips, each its own setup (1,2,4)\n"
-            "  --skip-asks      all: every mode but asks\n",
+            "  --skip-asks      all: every mode but asks\n"
+            "  --count N        random: generated asks timed (1000)\n"
+            "  --check N        random: of them checked against PostgreSQL, the slowest\n"
+            "                   first (100)\n"
+            "  --no-duckdb      random: the slowest beside PostgreSQL only\n"
+            "  --list           random: print the asks and their SQL; set nothing up\n",
             mode);
     return 2;
 }
@@ -68,6 +74,8 @@ int taxi_opts_parse(struct taxi_opts *o, int argc, char **argv, const char *mode
     o->min_seconds = 1.0;
     o->restarts = 10;
     o->txn_sizes = "1000,10000,100000,1000000";
+    o->random_count = 1000;
+    o->random_check = 100;
     o->src_dir = STRAUM_SOURCE_DIR;
     o->argc = argc;
     o->argv = argv;
@@ -75,6 +83,10 @@ int taxi_opts_parse(struct taxi_opts *o, int argc, char **argv, const char *mode
         const char *a = argv[i];
         if (!strcmp(a, "--check-only") || !strcmp(a, "--skip-asks")) {
             *(a[2] == 'c' ? &o->check_only : &o->skip_asks) = true;
+            continue;
+        }
+        if (!strcmp(a, "--no-duckdb")) {
+            o->no_duckdb = true;
             continue;
         }
         if (!strcmp(a, "--help") || i + 1 >= argc)
@@ -108,10 +120,15 @@ int taxi_opts_parse(struct taxi_opts *o, int argc, char **argv, const char *mode
             o->txn_sizes = v;
         else if (!strcmp(a, "--factors"))
             o->factors = v;
+        else if (!strcmp(a, "--count"))
+            o->random_count = atoi(v);
+        else if (!strcmp(a, "--check"))
+            o->random_check = atoi(v);
         else
             return opts_usage(mode);
     }
-    if (o->trips < 1 || o->tasks < 1 || o->trials < 1 || o->restarts < 1 || o->min_seconds < 0)
+    if (o->trips < 1 || o->tasks < 1 || o->trials < 1 || o->restarts < 1 || o->min_seconds < 0 ||
+        o->random_count < 1 || o->random_check < 0)
         return opts_usage(mode);
     if (o->results_file && o->check_only) {
         fprintf(stderr, "taxi %s: --results records timed figures, and --check-only times "
