@@ -736,22 +736,20 @@ def random_section(modes):
     run = modes["random"]
     r = run["random"]
     refused = ", ".join(f"{n} `{code}`" for code, n in sorted(r["refused"].items())) or "none"
+    small = next(s for s in r["latency"] if s["asks"] == "at most 10,000 rows")
+    rss, la = r["serve_rss_anon_kib"], r["load_average"]
     out = ["## Generated asks", "", run_line(run), "",
            f"{count(r['asks'])} asks ({count(r['answered'])} answered; refused: {refused}); "
-           f"{r['checked']} checked against PostgreSQL, {r['equal']} equal.", ""]
+           f"{r['checked']} checked against PostgreSQL, {r['equal']} equal. Over the answers of "
+           f"at most 10,000 rows: p50 ≤ 150 µs {met(small['p50_ms'] <= 0.15)}, p99 ≤ 1 ms "
+           f"{met(small['p99_ms'] <= 1)}, max ≤ 10 ms {met(small['max_ms'] <= 10)}. "
+           f"straum-serve's RssAnon {kib_mib(rss['before'])} before the first ask, "
+           f"{kib_mib(rss['peak'])} at its peak, {kib_mib(rss['after'])} after the last "
+           f"(≤ 16 MiB {met(rss['peak'] <= 16 * 1024)}). Load average {la['before']:.1f} "
+           f"before, {la['after']:.1f} after.", ""]
     out += table(["Answered asks", "n", "p50", "p90", "p99", "max"],
                  [[s["asks"], s["n"], dur_ms(s["p50_ms"]), dur_ms(s["p90_ms"]),
-                   dur_ms(s["p99_ms"]), dur_ms(s["max_ms"])] for s in r["latency"]])
-    small = next(s for s in r["latency"] if s["asks"] == "at most 10,000 rows")
-    rss = r["serve_rss_anon_kib"]
-    la = r["load_average"]
-    out += ["", f"Targets over the asks of at most 10,000 rows: p50 ≤ 150 µs "
-            f"{met(small['p50_ms'] <= 0.15)}, p99 ≤ 1 ms {met(small['p99_ms'] <= 1)}, "
-            f"max ≤ 10 ms {met(small['max_ms'] <= 10)}. straum-serve's RssAnon "
-            f"{kib_mib(rss['before'])} before the first ask, {kib_mib(rss['peak'])} at its "
-            f"peak, {kib_mib(rss['after'])} after the last (≤ 16 MiB "
-            f"{met(rss['peak'] <= 16 * 1024)}). Load average {la['before']:.1f} before, "
-            f"{la['after']:.1f} after.", ""]
+                   dur_ms(s["p99_ms"]), dur_ms(s["max_ms"])] for s in r["latency"]]) + [""]
     rows = []
     for a in r["slowest"]:
         params = ", ".join(a["params"])
@@ -761,14 +759,13 @@ def random_section(modes):
                      dur_ms(a["postgres_ms"]) if "postgres_ms" in a else "-",
                      dur_ms(a["duckdb_ms"]) if "duckdb_ms" in a else "-",
                      f"`{a['ask']}`" + (f" ({params})" if params else "")])
-    out += [f"The {len(rows)} slowest:", ""] + table(
-        ["#", "Shape", "Rows", "Straum", "PostgreSQL", "DuckDB", "Ask (parameters)"], rows)
-    out += ["", "How: `taxi random` sends the asks of `tests/kit/taxi_random.h` (seed "
-            f"{r['seed']}) over one keep-alive",
-            f"connection, each {r['runs_per_ask']} times (the median; a refusal once). PostgreSQL "
-            "checks the slowest and an even spread over the raw rows (New York time);",
-            "the slowest are timed on it and on an in-memory DuckDB (`taxi_duckdb.mjs --sql`), "
-            "the median of three.", ""]
+    out += table([f"The {len(rows)} slowest", "Shape", "Rows", "Straum", "PostgreSQL", "DuckDB",
+                  "Ask (parameters)"], rows)
+    out += ["", f"How: `taxi random` sends the asks of `tests/kit/taxi_random.h` (seed {r['seed']}) "
+            f"over one keep-alive connection, each {r['runs_per_ask']} times (the median; a refusal "
+            "once). PostgreSQL checks the slowest and an even spread over the raw rows (New York "
+            "time); the slowest are timed on it and on an in-memory DuckDB "
+            "(`taxi_duckdb.mjs --sql`), the median of three.", ""]
     return out
 
 

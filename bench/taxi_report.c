@@ -235,8 +235,70 @@ int taxi_random_main(int argc, char **argv)
             }
             return 0;
         }
-    int (*const runs[])(struct taxi_env *) = {taxi_random_run};
-    return run_modes(argc, argv, "random", runs, 1);
+    /* --url URL [--pg CONNINFO] [--serve-pid PID]: a straum-serve that is
+     * running already (and the PostgreSQL of its trips), no setup. */
+    const char *url = NULL, *pg = NULL;
+    pid_t serve_pid = 0;
+    int n = 1;
+    char **rest = calloc((size_t)argc + 1, sizeof *rest);
+    if (!rest)
+        return 2;
+    rest[0] = argv[0];
+    for (int i = 1; i < argc; i++) {
+        if (i + 1 < argc && !strcmp(argv[i], "--url"))
+            url = argv[++i];
+        else if (i + 1 < argc && !strcmp(argv[i], "--pg"))
+            pg = argv[++i];
+        else if (i + 1 < argc && !strcmp(argv[i], "--serve-pid"))
+            serve_pid = (pid_t)atoi(argv[++i]);
+        else
+            rest[n++] = argv[i];
+    }
+    if (!url) {
+        free(rest);
+        int (*const runs[])(struct taxi_env *) = {taxi_random_run};
+        return run_modes(argc, argv, "random", runs, 1);
+    }
+    static struct taxi_opts o;
+    int parsed = taxi_opts_parse(&o, n, rest, "random");
+    free(rest);
+    if (parsed)
+        return 2;
+    o.argc = argc; /* the command as given, --url and all */
+    o.argv = argv;
+    static struct taxi_env e;
+    e.o = &o;
+    e.serve_pid = serve_pid;
+    snprintf(e.url, sizeof e.url, "%s", url);
+    snprintf(e.work, sizeof e.work, "/tmp");
+    char exe[1024];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[len > 0 ? len : 0] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash)
+        *slash = '\0';
+    snprintf(e.gen_bin, sizeof e.gen_bin, "%s/taxi_gen", o.bin_dir ? o.bin_dir : exe);
+    if (pg) {
+        e.conn = PQconnectdb(pg);
+        if (PQstatus(e.conn) != CONNECTION_OK || taxi_pg_exec(e.conn, "SET TIME ZONE '" TAXI_TZ "'")) {
+            fprintf(stderr, "taxi random: %s", PQerrorMessage(e.conn));
+            PQfinish(e.conn);
+            return 2;
+        }
+    } else
+        o.random_check = 0;
+    e.report = taxi_report_new(&e);
+    cJSON *setup = cJSON_AddObjectToObject(e.report, "setup");
+    cJSON_AddNumberToObject(setup, "trips", (double)o.trips);
+    cJSON_AddNumberToObject(setup, "seed", (double)o.seed);
+    cJSON_AddStringToObject(setup, "url", url);
+    int rc = taxi_random_run(&e);
+    if (taxi_report_write(&e))
+        rc = rc ? rc : 2;
+    cJSON_Delete(e.report);
+    if (e.conn)
+        PQfinish(e.conn);
+    return rc;
 }
 
 int taxi_cold_main(int argc, char **argv)

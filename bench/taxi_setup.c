@@ -57,7 +57,10 @@ static int opts_usage(const char *mode)
             "  --check N        random: of them checked against PostgreSQL, the slowest\n"
             "                   first (100)\n"
             "  --no-duckdb      random: the slowest beside PostgreSQL only\n"
-            "  --list           random: print the asks and their SQL; set nothing up\n",
+            "  --list           random: print the asks and their SQL; set nothing up\n"
+            "  --url URL        random: ask a straum-serve that runs already, no setup\n"
+            "                   (--pg CONNINFO its PostgreSQL, for --check; --serve-pid PID\n"
+            "                   its process, for the RSS)\n",
             mode);
     return 2;
 }
