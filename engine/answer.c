@@ -510,8 +510,15 @@ uint32_t answer_column_oid(const struct sql_ask *a, const struct store_column_ty
     const struct sql_ask_column *col = &a->columns[c];
     if (col->kind == SQL_ASK_BUCKET)
         return ANSWER_OID_TIMESTAMPTZ;
-    const struct sql_view_column *vc = &a->view->columns[col->view_column];
-    if (col->kind == SQL_ASK_KEY)
+    return answer_view_column_oid(&a->view->columns[col->view_column], types);
+}
+
+uint32_t answer_view_column_oid(const struct sql_view_column *vc,
+                                const struct store_column_type *types)
+{
+    if (vc->kind == SQL_COLUMN_BUCKET)
+        return ANSWER_OID_TIMESTAMPTZ;
+    if (vc->kind != SQL_COLUMN_MEASURE)
         return vc->kind == SQL_COLUMN_FACT_KEY ? value_oid(&types[vc->fact_column]) : ANSWER_OID_TEXT;
     const struct sql_measure *m = &vc->measure;
     const struct store_column_type *t = m->fact_column >= 0 ? &types[m->fact_column] : NULL;
@@ -575,6 +582,8 @@ int answer_emit(struct exec *x, const struct answer_sink *sink, struct ask_error
     char *digits = malloc((size_t)DIGITS_CAP * ((size_t)a->ncolumns + 1));
     int rc = rows && cols && vals && digits ? 0 : ask_fail(err, 500, "internal", "out of memory");
     for (uint32_t i = 0; rc == 0 && i < x->groups.n; i++) {
+        if (i % BUDGET_CELLS == BUDGET_CELLS - 1 && (rc = exec_over_budget(x, err)))
+            break;
         if (build_row(x, x->groups.all[i], &rows[n])) {
             rc = ask_fail(err, 500, "internal", "out of memory");
             n++; /* freed below */

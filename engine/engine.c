@@ -278,7 +278,7 @@ static int ask_rows(struct engine *e, const struct ask_request *req,
     if (!held)
         return -1;
     const struct sql_ask *ask = held->ask;
-    struct exec x = {.e = e, .ask = ask, .v = ask->view};
+    struct exec x = {.e = e, .ask = ask, .v = ask->view, .cancel = req->cancel};
     x.view = view_index(e->store, ask->view);
     x.types = store_fact_types(e->store, x.view);
     struct store_error serr;

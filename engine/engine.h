@@ -11,6 +11,7 @@
 #include "base/buf.h"
 #include "store/store.h"
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -30,6 +31,10 @@ struct ask_request {
     const struct ask_value *params;
     int nparams;
     const char *time_zone;  /* NULL or "" means UTC */
+    /* NULL, or a flag another thread may set to stop the ask: read with
+     * the time budget (every 1024 cells and between segments), the ask
+     * then fails with code "cancelled" (503). */
+    const atomic_bool *cancel;
 };
 
 struct engine_snapshot;
@@ -167,6 +172,21 @@ int engine_describe(struct engine *e, const char *ask, struct answer_column **co
  * Used by one thread at a time. Returns 0, or -1 with err (503). */
 int engine_snapshot_begin(struct engine *e, struct engine_snapshot **out, struct ask_error *err);
 void engine_snapshot_end(struct engine_snapshot *s);
+
+/* A view as a relation, for the PostgreSQL catalog (serve/pg_catalog.c):
+ * its name and its columns in SELECT order, each with the type an ask
+ * answers it as (answer_column's OIDs: the bucket timestamptz, keys their
+ * own type, dim columns text, measures their aggregate's type). */
+struct engine_relation {
+    const char *name;
+    const struct answer_column *cols;
+    int ncols;
+};
+/* The store's views as relations, in the views file's order: *out is one
+ * malloc'd block (one free), names included. Returns 0, or -1 with err
+ * (out of memory). */
+int engine_relations(struct engine *e, struct engine_relation **out, int *n,
+                     struct ask_error *err);
 
 /* {"views": [...]} with widths, keys, dim columns, measures, cell counts. */
 int engine_views(struct engine *e, struct buf *out, struct ask_error *err);

@@ -684,14 +684,19 @@ static int64_t now_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-/* The ask's time budget (engine_limits.max_ask_us), checked every
+/* The ask's time budget (engine_limits.max_ask_us) and its cancel flag, checked every
  * BUDGET_CELLS cells inside a segment's scan as well as between segments,
  * so that one costly segment (a wide window of fine cells, a long IN list)
  * cannot run past it by the time it takes: reading the clock is some 20 ns,
- * a 1/1024th of the cells' cost. 0, or -1 with the 503. */
-enum { BUDGET_CELLS = 1024 };
-static int over_budget(struct exec *x, struct ask_error *err)
+ * a 1/1024th of the cells' cost. answer_emit reads it every BUDGET_CELLS
+ * groups as it builds their rows (percentiles merge their counts there).
+ * 0, or -1 with the 503. */
+int exec_over_budget(struct exec *x, struct ask_error *err)
 {
+    /* A cancel (ask_request.cancel) is read where the clock is: the same
+     * places, so a cancelled scan stops within 1024 cells. */
+    if (x->cancel && atomic_load_explicit(x->cancel, memory_order_relaxed))
+        return ask_fail(err, 503, "cancelled", "canceling statement due to user request");
     if (x->e->limits.max_ask_us <= 0 || now_us() - x->started_us <= x->e->limits.max_ask_us)
         return 0;
     return ask_fail(err, 503, "ask_timeout",
@@ -754,7 +759,7 @@ static int scan_segment(struct exec *x, const struct store_block *b, int64_t fro
             if (bucket >= from && bucket < to)
                 rc = cell_passes(x, &c, i, &pass[i], err);
             if (rc == 0 && i % BUDGET_CELLS == BUDGET_CELLS - 1)
-                rc = over_budget(x, err);
+                rc = exec_over_budget(x, err);
         }
     }
     if (rc == 0 && store_rows_load_runs(b, &want, &c.r, pass, &serr))
@@ -768,7 +773,7 @@ static int scan_segment(struct exec *x, const struct store_block *b, int64_t fro
             continue;
         bool ok;
         struct group *g;
-        if (++x->cells_read % BUDGET_CELLS == 0 && (rc = over_budget(x, err)))
+        if (++x->cells_read % BUDGET_CELLS == 0 && (rc = exec_over_budget(x, err)))
             break;
         if (pass ? !pass[i] : (rc = cell_passes(x, &c, i, &ok, err)) || !ok)
             continue;
@@ -812,7 +817,7 @@ static int scan_range(struct exec *x, int width, int64_t from, int64_t to, struc
     for (rc = 0; rc == 0 && (got = store_segments_next(&it, &s, &serr)) == 1;) {
         rc = scan_with_deltas(x, &s, from, to, err);
         if (rc == 0)
-            rc = over_budget(x, err);
+            rc = exec_over_budget(x, err);
     }
     if (rc == 0 && got < 0)
         rc = ask_fail(err, 500, "corrupt_store", "%s", serr.message);

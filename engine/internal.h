@@ -237,6 +237,7 @@ struct exec {
     struct scan_piece *pieces;
     uint32_t npieces, pieces_cap;
     int64_t started_us;
+    const atomic_bool *cancel; /* ask_request.cancel: read with the budget */
     uint64_t cells_read;
     bool folded_deltas;       /* a delta block was folded: groups may be empty */
     bool filters_cells;       /* conditions or inner joins may drop cells */
@@ -254,6 +255,11 @@ struct scan_piece {
 /* Covers [from, to) with the widest cells that fit and folds every cell
  * into its group. */
 int exec_scan(struct exec *x, struct ask_error *err);
+/* The ask's time budget and its cancel flag (exec.c): 0, or -1 with the
+ * 503 ("ask_timeout" or "cancelled"). Read every BUDGET_CELLS cells or
+ * groups: reading the clock costs some 20 ns. */
+enum { BUDGET_CELLS = 1024 };
+int exec_over_budget(struct exec *x, struct ask_error *err);
 void exec_free(struct exec *x);
 
 /* Group key id of a dim value (NULL -> -1). */
@@ -265,6 +271,10 @@ int64_t pool_intern(struct text_pool *p, const char *text, size_t len, bool is_n
 int answer_emit(struct exec *x, const struct answer_sink *sink, struct ask_error *err);
 /* PostgreSQL's type of an ask's output column c (engine.h). */
 uint32_t answer_column_oid(const struct sql_ask *a, const struct store_column_type *types, int c);
+/* The type a view column answers as, asked for (answer_column_oid's rule
+ * for one column of the view, the bucket timestamptz). */
+uint32_t answer_view_column_oid(const struct sql_view_column *vc,
+                                const struct store_column_type *types);
 
 /* The JSON writer (answer_json.c): a sink that writes
  * {"columns": [...], "rows": [[...], ...]} into out. */

@@ -1,9 +1,11 @@
 /* views.c -- GET /views: what each view keeps, as JSON: its widths with
  * their cell counts (read from segment headers, not cells), keys, dim
- * columns and measures. */
+ * columns and measures; and the views as relations (their columns and
+ * types) for the PostgreSQL catalog. */
 #include "engine/internal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int count_cells(struct store_read *r, int view, int width, int64_t *cells,
@@ -123,4 +125,42 @@ int engine_views(struct engine *e, struct buf *out, struct ask_error *err)
     if (rc == 0 && out->failed)
         rc = ask_fail(err, 500, "internal", "out of memory");
     return rc;
+}
+
+int engine_relations(struct engine *e, struct engine_relation **out, int *n,
+                     struct ask_error *err)
+{
+    const struct sql_view_list *views = store_views(e->store);
+    /* One block: the relations, every view's columns, then the names. */
+    size_t ncols = 0, names = 0;
+    for (int i = 0; i < views->nviews; i++) {
+        const struct sql_view *v = &views->views[i];
+        names += strlen(v->name) + 1;
+        ncols += (size_t)v->ncolumns;
+        for (int c = 0; c < v->ncolumns; c++)
+            names += strlen(v->columns[c].name) + 1;
+    }
+    size_t rel_bytes = sizeof **out * ((size_t)views->nviews + 1);
+    char *block = malloc(rel_bytes + sizeof(struct answer_column) * (ncols + 1) + names);
+    if (!block)
+        return ask_fail(err, 500, "internal", "out of memory");
+    struct engine_relation *rels = (struct engine_relation *)block;
+    struct answer_column *col = (struct answer_column *)(block + rel_bytes);
+    char *name = (char *)(col + ncols + 1);
+    for (int i = 0; i < views->nviews; i++) {
+        const struct sql_view *v = &views->views[i];
+        const struct store_column_type *types = store_fact_types(e->store, i);
+        size_t len = strlen(v->name) + 1;
+        rels[i] = (struct engine_relation){memcpy(name, v->name, len), col, v->ncolumns};
+        name += len;
+        for (int c = 0; c < v->ncolumns; c++, col++) {
+            len = strlen(v->columns[c].name) + 1;
+            *col = (struct answer_column){memcpy(name, v->columns[c].name, len),
+                                          answer_view_column_oid(&v->columns[c], types)};
+            name += len;
+        }
+    }
+    *out = rels;
+    *n = views->nviews;
+    return 0;
 }

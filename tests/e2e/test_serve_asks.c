@@ -836,7 +836,7 @@ Test(serve_asks, six_hundred_dashboard_time_asks_equal_postgresql, .timeout = 90
                 struct ask_value vals[4];
                 for (int k = 0; k < g.nparams; k++)
                     vals[k] = (struct ask_value){ASK_STRING, false, g.params[k], strlen(g.params[k])};
-                struct ask_request req = {g.ask, vals, g.nparams, g.tz};
+                struct ask_request req = {g.ask, vals, g.nparams, g.tz, NULL};
                 struct buf b = {0};
                 struct ask_error err;
                 cr_assert_eq(engine_ask(e, &req, &b, &err), -1, "answered, not refused: %s\n%s",
@@ -869,7 +869,7 @@ Test(serve_asks, six_hundred_dashboard_time_asks_equal_postgresql, .timeout = 90
          "UTC", "a view whose finest width divides 30 minutes would"},
     };
     for (size_t i = 0; i < sizeof refusals / sizeof refusals[0]; i++) {
-        struct ask_request req = {refusals[i].ask, NULL, 0, refusals[i].tz};
+        struct ask_request req = {refusals[i].ask, NULL, 0, refusals[i].tz, NULL};
         struct buf b = {0};
         struct ask_error err;
         cr_assert_eq(engine_ask(e, &req, &b, &err), -1, "%s", b.data);
