@@ -26,6 +26,7 @@
 
 #include "engine/engine.h"
 
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -127,7 +128,22 @@ void pg_put_cstr(struct buf *b, const char *s);
  * C, M, and H (hint) and P (1-based character position) when given. */
 void pg_put_error(struct buf *b, const char *severity, const char *sqlstate, const char *message,
                   const char *hint, int position);
+/* An ERROR with a printf-formatted message (at most 511 bytes). */
+void pg_put_errorf(struct buf *b, const char *sqlstate, const char *hint, int position,
+                   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+void pg_put_verrorf(struct buf *b, const char *sqlstate, const char *hint, int position,
+                    const char *fmt, va_list ap) __attribute__((format(printf, 5, 0)));
 void pg_put_parameter_status(struct buf *b, const char *name, const char *value);
+
+/* ---- Statement text (pg_frame.c) --------------------------------------------- */
+
+/* The first byte at or after i that is not white space or a comment (--
+ * to the line's end, slash-star to star-slash), as PostgreSQL's lexer
+ * skips them; len when none. */
+size_t pg_skip_blank(const char *s, size_t i, size_t len);
+/* The characters (not bytes) of UTF-8 text s[0, n): an error's position
+ * counts them. */
+int pg_chars(const char *s, size_t n);
 void pg_put_ready(struct buf *b, char status);
 void pg_put_command_complete(struct buf *b, const char *tag);
 
@@ -212,7 +228,32 @@ enum pg_stmt_kind {
     PG_STMT_ASK,        /* none of the below: the engine's */
     PG_STMT_EMPTY,
     PG_STMT_SESSION,    /* SET, RESET, SHOW, BEGIN, ..., SELECT 1, version() */
+    PG_STMT_CATALOG,    /* reads pg_catalog or information_schema (pg_catalog.c) */
 };
+
+/* ---- The catalog (pg_catalog.c) ----------------------------------------------- */
+
+/* Whether a statement reads a catalog relation (pg_class, pg_attribute,
+ * information_schema.tables, ...): answered by pg_catalog_run, not the
+ * engine. Cheap for asks (a scan for "pg_" and "information_schema"). */
+bool pg_catalog_reads(const char *text, size_t len);
+enum { PG_CATALOG_SIMPLE, PG_CATALOG_DESCRIBE, PG_CATALOG_ROWS };
+/* Answers a catalog statement from the engine's views: SIMPLE writes
+ * RowDescription, DataRows and CommandComplete; DESCRIBE the
+ * RowDescription alone; ROWS the DataRows and CommandComplete (an
+ * Execute). Result formats as Bind gives them (nresults 0: text). When
+ * cols_out is not NULL it gets the columns (one malloc'd block, names
+ * included). base: the statement's character position in its message,
+ * for an error's position. Returns 0, or -1 with an ErrorResponse written
+ * (0A000 for a relation or a column it does not answer). */
+int pg_catalog_run(struct pg_conn *c, const char *text, size_t len, int base, int mode,
+                   int nresults, const int16_t *results, struct answer_column **cols_out,
+                   int *ncols_out);
+/* pg_catalog_run over the relations given (the engine's, or the fuzz
+ * target's): the same contract. */
+int pg_catalog_answer(struct pg_conn *c, const struct engine_relation *rels, int nrels,
+                      const char *text, size_t len, int base, int mode, int nresults,
+                      const int16_t *results, struct answer_column **cols_out, int *ncols_out);
 
 /* Classifies a statement (pg_session.c). */
 enum pg_stmt_kind pg_statement_kind(const char *text, size_t len);

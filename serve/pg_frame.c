@@ -9,6 +9,8 @@
  * drives them with arbitrary bytes. */
 #include "serve/pg.h"
 
+#include <ctype.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -282,6 +284,50 @@ void pg_put_error(struct buf *b, const char *severity, const char *sqlstate, con
     }
     buf_put(b, "", 1);
     pg_msg_end(b, at);
+}
+
+void pg_put_verrorf(struct buf *b, const char *sqlstate, const char *hint, int position,
+                    const char *fmt, va_list ap)
+{
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    pg_put_error(b, "ERROR", sqlstate, msg, hint, position);
+}
+
+void pg_put_errorf(struct buf *b, const char *sqlstate, const char *hint, int position,
+                   const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    pg_put_verrorf(b, sqlstate, hint, position, fmt, ap);
+    va_end(ap);
+}
+
+size_t pg_skip_blank(const char *s, size_t i, size_t len)
+{
+    while (i < len) {
+        if (isspace((unsigned char)s[i])) {
+            i++;
+        } else if (s[i] == '-' && i + 1 < len && s[i + 1] == '-') {
+            while (i < len && s[i] != '\n')
+                i++;
+        } else if (s[i] == '/' && i + 1 < len && s[i + 1] == '*') {
+            for (i += 2; i + 1 < len && !(s[i] == '*' && s[i + 1] == '/'); i++)
+                ;
+            i = i + 2 < len ? i + 2 : len;
+        } else {
+            break;
+        }
+    }
+    return i;
+}
+
+int pg_chars(const char *s, size_t n)
+{
+    int k = 0;
+    for (size_t i = 0; i < n; i++)
+        k += ((unsigned char)s[i] & 0xC0) != 0x80;
+    return k;
 }
 
 void pg_put_parameter_status(struct buf *b, const char *name, const char *value)

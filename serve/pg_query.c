@@ -21,6 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define FAILED_TXN                                                                           \
+    "current transaction is aborted, commands ignored until end of transaction block"
+
 /* Bytes of answer that a simple query buffers before writing them out. */
 #define STREAM_FLUSH_BYTES (256u << 10)
 
@@ -131,12 +134,10 @@ static int ext_error(struct pg_conn *c, const char *sqlstate, const char *hint, 
 static int ext_error(struct pg_conn *c, const char *sqlstate, const char *hint, int position,
                      const char *fmt, ...)
 {
-    char msg[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    pg_put_verrorf(&c->out, sqlstate, hint, position, fmt, ap);
     va_end(ap);
-    pg_put_error(&c->out, "ERROR", sqlstate, msg, hint, position);
     c->skip_to_sync = true;
     if (c->txn == 'T')
         c->txn = 'E';
@@ -252,9 +253,7 @@ static int run_ask(struct pg_conn *c, const char *text, const struct ask_value *
 {
     if (c->txn == 'E') {
         snprintf(err->code, sizeof err->code, "in_failed_transaction");
-        snprintf(err->message, sizeof err->message,
-                 "current transaction is aborted, commands ignored until end of transaction "
-                 "block");
+        snprintf(err->message, sizeof err->message, FAILED_TXN);
         err->line = err->column = 0;
         return -1;
     }
@@ -295,14 +294,6 @@ static size_t statement_end(const char *s, size_t i, size_t n)
     return n;
 }
 
-static int chars_before(const char *s, size_t n)
-{
-    int k = 0;
-    for (size_t i = 0; i < n; i++)
-        k += ((unsigned char)s[i] & 0xC0) != 0x80;
-    return k;
-}
-
 static int simple_query(struct pg_conn *c, const char *q)
 {
     size_t n = strlen(q), i = 0;
@@ -316,6 +307,19 @@ static int simple_query(struct pg_conn *c, const char *q)
             any = true;
             c->binary_results = false;
             if (pg_session_run(c, st, len, false, true)) {
+                if (c->txn == 'T')
+                    c->txn = 'E';
+                break;
+            }
+        } else if (kind == PG_STMT_CATALOG) {
+            any = true;
+            int rc;
+            if (c->txn == 'E')
+                rc = -1, pg_put_error(&c->out, "ERROR", "25P02", FAILED_TXN, NULL, 0);
+            else
+                rc = pg_catalog_run(c, st, len, pg_chars(q, i), PG_CATALOG_SIMPLE, 0, NULL,
+                                    NULL, NULL);
+            if (rc) {
                 if (c->txn == 'T')
                     c->txn = 'E';
                 break;
@@ -340,7 +344,7 @@ static int simple_query(struct pg_conn *c, const char *q)
             } else if (!strcmp(err.code, "in_failed_transaction")) {
                 pg_put_error(&c->out, "ERROR", "25P02", err.message, NULL, 0);
             } else {
-                put_ask_error(c, text, &err, chars_before(q, i));
+                put_ask_error(c, text, &err, pg_chars(q, i));
             }
             free(text);
             if (rc)
@@ -419,6 +423,21 @@ static int do_parse(struct pg_conn *c, const struct pg_message *m)
         if (s->nparams > 0) {
             statement_release(s);
             return ext_error(c, "42P02", NULL, 0, "this statement takes no parameters");
+        }
+        /* A catalog statement's columns, for Describe and Bind's result
+         * formats: read now, as an ask's are (its RowDescription is not
+         * sent here). */
+        size_t before = c->out.len;
+        if (s->kind == PG_STMT_CATALOG &&
+            pg_catalog_run(c, s->text, strlen(s->text), 0, PG_CATALOG_DESCRIBE, 0, NULL,
+                           &s->cols, &s->ncols) == 0)
+            c->out.len = before;
+        else if (s->kind == PG_STMT_CATALOG) {
+            statement_release(s);
+            c->skip_to_sync = true;
+            if (c->txn == 'T')
+                c->txn = 'E';
+            return 0;
         }
     }
     if (old)
@@ -555,6 +574,19 @@ static int do_execute(struct pg_conn *c, const struct pg_message *m)
     struct pg_statement *s = p->stmt;
     if (s->kind == PG_STMT_EMPTY) {
         pg_msg_end(&c->out, pg_msg_begin(&c->out, 'I'));
+        return 0;
+    }
+    if (s->kind == PG_STMT_CATALOG) {
+        if (c->txn == 'E')
+            return ext_error(c, "25P02", NULL, 0, FAILED_TXN);
+        /* A catalog answer is a few rows: it comes whole, whatever the
+         * Execute's row limit. */
+        if (pg_catalog_run(c, s->text, strlen(s->text), 0, PG_CATALOG_ROWS, p->nresults,
+                           p->results, NULL, NULL)) {
+            c->skip_to_sync = true;
+            if (c->txn == 'T')
+                c->txn = 'E';
+        }
         return 0;
     }
     if (s->kind == PG_STMT_SESSION) {

@@ -48,20 +48,9 @@ static void split_words(const char *s, size_t len, struct words *out)
     size_t i = 0;
     while (i < len) {
         char c = s[i];
-        if (isspace((unsigned char)c)) {
-            i++;
-            continue;
-        }
-        if (c == '-' && i + 1 < len && s[i + 1] == '-') { /* -- comment */
-            while (i < len && s[i] != '\n')
-                i++;
-            continue;
-        }
-        if (c == '/' && i + 1 < len && s[i + 1] == '*') {
-            i += 2;
-            while (i + 1 < len && !(s[i] == '*' && s[i + 1] == '/'))
-                i++;
-            i += 2;
+        size_t next = pg_skip_blank(s, i, len);
+        if (next != i) {
+            i = next;
             continue;
         }
         if (out->n == MAX_WORDS) {
@@ -140,7 +129,7 @@ enum pg_stmt_kind pg_statement_kind(const char *text, size_t len)
             is(&w, 4, ")"))
             return PG_STMT_SESSION;
     }
-    return PG_STMT_ASK;
+    return pg_catalog_reads(text, len) ? PG_STMT_CATALOG : PG_STMT_ASK;
 }
 
 /* ---- Settings ------------------------------------------------------------------------ */

@@ -48,9 +48,40 @@ static struct serve_server *start_server(const char *token_file)
     return s;
 }
 
+/* The views file's views as PostgreSQL views in the source database (their
+ * WITH (buckets = ...) dropped: PostgreSQL has no such option), so that
+ * the catalog tools read from Straum can be compared with what they read
+ * from PostgreSQL. */
+static void create_pg_views(void)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/bench/taxi_views.sql", STRAUM_SOURCE_DIR);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "%s", path);
+    static char text[16384], sql[16384];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    size_t k = 0;
+    for (size_t i = 0; i < n;) {
+        if (!strncmp(text + i, "WITH (", 6)) {
+            while (i < n && text[i] != ')')
+                i++;
+            i++;
+            continue;
+        }
+        sql[k++] = text[i++];
+    }
+    sql[k] = '\0';
+    PGresult *r = PQexec(db.pg, sql);
+    cr_assert_eq(PQresultStatus(r), PGRES_COMMAND_OK, "%s", PQerrorMessage(db.pg));
+    PQclear(r);
+}
+
 static void setup(void)
 {
     taxi_db_create(&db, NULL, 4000);
+    create_pg_views();
     char log[8192];
     cr_assert_eq(taxi_ingest_once(&db, log, sizeof log), 0, "%s", log);
     server = start_server(NULL);
@@ -476,6 +507,70 @@ static void others_answered(void)
     PQfinish(c);
 }
 
+/* CancelRequest stops an ask inside its scan (the engine reads the flag
+ * with its time budget, every 1024 cells): PQcancel while a simple query
+ * of costly asks runs is answered 57014, the connection goes on, and other
+ * connections are answered meanwhile. The cancels repeat until the answer
+ * comes, since one that lands before an ask begins is for no ask (as in
+ * PostgreSQL, a cancel while idle does nothing). */
+Test(serve_pg, cancel_stops_a_running_ask, .timeout = 600)
+{
+    taxi_db_add_trips(&db, 200000, 0.3);
+    char log[8192];
+    cr_assert_eq(taxi_ingest_once(&db, log, sizeof log), 0, "%s", log);
+    PGconn *c = connect_straum();
+    /* Every hourly cell of six months, each merging its fare counts. */
+    const char *heavy = "SELECT bucket, median_fare, p99_fare FROM trips WHERE bucket >= "
+                        "'2024-01-01' AND bucket < '2024-07-01' GROUP BY bucket ORDER BY "
+                        "median_fare DESC LIMIT 1";
+    enum { ASKS = 40 };
+    static char many[ASKS * 256];
+    size_t n = 0;
+    for (int i = 0; i < ASKS; i++)
+        n += (size_t)snprintf(many + n, sizeof many - n, "%s;", heavy);
+    PQclear(must(c, PQexec(c, heavy), PGRES_TUPLES_OK, heavy));
+    cr_assert_eq(PQsendQuery(c, many), 1, "%s", PQerrorMessage(c));
+    PGcancel *k = PQgetCancel(c);
+    PGresult *r = NULL;
+    int cancels = 0, answered = 0;
+    bool cancelled = false, done = false;
+    for (int i = 0; i < 60000 && !done; i++) {
+        char err[256];
+        cr_assert_eq(PQcancel(k, err, sizeof err), 1, "%s", err);
+        cancels++;
+        struct pollfd p = {PQsocket(c), POLLIN, 0};
+        if (poll(&p, 1, 1) > 0)
+            cr_assert_eq(PQconsumeInput(c), 1, "%s", PQerrorMessage(c));
+        while (!done && !PQisBusy(c)) {
+            if (!(r = PQgetResult(c))) {
+                done = true;
+                break;
+            }
+            if (PQresultStatus(r) == PGRES_TUPLES_OK) {
+                answered++;
+            } else {
+                const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+                cr_assert_str_eq(state ? state : "", "57014", "%s", PQerrorMessage(c));
+                cancelled = true;
+            }
+            PQclear(r);
+        }
+        if (i % 16 == 0)
+            others_answered();
+    }
+    PQfreeCancel(k);
+    cr_assert(done, "no end after %d cancels", cancels);
+    cr_assert(cancelled, "57014 among the %d asks (%d answered, %d cancels)", ASKS, answered,
+              cancels);
+    cr_assert_lt(answered, ASKS);
+    /* The connection goes on: an ask answers whole. */
+    PQclear(must(c, PQexec(c, heavy), PGRES_TUPLES_OK, heavy));
+    char *v = one(c, "SELECT 1");
+    free(v);
+    PQfinish(c);
+    others_answered();
+}
+
 static bool has_error(const unsigned char *buf, size_t n, const char *sqlstate)
 {
     for (size_t i = 0; i + 7 < n; i++)
@@ -612,6 +707,163 @@ Test(serve_pg, psql)
     cr_assert(strstr(out, caret), "the caret under bogus: %s", out);
 }
 
+/* psql's \\dv and \\d (its own catalog queries, psql 15's) print the same
+ * from Straum as from PostgreSQL holding the same views: names, columns
+ * and types, owner (Straum's is the session user: connected as
+ * PostgreSQL's). */
+static void psql_out(const char *conn, const char *meta, char *out, size_t cap)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "psql -X -P pager=off \"%s\" -c '%s' 2>&1", conn, meta);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    size_t n = fread(out, 1, cap - 1, p);
+    out[n] = '\0';
+    cr_assert_eq(pclose(p), 0, "psql %s: %s", meta, out);
+}
+
+Test(serve_pg, psql_describes_the_views)
+{
+    char straum[256];
+    snprintf(straum, sizeof straum, "host=127.0.0.1 port=%d user=%s dbname=%s sslmode=disable",
+             port, PQuser(db.pg), PQdb(db.pg));
+    static const char *const metas[] = {"\\dv", "\\d trips", "\\d dropoffs", "\\dv trip*",
+                                        "\\d public.trips", "\\dv nosuch"};
+    for (size_t i = 0; i < sizeof metas / sizeof *metas; i++) {
+        static char want[8192], got[8192];
+        psql_out(db.conninfo, metas[i], want, sizeof want);
+        psql_out(straum, metas[i], got, sizeof got);
+        cr_assert_str_eq(got, want, "%s", metas[i]);
+    }
+    /* Not vacuous: the answers hold the views and their typed columns. */
+    static char out[8192];
+    psql_out(straum, "\\dv", out, sizeof out);
+    cr_assert(strstr(out, " public | dropoffs | view |") && strstr(out, " public | trips    | view |"),
+              "%s", out);
+    psql_out(straum, "\\d trips", out, sizeof out);
+    cr_assert(strstr(out, "View \"public.trips\"") &&
+                  strstr(out, " bucket         | timestamp with time zone |") &&
+                  strstr(out, " pu_location_id | integer                  |") &&
+                  strstr(out, " borough        | text                     |") &&
+                  strstr(out, " payment_type   | smallint                 |") &&
+                  strstr(out, " trips          | bigint                   |") &&
+                  strstr(out, " median_fare    | numeric                  |"),
+              "%s", out);
+}
+
+/* The statements Grafana's PostgreSQL query builder sends for its schema,
+ * table and column pickers (postgresMetaQuery.ts), and plain
+ * information_schema queries, answer as PostgreSQL answers them. */
+enum { ROWS, NO_ROWS };
+/* PostgreSQL's rows but the raw tables' (a first column naming one), in
+ * order, against Straum's; want_rows: whether there must be some. */
+static void same_rows(PGconn *st, const char *sql, int want_rows)
+{
+    PGresult *w = PQexec(db.pg, sql), *g = PQexec(st, sql);
+    cr_assert_eq(PQresultStatus(w), PGRES_TUPLES_OK, "%s: %s", sql, PQerrorMessage(db.pg));
+    cr_assert_eq(PQresultStatus(g), PGRES_TUPLES_OK, "%s: %s", sql, PQerrorMessage(st));
+    cr_assert_eq(PQnfields(g), PQnfields(w), "%s", sql);
+    int rows[64], n = 0;
+    for (int r = 0; r < PQntuples(w) && n < 64; r++)
+        if (strcmp(PQgetvalue(w, r, 0), "yellow_trips") && strcmp(PQgetvalue(w, r, 0), "taxi_zones"))
+            rows[n++] = r;
+    cr_assert_eq(PQntuples(g), n, "%s: %d rows, PostgreSQL %d", sql, PQntuples(g), n);
+    cr_assert_eq(n > 0, want_rows == ROWS, "%s: %d rows", sql, n);
+    for (int f = 0; f < PQnfields(w); f++) {
+        cr_assert_str_eq(PQfname(g, f), PQfname(w, f), "%s", sql);
+        for (int r = 0; r < n; r++) {
+            cr_assert_eq(PQgetisnull(g, r, f), PQgetisnull(w, rows[r], f), "%s (%d, %d)", sql, r, f);
+            cr_assert_str_eq(PQgetvalue(g, r, f), PQgetvalue(w, rows[r], f), "%s (%d, %d): %s, PostgreSQL %s",
+                             sql, r, f, PQgetvalue(g, r, f), PQgetvalue(w, rows[r], f));
+        }
+    }
+    PQclear(w);
+    PQclear(g);
+}
+
+static const char *const SEARCH_PATH_SCHEMAS =
+    "quote_ident(table_schema) IN (SELECT CASE WHEN trim(s[i]) = '\"$user\"' THEN user ELSE "
+    "trim(s[i]) END FROM generate_series(array_lower(string_to_array(current_setting("
+    "'search_path'),','),1), array_upper(string_to_array(current_setting('search_path'),','),1)) "
+    "as i, string_to_array(current_setting('search_path'),',') s)";
+
+Test(serve_pg, grafana_and_information_schema)
+{
+    PGconn *c = connect_straum();
+    char sql[4096];
+    same_rows(c, "SELECT schema_name AS \"name\" FROM information_schema.schemata WHERE "
+                 "schema_name NOT IN ('information_schema', 'pg_catalog', 'pg_toast', "
+                 "'_timescaledb_cache', '_timescaledb_catalog', '_timescaledb_internal', "
+                 "'_timescaledb_config', 'timescaledb_information', 'timescaledb_experimental') "
+                 "ORDER BY schema_name", ROWS);
+    /* The tables picker (PostgreSQL lists the raw tables too: same_rows
+     * leaves them out). */
+    same_rows(c, "SELECT quote_ident(table_name) AS \"table\" FROM information_schema.tables "
+                 "WHERE quote_ident(table_schema) = 'public' ORDER BY 1", ROWS);
+    snprintf(sql, sizeof sql,
+             "SELECT CASE WHEN %s THEN quote_ident(table_name) ELSE quote_ident(table_schema) || "
+             "'.' || quote_ident(table_name) END AS \"table\" FROM information_schema.tables "
+             "WHERE quote_ident(table_schema) NOT IN ('information_schema', 'pg_catalog', "
+             "'_timescaledb_cache', '_timescaledb_catalog', '_timescaledb_internal', "
+             "'_timescaledb_config', 'timescaledb_information', 'timescaledb_experimental') "
+             "ORDER BY CASE WHEN %s THEN 0 ELSE 1 END, 1",
+             SEARCH_PATH_SCHEMAS, SEARCH_PATH_SCHEMAS);
+    same_rows(c, sql, ROWS);
+    /* The columns picker, for a view named bare. */
+    snprintf(sql, sizeof sql,
+             "SELECT quote_ident(column_name) AS \"column\", data_type AS \"type\" FROM "
+             "information_schema.columns WHERE CASE WHEN array_length(parse_ident('trips'),1) = 2 "
+             "THEN quote_ident(table_schema) = (parse_ident('trips'))[1] AND "
+             "quote_ident(table_name) = (parse_ident('trips'))[2] ELSE quote_ident(table_name) = "
+             "'trips' AND %s END",
+             SEARCH_PATH_SCHEMAS);
+    same_rows(c, sql, ROWS);
+    same_rows(c, "SELECT table_schema, table_name, table_type FROM information_schema.tables "
+                 "WHERE table_schema = 'public' AND table_type = 'VIEW' ORDER BY table_name", ROWS);
+    same_rows(c, "SELECT column_name, data_type, ordinal_position, is_nullable, udt_name FROM "
+                 "information_schema.columns WHERE table_schema = 'public' AND table_name = "
+                 "'dropoffs' ORDER BY ordinal_position", ROWS);
+    same_rows(c, "SELECT column_name FROM information_schema.columns WHERE table_name = 'nosuch'",
+              NO_ROWS);
+    same_rows(c, "SELECT extversion FROM pg_extension WHERE extname = 'timescaledb'", NO_ROWS);
+    /* A panel's query as Grafana sends it: $__timeFilter(bucket) expanded
+     * to BETWEEN and RFC 3339 instants, the time column aliased "time". */
+    const char *panel = "SELECT bucket AS time, trips FROM trips WHERE bucket BETWEEN "
+                        "'2024-01-17T00:00:00Z' AND '2024-01-18T00:00:00Z' GROUP BY bucket "
+                        "ORDER BY bucket";
+    PGresult *pr = must(c, PQexec(c, panel), PGRES_TUPLES_OK, panel);
+    cr_assert_str_eq(PQfname(pr, 0), "time");
+    check_equal("panel", "SELECT date_bin('1 hour', pickup_at, timestamptz 'epoch') AS time, "
+                         "count(*) AS trips FROM yellow_trips WHERE date_bin('1 hour', pickup_at, "
+                         "timestamptz 'epoch') BETWEEN '2024-01-17T00:00:00Z' AND "
+                         "'2024-01-18T00:00:00Z' GROUP BY 1 ORDER BY 1",
+                pr);
+    PQclear(pr);
+    /* The same over the extended protocol, with binary results. */
+    const char *q = "SELECT attname, attnum, atttypid FROM pg_catalog.pg_attribute WHERE attrelid = "
+                    "'trips'::regclass AND attnum > 0 ORDER BY attnum";
+    PGresult *r = must(c, PQexecParams(c, q, 0, NULL, NULL, NULL, NULL, 1), PGRES_TUPLES_OK, q);
+    PGresult *w = must(db.pg, PQexecParams(db.pg, q, 0, NULL, NULL, NULL, NULL, 1),
+                       PGRES_TUPLES_OK, q);
+    cr_assert_eq(PQntuples(r), PQntuples(w));
+    cr_assert_gt(PQntuples(r), 5);
+    for (int i = 0; i < PQntuples(r); i++)
+        for (int f = 0; f < 2; f++) {
+            cr_assert_eq(PQgetlength(r, i, f), PQgetlength(w, i, f), "(%d, %d)", i, f);
+            cr_assert(!memcmp(PQgetvalue(r, i, f), PQgetvalue(w, i, f), PQgetlength(r, i, f)),
+                      "(%d, %d)", i, f);
+        }
+    PQclear(r);
+    PQclear(w);
+    /* A catalog relation Straum does not answer, a column it cannot read:
+     * an error at the place, and the connection goes on. */
+    expect_error(c, "SELECT proname FROM pg_catalog.pg_proc", "0A000", 21);
+    expect_error(c, "SELECT count(*) FROM information_schema.tables", "0A000", 8);
+    char *v = one(c, "SELECT 1");
+    free(v);
+    PQfinish(c);
+}
+
 /* The seed asks as JSON, for the clients in other languages. */
 static void write_asks(const char *path)
 {
@@ -703,7 +955,8 @@ Test(serve_pg, java_pgjdbc, .timeout = 600)
              STRAUM_SOURCE_DIR, port, PQhost(db.pg), PQport(db.pg), PQdb(db.pg), PQuser(db.pg), asks);
     int rc = run_cmd(cmd, out, sizeof out);
     cr_assert_eq(rc, 0, "%s", out);
-    cr_assert(strstr(out, "pgjdbc: 10 seed asks equal") && strstr(out, "pgjdbc: parameters and errors"),
+    cr_assert(strstr(out, "pgjdbc: 10 seed asks equal") && strstr(out, "pgjdbc: parameters and errors") &&
+                  strstr(out, "pgjdbc: metadata lists the views"),
               "%s", out);
     unlink(asks);
 }

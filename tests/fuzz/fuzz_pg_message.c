@@ -1,8 +1,9 @@
 /* fuzz_pg_message.c -- libFuzzer target for the PostgreSQL front door's
  * parsers of client bytes: the startup packet and regular frontend
  * messages (serve/pg_frame.c), Bind parameters into the text the engine
- * binds (serve/pg_types.c), and the session statement recogniser
- * (serve/pg_session.c).
+ * binds (serve/pg_types.c), the session statement recogniser
+ * (serve/pg_session.c), and the catalog reader (serve/pg_catalog.c) over
+ * two views.
  *
  * The first input byte picks what the rest is: 0 a startup packet body,
  * else a message whose type is that byte. The body is copied to an
@@ -13,7 +14,9 @@
  *   - an accepted message's strings and parameters lie inside the body,
  *     its counts within the PG_MAX_* bounds; every parameter converts to
  *     text or is refused with a message, for each type it may be bound as;
- *   - a Query's text classifies as one of the statement kinds. */
+ *   - a Query's text classifies as one of the statement kinds; a catalog
+ *     one answers RowDescription, DataRows and CommandComplete, or one
+ *     ErrorResponse, in whole messages, the columns as many as described. */
 #include "serve/pg.h"
 
 #include <stdint.h>
@@ -28,6 +31,58 @@ static void check_inside(const unsigned char *body, size_t len, const void *p, s
     const unsigned char *q = p;
     if (n && (q < body || q + n > body + len))
         abort();
+}
+
+/* The catalog's answer to text over two views: whole messages, a
+ * RowDescription then DataRows of its width and a CommandComplete, or an
+ * ErrorResponse alone; the columns pg_catalog_answer returns match. */
+static void check_catalog(const char *text, size_t n)
+{
+    static const struct answer_column trips[] = {{"bucket", 1184}, {"borough", 25}, {"fare", 1700}};
+    static const struct answer_column zones[] = {{"Bucket", 1184}, {"n\"x", 20}};
+    static const struct engine_relation rels[] = {{"trips", trips, 3}, {"Zones 2", zones, 2}};
+    struct pg_conn *c = calloc(1, sizeof *c);
+    if (!c)
+        return;
+    strcpy(c->user, "u");
+    strcpy(c->database, "d");
+    struct answer_column *cols = NULL;
+    int ncols = -1;
+    int rc = pg_catalog_answer(c, rels, 2, text, n, 0, PG_CATALOG_SIMPLE, 0, NULL, &cols, &ncols);
+    if (c->out.failed) {
+        free(cols);
+        buf_free(&c->out);
+        free(c);
+        return;
+    }
+    const unsigned char *p = (const unsigned char *)c->out.data;
+    size_t len = c->out.len, i = 0;
+    int msgs = 0, width = -1;
+    char last = 0;
+    while (i < len) {
+        if (len - i < 5)
+            abort();
+        uint32_t l = (uint32_t)p[i + 1] << 24 | (uint32_t)p[i + 2] << 16 |
+                     (uint32_t)p[i + 3] << 8 | p[i + 4];
+        if (l < 4 || l > len - i - 1)
+            abort();
+        char t = (char)p[i];
+        int16_t cells = l >= 6 ? (int16_t)(p[i + 5] << 8 | p[i + 6]) : -1;
+        if (msgs == 0 && t != (rc ? 'E' : 'T'))
+            abort();
+        if (t == 'T')
+            width = cells;
+        if (t == 'D' && cells != width)
+            abort();
+        last = t;
+        msgs++;
+        i += 1 + l;
+    }
+    if (rc ? msgs != 1 || cols : last != 'C' || ncols != width || !cols)
+        abort();
+    free(cols);
+    buf_free(&c->out);
+    free(c);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -65,9 +120,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size_t n = strlen(m->u.query.text);
         check_inside(body, len, m->u.query.text, n + 1);
         enum pg_stmt_kind k = pg_statement_kind(m->u.query.text, n);
-        if (k != PG_STMT_ASK && k != PG_STMT_EMPTY && k != PG_STMT_SESSION)
+        if (k != PG_STMT_ASK && k != PG_STMT_EMPTY && k != PG_STMT_SESSION &&
+            k != PG_STMT_CATALOG)
             abort();
         (void)pg_session_has_rows(m->u.query.text, n);
+        if (k == PG_STMT_CATALOG)
+            check_catalog(m->u.query.text, n);
     } else if (m->type == 'P') {
         if (m->u.parse.nparams < 0 || m->u.parse.nparams > PG_MAX_PARAMS)
             abort();

@@ -1,7 +1,8 @@
 // PgClients.java -- the ten seed asks through pgjdbc (42.5, the driver
 // Metabase uses) against straum-serve, each answer compared with
 // PostgreSQL's own over the raw tables; then setTimestamp/setInt/setString
-// parameters, getBigDecimal, and an error by SQLSTATE.
+// parameters, getBigDecimal, an error by SQLSTATE, and DatabaseMetaData's
+// getTables/getColumns against PostgreSQL's for the same views.
 //
 // usage: java -cp postgresql.jar PgClients.java STRAUM_PORT POSTGRES_HOST POSTGRES_PORT
 //            POSTGRES_DB POSTGRES_USER ASKS_JSON
@@ -126,5 +127,42 @@ public class PgClients {
             if (!"42P01".equals(e.getSQLState())) fail("SQLSTATE " + e.getSQLState() + ": " + e);
         }
         System.out.println("pgjdbc: parameters and errors");
+        /* DatabaseMetaData (pgjdbc's own catalog queries): the views, their
+           columns and types, as PostgreSQL lists the same views. */
+        DatabaseMetaData sm = st.getMetaData(), pm = pg.getMetaData();
+        String[] views = {"VIEW"};
+        List<String> wantT = fields(pm.getTables(null, "public", "%", views), TABLE_FIELDS);
+        List<String> gotT = fields(sm.getTables(null, "public", "%", views), TABLE_FIELDS);
+        if (wantT.size() != 2 || !gotT.equals(wantT)) fail("getTables:\n  postgres: " + wantT + "\n  straum:   " + gotT);
+        gotT = fields(sm.getTables(null, null, null, null), TABLE_FIELDS);
+        if (!gotT.equals(wantT)) fail("getTables(all): " + gotT);
+        gotT = fields(sm.getTables(null, null, "%", new String[] {"TABLE"}), TABLE_FIELDS);
+        if (!gotT.isEmpty()) fail("getTables(TABLE): " + gotT);
+        for (String v : new String[] {"trips", "dropoffs"}) {
+            List<String> want = fields(pm.getColumns(null, "public", v, "%"), COLUMN_FIELDS);
+            List<String> got = fields(sm.getColumns(null, "public", v, "%"), COLUMN_FIELDS);
+            if (want.size() < 5 || !got.equals(want)) fail("getColumns(" + v + "):\n  postgres: " + want + "\n  straum:   " + got);
+        }
+        List<String> want = fields(pm.getColumns(null, null, "trips", "fare"), COLUMN_FIELDS);
+        List<String> got = fields(sm.getColumns(null, null, "trips", "fare"), COLUMN_FIELDS);
+        if (want.size() != 1 || !got.equals(want)) fail("getColumns(trips, fare): " + got + ", PostgreSQL " + want);
+        System.out.println("pgjdbc: metadata lists the views");
+    }
+
+    static final String[] TABLE_FIELDS = {"TABLE_SCHEM", "TABLE_NAME", "TABLE_TYPE", "REMARKS"};
+    static final String[] COLUMN_FIELDS = {"TABLE_SCHEM", "TABLE_NAME", "COLUMN_NAME", "DATA_TYPE",
+        "TYPE_NAME", "COLUMN_SIZE", "DECIMAL_DIGITS", "NULLABLE", "ORDINAL_POSITION", "IS_NULLABLE",
+        "COLUMN_DEF", "IS_AUTOINCREMENT"};
+
+    /* The named fields of each row, in the driver's order. */
+    static List<String> fields(ResultSet rs, String[] names) throws SQLException {
+        List<String> out = new ArrayList<>();
+        while (rs.next()) {
+            StringBuilder b = new StringBuilder();
+            for (String n : names) b.append(rs.getString(n)).append('|');
+            out.add(b.toString());
+        }
+        rs.close();
+        return out;
     }
 }
