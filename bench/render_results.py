@@ -244,13 +244,22 @@ def targets_section(modes):
         rows.append(["Light asks over 64 connections, HTTP", "≥ 100,000/s",
                      "load --asks 1,2,4,9", f"{count(rps)}/s (wrk on the same 2 cores)",
                      met(rps >= 100000)])
+    if "pg-time" in modes:
+        pt = modes["pg-time"]["pg_time"]
+        slower = [a["name"] for a in pt["asks"] if a["pg_median_ms"] > a["http_median_ms"]]
+        rows.append(["Each seed ask's median over the PostgreSQL protocol, against HTTP",
+                     "no slower", "pg-time",
+                     f"{sum(1 for a in pt['asks']) - len(slower)} of {len(pt['asks'])} no slower",
+                     met(not slower, "missed: " + ", ".join(slower))])
+        tps = pt["throughput"]["pgbench_tps"]
+        rows.append(["Light asks over 64 PostgreSQL connections", "≥ 50,000/s", "pg-time",
+                     f"{count(tps)}/s (pgbench on the same 2 cores)", met(tps >= 50000)])
     return ["## Against the targets (DESIGN.md §6)", ""] + table(
         ["Target", "Goal", "Mode", "Figure", "Result"], rows) + [
         "",
         "Not measured by any mode yet: " + ("" if "random" in modes else
                                              "a generated workload of any ask, ") + "large",
-        "answers streamed, the warehouse and wide-key views, throughput over the",
-        "PostgreSQL protocol, and the physical WAL read.",
+        "answers streamed and the physical WAL read.",
         "",
     ]
 
@@ -461,6 +470,51 @@ def throughput_section(modes):
         "load goes on. Every ask answers the same before and after. The default",
         "setup is 200,000 trips: the figures are serve's, not the data's; at 1,000",
         "connections the latency is mostly queueing on two cores.",
+        "",
+    ]
+    return out
+
+
+def pg_time_section(modes):
+    run = modes["pg-time"]
+    pt = run["pg_time"]
+    rows = []
+    for a in pt["asks"]:
+        rows.append([a["name"], dur_ms(a["http_median_ms"]), f"**{dur_ms(a['pg_median_ms'])}**",
+                     ratio(a["pg_median_ms"] / a["http_median_ms"]), dur_ms(a["pg_p99_ms"]),
+                     count(a["pg_asks"])])
+    t = pt["throughput"]
+    out = ["## The PostgreSQL protocol", "", run_line(run), ""]
+    out += ["Each ask from one client per protocol, back to back (client medians):", ""]
+    out += table(["Ask", "HTTP median", "PostgreSQL median", "PostgreSQL / HTTP",
+                  "PostgreSQL p99", "PostgreSQL asks"], rows)
+    out += ["", f"The light asks ({', '.join(map(str, t['asks']))}) in turn over "
+            f"{t['connections']} connections from {t['client_threads']} client threads, "
+            f"{t['duration_s']:.0f} s each:", ""]
+    trows = [["PostgreSQL (pgbench -M prepared)", f"**{count(t['pgbench_tps'])}/s**",
+              dur_ms(t["pgbench_latency_ms"]) + " average", count(t["pgbench_failed"])]]
+    if "wrk_requests_per_s" in t:
+        trows.append(["HTTP (wrk)", f"**{count(t['wrk_requests_per_s'])}/s**",
+                      dur_ms(t["wrk_p50_ms"]) + " p50", count(t["wrk_errors"])])
+    out += table(["Protocol", "Asks/s", "Latency", "Errors"], trows)
+    out += ["", "Commands (PORT and URL: the run's straum-serve):", "",
+            f"- `PGOPTIONS='-c TimeZone=America/New_York' {t['pgbench_command']}`"]
+    if "wrk_command" in t:
+        out.append(f"- `{t['wrk_command']}`")
+    out += [
+        "",
+        "How: `taxi pg-time` sets up as the other modes do and starts",
+        "straum-serve with `--listen` and `--pg-listen`. Per ask, HTTP is the",
+        "keep-alive client POSTing the ask with its parameters; PostgreSQL is",
+        "libpq over one connection, the ask prepared once (PQprepare) and run",
+        "by PQexecPrepared with text parameters and binary results; the sides",
+        "alternate per ask, each sending back to back for `--seconds`. The",
+        "throughput writes each light ask with its parameters as literals into",
+        "askN.sql for pgbench (`-M prepared`: one Parse per connection, then",
+        "Bind and Execute) and a wrk script POSTing the same asks in turn;",
+        "pgbench and wrk run one after the other against the same straum-serve",
+        "(2 HTTP threads, a thread per PostgreSQL connection) on the same two",
+        "cores, so their figures include the client's share of the CPU.",
         "",
     ]
     return out
@@ -820,6 +874,7 @@ SECTIONS = [
     ("asks", asks_section), ("asks", load_section), ("memory", memory_section), ("dashboard", dashboard_section),
     ("random", random_section),
     ("cold-start", cold_section), ("transactions", txn_section), ("load", throughput_section),
+    ("pg-time", pg_time_section),
     ("scaling", scaling_section), ("duckdb", duckdb_section), ("fuzz", fuzz_section),
     ("chaos", chaos_section), ("warehouse", warehouse_section),
     ("wide", wide_section), ("reliability", reliability_section),

@@ -82,9 +82,11 @@ static const struct mode MODES[] = {
      "--url URL [--seconds S] [--asks LIST]\n"
      "        the ten asks against a running straum-serve only: fastest, median, p99"},
     {"pg-time", taxi_pg_time_main,
-     "--url URL --pg CONNINFO [--seconds S] [--pgbench-dir DIR]\n"
-     "        the ten asks against a running straum-serve over HTTP and over the\n"
-     "        PostgreSQL protocol (libpq, prepared, binary): client medians side by side"},
+     "[--seconds S] [--duration S] [--connections N] [--asks LIST] [--trips N] [...]\n"
+     "        the ten asks over HTTP and over the PostgreSQL protocol (libpq, prepared,\n"
+     "        binary): client medians side by side; then pgbench -M prepared and wrk,\n"
+     "        64 connections each, over the light asks; --url URL --pg CONNINFO: a\n"
+     "        running straum-serve, medians only"},
     {"shell", taxi_shell_main,
      "[--trips N] [...]\n"
      "        sets up PostgreSQL, ingest and serve (200,000 trips by default), then\n"

@@ -41,6 +41,7 @@ struct taxi_opts {
     int random_count;      /* random: generated asks timed (1000) */
     int random_check;      /* random: of them checked against PostgreSQL (100) */
     bool no_duckdb;        /* random: no DuckDB column for the slowest */
+    bool pg_listen;        /* straum-serve with --pg-listen too (pg-time) */
     int argc;
     char **argv;
 };
@@ -53,6 +54,7 @@ struct taxi_env {
     char work[1024], store[1100], views[1100], url[64];
     char ingest_bin[1100], serve_bin[1100], dump_bin[1100], gen_bin[1100];
     int port;
+    int pg_port;  /* straum-serve's --pg-listen port; 0: none */
     pid_t ingest_pid, serve_pid;
     /* Figures of the setup. */
     double load_pg_s, index_s, copy_out_s, ingest_load_s;
@@ -118,6 +120,18 @@ void taxi_install_signals(const char *remove_dir);
 /* `straum-dump --json stats` of the store, parsed (taxi_memory.c); NULL
  * after printing why. */
 cJSON *taxi_dump_stats(struct taxi_env *e);
+
+/* ---- wrk (taxi_load.c) -------------------------------------------------- */
+
+/* A wrk script POSTing the chosen asks (asks[i] for TAXI_ASKS[i]) in turn (each wrk thread its own
+ * turn), its last output line the figures taxi_wrk_parse reads. 0 or -1. */
+int taxi_wrk_script(const char *path, const bool *asks);
+struct taxi_wrk_figures {
+    long long requests, duration_us, bytes, connect, read, write, status, timeout;
+    long long p50_us, p90_us, p99_us, p999_us, max_us;
+};
+/* The figures from wrk's output at path: 0, or -1 when it has none. */
+int taxi_wrk_parse(const char *path, struct taxi_wrk_figures *w);
 
 /* ---- Report (taxi_report.c) ---------------------------------------------- */
 

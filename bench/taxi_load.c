@@ -155,13 +155,11 @@ static int answer_all(struct taxi_env *e, char *answers[TAXI_NASKS])
     return rc;
 }
 
-/* The wrk script: each request the next of the chosen asks (per wrk
- * thread), and a last line with the figures, read back by parse_wrk. */
-static int write_script(const char *path, const bool *asks)
+int taxi_wrk_script(const char *path, const bool *asks)
 {
     FILE *f = fopen(path, "w");
     if (!f) {
-        fprintf(stderr, "taxi load: cannot write %s: %s\n", path, strerror(errno));
+        fprintf(stderr, "taxi: cannot write %s: %s\n", path, strerror(errno));
         return -1;
     }
     fputs("-- The chosen taxi asks in turn, as POST /ask (written by taxi load).\n"
@@ -193,12 +191,7 @@ static int write_script(const char *path, const bool *asks)
     return fclose(f) == 0 ? 0 : -1;
 }
 
-struct wrk_figures {
-    long long requests, duration_us, bytes, connect, read, write, status, timeout;
-    long long p50_us, p90_us, p99_us, p999_us, max_us;
-};
-
-static int parse_wrk(const char *path, struct wrk_figures *w)
+int taxi_wrk_parse(const char *path, struct taxi_wrk_figures *w)
 {
     FILE *f = fopen(path, "r");
     char line[1024];
@@ -344,7 +337,7 @@ static int run_load(struct taxi_env *e, const struct load_opts *lo)
     snprintf(script, sizeof script, "%s/load.lua", e->work);
     snprintf(out, sizeof out, "%s/wrk.out", e->work);
     snprintf(log, sizeof log, "%s/wrk.log", e->work);
-    int rc = answer_all(e, before) || write_script(script, lo->asks) ? 2 : 0;
+    int rc = answer_all(e, before) || taxi_wrk_script(script, lo->asks) ? 2 : 0;
     if (rc)
         goto done;
     raise_fd_limit(lo->connections + lo->slow + lo->half_open);
@@ -383,8 +376,8 @@ static int run_load(struct taxi_env *e, const struct load_opts *lo)
     }
     trickler_close(&t);
 
-    struct wrk_figures w;
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || parse_wrk(out, &w) != 0) {
+    struct taxi_wrk_figures w;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || taxi_wrk_parse(out, &w) != 0) {
         fprintf(stderr, "taxi load: wrk failed (status %d; output %s, log %s)\n", status, out,
                 log);
         rc = 2;

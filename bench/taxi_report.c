@@ -90,6 +90,7 @@ static const struct {
     {"load", "load"},
     {"warehouse", "warehouse"},
     {"wide", "wide"},
+    {"pg_time", "pg-time"},
 };
 
 /* Records every mode section of the report into o->results_file, each with

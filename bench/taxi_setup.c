@@ -346,10 +346,12 @@ void taxi_ingest_stop(struct taxi_env *e)
 
 int taxi_serve_start(struct taxi_env *e, double timeout_s)
 {
-    char log[1200], listen[64];
+    char log[1200], listen[64], pg_listen[64];
     snprintf(log, sizeof log, "%s/serve.log", e->work);
     snprintf(listen, sizeof listen, "127.0.0.1:%d", e->port);
-    char *argv[] = {e->serve_bin, "--store", e->store, "--listen", listen, NULL};
+    snprintf(pg_listen, sizeof pg_listen, "127.0.0.1:%d", e->pg_port);
+    char *argv[] = {e->serve_bin, "--store", e->store, "--listen", listen,
+                    e->pg_port ? "--pg-listen" : NULL, pg_listen, NULL};
     if (e->ingest_pid > 0 && taxi_touch_store(e))
         fprintf(stderr, "taxi: the store's position did not move (is straum-ingest following?)\n");
     e->serve_pid = taxi_spawn(argv, log);
@@ -707,6 +709,8 @@ int taxi_setup(struct taxi_env *e, struct taxi_opts *o, bool with_serve)
         return -1;
     e->port = taxi_free_port();
     snprintf(e->url, sizeof e->url, "http://127.0.0.1:%d", e->port);
+    if (o->pg_listen)
+        e->pg_port = taxi_free_port();
     if (with_serve) {
         t0 = taxi_now_ns();
         if (taxi_serve_start(e, 60))
