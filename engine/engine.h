@@ -181,6 +181,7 @@ struct engine_relation {
     const char *name;
     const struct answer_column *cols;
     int ncols;
+    const char *definition; /* its SELECT as the views file writes it */
 };
 /* The store's views as relations, in the views file's order: *out is one
  * malloc'd block (one free), names included. Returns 0, or -1 with err

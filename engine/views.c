@@ -5,7 +5,9 @@
 #include "engine/internal.h"
 
 #include <stdio.h>
+#include <ctype.h>
 #include <stdlib.h>
+#include <strings.h>
 #include <string.h>
 
 static int count_cells(struct store_read *r, int view, int width, int64_t *cells,
@@ -135,7 +137,7 @@ int engine_relations(struct engine *e, struct engine_relation **out, int *n,
     size_t ncols = 0, names = 0;
     for (int i = 0; i < views->nviews; i++) {
         const struct sql_view *v = &views->views[i];
-        names += strlen(v->name) + 1;
+        names += strlen(v->name) + 1 + 1 + strlen(v->source) + 1;
         ncols += (size_t)v->ncolumns;
         for (int c = 0; c < v->ncolumns; c++)
             names += strlen(v->columns[c].name) + 1;
@@ -151,7 +153,20 @@ int engine_relations(struct engine *e, struct engine_relation **out, int *n,
         const struct sql_view *v = &views->views[i];
         const struct store_column_type *types = store_fact_types(e->store, i);
         size_t len = strlen(v->name) + 1;
-        rels[i] = (struct engine_relation){memcpy(name, v->name, len), col, v->ncolumns};
+        rels[i] = (struct engine_relation){memcpy(name, v->name, len), col, v->ncolumns, NULL};
+        name += len;
+        /* From its SELECT, after a space, as PostgreSQL's pg_get_viewdef
+         * answers one. */
+        const char *sel = v->source;
+        for (const char *p = v->source; *p; p++)
+            if (!strncasecmp(p, "select", 6) && (p == v->source || isspace((unsigned char)p[-1]))) {
+                sel = p;
+                break;
+            }
+        len = strlen(sel) + 1;
+        rels[i].definition = name;
+        *name++ = ' ';
+        memcpy(name, sel, len);
         name += len;
         for (int c = 0; c < v->ncolumns; c++, col++) {
             len = strlen(v->columns[c].name) + 1;

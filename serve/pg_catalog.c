@@ -11,7 +11,9 @@
  *           and .views)
  *   SCHEMA  the one schema, public (pg_namespace, information_schema.schemata)
  *   EMPTY   relations a store of views has no rows in (pg_tables,
- *           pg_index, pg_constraint, pg_extension, ...)
+ *           pg_index, pg_constraint, pg_rewrite, pg_extension, ...)
+ * and a SELECT without FROM calling pg_catalog's functions (psql's
+ * pg_get_viewdef) as the SCHEMA row: one.
  * Joins are not computed: every catalog relation a tool joins describes the
  * same row (a column's type, its relation, its namespace), so each row has
  * one flat set of fields, looked up by name (relname, attname, format_type,
@@ -230,6 +232,7 @@ static const struct {
     {"pg_statistic_ext", SUBJECT_EMPTY},
     {"pg_publication", SUBJECT_EMPTY},
     {"pg_publication_rel", SUBJECT_EMPTY},
+    {"pg_rewrite", SUBJECT_EMPTY}, /* rules but a view's own _RETURN */
 };
 static const struct {
     const char *name;
@@ -299,6 +302,21 @@ static bool in_from_list(const struct toks *t, int i)
     return false;
 }
 
+/* A SELECT without FROM calling pg_catalog's functions (psql's
+ * pg_get_viewdef): answered as one row. */
+static bool reads_catalog_functions(const struct toks *t)
+{
+    if (!tok_is(t, 0, "select"))
+        return false;
+    bool call = false;
+    for (int i = 0; i < t->n; i++) {
+        if (tok_is(t, i, "from"))
+            return false;
+        call |= tok_is(t, i, "pg_catalog") && tok_is(t, i + 1, ".") && tok_is(t, i + 3, "(");
+    }
+    return call;
+}
+
 /* The rows the statement reads: the widest subject among its catalog
  * relations; -1 with *unknown set when it names a catalog relation
  * outside the lists; SUBJECT_NONE when it reads none. */
@@ -321,7 +339,7 @@ static int statement_subject(const struct toks *t, int *unknown)
         }
     }
     if (!any)
-        return SUBJECT_NONE;
+        return reads_catalog_functions(t) ? SUBJECT_SCHEMA : SUBJECT_NONE;
     return best == SUBJECT_NONE ? SUBJECT_REL : best;
 }
 
@@ -331,6 +349,7 @@ struct cval {
     bool null;
     uint32_t oid;
     char text[256];
+    const char *whole; /* when not NULL, the value (a view's definition, longer) */
 };
 
 struct row {
@@ -349,6 +368,7 @@ struct catalog {
 
 static void set_text(struct cval *v, uint32_t oid, const char *s)
 {
+    v->whole = NULL;
     v->null = false;
     v->oid = oid;
     snprintf(v->text, sizeof v->text, "%s", s);
@@ -356,6 +376,7 @@ static void set_text(struct cval *v, uint32_t oid, const char *s)
 
 static void set_int(struct cval *v, uint32_t oid, long long x)
 {
+    v->whole = NULL;
     v->null = false;
     v->oid = oid;
     snprintf(v->text, sizeof v->text, "%lld", x);
@@ -363,6 +384,7 @@ static void set_int(struct cval *v, uint32_t oid, long long x)
 
 static void set_null(struct cval *v, uint32_t oid)
 {
+    v->whole = NULL;
     v->null = true;
     v->oid = oid;
     v->text[0] = '\0';
@@ -504,6 +526,9 @@ static int field(const struct catalog *k, const struct row *r, const char *name,
         return set_int(v, ANSWER_OID_INT2, pg_type_len(type)), 1;
     if (!strcmp(name, "atttypmod") || !strcmp(name, "typtypmod"))
         return set_int(v, ANSWER_OID_INT4, -1), 1;
+    if (!strcmp(name, "attstorage") || !strcmp(name, "typstorage"))
+        return set_text(v, OID_CHAR, type == ANSWER_OID_NUMERIC ? "m"
+                                     : pg_type_len(type) < 0 ? "x" : "p"), 1;
     if (!strcmp(name, "is_nullable"))
         return set_text(v, ANSWER_OID_TEXT, "YES"), 1;
     if (!strcmp(name, "numeric_precision") || !strcmp(name, "numeric_scale") ||
@@ -670,6 +695,10 @@ static int eval_case(const struct catalog *k, const struct row *r, const struct 
     return 1;
 }
 
+static bool literal(const struct toks *t, int i);
+static const char *lit_value(const struct catalog *k, const struct toks *t, int i, char *tmp,
+                             size_t cap);
+
 /* A function call at [i, end): name at i (after an optional schema). */
 static int eval_call(const struct catalog *k, const struct row *r, const struct toks *t, int i,
                      int end, struct cval *v)
@@ -721,6 +750,16 @@ static int eval_call(const struct catalog *k, const struct row *r, const struct 
     if (!strcmp(fn, "array_to_string"))
         return set_text(v, ANSWER_OID_TEXT, ""), 1;
     /* What a view's columns have none of: comments, defaults, view text. */
+    if (!strcmp(fn, "pg_get_viewdef") && literal(t, open + 1)) {
+        /* pg_get_viewdef('16385'::oid, true), or 'name'::regclass */
+        char tmp[32];
+        long long oid = atoll(lit_value(k, t, open + 1, tmp, sizeof tmp));
+        if (oid < PG_FIRST_VIEW_OID || oid - PG_FIRST_VIEW_OID >= k->nrels)
+            return set_null(v, ANSWER_OID_TEXT), 1;
+        set_text(v, ANSWER_OID_TEXT, "");
+        v->whole = k->rels[oid - PG_FIRST_VIEW_OID].definition;
+        return 1;
+    }
     if (!strcmp(fn, "obj_description") || !strcmp(fn, "col_description") ||
         !strcmp(fn, "pg_get_expr") || !strcmp(fn, "pg_get_viewdef"))
         return set_null(v, ANSWER_OID_TEXT), 1;
@@ -1202,8 +1241,9 @@ static void put_cval(struct buf *b, const struct cval *v, bool binary)
         default: break; /* text, name, "char": the bytes themselves */
         }
     }
-    pg_put_int32(b, (int32_t)strlen(v->text));
-    buf_puts(b, v->text);
+    const char *text = v->whole ? v->whole : v->text;
+    pg_put_int32(b, (int32_t)strlen(text));
+    buf_puts(b, text);
 }
 
 int pg_catalog_run(struct pg_conn *c, const char *text, size_t len, int base, int mode,
@@ -1252,7 +1292,7 @@ int pg_catalog_answer(struct pg_conn *c, const struct engine_relation *rels, int
                        : (struct row){q->subject == SUBJECT_ATTR ? SUBJECT_ATTR : SUBJECT_REL,
                                       NULL, 0, 0};
     static const struct answer_column probe_col = {"bucket", ANSWER_OID_TIMESTAMPTZ};
-    static const struct engine_relation probe_rel = {"view", &probe_col, 1};
+    static const struct engine_relation probe_rel = {"view", &probe_col, 1, ""};
     if (q->subject == SUBJECT_EMPTY)
         probe.subject = SUBJECT_REL; /* the columns of what has no rows */
     probe.rel = &probe_rel;

@@ -735,6 +735,19 @@ Test(serve_pg, psql_describes_the_views)
         psql_out(straum, metas[i], got, sizeof got);
         cr_assert_str_eq(got, want, "%s", metas[i]);
     }
+    /* \\d+: the columns with their storage print the same; the
+     * definition is the views file's SELECT (PostgreSQL's is its deparse
+     * of it). */
+    static char want[8192], got[8192];
+    psql_out(db.conninfo, "\\d+ trips", want, sizeof want);
+    psql_out(straum, "\\d+ trips", got, sizeof got);
+    char *wdef = strstr(want, "View definition:"), *gdef = strstr(got, "View definition:");
+    cr_assert(wdef && gdef, "%s", got);
+    cr_assert_eq(gdef - got, wdef - want, "\\d+ trips:\n%s\nPostgreSQL:\n%s", got, want);
+    cr_assert(!strncmp(got, want, (size_t)(wdef - want)), "\\d+ trips:\n%s\nPostgreSQL:\n%s", got,
+              want);
+    cr_assert(strstr(gdef, "View definition:\n SELECT date_bin('1 hour', trips.pickup_at"), "%s",
+              gdef);
     /* Not vacuous: the answers hold the views and their typed columns. */
     static char out[8192];
     psql_out(straum, "\\dv", out, sizeof out);

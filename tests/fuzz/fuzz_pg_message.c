@@ -40,7 +40,7 @@ static void check_catalog(const char *text, size_t n)
 {
     static const struct answer_column trips[] = {{"bucket", 1184}, {"borough", 25}, {"fare", 1700}};
     static const struct answer_column zones[] = {{"Bucket", 1184}, {"n\"x", 20}};
-    static const struct engine_relation rels[] = {{"trips", trips, 3}, {"Zones 2", zones, 2}};
+    static const struct engine_relation rels[] = {{"trips", trips, 3, " SELECT 1"}, {"Zones 2", zones, 2, ""}};
     struct pg_conn *c = calloc(1, sizeof *c);
     if (!c)
         return;
