@@ -533,11 +533,16 @@ static int field(const struct catalog *k, const struct row *r, const char *name,
         return set_text(v, ANSWER_OID_TEXT, "YES"), 1;
     if (!strcmp(name, "numeric_precision") || !strcmp(name, "numeric_scale") ||
         !strcmp(name, "numeric_precision_radix")) {
+        /* information_schema's: binary precision for the integers and
+         * float8 (scale 0 for integers, none for a float), an unconstrained
+         * numeric's none but its radix 10. */
         int bits = type == ANSWER_OID_INT2 ? 16 : type == ANSWER_OID_INT4 ? 32
                  : type == ANSWER_OID_INT8 ? 64 : type == ANSWER_OID_FLOAT8 ? 53 : 0;
-        if (!bits)
-            return set_null(v, ANSWER_OID_INT4), 1;
         bool prec = !strcmp(name, "numeric_precision"), radix = !strcmp(name, "numeric_precision_radix");
+        if (type == ANSWER_OID_NUMERIC && radix)
+            return set_int(v, ANSWER_OID_INT4, 10), 1;
+        if (!bits || (!prec && !radix && type == ANSWER_OID_FLOAT8))
+            return set_null(v, ANSWER_OID_INT4), 1;
         return set_int(v, ANSWER_OID_INT4, prec ? bits : radix ? 2 : 0), 1;
     }
     if (!strcmp(name, "datetime_precision")) {

@@ -833,8 +833,9 @@ Test(serve_pg, grafana_and_information_schema)
     same_rows(c, sql, ROWS);
     same_rows(c, "SELECT table_schema, table_name, table_type FROM information_schema.tables "
                  "WHERE table_schema = 'public' AND table_type = 'VIEW' ORDER BY table_name", ROWS);
-    same_rows(c, "SELECT column_name, data_type, ordinal_position, is_nullable, udt_name FROM "
-                 "information_schema.columns WHERE table_schema = 'public' AND table_name = "
+    same_rows(c, "SELECT column_name, data_type, ordinal_position, is_nullable, udt_name, "
+                 "numeric_precision, numeric_precision_radix, numeric_scale, datetime_precision "
+                 "FROM information_schema.columns WHERE table_schema = 'public' AND table_name = "
                  "'dropoffs' ORDER BY ordinal_position", ROWS);
     same_rows(c, "SELECT column_name FROM information_schema.columns WHERE table_name = 'nosuch'",
               NO_ROWS);
