@@ -430,6 +430,50 @@ def txn_section(modes):
     ]
 
 
+def stream_section(modes):
+    run = modes["stream"]
+    t = run["stream"]
+    rows, beside = [], []
+    for r in t["scripts"]:
+        rows.append([f"`{r['script']}`", count(r["backlog_txns"]), count(r["postgres_tps"]),
+                     dur_s(r["pg_recvlogical_s"]), dur_s(r["apply_s"]),
+                     f"**{ratio(r['apply_vs_floor'])}**", count(r["apply_txns_per_s"]),
+                     f"{r['apply_lmdb_commits_per_s']:.1f}",
+                     count(r["apply_txns_per_lmdb_commit"]),
+                     f"{r['apply_cpu_s_per_1000_txns']:.3f} s", kib_mib(r["ingest_hwm_kib"])])
+        beside.append([f"`{r['script']}`", count(r["beside_postgres_tps"]),
+                       f"{r['beside_lag_max_s']:.2f} s", f"{r['beside_lag_end_s']:.2f} s",
+                       dur_s(r["beside_catchup_s"]), count(r["beside_txns_per_lmdb_commit"]),
+                       f"{r['beside_cpu_s_per_1000_txns']:.3f} s",
+                       dur_ms(r["light_ask_p99_ms"]), dur_ms(r["percentile_ask_p99_ms"])])
+    return ["## Stream", "", run_line(run), ""] + table(
+        ["Script", "Backlog (txns)", "PostgreSQL tps", "pg_recvlogical", "Apply",
+         "Apply / floor", "Applied txns/s", "LMDB commits/s", "Txns per commit",
+         "Ingest CPU per 1000 txns", "Ingest VmHWM"], rows) + ["", "Beside the load:", ""] + table(
+        ["Script", "PostgreSQL tps", "Lag, max", "Lag at end", "Catch-up after",
+         "Txns per commit", "Ingest CPU per 1000 txns", "Light ask p99", "Percentile ask p99"],
+        beside) + [
+        "",
+        f"Idle, the same client: light ask p99 {dur_ms(t['idle_light_ask_p99_ms'])}, "
+        f"percentile ask p99 {dur_ms(t['idle_percentile_ask_p99_ms'])}.",
+        "",
+        "How: each script of `bench/stream` (single-row updates of a measure, a key and",
+        "the bucket column, single-row inserts and deletes, a mix weighted 4:1:1:2:1,",
+        f"ten updates in a transaction) run by pgbench from {t['clients']} clients for "
+        f"{t['load_seconds']:.0f} s",
+        "with `synchronous_commit = on`. *Backlog*: straum-ingest stopped during the",
+        "load; *pg_recvlogical*: the backlog received through the same publication and",
+        "pgoutput options (protocol 2, binary, streaming) from a slot made before the",
+        "load, exec to exit at the end LSN (the floor); *Apply*: straum-ingest started",
+        "on the backlog, exec until the store's position reaches the end LSN. *Beside*:",
+        "pgbench again with ingest following; the lag (time since the commit the store",
+        "holds last, 0 once it holds all that was written) sampled every second. A",
+        f"client asks a light and a percentile ask in turn, one every {t['ask_every_ms']} ms.",
+        f"straum-ingest runs at nice {t['ingest_nice']}, as PostgreSQL and pg_recvlogical do.",
+        "",
+    ]
+
+
 def throughput_section(modes):
     out = ["## Throughput", ""]
     rows = []
@@ -873,7 +917,7 @@ def wide_section(modes):
 SECTIONS = [
     ("asks", asks_section), ("asks", load_section), ("memory", memory_section), ("dashboard", dashboard_section),
     ("random", random_section),
-    ("cold-start", cold_section), ("transactions", txn_section), ("load", throughput_section),
+    ("cold-start", cold_section), ("transactions", txn_section), ("stream", stream_section), ("load", throughput_section),
     ("pg-time", pg_time_section),
     ("scaling", scaling_section), ("duckdb", duckdb_section), ("fuzz", fuzz_section),
     ("chaos", chaos_section), ("warehouse", warehouse_section),

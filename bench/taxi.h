@@ -29,6 +29,7 @@ int taxi_random_main(int argc, char **argv);
 int taxi_cold_main(int argc, char **argv);
 int taxi_memory_main(int argc, char **argv);
 int taxi_txn_main(int argc, char **argv);
+int taxi_stream_main(int argc, char **argv);
 int taxi_all_main(int argc, char **argv);
 int taxi_warehouse_main(int argc, char **argv);
 int taxi_wide_main(int argc, char **argv);

@@ -42,6 +42,9 @@ struct taxi_opts {
     int random_check;      /* random: of them checked against PostgreSQL (100) */
     bool no_duckdb;        /* random: no DuckDB column for the slowest */
     bool pg_listen;        /* straum-serve with --pg-listen too (pg-time) */
+    double load_seconds;   /* stream: pgbench's -T per script and phase (60) */
+    const char *scripts;   /* stream: "measure,key,bucket,insert,delete,mixed,txn10" */
+    int clients;           /* stream: pgbench's -c (8) */
     int argc;
     char **argv;
 };
@@ -56,6 +59,8 @@ struct taxi_env {
     int port;
     int pg_port;  /* straum-serve's --pg-listen port; 0: none */
     pid_t ingest_pid, serve_pid;
+    int ingest_metrics_port; /* the following ingest's --metrics-listen; 0: none */
+    const char *ingest_nice; /* its --nice; NULL: straum-ingest's default */
     /* Figures of the setup. */
     double load_pg_s, index_s, copy_out_s, ingest_load_s;
     long ingest_peak_kib; /* VmHWM of the initial load */
@@ -109,6 +114,8 @@ pid_t taxi_spawn_out(char *const *argv, const char *out, const char *log);
 void taxi_stop_pid(pid_t pid, double timeout_s);
 /* A field of /proc/PID/status in KiB ("VmRSS", "RssAnon", ...), or -1. */
 long taxi_proc_kib(pid_t pid, const char *field);
+/* User plus system CPU seconds of a running process (/proc/PID/stat), or -1. */
+double taxi_proc_cpu_s(pid_t pid);
 /* A field of /proc/PID/smaps_rollup in KiB, or -1. */
 long taxi_smaps_kib(pid_t pid, const char *field);
 /* A free loopback TCP port, or -1. */
@@ -160,5 +167,6 @@ int taxi_memory_run(struct taxi_env *e);
 int taxi_txn_run(struct taxi_env *e);
 int taxi_warehouse_run(struct taxi_env *e);
 int taxi_wide_run(struct taxi_env *e);
+int taxi_stream_run(struct taxi_env *e);
 
 #endif

@@ -87,6 +87,7 @@ static const struct {
     {"memory", "memory"},
     {"cold_start", "cold-start"},
     {"transactions", "transactions"},
+    {"stream", "stream"},
     {"load", "load"},
     {"warehouse", "warehouse"},
     {"wide", "wide"},
@@ -330,6 +331,12 @@ int taxi_wide_main(int argc, char **argv)
 {
     int (*const runs[])(struct taxi_env *) = {taxi_wide_run};
     return run_modes(argc, argv, "wide", runs, 1);
+}
+
+int taxi_stream_main(int argc, char **argv)
+{
+    int (*const runs[])(struct taxi_env *) = {taxi_stream_run};
+    return run_modes(argc, argv, "stream", runs, 1);
 }
 
 int taxi_all_main(int argc, char **argv)

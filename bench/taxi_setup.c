@@ -33,6 +33,7 @@ static int opts_usage(const char *mode)
             "       [--bin DIR] [--source-dir DIR] [--check-only] [--trials N] [--seconds S]\n"
             "       [--restarts N] [--sizes N,N,...] [--factors N,N,...] [--skip-asks]\n"
             "       [--count N] [--check N] [--no-duckdb]\n"
+            "       [--load-seconds S] [--scripts LIST] [--clients N]\n"
             "  --trips N        trips generated (default the full scale, 20,332,093)\n"
             "  --tasks N        warehouse: tasks generated (default the seed's 13,116,878),\n"
             "                   groups and locations in the seed's ratios\n"
@@ -60,7 +61,11 @@ static int opts_usage(const char *mode)
             "  --list           random: print the asks and their SQL; set nothing up\n"
             "  --url URL        random: ask a straum-serve that runs already, no setup\n"
             "                   (--pg CONNINFO its PostgreSQL, for --check; --serve-pid PID\n"
-            "                   its process, for the RSS)\n",
+            "                   its process, for the RSS)\n"
+            "  --load-seconds S stream: seconds of pgbench per script and phase (60)\n"
+            "  --scripts LIST   stream: the scripts run (measure,key,bucket,insert,delete,\n"
+            "                   mixed,txn10)\n"
+            "  --clients N      stream: pgbench clients (8)\n",
             mode);
     return 2;
 }
@@ -79,6 +84,9 @@ int taxi_opts_parse(struct taxi_opts *o, int argc, char **argv, const char *mode
     o->txn_sizes = "1000,10000,100000,1000000";
     o->random_count = 1000;
     o->random_check = 100;
+    o->load_seconds = 60;
+    o->scripts = "measure,key,bucket,insert,delete,mixed,txn10";
+    o->clients = 8;
     o->src_dir = STRAUM_SOURCE_DIR;
     o->argc = argc;
     o->argv = argv;
@@ -127,11 +135,18 @@ int taxi_opts_parse(struct taxi_opts *o, int argc, char **argv, const char *mode
             o->random_count = atoi(v);
         else if (!strcmp(a, "--check"))
             o->random_check = atoi(v);
+        else if (!strcmp(a, "--load-seconds"))
+            o->load_seconds = atof(v);
+        else if (!strcmp(a, "--scripts"))
+            o->scripts = v;
+        else if (!strcmp(a, "--clients"))
+            o->clients = atoi(v);
         else
             return opts_usage(mode);
     }
     if (o->trips < 1 || o->tasks < 1 || o->trials < 1 || o->restarts < 1 || o->min_seconds < 0 ||
-        o->random_count < 1 || o->random_check < 0)
+        o->random_count < 1 || o->random_check < 0 ||
+        o->load_seconds < 1 || o->clients < 1)
         return opts_usage(mode);
     if (o->results_file && o->check_only) {
         fprintf(stderr, "taxi %s: --results records timed figures, and --check-only times "
@@ -332,8 +347,19 @@ int taxi_ingest_follow(struct taxi_env *e)
 {
     char log[1200];
     snprintf(log, sizeof log, "%s/ingest.log", e->work);
-    char *argv[] = {e->ingest_bin, "run", "--source", (char *)pgtmp_conninfo(&e->pg), "--views",
-                    e->views, "--store", e->store, NULL};
+    char metrics[64];
+    snprintf(metrics, sizeof metrics, "127.0.0.1:%d", e->ingest_metrics_port);
+    char *argv[16] = {e->ingest_bin, "run", "--source", (char *)pgtmp_conninfo(&e->pg),
+                      "--views", e->views, "--store", e->store, NULL};
+    int n = 8;
+    if (e->ingest_metrics_port) {
+        argv[n++] = "--metrics-listen";
+        argv[n++] = metrics;
+    }
+    if (e->ingest_nice) {
+        argv[n++] = "--nice";
+        argv[n++] = (char *)e->ingest_nice;
+    }
     e->ingest_pid = taxi_spawn(argv, log);
     return e->ingest_pid > 0 ? 0 : -1;
 }
