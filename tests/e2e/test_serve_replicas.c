@@ -17,35 +17,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static pid_t start_serve(const char *store, int port)
-{
-    char listen[64];
-    snprintf(listen, sizeof listen, "127.0.0.1:%d", port);
-    pid_t pid = fork();
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        int null = open("/dev/null", 1);
-        dup2(null, 2);
-        execl(STRAUM_SERVE_BIN, STRAUM_SERVE_BIN, "--store", store, "--listen", listen,
-              "--threads", "2", (char *)NULL);
-        _exit(127);
-    }
-    for (int i = 0; i < 250; i++) { /* until it listens */
-        bool up = hc_listening(port);
-        if (up) {
-            struct hc_response r;
-            hc_once(port, "GET", "/healthz", NULL, NULL, &r);
-            int status = r.status;
-            hc_free(&r);
-            if (status == 200)
-                return pid;
-        }
-        usleep(20000);
-    }
-    cr_assert_fail("straum-serve on port %d did not come up", port);
-    return pid;
-}
-
 static int64_t pg_count(PGconn *pg)
 {
     PGresult *r = PQexec(pg, "SELECT count(*) FROM yellow_trips");
@@ -85,7 +56,8 @@ Test(serve_replicas, two_replicas_see_a_large_transaction_whole, .timeout = 300)
     cr_assert_eq(taxi_ingest_once(&db, log, sizeof log), 0, "%s", log);
     taxi_ingest_start(&db, NULL);
     int ports[2] = {hc_free_port(), hc_free_port()};
-    pid_t serves[2] = {start_serve(db.store, ports[0]), start_serve(db.store, ports[1])};
+    pid_t serves[2] = {fixture_spawn_serve(db.store, ports[0]),
+                       fixture_spawn_serve(db.store, ports[1])};
     int fds[2] = {hc_connect(ports[0]), hc_connect(ports[1])};
     int64_t before = pg_count(db.pg);
     for (int i = 0; i < 2; i++)
@@ -153,7 +125,7 @@ Test(serve_replicas, a_replica_never_answers_from_a_store_rebuilt_under_it, .tim
     char log[8192], body[1024];
     cr_assert_eq(taxi_ingest_once(&db, log, sizeof log), 0, "%s", log);
     int port = hc_free_port();
-    pid_t serve = start_serve(db.store, port);
+    pid_t serve = fixture_spawn_serve(db.store, port);
     int fd = hc_connect(port);
     int64_t total;
     cr_assert_eq(ask_status(fd, &total, body, sizeof body), 200, "%s", body);
@@ -179,7 +151,7 @@ Test(serve_replicas, a_replica_never_answers_from_a_store_rebuilt_under_it, .tim
     waitpid(serve, &status, 0);
     cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "straum-serve stops cleanly");
     /* A server started on the rebuilt store answers from it. */
-    serve = start_serve(db.store, port);
+    serve = fixture_spawn_serve(db.store, port);
     fd = hc_connect(port);
     cr_assert_eq(ask_status(fd, &total, body, sizeof body), 200, "%s", body);
     cr_assert_eq(total, now_total);

@@ -14,7 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <strings.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -427,3 +430,35 @@ void steady_stop(struct steady *st)
                  atomic_load(&st->wrong));
     cr_assert_gt(atomic_load(&st->answers), 0);
 }
+
+/* ---- The server as a process ------------------------------------------------- */
+
+#ifdef STRAUM_SERVE_BIN
+pid_t fixture_spawn_serve(const char *store, int port)
+{
+    char listen[64];
+    snprintf(listen, sizeof listen, "127.0.0.1:%d", port);
+    pid_t pid = fork();
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 2);
+        execl(STRAUM_SERVE_BIN, STRAUM_SERVE_BIN, "--store", store, "--listen", listen,
+              "--threads", "2", (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < 500; i++) { /* until it answers */
+        if (hc_listening(port)) {
+            struct hc_response r;
+            hc_once(port, "GET", "/healthz", NULL, NULL, &r);
+            int status = r.status;
+            hc_free(&r);
+            if (status == 200)
+                return pid;
+        }
+        usleep(20000);
+    }
+    cr_assert_fail("straum-serve on port %d did not come up", port);
+    return pid;
+}
+#endif

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* ---- The store -------------------------------------------------------------- */
 
@@ -47,6 +48,13 @@ struct serve_options;
 /* Starts a quiet server on 127.0.0.1 and a free port; fails the test when
  * it cannot start. */
 struct serve_server *fixture_serve(struct serve_options *o);
+
+/* ---- The server as a process ------------------------------------------------- */
+
+/* straum-serve (STRAUM_SERVE_BIN, where the test defines it) on the store
+ * and 127.0.0.1:port with two threads, killed if the test dies; returns
+ * once /healthz answers 200, or fails the test after 10 s. */
+pid_t fixture_spawn_serve(const char *store, int port);
 
 /* ---- The HTTP client -------------------------------------------------------- */
 
