@@ -440,7 +440,9 @@ def stream_section(modes):
                      f"**{ratio(r['apply_vs_floor'])}**", count(r["apply_txns_per_s"]),
                      f"{r['apply_lmdb_commits_per_s']:.1f}",
                      count(r["apply_txns_per_lmdb_commit"]),
-                     f"{r['apply_cpu_s_per_1000_txns']:.3f} s", kib_mib(r["ingest_hwm_kib"])])
+                     f"{r['apply_cpu_s_per_1000_txns']:.3f} s",
+                     f"{r['apply_ingest_cpu_s']:.2f} s", f"{r['apply_walsender_cpu_s']:.2f} s",
+                     f"{r['floor_walsender_cpu_s']:.2f} s", kib_mib(r["ingest_hwm_kib"])])
         beside.append([f"`{r['script']}`", count(r["beside_postgres_tps"]),
                        f"{r['beside_lag_max_s']:.2f} s", f"{r['beside_lag_end_s']:.2f} s",
                        dur_s(r["beside_catchup_s"]), count(r["beside_txns_per_lmdb_commit"]),
@@ -449,7 +451,8 @@ def stream_section(modes):
     return ["## Stream", "", run_line(run), ""] + table(
         ["Script", "Backlog (txns)", "PostgreSQL tps", "pg_recvlogical", "Apply",
          "Apply / floor", "Applied txns/s", "LMDB commits/s", "Txns per commit",
-         "Ingest CPU per 1000 txns", "Ingest VmHWM"], rows) + ["", "Beside the load:", ""] + table(
+         "Ingest CPU per 1000 txns", "Ingest CPU", "Its walsender's CPU",
+         "The floor's walsender's CPU", "Ingest VmHWM"], rows) + ["", "Beside the load:", ""] + table(
         ["Script", "PostgreSQL tps", "Lag, max", "Lag at end", "Catch-up after",
          "Txns per commit", "Ingest CPU per 1000 txns", "Light ask p99", "Percentile ask p99"],
         beside) + [
@@ -466,8 +469,9 @@ def stream_section(modes):
         "pgoutput options (protocol 2, binary, streaming) from a slot made before the",
         "load, exec to exit at the end LSN (the floor); *Apply*: straum-ingest started",
         "on the backlog, exec until the store's position reaches the end LSN. *Beside*:",
-        "pgbench again with ingest following; the lag (time since the commit the store",
-        "holds last, 0 once it holds all that was written) sampled every second. A",
+        "pgbench again with ingest following; the lag (time since the first transaction",
+        "the store does not hold committed, 0 once it holds all that was written)",
+        "sampled every second. A",
         f"client asks a light and a percentile ask in turn, one every {t['ask_every_ms']} ms.",
         f"straum-ingest runs at nice {t['ingest_nice']}, as PostgreSQL and pg_recvlogical do.",
         "",

@@ -9,13 +9,17 @@
  *      floor, pgbench runs (PostgreSQL's transactions a second);
  *   2. the floor: pg_recvlogical receives that backlog through the same
  *      plugin, publication and options as ingest (pgoutput protocol 2,
- *      binary, streaming) to the end LSN, timed from exec to its exit;
+ *      binary, streaming) to the end LSN, timed from exec to its exit, and
+ *      its walsender's CPU seconds (the decoding, which both pay);
  *   3. the apply: straum-ingest started on it, timed from exec until the
- *      store's position reaches the end LSN; its CPU seconds, VmHWM, and
+ *      store's position reaches the end LSN; its CPU seconds and its
+ *      walsender's (on a busy machine CPU seconds compare where wall
+ *      times mostly measure the scheduler's share), VmHWM, and
  *      from its /metrics the source transactions and LMDB commits;
  *   4. beside the load: pgbench again with ingest following, its lag
- *      sampled every second (the time since the commit the store holds
- *      last, 0 once it holds all that was written), the lag when the load
+ *      sampled every second (the time since the first transaction the
+ *      store does not hold committed, 0 once it holds all that was
+ *      written: lag_now), the lag when the load
  *      ends and the catch-up after it, LMDB commits meanwhile;
  *   5. through 4, a client asks a light ask (trips per hour of one day) and
  *      a percentile ask (the median fare per hour of one day) in turn,
@@ -212,6 +216,19 @@ static int wait_metrics(struct taxi_env *e, double timeout_s)
     return -1;
 }
 
+/* The walsender's pid serving a slot, or 0 while none is. */
+static pid_t walsender_pid(struct taxi_env *e, const char *slot)
+{
+    char sql[200];
+    snprintf(sql, sizeof sql,
+             "SELECT coalesce(active_pid, 0) FROM pg_replication_slots WHERE slot_name = '%s'",
+             slot);
+    char *v = taxi_pg_value(e->conn, sql);
+    pid_t pid = v ? (pid_t)atoi(v) : 0;
+    free(v);
+    return pid;
+}
+
 /* ---- pgbench and pg_recvlogical ------------------------------------------------ */
 
 /* Starts pgbench on script s for the load seconds; its stdout to out. */
@@ -285,8 +302,10 @@ static int pgbench_wait(pid_t pid, const char *out, long long *txns, double *tps
 }
 
 /* pg_recvlogical receiving the floor slot to end_lsn through pgoutput with
- * ingest's options. Returns the nanoseconds from exec to its exit, or -1. */
-static int64_t floor_ns(struct taxi_env *e, uint64_t end_lsn)
+ * ingest's options. Returns the nanoseconds from exec to its exit, or -1;
+ * *sender_cpu_s is its walsender's CPU seconds (read every 5 ms while it
+ * runs: the decoding's cost, which a busy machine's share does not hide). */
+static int64_t floor_ns(struct taxi_env *e, uint64_t end_lsn, double *sender_cpu_s)
 {
     char port[16], endpos[32], log[1200];
     snprintf(port, sizeof port, "%d", pgtmp_port(&e->pg));
@@ -300,6 +319,19 @@ static int64_t floor_ns(struct taxi_env *e, uint64_t end_lsn)
     pid_t pid = taxi_spawn(argv, log);
     if (pid < 0)
         return -1;
+    pid_t sender = 0;
+    *sender_cpu_s = -1;
+    for (;;) {
+        siginfo_t info = {0};
+        if (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) || info.si_pid)
+            break;
+        if (!sender)
+            sender = walsender_pid(e, FLOOR_SLOT);
+        double cpu = sender ? taxi_proc_cpu_s(sender) : -1;
+        if (cpu >= 0)
+            *sender_cpu_s = cpu;
+        usleep(5000);
+    }
     int status = 0;
     pid_t r = waitpid(pid, &status, 0);
     int64_t t = taxi_now_ns() - t0;
@@ -319,6 +351,7 @@ struct stream_result {
     double tps;
     int64_t floor, apply;
     double apply_txns, apply_commits, apply_cpu_s;
+    double floor_sender_cpu_s, apply_sender_cpu_s; /* the walsenders' CPU */
     long apply_hwm_kib;
     /* beside the load */
     long long txns2;
@@ -331,14 +364,20 @@ struct stream_result {
     int asks;
 };
 
-static double lag_now(struct taxi_env *e, struct store *st)
+/* How far behind the store is: 0 when it holds all that was written, else
+ * the time since the first transaction it does not hold committed. That
+ * one committed after the last one the store holds, and not before the
+ * load began at load_start_us (the store's last commit may be the
+ * backlog's, from before the floor and the apply). */
+static double lag_now(struct taxi_env *e, struct store *st, int64_t load_start_us)
 {
     struct store_position pos;
     if (store_position(st, &pos))
         return -1;
     if (pos.lsn >= insert_lsn(e))
-        return 0; /* it holds all that was written */
-    double lag = (double)(unix_us() - pos.commit_time) / 1e6;
+        return 0;
+    int64_t since = pos.commit_time > load_start_us ? pos.commit_time : load_start_us;
+    double lag = (double)(unix_us() - since) / 1e6;
     return lag < 0 ? 0 : lag;
 }
 
@@ -360,7 +399,7 @@ static int run_script(struct taxi_env *e, const struct script *s, long long maxi
     uint64_t end = insert_lsn(e);
 
     /* 2. The floor. */
-    r->floor = floor_ns(e, end);
+    r->floor = floor_ns(e, end, &r->floor_sender_cpu_s);
     taxi_pg_exec(e->conn, "SELECT pg_drop_replication_slot('" FLOOR_SLOT "')");
     if (r->floor < 0)
         return -1;
@@ -377,6 +416,8 @@ static int run_script(struct taxi_env *e, const struct script *s, long long maxi
     }
     r->apply = done - t0;
     r->apply_cpu_s = taxi_proc_cpu_s(e->ingest_pid);
+    pid_t sender = walsender_pid(e, "straum"); /* started with this ingest */
+    r->apply_sender_cpu_s = sender ? taxi_proc_cpu_s(sender) : -1;
     r->apply_hwm_kib = taxi_proc_kib(e->ingest_pid, "VmHWM");
     if (wait_metrics(e, 10))
         return -1;
@@ -396,6 +437,7 @@ static int run_script(struct taxi_env *e, const struct script *s, long long maxi
         store_close(st);
         return -1;
     }
+    int64_t load_start_us = unix_us();
     pb = pgbench_start(e, s, maxid, out);
     int rc = pb < 0 ? -1 : 0;
     int64_t next = taxi_now_ns() + 1000000000LL;
@@ -405,7 +447,7 @@ static int run_script(struct taxi_env *e, const struct script *s, long long maxi
         if (rc || waitid(P_PID, (id_t)pb, &info, WEXITED | WNOHANG | WNOWAIT) || info.si_pid)
             break; /* WNOWAIT: the exit stays for pgbench_wait */
         if (taxi_now_ns() >= next) {
-            double lag = lag_now(e, st);
+            double lag = lag_now(e, st, load_start_us);
             if (lag > r->lag_max_s)
                 r->lag_max_s = lag;
             next += 1000000000LL;
@@ -416,7 +458,7 @@ static int run_script(struct taxi_env *e, const struct script *s, long long maxi
         rc = pgbench_wait(pb, out, &r->txns2, &r->tps2);
     int64_t load_end = taxi_now_ns();
     uint64_t end2 = insert_lsn(e);
-    r->lag_end_s = lag_now(e, st);
+    r->lag_end_s = lag_now(e, st, load_start_us);
     if (r->lag_end_s > r->lag_max_s)
         r->lag_max_s = r->lag_end_s;
     int64_t caught = rc == 0 ? taxi_wait_store_lsn(e, end2 - 1, 3600) : 0;
@@ -452,6 +494,9 @@ static cJSON *result_json(const struct stream_result *r)
     cJSON_AddNumberToObject(j, "apply_cpu_s_per_1000_txns",
                             r->apply_txns > 0 ? r->apply_cpu_s / r->apply_txns * 1000 : 0);
     cJSON_AddNumberToObject(j, "ingest_hwm_kib", (double)r->apply_hwm_kib);
+    cJSON_AddNumberToObject(j, "apply_ingest_cpu_s", r->apply_cpu_s);
+    cJSON_AddNumberToObject(j, "floor_walsender_cpu_s", r->floor_sender_cpu_s);
+    cJSON_AddNumberToObject(j, "apply_walsender_cpu_s", r->apply_sender_cpu_s);
     cJSON_AddNumberToObject(j, "beside_txns", (double)r->txns2);
     cJSON_AddNumberToObject(j, "beside_postgres_tps", r->tps2);
     cJSON_AddNumberToObject(j, "beside_lag_max_s", r->lag_max_s);
@@ -563,13 +608,15 @@ int taxi_stream_run(struct taxi_env *e)
             break;
         }
         printf("  %-8s %s txns at %.0f/s; pg_recvlogical %s, apply %s (%.2fx), %.0f txns per "
-               "LMDB commit, %.2f CPU s per 1000; beside: lag max %.2f s, at end %.2f s, caught up %s "
+               "LMDB commit, %.2f CPU s per 1000 (ingest %.2f s, its walsender %.2f s, the floor's "
+               "%.2f s); beside: lag max %.2f s, at end %.2f s, caught up %s "
                "after; p99 light %s, percentile %s\n",
                r->s->name, taxi_format_count(r->txns, t1, sizeof t1), r->tps,
                taxi_format_ns(r->floor, t2, sizeof t2), taxi_format_ns(r->apply, t3, sizeof t3),
                (double)r->apply / (double)r->floor,
                r->apply_commits > 0 ? r->apply_txns / r->apply_commits : 0,
-               r->apply_txns > 0 ? r->apply_cpu_s / r->apply_txns * 1000 : 0, r->lag_max_s,
+               r->apply_txns > 0 ? r->apply_cpu_s / r->apply_txns * 1000 : 0, r->apply_cpu_s,
+               r->apply_sender_cpu_s, r->floor_sender_cpu_s, r->lag_max_s,
                r->lag_end_s, taxi_format_ns(r->catchup, t4, sizeof t4),
                taxi_format_ns(r->light_p99, t5, sizeof t5),
                taxi_format_ns(r->pct_p99, t6, sizeof t6));
