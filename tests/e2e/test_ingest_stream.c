@@ -51,6 +51,13 @@ static void *asker_main(void *arg)
         struct hc_response r;
         hc_request(fd, "POST", "/ask", "Content-Type: application/json\r\n", body, strlen(body),
                    &r);
+        if (r.status == 0) { /* no response: the kept-alive connection went; once more */
+            hc_free(&r);
+            close(fd);
+            fd = hc_connect(a->port);
+            hc_request(fd, "POST", "/ask", "Content-Type: application/json\r\n", body,
+                       strlen(body), &r);
+        }
         if (r.status != 200)
             snprintf(a->failure, sizeof a->failure, "ask %ld: status %d: %s", i, r.status,
                      r.body ? r.body : "");
