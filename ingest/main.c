@@ -40,7 +40,7 @@ static const char usage[] =
     "                         a one-line bar\n"
     "  --max-store-size SIZE  cap on the store's data.mdb (e.g. 512MiB, 20GiB); a\n"
     "                         commit that does not fit stops ingest with the store at\n"
-    "                         its last commit (default: no cap)\n"
+    "                         its last commit (default and most: 1TiB)\n"
     "  --metrics-listen ADDR  serve GET /metrics (Prometheus text: position, lag,\n"
     "                         transactions and changes applied, commits and their\n"
     "                         latency, spool, reconnects, state, data.mdb size) and\n"

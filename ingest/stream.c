@@ -111,8 +111,6 @@ static int store_failed(struct follower *f, const struct store_error *serr)
                     f->opt->exit_when_caught_up ? "then run straum-ingest again; it resumes from"
                                                 : "straum-ingest retries by itself and resumes from",
                     lsn);
-    case STORE_ERR_REPLAY:
-        return fail(f, "%s (%s)", serr->message, lsn);
     default:
         return fail(f, "%s", serr->message);
     }
@@ -802,11 +800,9 @@ int stream_follow(const struct ingest_options *opt, struct source *src, struct s
         stream_drop(&f, &f.streams[i]);
     PQfinish(f.repl);
     PQfinish(f.catalog);
-    /* A full filesystem may get room back; a batch the map outgrew goes
-     * again at once. Either way the server resends from the stored position. */
+    /* A full filesystem may get room back: the server resends from the
+     * stored position. */
     if (rc < 0 && f.store_failure == STORE_ERR_NO_SPACE && !opt->exit_when_caught_up)
         return 2;
-    if (rc < 0 && f.store_failure == STORE_ERR_REPLAY)
-        return 1;
     return rc;
 }

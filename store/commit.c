@@ -9,12 +9,10 @@
  * segments to an encode job (load.c) and writes what it encoded. Folds of
  * deltas into new bases come after the commit (fold.c).
  *
- * The map is grown before the batch's transaction opens, generously,
- * because it cannot grow while the transaction is open: a batch that did
- * not spill and fills the map is retried in a doubled map; one that wrote
- * into its transaction and then fills it is lost (batch_lost), and the
- * caller replays it from the stored position (STORE_ERR_REPLAY). A failed
- * commit writes nothing: LMDB writes the meta page last. */
+ * The map is the store's size limit from open on and never grows (env.c,
+ * SPEC.md §4.5): a batch that fills it fails with STORE_ERR_LIMIT, and one
+ * that wrote into its transaction first is lost with it (batch_lost). A
+ * failed commit writes nothing: LMDB writes the meta page last. */
 #include "store/internal.h"
 
 #include <malloc.h>
@@ -397,18 +395,6 @@ static int write_batch(struct store *s, const struct store_position *pos,
     return store_write_error(s, err, rc, "writing a batch");
 }
 
-int store_grow_map(struct store *s, struct store_error *err)
-{
-    if (s->map_size >= s->max_map_size)
-        return store_limit_error(s, err);
-    size_t size = s->map_size * 2 < s->max_map_size ? s->map_size * 2 : s->max_map_size;
-    int rc = mdb_env_set_mapsize(s->env, size);
-    if (rc)
-        return store_lmdb_error(err, rc, "growing the map");
-    s->map_size = size;
-    return 0;
-}
-
 /* A batch that wrote into its transaction and then failed cannot be
  * retried in place: its spilled segments went with the transaction. */
 int batch_lost(struct store *s, int rc, struct store_error *err)
@@ -419,15 +405,8 @@ int batch_lost(struct store *s, int rc, struct store_error *err)
         p->txn = NULL;
     }
     pending_reset(p, s->views);
-    if (rc == MDB_MAP_FULL) {
-        if (store_grow_map(s, err))
-            return -1;
-        store_fail(err, "the store's map filled up during a large batch; it has grown to %zu "
-                        "MiB and the batch must be applied again from the stored position",
-                   s->map_size >> 20);
-        err->kind = STORE_ERR_REPLAY;
-        return -1;
-    }
+    if (rc == MDB_MAP_FULL) /* the map is the size limit from open on (env.c) */
+        return store_limit_error(s, err);
     return rc == -1 ? -1 : store_write_error(s, err, rc, "writing a large batch");
 }
 
@@ -440,19 +419,10 @@ int batch_truncate(struct store *s, MDB_txn *txn, struct store_error *err)
     return 0;
 }
 
-/* Opens the batch's write transaction, the map first grown to twice what
- * the store uses plus 1 GiB (address space only: the file grows as pages
- * are written), because an open transaction cannot grow it. */
+/* Opens the batch's write transaction. The map is the store's size limit
+ * from open on (env.c), so the transaction can fill the store to it. */
 int batch_txn_open(struct store *s, struct store_error *err)
 {
-    MDB_envinfo info;
-    MDB_stat st;
-    if (mdb_env_info(s->env, &info) || mdb_env_stat(s->env, &st))
-        return store_fail(err, "reading the store's size failed");
-    size_t want = 2 * (size_t)(info.me_last_pgno + 1) * st.ms_psize + ((size_t)1 << 30);
-    while (s->map_size < want && s->map_size < s->max_map_size)
-        if (store_grow_map(s, err))
-            return -1;
     if (store_txn_begin(s, 0, &s->pending->txn, err))
         return -1;
     return batch_truncate(s, s->pending->txn, err);
@@ -503,8 +473,12 @@ static int commit(struct store *s, const struct store_position *pos, bool keep_h
     /* load_drain_all wrote the last job (load_settle): load_hand_off's merges read it. */
     int rc = s->bulk ? load_hand_off(s, keep_hot, err) : encode_dirty(s, err);
     bool spilled = p->txn != NULL; /* a retry would lose what went into it */
-    while (rc == 0 && (rc = write_batch(s, pos, err)) == MDB_MAP_FULL && !spilled)
-        rc = store_grow_map(s, err);
+    if (rc == 0)
+        rc = write_batch(s, pos, err);
+    if (rc == MDB_MAP_FULL && !spilled) { /* the size limit (the map is it, env.c) */
+        store_limit_error(s, err);
+        rc = -1;
+    }
     if (rc == MDB_MAP_FULL)
         return batch_lost(s, rc, err);
     if (rc) {

@@ -3,9 +3,17 @@
  *
  * Readers use MDB_NOTLS so that a read transaction belongs to the store_read
  * handle, not to a thread: handles are pooled, reset on end and renewed on
- * begin, which costs no allocation and no lock-table slot per ask. When
- * ingest grows the map, a reader's next begin sees MDB_MAP_RESIZED and adopts
- * the new size. */
+ * begin, which costs no allocation and no lock-table slot per ask.
+ *
+ * Every process maps data.mdb once, at open, over STORE_MAP_BYTES of address
+ * space (a writer over its size limit, never more than that), and never maps
+ * it again: LMDB's mdb_env_set_mapsize unmaps the memory that every read
+ * transaction of the process points into, so calling it while another thread
+ * reads crashes that thread (found by tests/unit/test_store_growth.c: eight
+ * reader threads and a writer growing the file past the size the readers
+ * opened at). A writer's limit is at most STORE_MAP_BYTES, so a reader's map
+ * always covers every page a writer can write, and MDB_MAP_RESIZED cannot
+ * happen (SPEC.md §4.5). */
 #include "store/internal.h"
 
 #include <errno.h>
@@ -17,8 +25,6 @@
 #include <sys/stat.h>
 #include <time.h>
 
-enum { INITIAL_MAP_BYTES = 64 << 20 };
-#define DEFAULT_MAX_MAP_BYTES ((size_t)1 << 40)
 
 static int64_t now_usec(void)
 {
@@ -51,12 +57,13 @@ static size_t inline_fold_from_env(void)
 
 static size_t max_map_from_env(void)
 {
-    /* STRAUM_STORE_MAX_MAP_MB caps growth: tests use it to simulate a full
-     * disk without filling one. */
+    /* STRAUM_STORE_MAX_MAP_MB caps a writer's map: tests use it to simulate
+     * a full disk without filling one. It cannot raise the cap past
+     * STORE_MAP_BYTES, the map every reader has. */
     unsigned long long mb;
-    if (env_number("STRAUM_STORE_MAX_MAP_MB", &mb) && mb > 0)
+    if (env_number("STRAUM_STORE_MAX_MAP_MB", &mb) && mb > 0 && mb < STORE_MAP_BYTES >> 20)
         return (size_t)mb << 20;
-    return DEFAULT_MAX_MAP_BYTES;
+    return STORE_MAP_BYTES;
 }
 
 /* A process that dies inside a read transaction (a straum-serve replica
@@ -73,16 +80,21 @@ static void clear_dead_readers(struct store *s)
     mdb_reader_check(s->env, &dead);
 }
 
-static int open_env(struct store *s, const char *dir, bool create, struct store_error *err)
+static int open_env(struct store *s, const char *dir, struct store_error *err)
 {
     int rc = mdb_env_create(&s->env);
     if (rc)
         return store_lmdb_error(err, rc, "creating the LMDB environment");
     mdb_env_set_maxdbs(s->env, 8);
     mdb_env_set_maxreaders(s->env, 1024);
-    s->max_map_size = max_map_from_env();
-    s->map_size = INITIAL_MAP_BYTES < s->max_map_size ? INITIAL_MAP_BYTES : s->max_map_size;
-    if (create && (rc = mdb_env_set_mapsize(s->env, s->map_size)))
+    /* The one map of this process: a reader's covers any store a writer
+     * can make; a writer's is its size limit, reached with MDB_MAP_FULL.
+     * Address space, not memory: pages come in as they are read, and the
+     * file grows only by the pages written (no MDB_WRITEMAP, so LMDB never
+     * extends data.mdb to the map size). */
+    s->max_map_size = s->mode == STORE_READ_ONLY ? STORE_MAP_BYTES : max_map_from_env();
+    s->map_size = s->max_map_size;
+    if ((rc = mdb_env_set_mapsize(s->env, s->map_size)))
         return store_lmdb_error(err, rc, "setting the map size");
     unsigned flags = MDB_NOTLS | (s->mode == STORE_READ_ONLY ? MDB_RDONLY : 0);
     rc = mdb_env_open(s->env, dir, flags, 0644);
@@ -130,14 +142,12 @@ int store_txn_begin(struct store *s, unsigned flags, MDB_txn **txn, struct store
         atomic_store(&last_clear, now);
         clear_dead_readers(s);
     }
-    for (int attempt = 0;; attempt++) {
-        int rc = mdb_txn_begin(s->env, NULL, flags, txn);
-        if (rc == MDB_MAP_RESIZED && attempt < 3) {
-            mdb_env_set_mapsize(s->env, 0); /* adopt the size the writer set */
-            continue;
-        }
-        return rc ? store_lmdb_error(err, rc, "beginning a transaction") : 0;
-    }
+    int rc = mdb_txn_begin(s->env, NULL, flags, txn);
+    if (rc == MDB_MAP_RESIZED) /* a writer with a map larger than ours (another build) */
+        return store_fail(err, "the store at %s has grown past the %.0f GiB this process "
+                               "mapped at open; open it again",
+                          s->dir, (double)s->map_size / (1 << 30));
+    return rc ? store_lmdb_error(err, rc, "beginning a transaction") : 0;
 }
 
 static int open_dbis(struct store *s, MDB_txn *txn, bool create, struct store_error *err)
@@ -299,7 +309,7 @@ int store_create(const char *dir, const char *views_text, const struct store_vie
         store_fail(err, "%s", sql_error_format(&serr, buf, sizeof buf));
         goto fail;
     }
-    if (copy_types(s, types, err) || open_env(s, dir, true, err))
+    if (copy_types(s, types, err) || open_env(s, dir, err))
         goto fail;
     MDB_txn *txn;
     if (store_txn_begin(s, 0, &txn, err))
@@ -329,7 +339,7 @@ int store_open(const char *dir, enum store_mode mode, struct store **out,
     if (!s)
         return store_fail(err, "out of memory");
     MDB_txn *txn;
-    if (open_env(s, dir, false, err))
+    if (open_env(s, dir, err))
         goto fail;
     /* A writer SIGKILLed inside mdb_txn_commit, after its meta page was
      * written but before it published the new transaction id in lock.mdb,

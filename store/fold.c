@@ -92,14 +92,12 @@ void fold_after_commit(struct store *s)
     for (size_t i = 0; i < p->nfolds; i++) {
         struct store_error err = {0};
         int rc;
-        do { /* a full map grows, and the same segment goes again */
-            MDB_txn *txn;
-            rc = store_txn_begin(s, 0, &txn, &err);
-            if (rc == 0) {
-                rc = compact_segment(s, txn, p->folds[i], &err);
-                rc = rc == 0 ? mdb_txn_commit(txn) : (mdb_txn_abort(txn), rc);
-            }
-        } while (rc == MDB_MAP_FULL && store_grow_map(s, &err) == 0);
+        MDB_txn *txn;
+        rc = store_txn_begin(s, 0, &txn, &err);
+        if (rc == 0) {
+            rc = compact_segment(s, txn, p->folds[i], &err);
+            rc = rc == 0 ? mdb_txn_commit(txn) : (mdb_txn_abort(txn), rc);
+        }
         if (rc) {
             logfmt_msg(LOGFMT_WARN, "folding a segment after a commit failed (the idle "
                        "compaction will try again): %s", rc == -1 ? err.message : mdb_strerror(rc));
@@ -152,8 +150,8 @@ int store_compact(struct store *s, int64_t max_us, bool all, int *left, struct s
             rc = mdb_txn_commit(txn);
         else
             mdb_txn_abort(txn);
-        if (rc == MDB_MAP_FULL && store_grow_map(s, err) == 0)
-            continue; /* the same segment again, in a bigger map */
+        if (rc == MDB_MAP_FULL)
+            return store_limit_error(s, err);
         if (rc)
             return rc == -1 ? -1 : store_write_error(s, err, rc, "compacting a segment");
         memcpy(from, key, SEG_KEY_BYTES);

@@ -116,8 +116,8 @@ void position_decode(const uint8_t in[32], struct store_position *pos);
 /* Writes the position inside the writer's transaction (an LMDB code). */
 int store_put_position(struct store *s, MDB_txn *txn, const struct store_position *pos);
 
-/* Opens a read transaction, renewing it if the map was grown by another
- * process. */
+/* Begins a transaction (flags as mdb_txn_begin); -1 with err. Never
+ * remaps: MDB_MAP_RESIZED (a writer with a larger map) is an error. */
 int store_txn_begin(struct store *s, unsigned flags, MDB_txn **txn, struct store_error *err);
 
 /* ---- Hashing cells ----------------------------------------------------------
@@ -469,18 +469,14 @@ int encoded_put(struct store *s, MDB_txn *txn, const struct encoded *enc);
 /* Whether a commit that keeps hot segments (keep_hot) leaves m pending:
  * it was used since the last commit. */
 bool pending_kept_hot(const struct pending *p, const struct cellmap *m, bool keep_hot);
-/* Doubles the map, up to its size limit; -1 with err (STORE_ERR_LIMIT)
- * at the limit. Only with no transaction open. */
-int store_grow_map(struct store *s, struct store_error *err);
 /* Resets a batch that failed after writing into its transaction (rc: an
- * LMDB code, or -1 with err set); a full map is grown and reported as
- * STORE_ERR_REPLAY. Returns -1. */
+ * LMDB code, or -1 with err set); a full map is the size limit, reported
+ * as STORE_ERR_LIMIT. Returns -1. */
 int batch_lost(struct store *s, int rc, struct store_error *err);
 /* Empties in txn the views truncated in this batch; -1 with err, the batch
  * then lost. */
 int batch_truncate(struct store *s, MDB_txn *txn, struct store_error *err);
-/* Opens the batch's write transaction (p->txn), the map grown first
- * because an open transaction cannot grow it; -1 with err. */
+/* Opens the batch's write transaction (p->txn); -1 with err. */
 int batch_txn_open(struct store *s, struct store_error *err);
 struct write_plan_of;
 /* Writes e's dirty segment into the batch's transaction, by its plan when

@@ -91,10 +91,18 @@ int store_set_max_size(struct store *s, uint64_t bytes, struct store_error *err)
         err->kind = STORE_ERR_LIMIT;
         return -1;
     }
+    if (cap > STORE_MAP_BYTES) {
+        store_fail(err, "a size limit of %.1f MiB for the store at %s is over the largest "
+                        "store, %.0f GiB",
+                   mib(bytes), s->dir, (double)STORE_MAP_BYTES / (1 << 30));
+        err->kind = STORE_ERR_LIMIT;
+        return -1;
+    }
     s->max_map_size = (size_t)cap;
-    if (info.me_mapsize > cap) {
-        /* No transaction is open: the map may shrink to the cap (LMDB
-         * keeps it at least as large as the pages in use). */
+    if (info.me_mapsize != cap) {
+        /* No transaction is open and no other thread reads yet (the
+         * contract): the map may be set to the cap, once (LMDB keeps it at
+         * least as large as the pages in use). */
         int rc = mdb_env_set_mapsize(s->env, (size_t)cap);
         if (rc)
             return store_lmdb_error(err, rc, "setting the store's size limit");

@@ -63,8 +63,6 @@ enum store_error_kind {
                              STRAUM_STORE_MAX_MAP_MB): raise it, then retry */
     STORE_ERR_NO_SPACE,   /* the filesystem refused to grow data.mdb (ENOSPC,
                              EDQUOT, EFBIG): retry once space is freed */
-    STORE_ERR_REPLAY,     /* the map filled mid-batch and has grown: apply the
-                             batch again from the stored position */
     STORE_ERR_NO_MEMORY,  /* an allocation failed: nothing is wrong with the store */
     STORE_ERR_REPLACED,   /* the store was replaced (rebuilt, restored) since
                              this process opened it: open it again */
@@ -118,10 +116,19 @@ int store_open(const char *dir, enum store_mode mode, struct store **out,
                struct store_error *err);
 void store_close(struct store *s);
 
+/* The largest a store's data.mdb can be: 1 TiB. Every process maps the
+ * file once over this much address space (a writer over its cap) and never
+ * maps it again, so a reader never meets a map that grew under it
+ * (SPEC.md §4.5). Address space, not memory or disk: 1 TiB of the 128 TiB
+ * a 64-bit Linux process has. */
+#define STORE_MAP_BYTES ((size_t)1 << 40)
+_Static_assert(sizeof(size_t) >= 8, "the store maps 1 TiB: a 64-bit build only");
+
 /* Caps data.mdb at bytes (rounded down to whole pages): a commit that would
  * grow it past the cap fails with STORE_ERR_LIMIT and writes nothing. A
- * writer's call, after open or create; refused when the store already uses
- * more than bytes. */
+ * writer's call, after open or create, before any other thread uses the
+ * store; refused when the store already uses more than bytes, or when bytes
+ * is over STORE_MAP_BYTES. */
 int store_set_max_size(struct store *s, uint64_t bytes, struct store_error *err);
 
 /* The compiled views of the store (parsed from the catalog at open). */
@@ -225,12 +232,11 @@ struct store_position {
 };
 
 /* Writes every pending change and the position in one LMDB transaction.
- * Segments go into the transaction as they are encoded, so the map is
- * grown generously first; a batch that fills it anyway asks for a replay
- * (a batch of no segments retries in place). On failure nothing is written and the
+ * Segments go into the transaction as they are encoded; the map is the
+ * size limit (SPEC.md §4.5). On failure nothing is written and the
  * pending changes are dropped (the caller replays from the last position);
- * err->kind tells a full store (STORE_ERR_LIMIT, STORE_ERR_NO_SPACE) or a
- * batch to replay at once (STORE_ERR_REPLAY) from other failures. */
+ * err->kind tells a full store (STORE_ERR_LIMIT, STORE_ERR_NO_SPACE) from
+ * other failures. */
 int store_commit(struct store *s, const struct store_position *pos, struct store_error *err);
 
 /* A commit between the partitions of a load in time order (bulk mode): it
