@@ -87,10 +87,13 @@ Test(ingest_powercut, the_store_survives_losing_every_write_after_its_last_sync,
         }
         unlink(lockf);
 
-        snprintf(cmd, sizeof cmd, "%s --store %s verify >/dev/null 2>&1", STRAUM_DUMP_BIN,
-                 db.store);
-        cr_assert_eq(system(cmd), 0, "cut %d (seed %u, %s): straum-dump verify failed", cut,
-                     seed, what);
+        snprintf(cmd, sizeof cmd, "%s --store %s verify 2>&1", STRAUM_DUMP_BIN, db.store);
+        FILE *p = popen(cmd, "r");
+        cr_assert_not_null(p);
+        size_t got = fread(log, 1, sizeof log - 1, p);
+        log[got] = '\0';
+        cr_assert_eq(pclose(p), 0, "cut %d (seed %u, %s): straum-dump verify failed:\n%s", cut,
+                     seed, what, log);
         uint64_t at = oracle_store_position(db.store);
         cr_assert_geq(at, caught_up, "cut %d: the store went back past a synced commit", cut);
         int rc = taxi_ingest_once(&db, log, sizeof log);
