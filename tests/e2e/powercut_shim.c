@@ -17,8 +17,13 @@
  *
  * Only with STRAUM_POWERCUT=1 in the environment; lock.mdb is left alone
  * (LMDB rebuilds its reader table when the first process opens a store no
- * process holds, as after a reboot). msync is not intercepted: without
- * MDB_WRITEMAP LMDB never writes through the map. A failure to keep the
+ * process holds, as after a reboot). Writes through a writable map, and
+ * msync, are not modelled: without MDB_WRITEMAP LMDB maps data.mdb
+ * read-only and writes only with pwrite/writev. Should the store ever open
+ * with MDB_WRITEMAP, its commits would never reach the shadow: the test
+ * asserts that some cuts bring back a store past where ingest started, and
+ * a cut after ingest confirmed a position to PostgreSQL would bring back a
+ * store behind its slot, which the restart refuses. A failure to keep the
  * shadow aborts the process, so a test cannot pass on a shadow it lost. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -89,26 +94,36 @@ static bool is_data_file(const char *path)
 
 /* The shadow starts as a copy of data.mdb as this process first finds it:
  * everything before was synced by the process that wrote it (it closed the
- * store, or the test made it so). */
+ * store, or the test made it so). The copy is made under another name and
+ * renamed into place whole, so that a kill in the middle of it leaves no
+ * shadow (the test then keeps data.mdb, which nothing has written yet) and
+ * never a shadow cut short: a truncated copy put in data.mdb's place is a
+ * store no power cut makes. */
 static void open_shadow(const char *path)
 {
-    char shadow[4096];
+    char shadow[4096], partial[4096 + 8];
     snprintf(shadow, sizeof shadow, "%s.synced", path);
-    shadow_fd = real_open(shadow, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    int from = real_open(path, O_RDONLY | O_CLOEXEC);
-    if (shadow_fd < 0)
+    snprintf(partial, sizeof partial, "%s.partial", shadow);
+    int to = real_open(partial, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (to < 0)
         die("creating the shadow file");
-    if (from < 0)
-        return; /* a new store: nothing yet */
-    unsigned char buf[1 << 16];
-    ssize_t n;
-    off_t at = 0;
-    while ((n = read(from, buf, sizeof buf)) > 0) {
-        if (real_pwrite(shadow_fd, buf, (size_t)n, at) != n)
-            die("copying data.mdb to the shadow");
-        at += n;
+    int from = real_open(path, O_RDONLY | O_CLOEXEC);
+    if (from >= 0) { /* else a new store: nothing yet */
+        unsigned char buf[1 << 16];
+        ssize_t n;
+        off_t at = 0;
+        while ((n = read(from, buf, sizeof buf)) > 0) {
+            if (real_pwrite(to, buf, (size_t)n, at) != n)
+                die("copying data.mdb to the shadow");
+            at += n;
+        }
+        if (n < 0)
+            die("reading data.mdb");
+        real_close(from);
     }
-    real_close(from);
+    if (rename(partial, shadow) != 0)
+        die("renaming the shadow into place");
+    shadow_fd = to;
 }
 
 static void shadow_write(const void *bytes, size_t len, off_t offset)
