@@ -144,6 +144,10 @@ pid_t taxi_ingest_spawn(struct taxi_db *db, const char *const *extra, bool once,
     const char *argv[32] = {STRAUM_INGEST_BIN, "run", "--source", db->conninfo, "--views", views,
                             "--store", db->store, "--slot", db->slot, "--commit-interval", "5ms"};
     int n = 12;
+    if (!db->default_nice) { /* see taxi_db.h */
+        argv[n++] = "--nice";
+        argv[n++] = "0";
+    }
     if (once)
         argv[n++] = "--exit-when-caught-up";
     for (int i = 0; extra && extra[i] && n < 30; i++)

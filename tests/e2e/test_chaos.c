@@ -14,7 +14,7 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 
-Test(chaos, kills_and_restarts_lose_and_double_nothing, .timeout = 840)
+Test(chaos, kills_and_restarts_lose_and_double_nothing, .timeout = 1740)
 {
     const char *seed = getenv("STRAUM_CHAOS_SEED"), *verbose = getenv("STRAUM_CHAOS_VERBOSE");
     struct chaos_knobs k = {

@@ -275,6 +275,7 @@ Test(ingest_follow, an_idle_database_keeps_the_contact_time_fresh, .timeout = 12
     struct timespec started;
     clock_gettime(CLOCK_REALTIME, &started);
     int64_t started_us = (int64_t)started.tv_sec * 1000000 + started.tv_nsec / 1000;
+    db.default_nice = true; /* ingest's own --nice, checked below */
     taxi_ingest_start(&db, NULL);
     /* With nothing to apply, the contact time still moves: wait (bounded)
      * until it is 3 s past the start, each read a fresh snapshot. */
