@@ -33,7 +33,9 @@ struct outval {
 
 struct row {
     struct outval *keys;  /* bucket, then group keys */
-    struct outval *cols;  /* the ask's output columns */
+    struct outval *cols;  /* the ask's output columns; NULL until handed
+                             over when the answer builds them lazily */
+    struct group *group;
 };
 
 /* ---- Values from codes ---------------------------------------------------------- */
@@ -104,11 +106,11 @@ static int text_order(struct exec *x, int fact_col, struct vc_sorted *runs, int6
                       int64_t **rows)
 {
     uint32_t n = runs->n;
-    struct vc_entry *e = malloc(sizeof *e * (n + 1));
-    *codes = malloc(8 * ((size_t)n + 1));
-    *rows = malloc(8 * ((size_t)n + 1));
+    struct vc_entry *e = scratch_malloc(sizeof *e * (n + 1));
+    *codes = scratch_malloc(8 * ((size_t)n + 1));
+    *rows = scratch_malloc(8 * ((size_t)n + 1));
     if (!e || !*codes || !*rows) {
-        free(e);
+        scratch_free(e);
         return -1;
     }
     for (uint32_t i = 0; i < n; i++)
@@ -119,7 +121,7 @@ static int text_order(struct exec *x, int fact_col, struct vc_sorted *runs, int6
         (*codes)[i] = e[i].run.code;
         (*rows)[i] = e[i].run.rows;
     }
-    free(e);
+    scratch_free(e);
     runs->codes = *codes;
     runs->rows = *rows;
     return 0;
@@ -201,8 +203,8 @@ static struct outval ordered_measure(struct exec *x, const struct sql_measure *m
     if (vc_acc_runs(acc, &runs) ||
         (runs.n > 1 && x->types[col].type == STORE_TYPE_TEXT &&
          text_order(x, col, &runs, &by_text_codes, &by_text_rows))) {
-        free(by_text_codes);
-        free(by_text_rows);
+        scratch_free(by_text_codes);
+        scratch_free(by_text_rows);
         return o;
     }
     uint32_t n = runs.n;
@@ -231,8 +233,8 @@ static struct outval ordered_measure(struct exec *x, const struct sql_measure *m
         }
         }
     }
-    free(by_text_codes);
-    free(by_text_rows);
+    scratch_free(by_text_codes);
+    scratch_free(by_text_rows);
     return o;
 }
 
@@ -272,9 +274,11 @@ static struct outval measure(struct exec *x, const struct sql_measure *m, struct
         dec_avg(g->exact[m->sum], t->type == STORE_TYPE_NUMERIC ? t->scale : 0, n, digits,
                 sizeof digits);
         o.kind = OV_AVG;
-        o.owned = strdup(digits);
+        size_t len = strlen(digits);
+        if ((o.owned = scratch_malloc(len + 1)))
+            memcpy(o.owned, digits, len + 1);
         o.text = o.owned;
-        o.len = o.owned ? strlen(o.owned) : 0;
+        o.len = o.owned ? len : 0;
         o.d = strtod(digits, NULL);
         return o;
     }
@@ -299,22 +303,22 @@ static struct outval key_value(struct exec *x, int g, int64_t id)
     return o;
 }
 
+static int build_keys(struct exec *x, struct group *g, struct row *r);
+
 static int build_row(struct exec *x, struct group *g, struct row *r)
 {
     const struct sql_ask *a = x->ask;
-    r->keys = calloc((size_t)a->ngroup_keys + 1, sizeof *r->keys);
-    r->cols = calloc((size_t)a->ncolumns + 1, sizeof *r->cols);
-    if (!r->keys || !r->cols)
+    r->cols = scratch_calloc((size_t)a->ncolumns + 1, sizeof *r->cols);
+    if (!r->cols || build_keys(x, g, r))
         return -1;
-    r->keys[0] = (struct outval){.kind = a->group_by_bucket ? OV_TIME : OV_NULL, .i = g->key[0]};
-    for (int k = 0; k < a->ngroup_keys; k++)
-        r->keys[k + 1] = key_value(x, k, g->key[k + 1]);
     for (int c = 0; c < a->ncolumns; c++) {
         const struct sql_ask_column *col = &a->columns[c];
         if (col->kind == SQL_ASK_BUCKET) {
             r->cols[c] = r->keys[0];
         } else if (col->kind == SQL_ASK_MEASURE) {
             r->cols[c] = measure(x, &x->v->columns[col->view_column].measure, g);
+            if (r->cols[c].kind == OV_AVG && !r->cols[c].owned)
+                return -1; /* its digits found no memory */
         } else {
             for (int k = 0; k < a->ngroup_keys; k++)
                 if (a->group_keys[k] == col->view_column)
@@ -327,9 +331,9 @@ static int build_row(struct exec *x, struct group *g, struct row *r)
 static void free_row(const struct sql_ask *a, struct row *r)
 {
     for (int c = 0; r->cols && c < a->ncolumns; c++)
-        free(r->cols[c].owned);
-    free(r->keys);
-    free(r->cols);
+        scratch_free(r->cols[c].owned);
+    scratch_free(r->keys);
+    scratch_free(r->cols);
 }
 
 /* ---- HAVING ------------------------------------------------------------------------ */
@@ -429,14 +433,14 @@ static int having_leaf(void *ctx, int k)
     }
     }
     if (!ok) {
-        free(own.owned);
+        scratch_free(own.owned);
         return ask_fail(h->err, 422, "bad_parameter",
                         "HAVING compares measure \"%s\" with a value of another type (line %d, "
                         "column %d)", name, cmp->line, cmp->column);
     }
     truth = apply_cmp(cmp->cmp, c);
 done:
-    free(own.owned);
+    scratch_free(own.owned);
     return truth;
 }
 
@@ -572,60 +576,188 @@ static struct answer_value typed_value(struct exec *x, const struct outval *o, u
 
 enum { DIGITS_CAP = 160 }; /* a 128-bit integer's 40 digits, sign, point, zeros of a scale */
 
-int answer_emit(struct exec *x, const struct answer_sink *sink, struct ask_error *err)
+/* The answer between answer_prepare and the last answer_next: its rows,
+ * ordered, and where the next one to hand over is. */
+struct answer_state {
+    struct row *rows;
+    uint32_t n;
+    /* Rows hold only their keys until handed over: without HAVING and
+     * ORDER BY the measures decide neither which rows are kept nor their
+     * order, so each row's measures are finished as it goes out, into
+     * cols_at_hand, and only the rows in LIMIT's window are finished at
+     * all. An answer of 100,000 rows then holds 100,000 keys, not 100,000
+     * rows of every column. */
+    bool lazy_cols;
+    struct outval *cols_at_hand;
+    int64_t at, last;       /* rows [at, last) are still to go */
+    bool columns_sent;
+    struct answer_column *cols;
+    struct answer_value *vals;
+    char *digits;
+};
+
+static int build_keys(struct exec *x, struct group *g, struct row *r)
 {
     const struct sql_ask *a = x->ask;
-    uint32_t n = 0;
-    struct row *rows = calloc((size_t)x->groups.n + 1, sizeof *rows);
-    struct answer_column *cols = calloc((size_t)a->ncolumns + 1, sizeof *cols);
-    struct answer_value *vals = calloc((size_t)a->ncolumns + 1, sizeof *vals);
-    char *digits = malloc((size_t)DIGITS_CAP * ((size_t)a->ncolumns + 1));
-    int rc = rows && cols && vals && digits ? 0 : ask_fail(err, 500, "internal", "out of memory");
-    for (uint32_t i = 0; rc == 0 && i < x->groups.n; i++) {
-        if (i % BUDGET_CELLS == BUDGET_CELLS - 1 && (rc = exec_over_budget(x, err)))
-            break;
-        if (build_row(x, x->groups.all[i], &rows[n])) {
-            rc = ask_fail(err, 500, "internal", "out of memory");
-            n++; /* freed below */
-            break;
+    r->keys = scratch_calloc((size_t)a->ngroup_keys + 1, sizeof *r->keys);
+    if (!r->keys)
+        return -1;
+    r->keys[0] = (struct outval){.kind = a->group_by_bucket ? OV_TIME : OV_NULL, .i = g->key[0]};
+    for (int k = 0; k < a->ngroup_keys; k++)
+        r->keys[k + 1] = key_value(x, k, g->key[k + 1]);
+    r->group = g;
+    return 0;
+}
+
+/* Ordering keys alone: the group order (bucket, then keys) when the ask
+ * has no ORDER BY. */
+static int cmp_row_keys(const void *pa, const void *pb, void *ctx)
+{
+    const struct row *a = pa, *b = pb;
+    const struct sql_ask *ask = ctx;
+    for (int k = 0; k <= ask->ngroup_keys; k++) {
+        int c = cmp_outval(&a->keys[k], &b->keys[k]);
+        if (c)
+            return c;
+    }
+    return 0;
+}
+
+int answer_prepare(struct exec *x, struct ask_error *err)
+{
+    const struct sql_ask *a = x->ask;
+    struct answer_state *st = scratch_calloc(1, sizeof *st);
+    if (!st)
+        return ask_fail(err, 500, "internal", "out of memory");
+    x->answer = st;
+    st->lazy_cols = !a->having_pred && a->norder == 0;
+    st->rows = scratch_calloc((size_t)x->groups.n + 1, sizeof *st->rows);
+    st->cols = scratch_calloc((size_t)a->ncolumns + 1, sizeof *st->cols);
+    st->vals = scratch_calloc((size_t)a->ncolumns + 1, sizeof *st->vals);
+    st->digits = scratch_malloc((size_t)DIGITS_CAP * ((size_t)a->ncolumns + 1));
+    if (st->lazy_cols)
+        st->cols_at_hand = scratch_calloc((size_t)a->ncolumns + 1, sizeof *st->cols_at_hand);
+    if (!st->rows || !st->cols || !st->vals || !st->digits ||
+        (st->lazy_cols && !st->cols_at_hand))
+        return ask_fail(err, 500, "internal", "out of memory");
+    for (uint32_t i = 0; i < x->groups.n; i++) {
+        struct row *r = &st->rows[st->n];
+        if (i % BUDGET_CELLS == BUDGET_CELLS - 1 && exec_over_budget(x, err))
+            return -1; /* the rows so far are freed by answer_release */
+        if (st->lazy_cols ? build_keys(x, x->groups.all[i], r) : build_row(x, x->groups.all[i], r)) {
+            st->n++; /* freed by answer_release */
+            return ask_fail(err, 500, "internal", "out of memory");
         }
         int keep = T_TRUE;
         if (a->having_pred) { /* after the roll-up, before ORDER BY and LIMIT */
-            struct having_ctx h = {x, x->groups.all[i], &rows[n], err};
-            if ((keep = pred_eval(a->having_pred, having_leaf, &h)) < 0)
-                rc = -1;
+            struct having_ctx h = {x, x->groups.all[i], r, err};
+            if ((keep = pred_eval(a->having_pred, having_leaf, &h)) < 0) {
+                st->n++;
+                return -1;
+            }
         }
         if (keep == T_TRUE)
-            n++;
+            st->n++;
         else
-            free_row(a, &rows[n]);
+            free_row(a, r);
     }
-    if (rc == 0 && x->answer_failed) {
+    if (x->answer_failed) {
         *err = x->answer_err;
-        rc = -1;
+        return -1;
     }
-    if (rc == 0) {
-        qsort_r(rows, n, sizeof *rows, cmp_rows, (void *)a);
-        for (int c = 0; c < a->ncolumns; c++)
-            cols[c] = (struct answer_column){a->columns[c].name, answer_column_oid(a, x->types, c)};
-        rc = sink->columns(sink->ctx, cols, a->ncolumns, err);
-        /* offset and limit are any bigint >= 0 (limit -1: none): compare
-         * limit with the rows left after first, never first + limit, which
-         * wraps past INT64_MAX. */
-        int64_t first = x->b.offset < (int64_t)n ? x->b.offset : (int64_t)n;
-        int64_t last = x->b.limit < 0 || x->b.limit > (int64_t)n - first ? (int64_t)n : first + x->b.limit;
-        for (int64_t i = first; rc == 0 && i < last; i++) {
-            for (int c = 0; c < a->ncolumns; c++)
-                vals[c] = typed_value(x, &rows[i].cols[c], cols[c].type_oid,
-                                      digits + (size_t)c * DIGITS_CAP, DIGITS_CAP);
-            rc = sink->row(sink->ctx, vals, a->ncolumns, err);
+    qsort_r(st->rows, st->n, sizeof *st->rows, st->lazy_cols ? cmp_row_keys : cmp_rows,
+            (void *)a);
+    for (int c = 0; c < a->ncolumns; c++)
+        st->cols[c] = (struct answer_column){a->columns[c].name, answer_column_oid(a, x->types, c)};
+    /* offset and limit are any bigint >= 0 (limit -1: none): compare
+     * limit with the rows left after first, never first + limit, which
+     * wraps past INT64_MAX. */
+    int64_t n = st->n;
+    st->at = x->b.offset < n ? x->b.offset : n;
+    st->last = x->b.limit < 0 || x->b.limit > n - st->at ? n : st->at + x->b.limit;
+    return 0;
+}
+
+/* Finishes a lazy row's measures into cols_at_hand (freeing the last
+ * row's): the columns it hands over. */
+static const struct outval *row_cols(struct exec *x, struct answer_state *st, struct row *r,
+                                     struct ask_error *err)
+{
+    const struct sql_ask *a = x->ask;
+    if (!st->lazy_cols)
+        return r->cols;
+    for (int c = 0; c < a->ncolumns; c++) {
+        scratch_free(st->cols_at_hand[c].owned);
+        st->cols_at_hand[c] = (struct outval){.kind = OV_NULL};
+    }
+    for (int c = 0; c < a->ncolumns; c++) {
+        const struct sql_ask_column *col = &a->columns[c];
+        if (col->kind == SQL_ASK_BUCKET) {
+            st->cols_at_hand[c] = r->keys[0];
+        } else if (col->kind == SQL_ASK_MEASURE) {
+            st->cols_at_hand[c] = measure(x, &x->v->columns[col->view_column].measure, r->group);
+            if (st->cols_at_hand[c].kind == OV_AVG && !st->cols_at_hand[c].owned) {
+                ask_fail(err, 500, "internal", "out of memory");
+                return NULL;
+            }
+        } else {
+            for (int k = 0; k < a->ngroup_keys; k++)
+                if (a->group_keys[k] == col->view_column)
+                    st->cols_at_hand[c] = r->keys[k + 1];
         }
     }
-    for (uint32_t i = 0; rows && i < n; i++)
-        free_row(a, &rows[i]);
-    free(rows);
-    free(cols);
-    free(vals);
-    free(digits);
-    return rc;
+    if (x->answer_failed) {
+        *err = x->answer_err;
+        return NULL;
+    }
+    return st->cols_at_hand;
+}
+
+int answer_next(struct exec *x, const struct answer_sink *sink, int64_t max_rows, bool *done,
+                struct ask_error *err)
+{
+    const struct sql_ask *a = x->ask;
+    struct answer_state *st = x->answer;
+    if (!st->columns_sent) {
+        st->columns_sent = true;
+        if (sink->columns(sink->ctx, st->cols, a->ncolumns, err))
+            return -1;
+    }
+    for (int64_t k = 0; k < max_rows && st->at < st->last; k++, st->at++) {
+        const struct outval *cols = row_cols(x, st, &st->rows[st->at], err);
+        if (!cols)
+            return -1;
+        for (int c = 0; c < a->ncolumns; c++)
+            st->vals[c] = typed_value(x, &cols[c], st->cols[c].type_oid,
+                                      st->digits + (size_t)c * DIGITS_CAP, DIGITS_CAP);
+        if (sink->row(sink->ctx, st->vals, a->ncolumns, err))
+            return -1;
+    }
+    *done = st->at == st->last;
+    return 0;
+}
+
+void answer_release(struct exec *x)
+{
+    struct answer_state *st = x->answer;
+    if (!st)
+        return;
+    const struct sql_ask *a = x->ask;
+    for (uint32_t i = 0; st->rows && i < st->n; i++)
+        free_row(a, &st->rows[i]);
+    for (int c = 0; st->cols_at_hand && c < a->ncolumns; c++)
+        scratch_free(st->cols_at_hand[c].owned);
+    scratch_free(st->cols_at_hand);
+    scratch_free(st->rows);
+    scratch_free(st->cols);
+    scratch_free(st->vals);
+    scratch_free(st->digits);
+    scratch_free(st);
+    x->answer = NULL;
+}
+
+int answer_emit(struct exec *x, const struct answer_sink *sink, struct ask_error *err)
+{
+    bool done;
+    return answer_prepare(x, err) || answer_next(x, sink, INT64_MAX, &done, err) ? -1 : 0;
 }

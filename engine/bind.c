@@ -123,7 +123,7 @@ static int dim_text(const struct sql_operand *o, const struct operand_value *v, 
                         what(o, name, sizeof name));
     const char *s = v->kind == ASK_BOOL ? (v->boolean ? "true" : "false") : v->text;
     *len = v->kind == ASK_BOOL ? strlen(s) : v->len;
-    *text = malloc(*len + 1);
+    *text = scratch_malloc(*len + 1);
     if (!*text)
         return ask_fail(err, 500, "internal", "out of memory");
     memcpy(*text, s, *len);
@@ -169,9 +169,9 @@ static int bind_cond(struct store_read *r, const struct sql_ask *ask, int view,
                         c->kind == SQL_COND_LIKE ? "LIKE" : "ILIKE", vc->name, c->line, c->column);
     /* Ranges on text, and patterns, test each value's text. */
     out->by_text = pattern || (is_range(c->kind) && (out->is_dim || ft->type == STORE_TYPE_TEXT));
-    out->codes = calloc((size_t)c->nvalues, sizeof *out->codes);
-    out->texts = calloc((size_t)c->nvalues, sizeof *out->texts);
-    out->lens = calloc((size_t)c->nvalues, sizeof *out->lens);
+    out->codes = scratch_calloc((size_t)c->nvalues, sizeof *out->codes);
+    out->texts = scratch_calloc((size_t)c->nvalues, sizeof *out->texts);
+    out->lens = scratch_calloc((size_t)c->nvalues, sizeof *out->lens);
     if (!out->codes || !out->texts || !out->lens)
         return ask_fail(err, 500, "internal", "out of memory");
     for (int i = 0; i < c->nvalues; i++) {
@@ -292,7 +292,7 @@ int bind_ask(struct store_read *r, const struct sql_ask *ask, int view,
     if (ask->bucket_calendar &&
         !(out->group_tz = ask->bucket_zone ? tz_get(ask->bucket_zone, why, sizeof why) : out->tz))
         return ask_fail(err, 422, "bad_time_zone", "date_trunc's time zone: %s", why);
-    out->conds = calloc((size_t)ask->nconds + 1, sizeof *out->conds);
+    out->conds = scratch_calloc((size_t)ask->nconds + 1, sizeof *out->conds);
     if (!out->conds)
         return ask_fail(err, 500, "internal", "out of memory");
     for (int i = 0; i < ask->nconds; i++, out->nconds++)
@@ -300,7 +300,7 @@ int bind_ask(struct store_read *r, const struct sql_ask *ask, int view,
             out->nconds++;
             return -1;
         }
-    if (ask->nhaving && !(out->having = calloc((size_t)ask->nhaving, sizeof *out->having)))
+    if (ask->nhaving && !(out->having = scratch_calloc((size_t)ask->nhaving, sizeof *out->having)))
         return ask_fail(err, 500, "internal", "out of memory");
     for (int i = 0; i < ask->nhaving; i++) {
         struct operand_value v = {0};
@@ -324,13 +324,13 @@ void bound_free(struct bound *b)
 {
     for (int i = 0; i < b->nconds; i++) {
         for (int k = 0; k < b->conds[i].ntexts; k++)
-            free(b->conds[i].texts[k]);
-        free(b->conds[i].texts);
-        free(b->conds[i].lens);
-        free(b->conds[i].codes);
-        free(b->conds[i].memo);
+            scratch_free(b->conds[i].texts[k]);
+        scratch_free(b->conds[i].texts);
+        scratch_free(b->conds[i].lens);
+        scratch_free(b->conds[i].codes);
+        scratch_free(b->conds[i].memo);
     }
-    free(b->conds);
-    free(b->having);
+    scratch_free(b->conds);
+    scratch_free(b->having);
     memset(b, 0, sizeof *b);
 }

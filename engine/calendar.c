@@ -2,6 +2,8 @@
  * range (calendar.h). */
 #include "engine/calendar.h"
 
+#include "base/scratch.h"
+
 #include <stdlib.h>
 
 static int64_t floor_div(int64_t a, int64_t b) { return a / b - (a % b != 0 && (a < 0) != (b < 0)); }
@@ -87,7 +89,7 @@ int calendar_groups(const struct tz *tz, enum sql_time_unit unit, int64_t from, 
                     uint32_t max_groups, int64_t **edges, int64_t **keys, uint32_t *n)
 {
     uint32_t cap = 16, k = 0;
-    int64_t *e = malloc(sizeof *e * (cap + 1)), *key = malloc(sizeof *key * cap);
+    int64_t *e = scratch_malloc(sizeof *e * (cap + 1)), *key = scratch_malloc(sizeof *key * cap);
     *edges = *keys = NULL;
     *n = 0;
     if (!e || !key)
@@ -109,10 +111,10 @@ int calendar_groups(const struct tz *tz, enum sql_time_unit unit, int64_t from, 
             }
             if (k == cap) {
                 cap *= 2;
-                int64_t *e2 = realloc(e, sizeof *e * (cap + 1));
+                int64_t *e2 = scratch_realloc(e, sizeof *e * (cap + 1));
                 if (e2)
                     e = e2;
-                int64_t *k2 = realloc(key, sizeof *key * cap);
+                int64_t *k2 = scratch_realloc(key, sizeof *key * cap);
                 if (k2)
                     key = k2;
                 if (!e2 || !k2)
@@ -129,7 +131,7 @@ int calendar_groups(const struct tz *tz, enum sql_time_unit unit, int64_t from, 
     *n = k;
     return 0;
 fail:
-    free(e);
-    free(key);
+    scratch_free(e);
+    scratch_free(key);
     return -1;
 }

@@ -44,7 +44,8 @@ struct engine *engine_open(const char *store_dir, const struct engine_limits *li
         free(e);
         return NULL;
     }
-    e->limits = (struct engine_limits){.max_groups = 100000, .max_ask_bytes = 64 << 10, .max_params = 256,
+    e->limits = (struct engine_limits){.max_groups = ENGINE_DEFAULT_MAX_GROUPS, .max_ask_bytes = 64 << 10, .max_params = 256,
+                                       .ask_memory = ENGINE_DEFAULT_ASK_MEMORY,
                                        .max_cached_asks = ENGINE_DEFAULT_CACHED_ASKS,
                                        .max_cached_bytes = ENGINE_DEFAULT_CACHED_BYTES};
     if (limits) {
@@ -60,6 +61,8 @@ struct engine *engine_open(const char *store_dir, const struct engine_limits *li
             e->limits.max_cached_asks = limits->max_cached_asks;
         if (limits->max_cached_bytes > 0)
             e->limits.max_cached_bytes = limits->max_cached_bytes;
+        if (limits->ask_memory > 0)
+            e->limits.ask_memory = limits->ask_memory;
     }
     pthread_mutex_init(&e->cache_lock, NULL);
     return e;
@@ -268,60 +271,153 @@ void engine_snapshot_end(struct engine_snapshot *s)
     free(s);
 }
 
-/* engine_ask_rows; json, when not NULL, gets the JSON answer's end
- * (answer_json_end) once the rows are out. */
-static int ask_rows(struct engine *e, const struct ask_request *req,
-                    struct engine_snapshot *snapshot, const struct answer_sink *sink,
-                    struct buf *json, struct ask_error *err)
+/* ---- Answers, whole or a part at a time ---------------------------------------- */
+
+struct engine_answer {
+    struct engine *e;
+    struct cached_ask *held;
+    struct exec x;
+    bool own_read;             /* x.r is the answer's own read snapshot */
+    bool done;                 /* the last row is out */
+    struct scratch_budget budget; /* the ask's scratch (--ask-memory) */
+    struct answer_json json;   /* engine_answer_json's writer */
+    bool json_ended;           /* its closing bytes are written */
+};
+
+/* An ask that failed for want of scratch under its budget fails with the
+ * limit's name, whatever out-of-memory error the path that hit it gave. */
+static int scratch_refusal(const struct engine_answer *a, struct ask_error *err)
 {
-    struct cached_ask *held = checked_compile(e, req->ask, req->nparams, err);
-    if (!held)
-        return -1;
-    const struct sql_ask *ask = held->ask;
-    struct exec x = {.e = e, .ask = ask, .v = ask->view, .cancel = req->cancel};
-    x.view = view_index(e->store, ask->view);
-    x.types = store_fact_types(e->store, x.view);
-    struct store_error serr;
-    int rc = 0;
-    if (snapshot)
-        x.r = snapshot->r;
-    else if (store_read_begin(e->store, &x.r, &serr))
-        rc = ask_fail(err, 503, "store_unavailable", "%s", serr.message);
+    size_t limit = a->budget.limit;
+    if (limit % ((size_t)1 << 20) == 0)
+        return ask_fail(err, 422, "ask_memory",
+                        "the ask needs more than %zu MiB of scratch memory (--ask-memory); "
+                        "narrow the range or group by fewer keys",
+                        limit >> 20);
+    return ask_fail(err, 422, "ask_memory",
+                    "the ask needs more than %zu bytes of scratch memory (--ask-memory); "
+                    "narrow the range or group by fewer keys",
+                    limit);
+}
+
+int engine_answer_open(struct engine *e, const struct ask_request *req,
+                       struct engine_snapshot *snapshot, struct engine_answer **out,
+                       struct ask_error *err)
+{
+    struct engine_answer *a = calloc(1, sizeof *a);
+    if (!a)
+        return ask_fail(err, 500, "internal", "out of memory");
+    a->e = e;
+    a->budget.limit = e->limits.ask_memory;
+    struct scratch_budget *outer = scratch_enter(&a->budget);
+    int rc = (a->held = checked_compile(e, req->ask, req->nparams, err)) ? 0 : -1;
     if (rc == 0) {
-        x.snapshot = store_read_snapshot_id(x.r);
-        rc = bind_ask(x.r, ask, x.view, x.types, req, &x.b, err);
+        const struct sql_ask *ask = a->held->ask;
+        a->x = (struct exec){.e = e, .ask = ask, .v = ask->view, .cancel = req->cancel};
+        a->x.view = view_index(e->store, ask->view);
+        a->x.types = store_fact_types(e->store, a->x.view);
+        struct store_error serr;
+        if (snapshot)
+            a->x.r = snapshot->r;
+        else if (store_read_begin(e->store, &a->x.r, &serr))
+            rc = ask_fail(err, 503, "store_unavailable", "%s", serr.message);
+        else
+            a->own_read = true;
+    }
+    if (rc == 0) {
+        a->x.snapshot = store_read_snapshot_id(a->x.r);
+        rc = bind_ask(a->x.r, a->held->ask, a->x.view, a->x.types, req, &a->x.b, err);
     }
     if (rc == 0)
-        rc = exec_scan(&x, err);
+        rc = exec_scan(&a->x, err);
     if (rc == 0)
-        rc = answer_emit(&x, sink, err);
-    if (rc == 0 && json)
-        answer_json_end(&x, json);
-    exec_free(&x);
-    if (!snapshot)
-        store_read_end(x.r);
-    release(e, held);
+        rc = answer_prepare(&a->x, err);
+    if (rc && a->budget.exceeded)
+        scratch_refusal(a, err);
+    scratch_leave(outer);
+    if (rc) {
+        engine_answer_close(a);
+        return -1;
+    }
+    *out = a;
+    return 0;
+}
+
+int engine_answer_rows(struct engine_answer *a, const struct answer_sink *sink, int64_t max_rows,
+                       bool *done, struct ask_error *err)
+{
+    struct scratch_budget *outer = scratch_enter(&a->budget);
+    int rc = answer_next(&a->x, sink, max_rows, &a->done, err);
+    if (rc && a->budget.exceeded)
+        scratch_refusal(a, err);
+    scratch_leave(outer);
+    *done = a->done;
     return rc;
+}
+
+/* Rows handed to the JSON writer per answer_next: enough that the call's
+ * cost is nothing beside the rows', few enough that a part overshoots
+ * the bytes asked for by a few KiB at most. */
+enum { JSON_ROWS_PER_STEP = 32 };
+
+int engine_answer_json(struct engine_answer *a, struct buf *out, size_t want, bool *done,
+                       struct ask_error *err)
+{
+    struct answer_sink sink = answer_json_sink;
+    a->json.out = out;
+    sink.ctx = &a->json;
+    int rc = 0;
+    while (rc == 0 && !a->done && out->len < want)
+        rc = engine_answer_rows(a, &sink, JSON_ROWS_PER_STEP, done, err);
+    if (rc == 0 && a->done && !a->json_ended) {
+        answer_json_end(&a->x, out); /* a few bytes past want at most */
+        a->json_ended = true;
+    }
+    *done = a->json_ended;
+    if (rc == 0 && out->failed)
+        rc = ask_fail(err, 500, "internal", "out of memory writing the answer");
+    return rc;
+}
+
+void engine_answer_close(struct engine_answer *a)
+{
+    if (!a)
+        return;
+    struct scratch_budget *outer = scratch_enter(&a->budget);
+    answer_release(&a->x);
+    exec_free(&a->x);
+    if (a->own_read)
+        store_read_end(a->x.r);
+    if (a->held)
+        release(a->e, a->held);
+    scratch_leave(outer);
+    scratch_give_back(&a->budget);
+    free(a);
 }
 
 int engine_ask_rows(struct engine *e, const struct ask_request *req,
                     struct engine_snapshot *snapshot, const struct answer_sink *sink,
                     struct ask_error *err)
 {
-    return ask_rows(e, req, snapshot, sink, NULL, err);
+    struct engine_answer *a;
+    bool done;
+    if (engine_answer_open(e, req, snapshot, &a, err))
+        return -1;
+    int rc = engine_answer_rows(a, sink, INT64_MAX, &done, err);
+    engine_answer_close(a);
+    return rc;
 }
 
 int engine_ask(struct engine *e, const struct ask_request *req, struct buf *out,
                struct ask_error *err)
 {
-    struct answer_json j = {.out = out};
-    struct answer_sink sink = answer_json_sink;
-    sink.ctx = &j;
-    if (ask_rows(e, req, NULL, &sink, out, err))
+    struct engine_answer *a;
+    bool done;
+    if (engine_answer_open(e, req, NULL, &a, err))
         return -1;
-    if (out->failed)
-        return ask_fail(err, 500, "internal", "out of memory writing the answer");
-    return 0;
+    int rc = engine_answer_json(a, out, SIZE_MAX, &done, err);
+    engine_answer_close(a);
+    return rc;
 }
 
 int engine_describe(struct engine *e, const char *text, struct answer_column **cols, int *ncols,

@@ -60,14 +60,28 @@ int ask_fail(struct ask_error *err, int status, const char *code, const char *fm
 #define ENGINE_DEFAULT_CACHED_ASKS 4096
 #define ENGINE_DEFAULT_CACHED_BYTES ((size_t)64 << 20)
 
+/* Groups an ask may hold at once: a guard on their number beside
+ * --ask-memory's on their bytes, far past any answer a person reads and
+ * past the hour x payment type x borough series of six months (111,922
+ * rows), which streams (SPEC.md §6.1 "Scratch"). */
+#define ENGINE_DEFAULT_MAX_GROUPS 1000000
+
+/* An ask's scratch (its groups, their value counts, decoded columns, the
+ * answer's rows) is bounded by 256 MiB unless --ask-memory says
+ * otherwise (SPEC.md §6.1 "Scratch"). */
+#define ENGINE_DEFAULT_ASK_MEMORY ((size_t)256 << 20)
+
 struct engine_limits {
-    int max_groups;        /* answer rows before grouping stops: 422; default 100000 */
+    int max_groups;        /* groups held at once: 422 past them; default
+                              ENGINE_DEFAULT_MAX_GROUPS */
     int64_t max_ask_us;    /* time budget per ask: 503 beyond it; 0 = none */
     size_t max_ask_bytes;  /* longest ask text; default 64 KiB */
     int max_params;        /* default 256 */
     int max_cached_asks;   /* compiled asks kept; default ENGINE_DEFAULT_CACHED_ASKS */
     size_t max_cached_bytes; /* their bytes (texts and compiled asks);
                                 default ENGINE_DEFAULT_CACHED_BYTES */
+    size_t ask_memory;     /* scratch bytes per ask: 422 ask_memory past
+                              them; default ENGINE_DEFAULT_ASK_MEMORY */
     bool cells_only;       /* never fold rollups: the reference the tests
                               compare rollup answers with */
 };
@@ -156,6 +170,31 @@ struct answer_sink {
 int engine_ask_rows(struct engine *e, const struct ask_request *req,
                     struct engine_snapshot *snapshot, const struct answer_sink *sink,
                     struct ask_error *err);
+
+/* An answer handed over a part at a time (a streamed HTTP answer, a
+ * PostgreSQL portal): engine_answer_open compiles, binds, scans and
+ * orders the rows; each later call hands over some of them. It holds its
+ * read snapshot (snapshot NULL: its own) and its scratch until
+ * engine_answer_close, and is used by one thread at a time, though not
+ * always the same one. Every call that fails leaves it to be closed. */
+struct engine_answer;
+/* Returns 0 with *out, or -1 with err (nothing to close). */
+int engine_answer_open(struct engine *e, const struct ask_request *req,
+                       struct engine_snapshot *snapshot, struct engine_answer **out,
+                       struct ask_error *err);
+/* The columns (first call), then up to max_rows rows into sink; *done
+ * once the last row is out. Returns 0, or -1 with err. */
+int engine_answer_rows(struct engine_answer *a, const struct answer_sink *sink, int64_t max_rows,
+                       bool *done, struct ask_error *err);
+/* Appends the JSON answer's next bytes to out (engine_ask's text, cut
+ * anywhere): rows until out holds want bytes or more, then, after the
+ * last row, the answer's end; *done once that is written. Returns 0, or
+ * -1 with err (out of memory, a value that failed to decode). */
+int engine_answer_json(struct engine_answer *a, struct buf *out, size_t want, bool *done,
+                       struct ask_error *err);
+/* Frees the answer, ends its snapshot when it is its own, and gives heavy
+ * scratch back to the system (base/scratch.h). NULL is a no-op. */
+void engine_answer_close(struct engine_answer *a);
 
 /* What an ask would answer, without reading the store: its columns
  * (*cols malloc'd with their names: one free) and, per

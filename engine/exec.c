@@ -62,7 +62,7 @@ static int64_t dim_ids_room(struct dim_cache *c)
         if (c->ids_cap > UINT32_MAX / 2)
             return -1;
         uint32_t cap = c->ids_cap ? c->ids_cap * 2 : 256 * n;
-        int64_t *ids = realloc(c->ids, sizeof *ids * cap);
+        int64_t *ids = scratch_realloc(c->ids, sizeof *ids * cap);
         if (!ids)
             return -1;
         c->ids = ids;
@@ -81,17 +81,17 @@ int64_t pool_intern(struct text_pool *p, const char *text, size_t len, bool is_n
             return i;
     if (p->n == p->cap) {
         int cap = p->cap ? p->cap * 2 : 16;
-        char **t = realloc(p->texts, sizeof *t * (size_t)cap);
+        char **t = scratch_realloc(p->texts, sizeof *t * (size_t)cap);
         if (t)
             p->texts = t;
-        size_t *l = realloc(p->lens, sizeof *l * (size_t)cap);
+        size_t *l = scratch_realloc(p->lens, sizeof *l * (size_t)cap);
         if (l)
             p->lens = l;
         if (!t || !l)
             return -2;
         p->cap = cap;
     }
-    if (!(p->texts[p->n] = malloc(len + 1)))
+    if (!(p->texts[p->n] = scratch_malloc(len + 1)))
         return -2;
     memcpy(p->texts[p->n], text, len);
     p->texts[p->n][len] = '\0';
@@ -119,12 +119,12 @@ static int dim_lookup_slow(struct exec *x, int join, int64_t key, const struct d
                            struct ask_error *err)
 {
     struct dim_cache *c = &x->dims[join];
-    if (!c->direct && !(c->direct = calloc(DIM_DIRECT, sizeof *c->direct)))
+    if (!c->direct && !(c->direct = scratch_calloc(DIM_DIRECT, sizeof *c->direct)))
         return ask_fail(err, 500, "internal", "out of memory");
     if (c->n * 2 >= c->nslots) {
         memset(c->direct, 0, DIM_DIRECT * sizeof *c->direct); /* slots move */
         uint32_t nslots = c->nslots ? c->nslots * 2 : 64;
-        struct dim_entry *s = calloc(nslots, sizeof *s);
+        struct dim_entry *s = scratch_calloc(nslots, sizeof *s);
         if (!s)
             return ask_fail(err, 500, "internal", "out of memory");
         for (uint32_t i = 0; i < c->nslots; i++)
@@ -134,7 +134,7 @@ static int dim_lookup_slow(struct exec *x, int join, int64_t key, const struct d
                     h = (h + 1) & (nslots - 1);
                 s[h] = c->slots[i];
             }
-        free(c->slots);
+        scratch_free(c->slots);
         c->slots = s;
         c->nslots = nslots;
     }
@@ -180,25 +180,25 @@ static void group_free(const struct sql_view *v, struct group *g)
         return;
     for (int i = 0; g->vcs && i < v->nvalue_counts; i++)
         vc_acc_free(&g->vcs[i]);
-    free(g->key);
-    free(g->counts);
-    free(g->exact);
-    free(g->real);
-    free(g->vcs);
-    free(g);
+    scratch_free(g->key);
+    scratch_free(g->counts);
+    scratch_free(g->exact);
+    scratch_free(g->real);
+    scratch_free(g->vcs);
+    scratch_free(g);
 }
 
 static struct group *group_new(struct exec *x, const int64_t *key)
 {
     const struct sql_view *v = x->v;
-    struct group *g = calloc(1, sizeof *g);
+    struct group *g = scratch_calloc(1, sizeof *g);
     if (!g)
         return NULL;
-    g->key = malloc(8 * (size_t)x->groups.nkey + 8);
-    g->counts = calloc((size_t)v->ncounts + 1, sizeof *g->counts);
-    g->exact = calloc((size_t)v->nsums + 1, sizeof *g->exact);
-    g->real = calloc((size_t)v->nsums + 1, sizeof *g->real);
-    g->vcs = calloc((size_t)v->nvalue_counts + 1, sizeof *g->vcs);
+    g->key = scratch_malloc(8 * (size_t)x->groups.nkey + 8);
+    g->counts = scratch_calloc((size_t)v->ncounts + 1, sizeof *g->counts);
+    g->exact = scratch_calloc((size_t)v->nsums + 1, sizeof *g->exact);
+    g->real = scratch_calloc((size_t)v->nsums + 1, sizeof *g->real);
+    g->vcs = scratch_calloc((size_t)v->nvalue_counts + 1, sizeof *g->vcs);
     if (!g->key || !g->counts || !g->exact || !g->real || !g->vcs) {
         group_free(v, g);
         return NULL;
@@ -210,7 +210,7 @@ static struct group *group_new(struct exec *x, const int64_t *key)
 static int map_grow(struct group_map *m)
 {
     uint32_t nslots = m->nslots ? m->nslots * 2 : 64;
-    struct group **s = calloc(nslots, sizeof *s);
+    struct group **s = scratch_calloc(nslots, sizeof *s);
     if (!s)
         return -1;
     for (uint32_t i = 0; i < m->n; i++) {
@@ -219,7 +219,7 @@ static int map_grow(struct group_map *m)
             h = (h + 1) & (nslots - 1);
         s[h] = m->all[i];
     }
-    free(m->slots);
+    scratch_free(m->slots);
     m->slots = s;
     m->nslots = nslots;
     return 0;
@@ -265,7 +265,7 @@ static struct group *group_find_or_add(struct exec *x, const int64_t *key, struc
     struct group *g = group_new(x, key);
     if (m->n == m->cap) {
         uint32_t cap = m->cap ? m->cap * 2 : 64;
-        struct group **all = realloc(m->all, sizeof *all * cap);
+        struct group **all = scratch_realloc(m->all, sizeof *all * cap);
         if (!all) {
             group_free(x->v, g);
             ask_fail(err, 500, "internal", "out of memory");
@@ -297,7 +297,7 @@ static void seg_free(const struct sql_view *v, struct seg_columns *c)
     for (int k = 0; c->vc_shared && k < v->nvalue_counts; k++)
         if (c->vc_shared[k])
             vc_shared_release(c->vc_shared[k]); /* the arrays live on while groups hold them */
-    free(c->vc_shared);
+    scratch_free(c->vc_shared);
     store_rows_free(v, &c->r);
     memset(c, 0, sizeof *c);
 }
@@ -331,7 +331,7 @@ int vc_shared_fill(struct vc_shared *s, struct ask_error *err)
         return -1;
     if (store_lazy_codes(l, 0, s->n, s->codes, &serr))
         return cursor_failed(err, &serr);
-    free(l);
+    scratch_free(l);
     s->lazy = NULL;
     return 0;
 }
@@ -374,7 +374,7 @@ int vc_shared_code(struct vc_shared *s, uint32_t i, int64_t *code, struct ask_er
 /* Hands each value count's runs, as loaded, to a vc_shared groups may hold. */
 static int share_runs(const struct exec *x, struct seg_columns *c, struct ask_error *err)
 {
-    if (!(c->vc_shared = calloc((size_t)x->v->nvalue_counts + 1, sizeof *c->vc_shared)))
+    if (!(c->vc_shared = scratch_calloc((size_t)x->v->nvalue_counts + 1, sizeof *c->vc_shared)))
         return ask_fail(err, 500, "internal", "out of memory");
     for (int k = 0; k < x->v->nvalue_counts; k++) {
         if (!c->r.vc_off[k])
@@ -384,9 +384,9 @@ static int share_runs(const struct exec *x, struct seg_columns *c, struct ask_er
         struct store_lazy_runs *lazy;
         store_rows_take_runs(&c->r, k, &codes, &rows, &n, &lazy);
         if (!(c->vc_shared[k] = vc_shared_new(codes, rows, n, lazy))) {
-            free(codes);
-            free(rows);
-            free(lazy);
+            scratch_free(codes);
+            scratch_free(rows);
+            scratch_free(lazy);
             return ask_fail(err, 500, "internal", "out of memory");
         }
     }
@@ -414,7 +414,7 @@ static int code_set_build(struct code_set *s, const int64_t *codes, int n)
     uint32_t size = 16;
     while (size < 2 * (uint32_t)n)
         size *= 2;
-    if (!(s->slots = malloc(sizeof *s->slots * size)))
+    if (!(s->slots = scratch_malloc(sizeof *s->slots * size)))
         return -1;
     s->mask = size - 1;
     for (uint32_t i = 0; i < size; i++)
@@ -480,7 +480,7 @@ static int text_truth(struct exec *x, int k, int64_t id, const char *text, size_
             uint32_t n = bc->nmemo ? bc->nmemo : 64;
             while (n <= id)
                 n *= 2;
-            uint8_t *m = realloc(bc->memo, n);
+            uint8_t *m = scratch_realloc(bc->memo, n);
             if (m) {
                 memset(m + bc->nmemo, 0, n - bc->nmemo);
                 bc->memo = m;
@@ -752,7 +752,7 @@ static int scan_segment(struct exec *x, const struct store_block *b, int64_t fro
     int rc = store_rows_load(b, &want, &c.r, &serr) ? cursor_failed(err, &serr) : 0;
     bool *pass = NULL;
     if (rc == 0 && filter_first) {
-        if (!(pass = calloc((size_t)c.r.n + 1, sizeof *pass)))
+        if (!(pass = scratch_calloc((size_t)c.r.n + 1, sizeof *pass)))
             rc = ask_fail(err, 500, "internal", "out of memory");
         for (uint32_t i = 0; rc == 0 && i < c.r.n; i++) {
             int64_t bucket = b->span_start + c.r.bucket[i] * b->width;
@@ -784,7 +784,7 @@ static int scan_segment(struct exec *x, const struct store_block *b, int64_t fro
         else
             rc = fold_cell(x, &c, i, g, err);
     }
-    free(pass);
+    scratch_free(pass);
     seg_free(x->v, &c);
     return rc;
 }
@@ -847,7 +847,7 @@ static int add_piece(struct exec *x, int width, int64_t from, int64_t to, struct
 {
     if (x->npieces == x->pieces_cap) {
         uint32_t cap = x->pieces_cap ? x->pieces_cap * 2 : 16;
-        struct scan_piece *p = realloc(x->pieces, sizeof *p * cap);
+        struct scan_piece *p = scratch_realloc(x->pieces, sizeof *p * cap);
         if (!p)
             return ask_fail(err, 500, "internal", "out of memory");
         x->pieces = p;
@@ -1032,8 +1032,8 @@ static int ask_measure(const struct sql_ask *a, int i)
 static int plan_rows_counts(struct exec *x)
 {
     const struct sql_view *v = x->v;
-    if (!(x->rows_count = malloc(sizeof *x->rows_count * ((size_t)v->nvalue_counts + 1))) ||
-        !(x->lazy_rows = calloc((size_t)v->nvalue_counts + 1, sizeof *x->lazy_rows)))
+    if (!(x->rows_count = scratch_malloc(sizeof *x->rows_count * ((size_t)v->nvalue_counts + 1))) ||
+        !(x->lazy_rows = scratch_calloc((size_t)v->nvalue_counts + 1, sizeof *x->lazy_rows)))
         return -1;
     for (int k = 0; k < v->nvalue_counts; k++) {
         const struct sql_value_count_spec *vs = &v->value_counts[k];
@@ -1060,16 +1060,16 @@ static int plan_rows_counts(struct exec *x)
 static int plan_needs(struct exec *x, struct ask_error *err)
 {
     const struct sql_view *v = x->v;
-    x->need_key = calloc((size_t)v->ncell_keys + 1, 1);
-    x->need_count = calloc((size_t)v->ncounts + 1, 1);
-    x->need_sum = calloc((size_t)v->nsums + 1, 1);
-    x->need_vc = calloc((size_t)v->nvalue_counts + 1, 1);
-    x->dims = calloc((size_t)v->njoins + 1, sizeof *x->dims);
+    x->need_key = scratch_calloc((size_t)v->ncell_keys + 1, 1);
+    x->need_count = scratch_calloc((size_t)v->ncounts + 1, 1);
+    x->need_sum = scratch_calloc((size_t)v->nsums + 1, 1);
+    x->need_vc = scratch_calloc((size_t)v->nvalue_counts + 1, 1);
+    x->dims = scratch_calloc((size_t)v->njoins + 1, sizeof *x->dims);
     if (!x->need_key || !x->need_count || !x->need_sum || !x->need_vc || !x->dims)
         return ask_fail(err, 500, "internal", "out of memory");
     for (int j = 0; j < v->njoins; j++) {
         x->dims[j].nvalues = v->joins[j].ndim_columns - 1;
-        if (!(x->dims[j].vals = calloc((size_t)x->dims[j].nvalues + 1, sizeof *x->dims[j].vals)))
+        if (!(x->dims[j].vals = scratch_calloc((size_t)x->dims[j].nvalues + 1, sizeof *x->dims[j].vals)))
             return ask_fail(err, 500, "internal", "out of memory");
     }
     for (int i = 0; i < ask_nmeasures(x->ask); i++) {
@@ -1088,7 +1088,7 @@ static int plan_needs(struct exec *x, struct ask_error *err)
     if (plan_rows_counts(x))
         return ask_fail(err, 500, "internal", "out of memory");
     x->groups.nkey = 1 + x->ask->ngroup_keys;
-    if (!(x->key = calloc((size_t)x->groups.nkey, sizeof *x->key)))
+    if (!(x->key = scratch_calloc((size_t)x->groups.nkey, sizeof *x->key)))
         return ask_fail(err, 500, "internal", "out of memory");
     /* The keys read: group keys, conditions, and inner joins (they drop
      * cells whose key has no dim row). */
@@ -1113,20 +1113,20 @@ static int plan_needs(struct exec *x, struct ask_error *err)
             x->read_key = x->read_key == -1 ? k : -2;
     /* A dim condition's texts interned where the dim values met will be:
      * equal texts, equal ids. */
-    x->cond_ids = calloc((size_t)x->b.nconds + 1, sizeof *x->cond_ids);
+    x->cond_ids = scratch_calloc((size_t)x->b.nconds + 1, sizeof *x->cond_ids);
     if (!x->cond_ids)
         return ask_fail(err, 500, "internal", "out of memory");
     for (int k = 0; k < x->b.nconds; k++) {
         const struct bound_cond *bc = &x->b.conds[k];
         if (!bc->is_dim || bc->by_text)
             continue; /* a text test reads the value's own text */
-        if (!(x->cond_ids[k] = malloc(sizeof **x->cond_ids * ((size_t)bc->ntexts + 1))))
+        if (!(x->cond_ids[k] = scratch_malloc(sizeof **x->cond_ids * ((size_t)bc->ntexts + 1))))
             return ask_fail(err, 500, "internal", "out of memory");
         for (int i = 0; i < bc->ntexts; i++)
             if ((x->cond_ids[k][i] = pool_intern(&x->pool, bc->texts[i], bc->lens[i], false)) < 0)
                 return ask_fail(err, 500, "internal", "out of memory");
     }
-    x->cond_sets = calloc((size_t)x->b.nconds + 1, sizeof *x->cond_sets);
+    x->cond_sets = scratch_calloc((size_t)x->b.nconds + 1, sizeof *x->cond_sets);
     if (!x->cond_sets)
         return ask_fail(err, 500, "internal", "out of memory");
     for (int k = 0; k < x->b.nconds; k++) {
@@ -1190,34 +1190,34 @@ void exec_free(struct exec *x)
 {
     for (uint32_t i = 0; i < x->groups.n; i++)
         group_free(x->v, x->groups.all[i]);
-    free(x->groups.all);
-    free(x->groups.slots);
+    scratch_free(x->groups.all);
+    scratch_free(x->groups.slots);
     for (int i = 0; i < x->pool.n; i++)
-        free(x->pool.texts[i]);
-    free(x->pool.texts);
-    free(x->pool.lens);
+        scratch_free(x->pool.texts[i]);
+    scratch_free(x->pool.texts);
+    scratch_free(x->pool.lens);
     for (int j = 0; x->dims && j < x->v->njoins; j++) {
-        free(x->dims[j].ids);
-        free(x->dims[j].slots);
-        free(x->dims[j].direct);
-        free(x->dims[j].vals);
+        scratch_free(x->dims[j].ids);
+        scratch_free(x->dims[j].slots);
+        scratch_free(x->dims[j].direct);
+        scratch_free(x->dims[j].vals);
     }
-    free(x->dims);
+    scratch_free(x->dims);
     for (int k = 0; x->cond_ids && k < x->b.nconds; k++)
-        free(x->cond_ids[k]);
-    free(x->cond_ids);
+        scratch_free(x->cond_ids[k]);
+    scratch_free(x->cond_ids);
     for (int k = 0; x->cond_sets && k < x->b.nconds; k++)
-        free(x->cond_sets[k].slots);
-    free(x->cond_sets);
-    free(x->key);
-    free(x->need_key);
-    free(x->need_count);
-    free(x->need_sum);
-    free(x->need_vc);
-    free(x->rows_count);
-    free(x->pieces);
-    free(x->cal_edges);
-    free(x->cal_keys);
-    free(x->lazy_rows);
+        scratch_free(x->cond_sets[k].slots);
+    scratch_free(x->cond_sets);
+    scratch_free(x->key);
+    scratch_free(x->need_key);
+    scratch_free(x->need_count);
+    scratch_free(x->need_sum);
+    scratch_free(x->need_vc);
+    scratch_free(x->rows_count);
+    scratch_free(x->pieces);
+    scratch_free(x->cal_edges);
+    scratch_free(x->cal_keys);
+    scratch_free(x->lazy_rows);
     bound_free(&x->b);
 }

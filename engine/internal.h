@@ -6,6 +6,7 @@
 #include "base/decimal.h"
 #include "engine/engine.h"
 #include "engine/tz.h"
+#include "base/scratch.h"
 
 #include <pthread.h>
 
@@ -244,6 +245,7 @@ struct exec {
     bool where_all_and;       /* the conditions are leaves under AND only */
     bool any_vc;              /* some value count is needed */
     bool answer_failed;       /* a lazy code failed to decode while answering */
+    struct answer_state *answer; /* answer_prepare's rows (answer.c) */
     struct ask_error answer_err;
 };
 
@@ -267,7 +269,18 @@ int64_t pool_intern(struct text_pool *p, const char *text, size_t len, bool is_n
 
 /* ---- Answers ------------------------------------------------------------------ */
 
-/* Hands the groups to sink as typed rows (engine_ask_rows). */
+/* Finishes the groups into the answer's rows: HAVING applied, ordered,
+ * OFFSET and LIMIT's window found (x->answer). Returns 0, or -1 with err;
+ * answer_release frees what it built either way. */
+int answer_prepare(struct exec *x, struct ask_error *err);
+/* Hands sink the columns (first call) and then up to max_rows of the
+ * rows not yet handed over; *done once the last is out. Returns 0, or -1
+ * with err (a sink's error, or a value that failed to decode). */
+int answer_next(struct exec *x, const struct answer_sink *sink, int64_t max_rows, bool *done,
+                struct ask_error *err);
+void answer_release(struct exec *x);
+/* answer_prepare, then every row to sink; answer_release stays the
+ * caller's. */
 int answer_emit(struct exec *x, const struct answer_sink *sink, struct ask_error *err);
 /* PostgreSQL's type of an ask's output column c (engine.h). */
 uint32_t answer_column_oid(const struct sql_ask *a, const struct store_column_type *types, int c);

@@ -65,7 +65,7 @@ size_t dec_avg(__int128 sum, int scale, int64_t count, char *buf, size_t len)
     for (int i = 0; i < scale; i++)
         den *= 10;
     unsigned __int128 q = mag / den, rem = mag % den;
-    char *frac = malloc((size_t)rscale + 1);
+    char *frac = scratch_malloc((size_t)rscale + 1);
     if (!frac)
         return (size_t)snprintf(buf, len, "NaN");
     for (int i = 0; i < rscale; i++) {
@@ -87,7 +87,7 @@ size_t dec_avg(__int128 sum, int scale, int64_t count, char *buf, size_t len)
     bool negative = sum < 0 && (q != 0 || strspn(frac, "0") < (size_t)rscale);
     size_t n = (size_t)snprintf(buf, len, "%s%s%s%.*s", negative ? "-" : "", ip,
                                 rscale ? "." : "", rscale, frac);
-    free(frac);
+    scratch_free(frac);
     return n;
 }
 

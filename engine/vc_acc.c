@@ -39,10 +39,10 @@ enum { VC_MERGE_ADDS = 4, VC_DENSE_AFTER = 256, VC_WINDOW = 1 << 15, VC_LEND_RUN
 static int hash_grow(struct vc_acc *a)
 {
     uint32_t cap = a->cap ? a->cap * 2 : 16;
-    int64_t *codes = malloc(8 * (size_t)cap), *rows = calloc(cap, 8);
+    int64_t *codes = scratch_malloc(8 * (size_t)cap), *rows = scratch_calloc(cap, 8);
     if (!codes || !rows) {
-        free(codes);
-        free(rows);
+        scratch_free(codes);
+        scratch_free(rows);
         return -1;
     }
     for (uint32_t i = 0; i < cap; i++)
@@ -55,8 +55,8 @@ static int hash_grow(struct vc_acc *a)
             codes[h] = a->codes[i];
             rows[h] = a->rows[i];
         }
-    free(a->codes);
-    free(a->rows);
+    scratch_free(a->codes);
+    scratch_free(a->rows);
     a->codes = codes;
     a->rows = rows;
     a->cap = cap;
@@ -96,7 +96,7 @@ static int try_window(struct vc_acc *a)
     int64_t lo;
     if (__builtin_sub_overflow(min, (VC_WINDOW - range) / 8, &lo))
         return 0; /* codes near INT64_MIN */
-    int64_t *win = calloc(VC_WINDOW, sizeof *win);
+    int64_t *win = scratch_calloc(VC_WINDOW, sizeof *win);
     if (!win)
         return -1;
     uint32_t kept = 0;
@@ -105,8 +105,8 @@ static int try_window(struct vc_acc *a)
             win[a->codes[i] - lo] += a->rows[i];
             kept++;
         }
-    free(a->codes);
-    free(a->rows);
+    scratch_free(a->codes);
+    scratch_free(a->rows);
     a->codes = a->rows = NULL;
     a->n = a->cap = 0;
     a->win = win;
@@ -119,8 +119,8 @@ static int try_window(struct vc_acc *a)
  * block arrays. */
 static void let_go(struct vc_acc *a)
 {
-    free(a->owned_codes);
-    free(a->owned_rows);
+    scratch_free(a->owned_codes);
+    scratch_free(a->owned_rows);
     vc_shared_release(a->lent);
     a->owned_codes = a->owned_rows = NULL;
     a->sorted_codes = a->sorted_rows = NULL;
@@ -143,10 +143,10 @@ static void own(struct vc_acc *a, int64_t *codes, int64_t *rows, uint32_t n)
 static int copy_lent(struct vc_acc *a)
 {
     size_t bytes = 8 * ((size_t)a->nsorted + 1);
-    int64_t *oc = malloc(bytes), *orows = malloc(bytes);
+    int64_t *oc = scratch_malloc(bytes), *orows = scratch_malloc(bytes);
     if (!oc || !orows) {
-        free(oc);
-        free(orows);
+        scratch_free(oc);
+        scratch_free(orows);
         return -1;
     }
     memcpy(oc, a->sorted_codes, 8 * (size_t)a->nsorted);
@@ -187,10 +187,10 @@ static int merge_sorted(struct vc_acc *a, const int64_t *codes, const int64_t *r
     if (rc)
         return rc;
     size_t cap = (size_t)a->nsorted + (size_t)n + 1;
-    int64_t *oc = malloc(8 * cap), *orows = malloc(8 * cap);
+    int64_t *oc = scratch_malloc(8 * cap), *orows = scratch_malloc(8 * cap);
     if (!oc || !orows) {
-        free(oc);
-        free(orows);
+        scratch_free(oc);
+        scratch_free(orows);
         return -1;
     }
     const int64_t *sc = a->sorted_codes, *sr = a->sorted_rows;
@@ -309,16 +309,16 @@ int vc_acc_add_runs(struct vc_acc *a, struct vc_shared *shared, const int64_t *c
 void vc_acc_free(struct vc_acc *a)
 {
     let_go(a);
-    free(a->codes);
-    free(a->rows);
-    free(a->win);
+    scratch_free(a->codes);
+    scratch_free(a->rows);
+    scratch_free(a->win);
     memset(a, 0, sizeof *a);
 }
 
 struct vc_shared *vc_shared_new(int64_t *codes, int64_t *rows, uint32_t n,
                                 struct store_lazy_runs *lazy)
 {
-    struct vc_shared *s = malloc(sizeof *s);
+    struct vc_shared *s = scratch_malloc(sizeof *s);
     if (!s)
         return NULL;
     *s = (struct vc_shared){codes, rows, 1, n, lazy};
@@ -328,10 +328,10 @@ struct vc_shared *vc_shared_new(int64_t *codes, int64_t *rows, uint32_t n,
 void vc_shared_release(struct vc_shared *s)
 {
     if (s && --s->refs == 0) {
-        free(s->codes);
-        free(s->rows);
-        free(s->lazy);
-        free(s);
+        scratch_free(s->codes);
+        scratch_free(s->rows);
+        scratch_free(s->lazy);
+        scratch_free(s);
     }
 }
 
@@ -345,12 +345,12 @@ static int cmp_run(const void *p, const void *q)
 static int hash_to_sorted(struct vc_acc *a)
 {
     uint32_t cap = a->n + (a->win ? a->nwin : 0);
-    int64_t *oc = malloc(8 * ((size_t)cap + 1)), *orows = malloc(8 * ((size_t)cap + 1));
-    struct vc_run *hashed = malloc(sizeof *hashed * (a->n + 1));
+    int64_t *oc = scratch_malloc(8 * ((size_t)cap + 1)), *orows = scratch_malloc(8 * ((size_t)cap + 1));
+    struct vc_run *hashed = scratch_malloc(sizeof *hashed * (a->n + 1));
     if (!oc || !orows || !hashed) {
-        free(oc);
-        free(orows);
-        free(hashed);
+        scratch_free(oc);
+        scratch_free(orows);
+        scratch_free(hashed);
         return -1;
     }
     uint32_t nh = 0, o = 0, h = 0;
@@ -372,7 +372,7 @@ static int hash_to_sorted(struct vc_acc *a)
         oc[o] = hashed[h].code;
         orows[o] = hashed[h].rows;
     }
-    free(hashed);
+    scratch_free(hashed);
     int64_t total = a->total;
     vc_acc_free(a);
     own(a, oc, orows, o);

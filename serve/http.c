@@ -27,6 +27,7 @@
  * its body goes unread. Header floods get MHD's own 431. */
 #include "base/listen.h"
 #include "base/logfmt.h"
+#include "base/scratch.h"
 #include "serve/http.h"
 
 #include "serve/gate.h"
@@ -690,6 +691,7 @@ struct serve_server *serve_start_routes(const struct serve_options *o,
 {
     if (serve_check_options(o, err, errlen) != 0)
         return NULL;
+    scratch_process_setup(); /* before the workers allocate: heavy asks' blocks mapped */
     struct serve_server *s = calloc(1, sizeof *s);
     if (!s) {
         snprintf(err, errlen, "out of memory");
@@ -710,7 +712,8 @@ struct serve_server *serve_start_routes(const struct serve_options *o,
 
     /* The store first: a server that cannot answer should not take the port. */
     struct engine_limits lim = {
-        .max_groups = o->max_groups > 0 ? o->max_groups : 100000,
+        .max_groups = o->max_groups,
+        .ask_memory = o->ask_memory,
         .max_ask_us = o->ask_timeout_us > 0    ? o->ask_timeout_us
                       : o->ask_timeout_us == 0 ? SERVE_DEFAULT_ASK_TIMEOUT_US
                                                : 0,

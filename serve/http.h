@@ -144,6 +144,23 @@ enum MHD_Result send_error(struct serve_server *s, struct MHD_Connection *c, int
  * them becomes 500 (logged), so a bug cannot pass for success. */
 enum MHD_Result send_ask_error(struct serve_server *s, struct MHD_Connection *c, int route,
                                struct ask_error *err);
+struct request_body;
+
+/* Bytes of a streamed answer made at a time (engine_answer_json): an
+ * answer that ends within the first part goes out whole with its length;
+ * a longer one is sent chunked, a part at a time as the client reads, so
+ * the server holds one part of its text, never the whole. 256 KiB: a
+ * part's cost beside its rows' is nothing, and a dashboard's answers fit
+ * one. */
+#define STREAM_PART_BYTES ((size_t)256 << 10)
+/* A 200 whose body is the answer's JSON: first (taken) holds its first
+ * part, the rest is made as MHD sends (chunked). answer and rb are taken,
+ * closed and freed when the response ends, whether it is sent whole or
+ * the client goes. An error after the first part cuts the connection
+ * (logged): a client never reads a cut answer as a whole one. */
+enum MHD_Result send_answer_stream(struct serve_server *s, struct MHD_Connection *c, int route,
+                                   struct engine_answer *answer, struct request_body *rb,
+                                   struct buf *first);
 /* A response queued by MHD_queue_response directly: counted, and logged
  * at debug level unless the row logs its own (asks). */
 void sent(struct serve_server *s, int route, int status);

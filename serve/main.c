@@ -47,7 +47,11 @@ static const char usage[] =
     "  --public             allow a non-loopback address without --token-file\n"
     "  --max-body BYTES     largest /ask body (default 1MiB; K, M, G, T suffixes,\n"
     "                       KiB or KB alike: powers of 1024)\n"
-    "  --max-groups N       answer rows before an ask is refused with 422 (default 100000)\n"
+    "  --max-groups N       groups an ask may hold at once; past them 422 too_many_groups\n"
+    "                       (default 1000000)\n"
+    "  --ask-memory BYTES   scratch memory per ask (its groups, value counts, decoded\n"
+    "                       columns, answer rows); past it 422 ask_memory at once, other\n"
+    "                       asks unaffected (default 256MiB)\n"
     "  --ask-timeout DUR    time budget per ask, checked as it scans; 503 beyond it\n"
     "                       (default 10s; 0: none)\n"
     "  --ask-cache N        compiled asks kept, the least recently asked evicted past it\n"
@@ -172,6 +176,12 @@ int main(int argc, char **argv)
             ok = size_parse(v, &bytes) == 0 && bytes > 0;
             if (ok)
                 o.ask_cache_bytes = (size_t)bytes;
+        }
+        else if (!strcmp(name, "--ask-memory")) {
+            uint64_t bytes; /* 64 KiB to 1 TiB */
+            ok = size_parse(v, &bytes) == 0 && bytes >= (64u << 10) && bytes <= (1ULL << 40);
+            if (ok)
+                o.ask_memory = (size_t)bytes;
         }
         else if (!strcmp(name, "--max-body")) {
             uint64_t bytes; /* 1 byte to 1 TiB */

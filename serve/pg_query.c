@@ -8,8 +8,9 @@
  * Extended query: Parse compiles an ask (engine_describe: its columns and
  * the types its parameters are bound as; a client-declared type must be
  * compatible, else 42804); Bind reads parameters in text or binary into the
- * text the engine binds; Execute runs the ask once into the portal (its
- * rows as DataRow messages, at most max_groups of them) and hands out
+ * text the engine binds; Execute runs the ask once: asked for every row
+ * (max_rows 0), straight to the socket as a simple query's rows go; else
+ * into the portal (its rows as DataRow messages) and hands out
  * max_rows at a time (PortalSuspended until the last, then
  * CommandComplete); Describe, Close, Flush and Sync as PostgreSQL 15's
  * "Extended Query" describes. After an error messages are dropped up to
@@ -604,8 +605,13 @@ static int do_execute(struct pg_conn *c, const struct pg_message *m)
             params[i] = p->param_texts[i]
                             ? (struct ask_value){ASK_STRING, false, p->param_texts[i], p->param_lens[i]}
                             : (struct ask_value){ASK_NULL, false, NULL, 0};
-        struct row_sink sink = {.c = c, .out = &p->rows, .nresults = p->nresults,
-                                .results = p->results, .row_at = &p->row_at};
+        /* Asked for every row at once, the rows go straight out as they
+         * come, flushed as they pass STREAM_FLUSH_BYTES: the portal keeps
+         * none, so an answer of any length costs a flush's bytes. */
+        bool whole = m->u.execute.max_rows <= 0;
+        struct row_sink sink = {.c = c, .out = whole ? &c->out : &p->rows, .stream = whole,
+                                .nresults = p->nresults, .results = p->results,
+                                .row_at = whole ? NULL : &p->row_at};
         struct ask_error err = {0};
         if (run_ask(c, s->text, params, p->nparams, &sink, &err)) {
             if (!strcmp(err.code, "in_failed_transaction"))
@@ -616,6 +622,13 @@ static int do_execute(struct pg_conn *c, const struct pg_message *m)
         }
         p->executed = true;
         p->nrows = sink.rows;
+        if (whole) {
+            char tag[40];
+            p->sent = p->nrows;
+            snprintf(tag, sizeof tag, "SELECT %lld", (long long)sink.rows);
+            pg_put_command_complete(&c->out, tag);
+            return 0;
+        }
     }
     int64_t left = p->nrows - p->sent;
     int64_t take = m->u.execute.max_rows > 0 && m->u.execute.max_rows < left ? m->u.execute.max_rows

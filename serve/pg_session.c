@@ -533,6 +533,8 @@ const char *pg_sqlstate(const struct ask_error *err, const char **hint)
         {"too_many_parameters", "54023", NULL},
         {"too_many_groups", "54000",
          "Narrow the range or the grouping, or raise straum-serve's --max-groups."},
+        {"ask_memory", "53200",
+         "Narrow the range or the grouping, or raise straum-serve's --ask-memory."},
         {"overflow", "22003", NULL},
         {"range_not_on_edge", "22023", "Bucket edges fall on the view's finest width."},
         {"bad_time_zone", "22023", NULL},

@@ -8,6 +8,7 @@
  * static body, so a client never sees a half-written answer as success. */
 #include "base/logfmt.h"
 #include "serve/http.h"
+#include "serve/request.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -103,4 +104,82 @@ enum MHD_Result send_ask_error(struct serve_server *s, struct MHD_Connection *c,
     struct buf b = {0};
     error_json(&b, err->code, err->message, err->line, err->column);
     return send_buf(s, c, route, err->status, &b, "application/json", NULL);
+}
+
+/* ---- Streamed answers --------------------------------------------------- */
+
+struct answer_stream {
+    struct engine_answer *answer;
+    struct request_body rb;     /* what the answer was asked with */
+    struct buf part;            /* the bytes made and not yet all sent */
+    size_t sent;                /* of part */
+    bool done;                  /* the answer's last bytes are in part */
+};
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
+{
+    (void)pos;
+    struct answer_stream *st = cls;
+    if (st->sent == st->part.len) {
+        if (st->done)
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        st->part.len = st->sent = 0;
+        struct ask_error err = {0};
+        if (engine_answer_json(st->answer, &st->part, STREAM_PART_BYTES, &st->done, &err)) {
+            struct logfmt_line l;
+            if (logfmt_begin(&l, LOGFMT_WARN, "answer cut")) {
+                logfmt_str(&l, "code", err.code);
+                logfmt_str(&l, "message", err.message);
+                logfmt_end(&l);
+            }
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        }
+        if (st->part.len == 0)
+            return MHD_CONTENT_READER_END_OF_STREAM;
+    }
+    size_t n = st->part.len - st->sent < max ? st->part.len - st->sent : max;
+    memcpy(out, st->part.data + st->sent, n);
+    st->sent += n;
+    return (ssize_t)n;
+}
+
+static void stream_free(void *cls)
+{
+    struct answer_stream *st = cls;
+    engine_answer_close(st->answer);
+    request_free(&st->rb);
+    buf_free(&st->part);
+    free(st);
+}
+
+enum MHD_Result send_answer_stream(struct serve_server *s, struct MHD_Connection *c, int route,
+                                   struct engine_answer *answer, struct request_body *rb,
+                                   struct buf *first)
+{
+    struct answer_stream *st = calloc(1, sizeof *st);
+    struct MHD_Response *r = NULL;
+    if (st) {
+        st->answer = answer;
+        st->rb = *rb;
+        st->part = *first;
+        r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 << 10, stream_read, st,
+                                              stream_free);
+        if (!r) {
+            free(st);
+            st = NULL;
+        }
+    }
+    if (!st) {
+        engine_answer_close(answer);
+        request_free(rb);
+        buf_free(first);
+        return MHD_NO;
+    }
+    *rb = (struct request_body){0};
+    *first = (struct buf){0};
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    enum MHD_Result rc = MHD_queue_response(c, 200, r);
+    MHD_destroy_response(r);
+    sent(s, route, 200);
+    return rc;
 }

@@ -128,10 +128,19 @@ static enum MHD_Result do_ask(struct serve_server *s, struct MHD_Connection *c, 
     } else {
         view = metrics_view_of(s->metrics, rb.req.ask);
         struct buf out = {0};
-        if (engine_ask(s->engine, &rb.req, &out, &err) == 0) {
-            status = out.failed ? 500 : 200;
-            rc = send_buf(s, c, route, 200, &out, "application/json", NULL);
+        struct engine_answer *answer = NULL;
+        bool done = false;
+        if (engine_answer_open(s->engine, &rb.req, NULL, &answer, &err) == 0 &&
+            engine_answer_json(answer, &out, STREAM_PART_BYTES, &done, &err) == 0) {
+            status = 200;
+            if (done) { /* the whole answer, sent with its length */
+                engine_answer_close(answer);
+                rc = send_buf(s, c, route, 200, &out, "application/json", NULL);
+            } else { /* the rest is made as the client reads: rb goes with it */
+                rc = send_answer_stream(s, c, route, answer, &rb, &out);
+            }
         } else {
+            engine_answer_close(answer);
             buf_free(&out);
             rc = send_ask_error(s, c, route, &err);
             status = err.status;

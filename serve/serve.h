@@ -32,7 +32,8 @@ struct serve_options {
     bool reuse_port;            /* SO_REUSEPORT: several processes share the port */
     bool public_bind;           /* allow a non-loopback address without a token */
     size_t max_body;            /* /ask body limit; 0: the default */
-    int max_groups;             /* engine: answer rows; <= 0: the engine's default */
+    int max_groups;             /* engine: groups held at once; <= 0: the engine's default */
+    size_t ask_memory;          /* engine: scratch bytes per ask; 0: ENGINE_DEFAULT_ASK_MEMORY */
     int64_t ask_timeout_us;     /* engine: time budget per ask; 0: the default
                                    (SERVE_DEFAULT_ASK_TIMEOUT_US); < 0: none */
     int ask_cache;              /* compiled asks kept; 0: ENGINE_DEFAULT_CACHED_ASKS */

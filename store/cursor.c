@@ -21,6 +21,7 @@
  *   3. value-count offsets ascend, are never negative, and (whole blocks)
  *      start at 0 and end at the runs column's length.
  * Every error names the block's span. */
+#include "base/scratch.h"
 #include "store/internal.h"
 
 #include <stdlib.h>
@@ -109,13 +110,13 @@ static void *column(const struct store_block *b, uint16_t role, uint16_t index,
     int i = find_column(b, role, index, type, n, err);
     if (i < 0)
         return NULL;
-    void *a = malloc(((size_t)count + 1) * format_type_size(type));
+    void *a = scratch_malloc(((size_t)count + 1) * format_type_size(type));
     if (!a) {
         no_memory(err);
         return NULL;
     }
     if (store_block_decode(b, i, first, count, a, err)) {
-        free(a);
+        scratch_free(a);
         return NULL;
     }
     return a;
@@ -173,7 +174,7 @@ static int rows_of_span(uint32_t n, struct store_rows *r, struct store_error *er
 {
     r->first = 0;
     r->n = n;
-    r->bucket = calloc((size_t)n + 1, sizeof *r->bucket);
+    r->bucket = scratch_calloc((size_t)n + 1, sizeof *r->bucket);
     return r->bucket ? 0 : no_memory(err);
 }
 
@@ -198,11 +199,11 @@ static int rows_by_starts(const struct store_block *b, uint16_t base, uint32_t n
         bt++;
     r->first = sane ? (uint32_t)starts[bf] : 0;
     r->n = sane ? (uint32_t)(starts[bt] - starts[bf]) : 0;
-    r->bucket = sane ? malloc(sizeof *r->bucket * (r->n + 1)) : NULL;
+    r->bucket = sane ? scratch_malloc(sizeof *r->bucket * (r->n + 1)) : NULL;
     for (int k = bf; r->bucket && k < bt; k++)
         for (int64_t i = starts[k]; i < starts[k + 1]; i++)
             r->bucket[i - starts[bf]] = k;
-    free(starts);
+    scratch_free(starts);
     if (!sane)
         return store_fail(err, "segment block of span %lld has bad bucket starts",
                           (long long)b->span_start);
@@ -213,15 +214,15 @@ static int rows_tables(const struct sql_view *v, struct store_rows *r, struct st
 {
     size_t nk = (size_t)v->ncell_keys + 1, nc = (size_t)v->ncounts + 1,
            ns = (size_t)v->nsums + 1, nv = (size_t)v->nvalue_counts + 1;
-    r->keys = calloc(nk, sizeof *r->keys);
-    r->counts = calloc(nc, sizeof *r->counts);
-    r->sums = calloc(ns, sizeof *r->sums);
-    r->sum_real = calloc(ns, sizeof *r->sum_real);
-    r->vc_off = calloc(nv, sizeof *r->vc_off);
-    r->vc_codes = calloc(nv, sizeof *r->vc_codes);
-    r->vc_rows = calloc(nv, sizeof *r->vc_rows);
-    r->vc_n = calloc(nv, sizeof *r->vc_n);
-    r->vc_lazy = calloc(nv, sizeof *r->vc_lazy);
+    r->keys = scratch_calloc(nk, sizeof *r->keys);
+    r->counts = scratch_calloc(nc, sizeof *r->counts);
+    r->sums = scratch_calloc(ns, sizeof *r->sums);
+    r->sum_real = scratch_calloc(ns, sizeof *r->sum_real);
+    r->vc_off = scratch_calloc(nv, sizeof *r->vc_off);
+    r->vc_codes = scratch_calloc(nv, sizeof *r->vc_codes);
+    r->vc_rows = scratch_calloc(nv, sizeof *r->vc_rows);
+    r->vc_n = scratch_calloc(nv, sizeof *r->vc_n);
+    r->vc_lazy = scratch_calloc(nv, sizeof *r->vc_lazy);
     if (!r->keys || !r->counts || !r->sums || !r->sum_real || !r->vc_off || !r->vc_codes ||
         !r->vc_rows || !r->vc_n || !r->vc_lazy)
         return no_memory(err);
@@ -329,18 +330,18 @@ int store_rows_load_runs(const struct store_block *b, const struct store_want *w
             wanted += pass[i] ? off[i + 1] - off[i] : 0;
         bool packed = pass && wanted < all / 4;
         int64_t got = packed ? wanted : all;
-        r->vc_codes[k] = malloc(sizeof(int64_t) * (size_t)(got + 1));
-        r->vc_rows[k] = malloc(sizeof(int64_t) * (size_t)(got + 1));
+        r->vc_codes[k] = scratch_malloc(sizeof(int64_t) * (size_t)(got + 1));
+        r->vc_rows[k] = scratch_malloc(sizeof(int64_t) * (size_t)(got + 1));
         r->vc_n[k] = (uint32_t)got;
         bool defer = w->lazy_codes && !packed;
-        struct store_lazy_runs *lazy = defer ? malloc(sizeof *lazy) : NULL;
+        struct store_lazy_runs *lazy = defer ? scratch_malloc(sizeof *lazy) : NULL;
         if (!r->vc_codes[k] || !r->vc_rows[k] || (defer && !lazy)) {
-            free(lazy);
+            scratch_free(lazy);
             return no_memory(err);
         }
         if (!packed) {
             if (runs_into(b, w, k, off[0], off[m], r->vc_codes[k], r->vc_rows[k], 0, lazy, err)) {
-                free(lazy);
+                scratch_free(lazy);
                 return -1;
             }
             r->vc_lazy[k] = lazy;
@@ -386,30 +387,30 @@ void store_rows_take_runs(struct store_rows *r, int k, int64_t **codes, int64_t 
 void store_rows_free(const struct sql_view *v, struct store_rows *r)
 {
     if (!r->borrowed) {
-        free(r->bucket);
+        scratch_free(r->bucket);
         for (int k = 0; r->keys && k < v->ncell_keys; k++)
-            free(r->keys[k]);
+            scratch_free(r->keys[k]);
         for (int k = 0; r->counts && k < v->ncounts; k++)
-            free(r->counts[k]);
+            scratch_free(r->counts[k]);
         for (int k = 0; r->sums && k < v->nsums; k++)
-            free(r->sums[k]);
+            scratch_free(r->sums[k]);
         for (int k = 0; r->vc_off && r->vc_codes && r->vc_rows && r->vc_lazy && k < v->nvalue_counts;
              k++) {
-            free(r->vc_off[k]);
-            free(r->vc_codes[k]);
-            free(r->vc_rows[k]);
-            free(r->vc_lazy[k]);
+            scratch_free(r->vc_off[k]);
+            scratch_free(r->vc_codes[k]);
+            scratch_free(r->vc_rows[k]);
+            scratch_free(r->vc_lazy[k]);
         }
     }
-    free(r->keys);
-    free(r->counts);
-    free(r->sums);
-    free(r->sum_real);
-    free(r->vc_off);
-    free(r->vc_codes);
-    free(r->vc_rows);
-    free(r->vc_n);
-    free(r->vc_lazy);
+    scratch_free(r->keys);
+    scratch_free(r->counts);
+    scratch_free(r->sums);
+    scratch_free(r->sum_real);
+    scratch_free(r->vc_off);
+    scratch_free(r->vc_codes);
+    scratch_free(r->vc_rows);
+    scratch_free(r->vc_n);
+    scratch_free(r->vc_lazy);
     memset(r, 0, sizeof *r);
 }
 

@@ -1,0 +1,118 @@
+/* scratch.c -- per-ask scratch memory counted against a budget
+ * (scratch.h). */
+#include "base/scratch.h"
+
+#include <stdlib.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
+static _Thread_local struct scratch_budget *current;
+
+struct scratch_budget *scratch_enter(struct scratch_budget *b)
+{
+    struct scratch_budget *previous = current;
+    current = b;
+    return previous;
+}
+
+void scratch_leave(struct scratch_budget *previous) { current = previous; }
+
+static size_t usable(void *p)
+{
+#ifdef __GLIBC__
+    return p ? malloc_usable_size(p) : 0;
+#else
+    (void)p;
+    return 0;
+#endif
+}
+
+/* Whether n more bytes fit the budget; marks it exceeded when not. */
+static bool fits(struct scratch_budget *b, size_t n)
+{
+    if (b->limit && (n > b->limit || b->used > b->limit - n)) {
+        b->exceeded = true;
+        return false;
+    }
+    return true;
+}
+
+static void counted(struct scratch_budget *b, size_t n)
+{
+    b->used += n;
+    if (b->used > b->peak)
+        b->peak = b->used;
+}
+
+static void uncounted(struct scratch_budget *b, size_t n)
+{
+    b->used = n < b->used ? b->used - n : 0; /* invariant 2 */
+}
+
+void *scratch_malloc(size_t n)
+{
+    struct scratch_budget *b = current;
+    if (!b)
+        return malloc(n);
+    if (!fits(b, n))
+        return NULL;
+    void *p = malloc(n);
+    counted(b, usable(p));
+    return p;
+}
+
+void *scratch_calloc(size_t count, size_t size)
+{
+    struct scratch_budget *b = current;
+    if (!b)
+        return calloc(count, size);
+    if (size && count > (size_t)-1 / size)
+        return NULL;
+    if (!fits(b, count * size))
+        return NULL;
+    void *p = calloc(count, size);
+    counted(b, usable(p));
+    return p;
+}
+
+void *scratch_realloc(void *p, size_t n)
+{
+    struct scratch_budget *b = current;
+    if (!b)
+        return realloc(p, n);
+    size_t old = usable(p);
+    if (n > old && !fits(b, n - old))
+        return NULL;
+    void *q = realloc(p, n);
+    if (!q)
+        return NULL; /* p is unchanged, and still counted */
+    uncounted(b, old);
+    counted(b, usable(q));
+    return q;
+}
+
+void scratch_free(void *p)
+{
+    struct scratch_budget *b = current;
+    if (b && p)
+        uncounted(b, usable(p));
+    free(p);
+}
+
+void scratch_process_setup(void)
+{
+#ifdef __GLIBC__
+    mallopt(M_MMAP_THRESHOLD, (int)SCRATCH_MMAP_THRESHOLD);
+#endif
+}
+
+void scratch_give_back(const struct scratch_budget *b)
+{
+#ifdef __GLIBC__
+    if (b->peak >= SCRATCH_TRIM_AFTER)
+        malloc_trim(0);
+#else
+    (void)b;
+#endif
+}

@@ -1,0 +1,75 @@
+/* scratch.h -- per-ask scratch memory, counted against a budget.
+ *
+ * An ask's allocations (group maps, value-count merges, decoded cursor
+ * columns, answer rows) go through scratch_malloc and friends. While a
+ * thread has a budget entered (scratch_enter), each allocation is counted
+ * by the size malloc gives it (malloc_usable_size) and one that would take
+ * the budget past its limit fails as malloc fails, returning NULL, and marks
+ * the budget exceeded: the ask's out-of-memory path then ends it, and the
+ * caller turns that into the limit's error (engine: 422 ask_memory). So one
+ * ask cannot take memory from the others, and the refusal comes at the
+ * allocation that passes the limit, not after the work.
+ *
+ * Invariants:
+ *  1. Outside a budget the functions are malloc, calloc, realloc and free:
+ *     code shared with paths that have no budget needs no second copy.
+ *  2. A block may be freed in another budget than the one it was counted
+ *     in, or in none (a cached block freed by a later ask): the count never
+ *     goes below zero, and is the budget's own, so an error in it lasts one
+ *     ask, not the process.
+ *  3. A budget is one thread's at a time (the thread that entered it):
+ *     its counts are plain integers, never shared.
+ *
+ * Giving memory back: glibc keeps freed memory in its arenas (one per
+ * thread that allocates, up to 8 per CPU) and returns the top of a heap
+ * only past M_TRIM_THRESHOLD, which it raises as big blocks are freed.
+ * scratch_process_setup fixes the mmap threshold (so blocks of 256 KiB and
+ * more are mapped and unmapped on free, and the thresholds stop moving) and
+ * scratch_give_back trims every arena after an ask whose peak passed
+ * SCRATCH_TRIM_AFTER, so the process's anonymous memory returns to its
+ * resting size after a heavy ask (SPEC.md §6.1 "Scratch"). */
+#ifndef STRAUM_BASE_SCRATCH_H
+#define STRAUM_BASE_SCRATCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct scratch_budget {
+    size_t limit;     /* bytes; 0: no limit (counted only) */
+    size_t used;      /* bytes held now */
+    size_t peak;      /* the most held at once */
+    bool exceeded;    /* an allocation was refused for the limit */
+};
+
+/* Blocks at least this big are mapped on their own and unmapped on free:
+ * 256 KiB is past every per-cell and per-group block of a light ask (a key
+ * array, a run list of a block) and covers the group maps, merged value
+ * counts and decoded columns of a heavy one. */
+#define SCRATCH_MMAP_THRESHOLD ((size_t)256 << 10)
+/* An ask whose scratch peaked past 4 MiB trims the arenas when it ends:
+ * trimming costs a walk of the arenas' free lists (tens of microseconds at
+ * rest, about a millisecond after a heavy ask), nothing a light ask should
+ * pay, and under 4 MiB what stays held is within the resting size. */
+#define SCRATCH_TRIM_AFTER ((size_t)4 << 20)
+
+/* Makes b the calling thread's budget and returns the one it replaces
+ * (NULL for none), to be handed back to scratch_leave. */
+struct scratch_budget *scratch_enter(struct scratch_budget *b);
+void scratch_leave(struct scratch_budget *previous);
+
+/* As malloc, calloc, realloc and free, counted against the thread's budget
+ * (invariant 1). NULL when out of memory or past the limit (then
+ * budget->exceeded is set). */
+void *scratch_malloc(size_t n);
+void *scratch_calloc(size_t count, size_t size);
+void *scratch_realloc(void *p, size_t n);
+void scratch_free(void *p);
+
+/* Once per process, before its threads start: the mmap threshold above
+ * (glibc; elsewhere nothing). */
+void scratch_process_setup(void);
+/* After an ask: when b's peak passed SCRATCH_TRIM_AFTER, gives the
+ * arenas' free memory back to the system (malloc_trim). Never fails. */
+void scratch_give_back(const struct scratch_budget *b);
+
+#endif
