@@ -289,15 +289,15 @@ struct engine_answer {
 static int scratch_refusal(const struct engine_answer *a, struct ask_error *err)
 {
     size_t limit = a->budget.limit;
+    const char *unit = "bytes";
     if (limit % ((size_t)1 << 20) == 0)
-        return ask_fail(err, 422, "ask_memory",
-                        "the ask needs more than %zu MiB of scratch memory (--ask-memory); "
-                        "narrow the range or group by fewer keys",
-                        limit >> 20);
+        limit >>= 20, unit = "MiB";
+    else if (limit % ((size_t)1 << 10) == 0)
+        limit >>= 10, unit = "KiB";
     return ask_fail(err, 422, "ask_memory",
-                    "the ask needs more than %zu bytes of scratch memory (--ask-memory); "
+                    "the ask needs more than %zu %s of scratch memory (--ask-memory); "
                     "narrow the range or group by fewer keys",
-                    limit);
+                    limit, unit);
 }
 
 int engine_answer_open(struct engine *e, const struct ask_request *req,

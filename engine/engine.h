@@ -67,9 +67,9 @@ int ask_fail(struct ask_error *err, int status, const char *code, const char *fm
 #define ENGINE_DEFAULT_MAX_GROUPS 1000000
 
 /* An ask's scratch (its groups, their value counts, decoded columns, the
- * answer's rows) is bounded by 256 MiB unless --ask-memory says
+ * answer's rows) is bounded by 1 GiB unless --ask-memory says
  * otherwise (SPEC.md §6.1 "Scratch"). */
-#define ENGINE_DEFAULT_ASK_MEMORY ((size_t)256 << 20)
+#define ENGINE_DEFAULT_ASK_MEMORY ((size_t)1 << 30)
 
 struct engine_limits {
     int max_groups;        /* groups held at once: 422 past them; default

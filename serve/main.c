@@ -51,7 +51,7 @@ static const char usage[] =
     "                       (default 1000000)\n"
     "  --ask-memory BYTES   scratch memory per ask (its groups, value counts, decoded\n"
     "                       columns, answer rows); past it 422 ask_memory at once, other\n"
-    "                       asks unaffected (default 256MiB)\n"
+    "                       asks unaffected (default 1GiB)\n"
     "  --ask-timeout DUR    time budget per ask, checked as it scans; 503 beyond it\n"
     "                       (default 10s; 0: none)\n"
     "  --ask-cache N        compiled asks kept, the least recently asked evicted past it\n"

@@ -134,6 +134,10 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
             }
             return MHD_CONTENT_READER_END_WITH_ERROR;
         }
+        if (st->done) { /* its memory goes back before the client has the end */
+            engine_answer_close(st->answer);
+            st->answer = NULL;
+        }
         if (st->part.len == 0)
             return MHD_CONTENT_READER_END_OF_STREAM;
     }

@@ -330,6 +330,41 @@ void hc_read(int fd, struct hc_response *r, int timeout_ms)
     char v[64];
     size_t have = b.len - hlen - 2;
     const char *body = end + 4;
+    if (hc_header(r, "Transfer-Encoding", v, sizeof v) && strcasestr(v, "chunked")) {
+        /* Chunks decoded into a body of their own; a cut stream leaves
+         * what arrived, so the caller's checks fail on it. */
+        size_t off = (size_t)(body - b.data), n = 0, cap = 1;
+        char *out = malloc(cap);
+        for (;;) {
+            char *line;
+            while (!(line = strstr(b.data + off, "\r\n")))
+                if (!fill(fd, &b, deadline))
+                    goto cut;
+            size_t size = strtoull(b.data + off, NULL, 16);
+            size_t at = (size_t)(line - b.data) + 2;
+            while (b.len < at + size + 2)
+                if (!fill(fd, &b, deadline))
+                    goto cut;
+            if (size == 0)
+                break;
+            if (n + size + 1 > cap) {
+                while (n + size + 1 > cap)
+                    cap *= 2;
+                out = realloc(out, cap);
+            }
+            memcpy(out + n, b.data + at, size);
+            n += size;
+            off = at + size + 2;
+        }
+    cut:
+        out[n] = '\0';
+        r->body = out;
+        r->body_len = n;
+        if (hc_header(r, "Connection", v, sizeof v) && strcasecmp(v, "close") == 0)
+            r->closed = true;
+        free(b.data);
+        return;
+    }
     if (hc_header(r, "Content-Length", v, sizeof v)) {
         size_t want = strtoull(v, NULL, 10);
         while (have < want) {

@@ -1111,6 +1111,43 @@ Test(serve_http, hostile_slow_ask_is_cut_inside_its_scan_and_others_go_on)
     serve_stop(s2);
 }
 
+/* An ask whose scratch passes --ask-memory is refused at once with 422
+ * ask_memory naming the limit, and the same server goes on answering the
+ * asks that fit, each under its own budget (a budget is an ask's, not the
+ * server's: twenty refusals leave nothing held). */
+Test(serve_http, hostile_ask_past_ask_memory_is_422_and_others_go_on)
+{
+    struct serve_options o = {.store_dir = the_store, .ask_memory = 256 << 10};
+    struct serve_server *s2 = fixture_serve(&o);
+    int p2 = serve_port(s2);
+    /* Every (hour, zone, payment type) of a week, with a median: over a
+     * thousand groups, each with its value counts. */
+    const char *heavy = "{\"ask\": \"SELECT bucket, pu_location_id, payment_type, trips, median_fare "
+                        "FROM trips WHERE bucket >= '2024-01-01 00:00:00+00' AND "
+                        "bucket < '2024-01-08 00:00:00+00' "
+                        "GROUP BY bucket, pu_location_id, payment_type\"}";
+    struct hc_response r;
+    post_ask(heavy, &r); /* the default budget answers it */
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    cJSON *j = cJSON_Parse(r.body);
+    int groups = cJSON_GetArraySize(cJSON_GetObjectItem(j, "rows"));
+    cr_assert_gt(groups, 1000, "%d groups", groups);
+    cJSON_Delete(j);
+    hc_free(&r);
+    struct steady st;
+    pthread_t t[4];
+    steady_start(&st, t, p2);
+    for (int i = 0; i < 20; i++) {
+        hc_once(p2, "POST", "/ask", NULL, heavy, &r);
+        expect_error(&r, 422, "ask_memory");
+        cr_assert(strstr(r.body, "--ask-memory") && strstr(r.body, "256 KiB"),
+                  "%s", r.body);
+        hc_free(&r);
+    }
+    steady_stop(&st, t);
+    serve_stop(s2);
+}
+
 /* Flips bytes inside every segment block of the trips view, in the file. */
 static void corrupt_trips_segments(const char *dir)
 {
