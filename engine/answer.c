@@ -305,27 +305,37 @@ static struct outval key_value(struct exec *x, int g, int64_t id)
 
 static int build_keys(struct exec *x, struct group *g, struct row *r);
 
+/* The ask's output columns of group g into cols: the bucket and keys from
+ * keys, the measures finished. -1 when a measure's digits found no memory
+ * (the values filled so far are still cols' to free). */
+static int fill_cols(struct exec *x, struct group *g, const struct outval *keys,
+                     struct outval *cols)
+{
+    const struct sql_ask *a = x->ask;
+    for (int c = 0; c < a->ncolumns; c++) {
+        const struct sql_ask_column *col = &a->columns[c];
+        if (col->kind == SQL_ASK_BUCKET) {
+            cols[c] = keys[0];
+        } else if (col->kind == SQL_ASK_MEASURE) {
+            cols[c] = measure(x, &x->v->columns[col->view_column].measure, g);
+            if (cols[c].kind == OV_AVG && !cols[c].owned)
+                return -1;
+        } else {
+            for (int k = 0; k < a->ngroup_keys; k++)
+                if (a->group_keys[k] == col->view_column)
+                    cols[c] = keys[k + 1];
+        }
+    }
+    return 0;
+}
+
 static int build_row(struct exec *x, struct group *g, struct row *r)
 {
     const struct sql_ask *a = x->ask;
     r->cols = scratch_calloc((size_t)a->ncolumns + 1, sizeof *r->cols);
     if (!r->cols || build_keys(x, g, r))
         return -1;
-    for (int c = 0; c < a->ncolumns; c++) {
-        const struct sql_ask_column *col = &a->columns[c];
-        if (col->kind == SQL_ASK_BUCKET) {
-            r->cols[c] = r->keys[0];
-        } else if (col->kind == SQL_ASK_MEASURE) {
-            r->cols[c] = measure(x, &x->v->columns[col->view_column].measure, g);
-            if (r->cols[c].kind == OV_AVG && !r->cols[c].owned)
-                return -1; /* its digits found no memory */
-        } else {
-            for (int k = 0; k < a->ngroup_keys; k++)
-                if (a->group_keys[k] == col->view_column)
-                    r->cols[c] = r->keys[k + 1];
-        }
-    }
-    return 0;
+    return fill_cols(x, g, r->keys, r->cols);
 }
 
 static void free_row(const struct sql_ask *a, struct row *r)
@@ -690,21 +700,9 @@ static const struct outval *row_cols(struct exec *x, struct answer_state *st, st
         scratch_free(st->cols_at_hand[c].owned);
         st->cols_at_hand[c] = (struct outval){.kind = OV_NULL};
     }
-    for (int c = 0; c < a->ncolumns; c++) {
-        const struct sql_ask_column *col = &a->columns[c];
-        if (col->kind == SQL_ASK_BUCKET) {
-            st->cols_at_hand[c] = r->keys[0];
-        } else if (col->kind == SQL_ASK_MEASURE) {
-            st->cols_at_hand[c] = measure(x, &x->v->columns[col->view_column].measure, r->group);
-            if (st->cols_at_hand[c].kind == OV_AVG && !st->cols_at_hand[c].owned) {
-                ask_fail(err, 500, "internal", "out of memory");
-                return NULL;
-            }
-        } else {
-            for (int k = 0; k < a->ngroup_keys; k++)
-                if (a->group_keys[k] == col->view_column)
-                    st->cols_at_hand[c] = r->keys[k + 1];
-        }
+    if (fill_cols(x, r->group, r->keys, st->cols_at_hand)) {
+        ask_fail(err, 500, "internal", "out of memory");
+        return NULL;
     }
     if (x->answer_failed) {
         *err = x->answer_err;
