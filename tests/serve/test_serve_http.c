@@ -1135,8 +1135,7 @@ Test(serve_http, hostile_ask_past_ask_memory_is_422_and_others_go_on)
     cJSON_Delete(j);
     hc_free(&r);
     struct steady st;
-    pthread_t t[4];
-    steady_start(&st, t, p2);
+    steady_start(&st, p2);
     for (int i = 0; i < 20; i++) {
         hc_once(p2, "POST", "/ask", NULL, heavy, &r);
         expect_error(&r, 422, "ask_memory");
@@ -1144,7 +1143,7 @@ Test(serve_http, hostile_ask_past_ask_memory_is_422_and_others_go_on)
                   "%s", r.body);
         hc_free(&r);
     }
-    steady_stop(&st, t);
+    steady_stop(&st);
     serve_stop(s2);
 }
 
