@@ -430,6 +430,30 @@ const void *format_block_raw(const struct format_block *b, int i, bool verify,
     return b->base + ci.offset;
 }
 
+int format_block_seek(const struct format_block *b, int i, bool verify, struct format_seek *out,
+                      struct format_error *err)
+{
+    struct format_column_info ci = {0};
+    if (column_bytes(b, i, verify, &ci, err) < 0)
+        return -1;
+    if (ci.type != FORMAT_I64 || (ci.codec != FORMAT_RAW && ci.codec != FORMAT_BITPACK))
+        return fail_column(err, i, ci.role, ci.index, "a %s column in %s is not read by position",
+                           ci.type == FORMAT_I64 ? "i64" : "non-i64", format_codec_name(ci.codec));
+    unsigned bits = ci.codec == FORMAT_RAW ? 64 : ci.bits;
+    /* The open checked the length against n and bits, and that the data
+     * lies before the trailer: format_seek_get's loads stay in the block. */
+    if (bits > 64 || (uint64_t)ci.offset + ci.length + FORMAT_TRAILER_BYTES > b->len)
+        return fail_column(err, i, ci.role, ci.index, "bits or bounds out of range");
+    *out = (struct format_seek){
+        .data = b->base + ci.offset,
+        .base = ci.codec == FORMAT_RAW ? 0 : (uint64_t)load_i64(entry_at(b, i) + D_BASE),
+        .mask = bits == 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1,
+        .n = ci.n,
+        .bits = (uint8_t)bits,
+    };
+    return 0;
+}
+
 int format_block_verify(const struct format_block *b, struct format_error *err)
 {
     if (!b->base || b->len < FORMAT_HEADER_BYTES + FORMAT_TRAILER_BYTES)

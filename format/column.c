@@ -583,7 +583,8 @@ static int encode_with(const struct format_column *col, enum format_policy polic
         plan_pfor(v, n, &pfor);
         plan_dpfor(v, n, &dpfor);
         if (codec == FORMAT_RICE || codec == FORMAT_DRICE ||
-            (codec == COLUMN_CODEC_AUTO && policy == FORMAT_POLICY_SMALLEST && col->compact)) {
+            (codec == COLUMN_CODEC_AUTO && policy == FORMAT_POLICY_SMALLEST && col->compact &&
+             !col->seekable)) {
             rice_plan(v, n, false, bp.base, bp.bits, ks, &rice);
             rice_plan(v, n, true, bp.base, bp.bits, ks ? ks + rice_blocks(n) : NULL, &drice);
         }
@@ -600,12 +601,14 @@ static int encode_with(const struct format_column *col, enum format_policy polic
     if (codec == COLUMN_CODEC_AUTO && policy == FORMAT_POLICY_SMALLEST) {
         /* In tie order: only a strictly smaller encoding replaces one. */
         prefer(enc, &size, FORMAT_BITPACK, bp.ok, bp.size);
-        prefer(enc, &size, FORMAT_DELTA, delta.ok, delta.size);
-        prefer(enc, &size, FORMAT_PFOR, pfor.ok, pfor.size);
-        prefer(enc, &size, FORMAT_DPFOR, dpfor.ok, dpfor.size);
-        prefer(enc, &size, FORMAT_RICE, rice.ok, rice.size);
-        prefer(enc, &size, FORMAT_DRICE, drice.ok, drice.size);
-        if (lz4_ok && size > 0) {
+        if (!col->seekable) { /* else read by position: RAW or BITPACK */
+            prefer(enc, &size, FORMAT_DELTA, delta.ok, delta.size);
+            prefer(enc, &size, FORMAT_PFOR, pfor.ok, pfor.size);
+            prefer(enc, &size, FORMAT_DPFOR, dpfor.ok, dpfor.size);
+            prefer(enc, &size, FORMAT_RICE, rice.ok, rice.size);
+            prefer(enc, &size, FORMAT_DRICE, drice.ok, drice.size);
+        }
+        if (!col->seekable && lz4_ok && size > 0) {
             uint64_t room = size - 1 < cap ? size - 1 : cap;
             uint64_t got = write_lz4(v, raw, out, room);
             if (got) {

@@ -93,6 +93,8 @@ struct format_column {
     const void *values;   /* n elements of `type` */
     bool compact;         /* read rarely: the SMALLEST policy may pick the
                              RICE codecs, smaller but slower to decode */
+    bool seekable;        /* read by position (format_block_seek): the
+                             SMALLEST policy picks RAW or BITPACK only */
 };
 
 struct format_block_info {
@@ -173,6 +175,35 @@ int format_block_decode_slice(const struct format_block *b, int i, uint32_t firs
  * pointer may be unaligned: read elements with memcpy (format_load_*). */
 const void *format_block_raw(const struct format_block *b, int i, bool verify,
                              struct format_error *err);
+
+/* An I64 column read by position in place: RAW or BITPACK. */
+struct format_seek {
+    const uint8_t *data;  /* the column's bytes inside the block */
+    uint64_t base;        /* BITPACK's frame of reference; 0 for RAW */
+    uint64_t mask;        /* the low `bits` bits */
+    uint32_t n;
+    uint8_t bits;         /* 64 for RAW */
+};
+
+/* Column i as a format_seek, after checking its checksum when verify is
+ * true. -1 with err when it is not an I64 column in RAW or BITPACK. */
+int format_block_seek(const struct format_block *b, int i, bool verify, struct format_seek *out,
+                      struct format_error *err);
+
+/* Element i (< s->n) of a seekable column. One unaligned 8-byte load, two
+ * when the value straddles it: a block ends with its 8-byte trailer, so a
+ * load that starts inside a column's bytes stays inside the block. */
+static inline int64_t format_seek_get(const struct format_seek *s, uint32_t i)
+{
+    uint64_t bit = (uint64_t)i * s->bits, w;
+    const uint8_t *p = s->data + bit / 8;
+    unsigned shift = (unsigned)(bit % 8);
+    __builtin_memcpy(&w, p, 8);
+    w >>= shift;
+    if (shift + s->bits > 64)
+        w |= (uint64_t)p[8] << (64 - shift);
+    return (int64_t)(s->base + (w & s->mask));
+}
 
 /* Checks the trailer and every column: checksum, and that it decodes. */
 int format_block_verify(const struct format_block *b, struct format_error *err);

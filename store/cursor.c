@@ -430,3 +430,43 @@ bool store_lazy_codes_seek(const struct store_lazy_runs *l)
 {
     return column_seeks(&l->b.block, l->codes_column);
 }
+
+/* Column i as a format_seek, its checksum checked once per snapshot. 1, 0
+ * when it does not seek in place, -1 with err on a checksum mismatch. */
+static int seek_column(const struct store_block *b, int i, struct format_seek *out,
+                       struct store_error *err)
+{
+    struct format_column_info ci = {0};
+    format_block_column(&b->block, i, &ci);
+    if (ci.type != FORMAT_I64 || (ci.codec != FORMAT_RAW && ci.codec != FORMAT_BITPACK))
+        return 0;
+    const uint8_t *bytes = b->block.base + ci.offset;
+    bool known = b->snapshot && store_column_was_checked(b->snapshot, bytes, ci.length,
+                                                         ci.checksum);
+    struct format_error ferr;
+    if (format_block_seek(&b->block, i, !known, out, &ferr))
+        return store_fail(err, "segment block of span %lld: %s", (long long)b->span_start,
+                          ferr.message);
+    if (!known && b->snapshot)
+        store_column_mark_checked(b->snapshot, bytes, ci.length, ci.checksum);
+    return 1;
+}
+
+int store_lazy_seek(const struct store_lazy_runs *l, struct store_seek_runs *out,
+                    struct store_error *err)
+{
+    struct format_column_info ci = {0};
+    format_block_column(&l->b.block, l->codes_column, &ci);
+    int ic = format_block_find(&l->b.block, (uint16_t)(ci.role + 1),
+                               (uint16_t)(STORE_VC_CUMULATIVE + ci.index));
+    if (ic < 0 || ci.role % STORE_ROLE_TOTAL != STORE_ROLE_VC_VALUES % STORE_ROLE_TOTAL ||
+        ci.role < STORE_ROLE_TOTAL)
+        return 0;
+    int rc = seek_column(&l->b, l->codes_column, &out->codes, err);
+    if (rc == 1)
+        rc = seek_column(&l->b, ic, &out->cum, err);
+    if (rc == 1 && out->cum.n != out->codes.n)
+        return store_fail(err, "segment block of span %lld: %u running rows for %u runs",
+                          (long long)l->b.span_start, out->cum.n, out->codes.n);
+    return rc;
+}

@@ -62,7 +62,7 @@ void *block_column_add(struct block_columns *bc, uint16_t role, uint16_t index,
     bool compact = role % STORE_ROLE_TOTAL == STORE_ROLE_VC_VALUES % STORE_ROLE_TOTAL ||
                    role % STORE_ROLE_TOTAL == STORE_ROLE_VC_COUNTS % STORE_ROLE_TOTAL ||
                    role == STORE_ROLE_VC_OFFSETS;
-    bc->cols[bc->ncols++] = (struct format_column){role, index, type, n, a, compact};
+    bc->cols[bc->ncols++] = (struct format_column){role, index, type, n, a, compact, false};
     return a;
 }
 
@@ -249,6 +249,23 @@ static int build_vc(const struct grouping *gr, int k, const uint32_t *perm, cons
     out->vc_off[k] = off; /* the columns just added: offsets, codes, rows */
     out->vc_codes[k] = shrink_column(bc, bc->ncols - 2, (uint32_t)used);
     out->vc_rows[k] = shrink_column(bc, bc->ncols - 1, (uint32_t)used);
+    /* The codes read by position, and the rows' running sums beside them
+     * (STORE_VC_CUMULATIVE): a percentile over a group of rollup rows
+     * binary-searches each row instead of merging them. */
+    bc->cols[bc->ncols - 2].compact = false;
+    bc->cols[bc->ncols - 2].seekable = true;
+    int64_t *cum = block_column_add(bc, base + STORE_ROLE_VC_COUNTS,
+                                    (uint16_t)(STORE_VC_CUMULATIVE + k), FORMAT_I64,
+                                    (uint32_t)used);
+    if (!cum)
+        goto done;
+    bc->cols[bc->ncols - 1].compact = false;
+    bc->cols[bc->ncols - 1].seekable = true;
+    for (uint32_t g = 0; g < ng; g++) {
+        int64_t sum = 0; /* a row's rows are one segment's: no overflow */
+        for (int64_t j = off[g]; j < off[g + 1]; j++)
+            cum[j] = sum += out->vc_rows[k][j];
+    }
     rc = BUILT;
 done:
     free(scratch);

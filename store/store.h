@@ -41,7 +41,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_FORMAT_VERSION 7 /* 7: segment blocks of format 5 (Rice widths per block); 6: segment blocks of format 4 (Rice codes, PFOR sums); 5: segment blocks of format 3 (codecs PFOR, DPFOR); 4: delta blocks; 3: segment blocks of format 2 (a directory checksum) */
+#define STORE_FORMAT_VERSION 8 /* 8: rollup value counts hold their running rows (STORE_VC_CUMULATIVE) and codes read by position; 7: segment blocks of format 5 (Rice widths per block); 6: segment blocks of format 4 (Rice codes, PFOR sums); 5: segment blocks of format 3 (codecs PFOR, DPFOR); 4: delta blocks; 3: segment blocks of format 2 (a directory checksum) */
 #define STORE_NULL INT64_MIN
 
 /* The times a row's bucket column may hold, in usec since 1970:
@@ -167,6 +167,13 @@ static inline uint16_t store_rollup_base(bool span, int key)
 {
     return (uint16_t)(STORE_ROLE_TOTAL * ((span ? 2 + STORE_ROLLUP_MAX_KEYS : 1) + 1 + key));
 }
+
+/* A rollup family's value count k also holds its runs' rows as running
+ * sums, each row's from its first run: column (base + STORE_ROLE_VC_COUNTS,
+ * STORE_VC_CUMULATIVE + k), with the runs' codes, in RAW or BITPACK, so that
+ * a percentile finds the rows at or below a value in a row by a binary
+ * search, reading neither list whole (SPEC.md §4.3). */
+#define STORE_VC_CUMULATIVE 256
 
 /* A sum accumulator's value: exact (numeric and integer columns, scaled by
  * the column's scale) or a double (float columns). */
@@ -535,6 +542,20 @@ int store_lazy_codes(const struct store_lazy_runs *l, uint32_t i, uint32_t count
                      struct store_error *err);
 int store_lazy_rows(const struct store_lazy_runs *l, uint32_t i, uint32_t count, int64_t *out,
                     struct store_error *err);
+/* A lazy list read by position in place: its codes and their running rows
+ * (STORE_VC_CUMULATIVE), element i of run i of the list's block column
+ * (the list's run 0 is element l->first). */
+struct store_seek_runs {
+    struct format_seek codes, cum;
+};
+
+/* 1 and *out when the list's family holds its running rows and both
+ * columns seek in place (each column's checksum checked once per
+ * snapshot, as store_block_decode does); 0 when not; -1 with err when a
+ * checksum fails. */
+int store_lazy_seek(const struct store_lazy_runs *l, struct store_seek_runs *out,
+                    struct store_error *err);
+
 /* Whether one code of the list decodes alone, without a walk over those
  * before it (format_codec_seeks). */
 bool store_lazy_codes_seek(const struct store_lazy_runs *l);

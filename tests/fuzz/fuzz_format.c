@@ -179,9 +179,21 @@ static void as_block(const uint8_t *data, size_t size)
                 abort();
             if (raw && bytes && memcmp(raw, out, bytes) != 0)
                 abort();
+            /* Read by position: an I64 RAW or BITPACK column that decodes
+             * reads the same values in place, every load inside the block. */
+            struct format_seek seek;
+            bool seeks = format_block_seek(&b, i, true, &seek, &err) == 0;
+            if (!seeks)
+                check_error(&err);
+            if (seeks != (ci.type == FORMAT_I64 && ok &&
+                          (ci.codec == FORMAT_RAW || ci.codec == FORMAT_BITPACK)))
+                abort();
+            for (uint32_t j = 0; seeks && j < ci.n; j++)
+                if (format_seek_get(&seek, j) != format_load_i64(out, j))
+                    abort();
             check_ranges(&b, i, &ci, ok ? out : NULL);
             if (verified && ndecoded < 8) {
-                decoded[ndecoded] = (struct format_column){ci.role, ci.index, ci.type, ci.n, out, false};
+                decoded[ndecoded] = (struct format_column){ci.role, ci.index, ci.type, ci.n, out, false, false};
                 mem[ndecoded++] = out;
             } else {
                 free(out);

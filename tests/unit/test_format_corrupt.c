@@ -36,15 +36,15 @@ static uint8_t *mixed_block(size_t *len)
     for (int i = 0, x = 0; i < 300; i++)
         codes[i] = x = rng_below(&r, 8) ? x + 1 + (int)rng_below(&r, 20) : (int)rng_below(&r, 500);
     struct format_column cols[] = {
-        {1, 0, FORMAT_I64, 50, plain, false},     {1, 1, FORMAT_I64, 100, small, false},
-        {2, 0, FORMAT_I64, 100, stamps, false},   {2, 1, FORMAT_I64, 200, pattern, false},
-        {3, 0, FORMAT_F64, 10, dplain, false},    {3, 1, FORMAT_F64, 64, dconst, false},
-        {4, 0, FORMAT_I128, 30, w128, false},     {4, 1, FORMAT_I128, 5, r128, false},
-        {5, 0, FORMAT_I64, 0, NULL, false},       {5, 1, FORMAT_I128, 20, l128, false},
-        {5, 2, FORMAT_I64, 1, plain, false},      {6, 0, FORMAT_I64, 150, rows, false},
-        {6, 1, FORMAT_I64, 300, codes, false},
-        {7, 0, FORMAT_I64, 150, rows, false},
-        {7, 1, FORMAT_I64, 300, codes, false},
+        {1, 0, FORMAT_I64, 50, plain, false, false},     {1, 1, FORMAT_I64, 100, small, false, false},
+        {2, 0, FORMAT_I64, 100, stamps, false, false},   {2, 1, FORMAT_I64, 200, pattern, false, false},
+        {3, 0, FORMAT_F64, 10, dplain, false, false},    {3, 1, FORMAT_F64, 64, dconst, false, false},
+        {4, 0, FORMAT_I128, 30, w128, false, false},     {4, 1, FORMAT_I128, 5, r128, false, false},
+        {5, 0, FORMAT_I64, 0, NULL, false, false},       {5, 1, FORMAT_I128, 20, l128, false, false},
+        {5, 2, FORMAT_I64, 1, plain, false, false},      {6, 0, FORMAT_I64, 150, rows, false, false},
+        {6, 1, FORMAT_I64, 300, codes, false, false},
+        {7, 0, FORMAT_I64, 150, rows, false, false},
+        {7, 1, FORMAT_I64, 300, codes, false, false},
     };
     int codecs[] = {FORMAT_RAW, FORMAT_BITPACK, FORMAT_DELTA, FORMAT_LZ4,
                     FORMAT_RAW, FORMAT_LZ4,     FORMAT_BITPACK, FORMAT_RAW,
@@ -70,7 +70,7 @@ static uint8_t *large_block(size_t *len, void **mem, int *nmem)
             gen_i128(&r, 1, mem[i], n);
         else
             gen_f64(&r, 1, mem[i], n);
-        cols[i] = (struct format_column){(uint16_t)i, 0, t, n, mem[i], false};
+        cols[i] = (struct format_column){(uint16_t)i, 0, t, n, mem[i], false, false};
     }
     *nmem = 6;
     struct format_block_info info = {.span_start = 0, .width = 60000000, .ncells = 9};

@@ -21,7 +21,7 @@ static uint8_t *base_block(size_t *len)
 {
     for (int i = 0; i < 10; i++)
         lz10[i] = 0x1111111111111111ll;
-    struct format_column cols[] = {{1, 2, FORMAT_I64, 4, raw4, false}, {5, 6, FORMAT_I64, 10, lz10, false}};
+    struct format_column cols[] = {{1, 2, FORMAT_I64, 4, raw4, false, false}, {5, 6, FORMAT_I64, 10, lz10, false, false}};
     int codecs[] = {FORMAT_RAW, FORMAT_LZ4};
     struct format_block_info info = {.span_start = 0, .width = 1, .ncells = 4};
     uint8_t *buf = encode_block(&info, cols, 2, FORMAT_POLICY_SMALLEST, codecs, len);
@@ -152,7 +152,7 @@ Test(format_hostile, directory_checksum)
 Test(format_hostile, bitpack_base_changed_behind_the_checksums)
 {
     static const int64_t vals[6] = {1000, 1003, 1001, 1007, 1000, 1002};
-    struct format_column col = {4, 2, FORMAT_I64, 6, vals, false};
+    struct format_column col = {4, 2, FORMAT_I64, 6, vals, false, false};
     int codec = FORMAT_BITPACK;
     struct format_block_info info = {.span_start = 0, .width = 1, .ncells = 6};
     size_t len;
@@ -468,7 +468,7 @@ static uint8_t *patched_block(size_t *len)
 {
     for (int i = 0; i < 300; i++)
         dp300[i] = 1000 * (i / 50) % 3000 + i % 50;
-    struct format_column cols[] = {{1, 0, FORMAT_I64, 10, pf10, false}, {2, 0, FORMAT_I64, 300, dp300, false}};
+    struct format_column cols[] = {{1, 0, FORMAT_I64, 10, pf10, false, false}, {2, 0, FORMAT_I64, 300, dp300, false, false}};
     int codecs[] = {FORMAT_PFOR, FORMAT_DPFOR};
     struct format_block_info info = {.span_start = 0, .width = 1, .ncells = 10};
     uint8_t *buf = encode_block(&info, cols, 2, FORMAT_POLICY_SMALLEST, codecs, len);

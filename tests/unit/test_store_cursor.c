@@ -249,7 +249,7 @@ Test(store_cursor, descending_offsets_are_refused)
             off[1] = off[ci.n - 1];
             off[ci.n - 1] = t;
         }
-        cols[i] = (struct format_column){ci.role, ci.index, ci.type, ci.n, arrays[i], false};
+        cols[i] = (struct format_column){ci.role, ci.index, ci.type, ci.n, arrays[i], false, false};
     }
     size_t cap = format_block_bound(cols, ncols), len;
     void *bad = malloc(cap);

@@ -373,7 +373,8 @@ static int family_columns(const struct shape *sh, int f, enum held h)
         return 0;
     int buckets = family_span(f) ? 1 : 2; /* per-bucket: with bucket starts */
     int keys = f == 0 ? v->ncell_keys : family_key(f) >= 0;
-    int vcs = h == WHOLE ? 3 * v->nvalue_counts : 0;
+    /* Offsets, codes and rows; a rollup family its running rows too. */
+    int vcs = h == WHOLE ? (f == 0 ? 3 : 4) * v->nvalue_counts : 0;
     return buckets + keys + v->ncounts + v->nsums + vcs;
 }
 
@@ -399,8 +400,41 @@ static void assert_no_stray_columns(const struct format_block *b, const struct s
         if (role == STORE_ROLE_KEY && f > 0)
             cr_assert_eq(ci.index, family_key(f), "%s: family %d has key column %u", where, f,
                          ci.index);
+        else if (role == STORE_ROLE_VC_COUNTS && f > 0 && ci.index >= STORE_VC_CUMULATIVE)
+            cr_assert_lt(ci.index - STORE_VC_CUMULATIVE, vcs, "%s: running rows %u", where,
+                         ci.index);
         else
             cr_assert_lt(ci.index, limit[role], "%s: role %u index %u", where, ci.role, ci.index);
+    }
+}
+
+/* A rollup family's value counts read by position: codes and running rows
+ * (STORE_VC_CUMULATIVE) in RAW or BITPACK, element j the rows of its row's
+ * runs up to j. */
+static void assert_running_rows(const struct format_block *b, const struct shape *sh, int base,
+                                const struct rows *rows, const char *what)
+{
+    for (int k = 0; k < sh->v->nvalue_counts; k++) {
+        int ic = format_block_find(b, (uint16_t)(base + STORE_ROLE_VC_VALUES), (uint16_t)k);
+        int ir = format_block_find(b, (uint16_t)(base + STORE_ROLE_VC_COUNTS),
+                                   (uint16_t)(STORE_VC_CUMULATIVE + k));
+        cr_assert(ic >= 0 && ir >= 0, "%s: value count %d has no running rows", what, k);
+        struct format_seek codes, cum;
+        struct format_error ferr;
+        cr_assert_eq(format_block_seek(b, ic, true, &codes, &ferr), 0, "%s: codes: %s", what,
+                     ferr.message);
+        cr_assert_eq(format_block_seek(b, ir, true, &cum, &ferr), 0, "%s: running rows: %s",
+                     what, ferr.message);
+        for (uint32_t i = 0; i < rows->n; i++) {
+            int64_t sum = 0;
+            for (int64_t j = rows->vc_off[k][i]; j < rows->vc_off[k][i + 1]; j++) {
+                sum += rows->vc_rows[k][j];
+                cr_assert_eq(format_seek_get(&codes, (uint32_t)j), rows->vc_codes[k][j],
+                             "%s: code %" PRId64 " read by position", what, j);
+                cr_assert_eq(format_seek_get(&cum, (uint32_t)j), sum,
+                             "%s: running rows %" PRId64, what, j);
+            }
+        }
     }
 }
 
@@ -420,6 +454,8 @@ static enum held check_family(const struct format_block *b, const struct shape *
         got = rows.has_vcs ? WHOLE : WITHOUT_VCS;
     }
     cr_assert_eq(got, expect, "%s: %s, should be %s", what, held_name[got], held_name[expect]);
+    if (got == WHOLE && f > 0)
+        assert_running_rows(b, sh, base, &rows, what);
     if (got != ABSENT) {
         assert_rows_equal(sh, &rows, want, what);
         rows_free(&rows);
