@@ -169,6 +169,11 @@ static struct outval value_at_decoding(struct exec *x, int fact_col, const struc
     return value_of(x, fact_col, runs, runs->n - 1);
 }
 
+static bool is_percentile_agg(enum sql_agg agg)
+{
+    return agg == SQL_AGG_PERCENTILE_DISC || agg == SQL_AGG_PERCENTILE_CONT;
+}
+
 /* The value at 0-based row r of the ordered multiset. */
 static struct outval value_at(struct exec *x, int fact_col, const struct vc_sorted *runs, int64_t r)
 {
@@ -185,6 +190,59 @@ static struct outval value_at(struct exec *x, int fact_col, const struct vc_sort
 /* min, max, count(DISTINCT) and percentiles from the group's value counts.
  * Every code type but text orders as its values (store.h), so only the
  * values picked are read from their codes. */
+/* The code at 1-based row `row` of a group that keeps sources
+ * (vc_acc_select); NULL when it fails. */
+static struct outval value_selected(struct exec *x, int fact_col, const struct vc_acc *acc,
+                                    const struct vc_sorted *merged, int64_t row)
+{
+    int64_t code;
+    if (x->answer_failed)
+        return (struct outval){.kind = OV_NULL};
+    if (vc_acc_select(acc, merged, row, &code)) {
+        x->answer_failed = true;
+        ask_fail(&x->answer_err, 500, "internal", "out of memory");
+        return (struct outval){.kind = OV_NULL};
+    }
+    return from_code(x, fact_col, code);
+}
+
+/* A percentile of a group that keeps rollup rows by position: what it
+ * merged besides is decoded first, then each row picked across all lists
+ * (exec.rows_count: percentiles only, so its rows in all are that count). */
+static struct outval selected_percentile(struct exec *x, const struct sql_measure *m,
+                                         struct group *g)
+{
+    struct outval o = {.kind = OV_NULL};
+    struct vc_acc *acc = &g->vcs[m->value_counts];
+    struct vc_shared *lazy = vc_acc_lazy(acc);
+    struct vc_sorted merged;
+    if (lazy && vc_shared_fill(lazy, &x->answer_err)) {
+        x->answer_failed = true;
+        return o;
+    }
+    if (vc_acc_runs(acc, &merged)) {
+        x->answer_failed = true;
+        ask_fail(&x->answer_err, 500, "internal", "out of memory");
+        return o;
+    }
+    int64_t total = g->counts[x->rows_count[m->value_counts]];
+    if (total <= 0)
+        return o;
+    if (m->agg == SQL_AGG_PERCENTILE_DISC) {
+        /* As PostgreSQL: row ceil(p * N) in double arithmetic, 1-based. */
+        int64_t row = (int64_t)ceil(m->fraction * (double)total);
+        return value_selected(x, m->fact_column, acc, &merged, row > 1 ? row : 1);
+    }
+    double pos = m->fraction * (double)(total - 1);
+    struct outval lo = value_selected(x, m->fact_column, acc, &merged, (int64_t)floor(pos) + 1);
+    struct outval hi = value_selected(x, m->fact_column, acc, &merged, (int64_t)ceil(pos) + 1);
+    if (x->answer_failed)
+        return o;
+    o.kind = OV_DOUBLE;
+    o.d = as_double(&lo) + (as_double(&hi) - as_double(&lo)) * (pos - floor(pos));
+    return o;
+}
+
 static struct outval ordered_measure(struct exec *x, const struct sql_measure *m, struct group *g)
 {
     struct outval o = {.kind = OV_NULL};
@@ -192,6 +250,8 @@ static struct outval ordered_measure(struct exec *x, const struct sql_measure *m
     struct vc_sorted runs;
     int64_t *by_text_codes = NULL, *by_text_rows = NULL;
     struct vc_acc *acc = &g->vcs[m->value_counts];
+    if (acc->nsrcs > 0 && is_percentile_agg(m->agg))
+        return selected_percentile(x, m, g);
     /* Texts are sorted by their bytes, and rows taken away leave a copy:
      * both read every code. */
     struct vc_shared *lazy = vc_acc_lazy(acc);

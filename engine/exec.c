@@ -315,6 +315,9 @@ static int fill_rows(struct vc_shared *s, struct ask_error *err)
 {
     struct store_lazy_runs *l = s->lazy;
     struct store_error serr;
+    if ((!s->codes && !(s->codes = malloc(8 * ((size_t)s->n + 1)))) ||
+        (!s->rows && !(s->rows = malloc(8 * ((size_t)s->n + 1)))))
+        return ask_fail(err, 500, "internal", "out of memory"); /* freed by share_runs */
     if (l->rows_pending && store_lazy_rows(l, 0, s->n, s->rows, &serr))
         return cursor_failed(err, &serr);
     l->rows_pending = false;
@@ -388,6 +391,28 @@ static int share_runs(const struct exec *x, struct seg_columns *c, struct ask_er
             scratch_free(rows);
             scratch_free(lazy);
             return ask_fail(err, 500, "internal", "out of memory");
+        }
+        /* A percentile-only value count over rollup rows that hold their
+         * running rows: groups keep the rows by position (vc_acc_select). */
+        struct vc_shared *sh = c->vc_shared[k];
+        if (lazy && x->rows_count[k] >= 0 && !x->e->limits.cells_only) {
+            struct store_error serr;
+            int got = store_lazy_seek(lazy, n, &sh->seek, &serr);
+            if (got < 0)
+                return cursor_failed(err, &serr);
+            sh->seeks = got == 1;
+            sh->seek_first = lazy->first;
+        }
+        /* Its slots for codes (never decoded while lazy) and pending rows
+         * would be held by every group's sources until the answer: they
+         * are allocated only if a group merges the list after all. */
+        if (sh->seeks) {
+            free(sh->codes);
+            sh->codes = NULL;
+            if (lazy->rows_pending) {
+                free(sh->rows);
+                sh->rows = NULL;
+            }
         }
     }
     return 0;
@@ -667,6 +692,13 @@ static int fold_cell(struct exec *x, const struct seg_columns *c, uint32_t i, st
             continue;
         int64_t r = c->r.vc_off[k][i], n = c->r.vc_off[k][i + 1] - r;
         struct vc_acc *acc = &g->vcs[k];
+        if (c->vc_shared[k]->seeks && acc->nsrcs < VC_MAX_SOURCES) {
+            if (n && vc_acc_add_source(acc, c->vc_shared[k], (uint32_t)r, (uint32_t)n))
+                return ask_fail(err, 500, "internal", "out of memory");
+            continue;
+        }
+        if (c->vc_shared[k]->seeks && vc_shared_fill(c->vc_shared[k], err))
+            return -1; /* past VC_MAX_SOURCES: merged, its arrays allocated now */
         struct vc_shared *held = vc_acc_lazy(acc); /* a merge reads the group's list */
         if ((n && held && vc_shared_fill(held, err)) ||
             (c->vc_shared[k]->lazy && !vc_acc_lends(acc, n) && vc_shared_fill(c->vc_shared[k], err)))

@@ -109,6 +109,12 @@ struct vc_shared {
     int refs;
     uint32_t n;
     struct store_lazy_runs *lazy;
+    /* A rollup's runs that also read by position (store_lazy_seek): run i
+     * is element seek_first + i of seek's columns, which lie in the ask's
+     * snapshot whether or not lazy was since decoded. */
+    bool seeks;
+    uint32_t seek_first;
+    struct store_seek_runs seek;
 };
 
 /* Takes the arrays (malloc'd) of n runs and lazy (malloc'd or NULL); one
@@ -129,6 +135,13 @@ int vc_shared_rows(struct vc_shared *s, uint32_t i, uint32_t max, int64_t *out, 
  * (format_codec_seeks), else after vc_shared_fill. */
 int vc_shared_code(struct vc_shared *s, uint32_t i, int64_t *code, struct ask_error *err);
 
+/* One rollup row's runs a group reads by position: runs [at, at + n) of
+ * a shared list that seeks. Holds a reference to it. */
+struct vc_source {
+    struct vc_shared *shared;
+    uint32_t at, n;
+};
+
 /* A group's value counts (vc_acc.c): rows per code, first a sorted list
  * (lent from a block or owned), then a hash and, once the codes prove
  * dense, a window of counters for codes [lo, lo + 32768). */
@@ -147,6 +160,10 @@ struct vc_acc {
     int64_t *win, lo;
     uint32_t nwin;            /* distinct codes in the window */
     bool window_tried;
+    /* Rollup rows kept by position rather than merged (percentiles only:
+     * exec.rows_count), beside whatever was merged above. */
+    struct vc_source *srcs;
+    uint32_t nsrcs, srcs_cap;
 };
 
 /* A group's values in code order, each with rows != 0. */
@@ -176,6 +193,21 @@ struct vc_shared *vc_acc_lazy(const struct vc_acc *a);
  * until vc_acc_free. -1 when out of memory. */
 int vc_acc_runs(struct vc_acc *a, struct vc_sorted *out);
 void vc_acc_free(struct vc_acc *a);
+/* Keeps runs [at, at + n) of a list that seeks as a source of the group
+ * (a reference to it). -1 when out of memory. */
+int vc_acc_add_source(struct vc_acc *a, struct vc_shared *shared, uint32_t at, uint32_t n);
+/* Sources a group keeps before it merges the rest: each costs a pick a
+ * binary search per step, a merge costs every run once. */
+enum { VC_MAX_SOURCES = 1024 };
+/* The code at 1-based row `row` of the group's values in code order, the
+ * sources and the merged list (from vc_acc_runs, decoded, rows in total)
+ * together: the smallest code whose rows at or below reach row, found by
+ * bisecting the codes, each list binary-searched through its running rows,
+ * so the cost follows the lists, not their runs. Codes must order as
+ * values (not text). row > the rows in all picks the largest code. -1 when
+ * out of memory. */
+int vc_acc_select(const struct vc_acc *a, const struct vc_sorted *merged, int64_t row,
+                  int64_t *code);
 
 struct group {
     int64_t *key;          /* bucket, then one id per group key */

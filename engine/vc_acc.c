@@ -308,6 +308,9 @@ int vc_acc_add_runs(struct vc_acc *a, struct vc_shared *shared, const int64_t *c
 
 void vc_acc_free(struct vc_acc *a)
 {
+    for (uint32_t i = 0; i < a->nsrcs; i++)
+        vc_shared_release(a->srcs[i].shared);
+    free(a->srcs);
     let_go(a);
     scratch_free(a->codes);
     scratch_free(a->rows);
@@ -321,7 +324,7 @@ struct vc_shared *vc_shared_new(int64_t *codes, int64_t *rows, uint32_t n,
     struct vc_shared *s = scratch_malloc(sizeof *s);
     if (!s)
         return NULL;
-    *s = (struct vc_shared){codes, rows, 1, n, lazy};
+    *s = (struct vc_shared){codes, rows, 1, n, lazy, false, 0, {{0}, {0}}};
     return s;
 }
 
@@ -374,7 +377,14 @@ static int hash_to_sorted(struct vc_acc *a)
     }
     scratch_free(hashed);
     int64_t total = a->total;
+    struct vc_source *srcs = a->srcs; /* the sources stay the group's */
+    uint32_t nsrcs = a->nsrcs, srcs_cap = a->srcs_cap;
+    a->srcs = NULL;
+    a->nsrcs = 0;
     vc_acc_free(a);
+    a->srcs = srcs;
+    a->nsrcs = nsrcs;
+    a->srcs_cap = srcs_cap;
     own(a, oc, orows, o);
     a->adds = VC_MERGE_ADDS;
     a->total = total;
@@ -407,5 +417,177 @@ int vc_acc_runs(struct vc_acc *a, struct vc_sorted *out)
         out->lazy_at = (uint32_t)(a->sorted_codes - a->lent->codes);
         out->rows_pending = a->rows_pending;
     }
+    return 0;
+}
+
+int vc_acc_add_source(struct vc_acc *a, struct vc_shared *shared, uint32_t at, uint32_t n)
+{
+    if (a->nsrcs == a->srcs_cap) {
+        uint32_t cap = a->srcs_cap ? a->srcs_cap * 2 : 8;
+        struct vc_source *s = realloc(a->srcs, sizeof *s * cap);
+        if (!s)
+            return -1;
+        a->srcs = s;
+        a->srcs_cap = cap;
+    }
+    a->srcs[a->nsrcs++] = (struct vc_source){shared, at, n};
+    shared->refs++;
+    return 0;
+}
+
+/* ---- Picking a row across lists ------------------------------------------------
+ *
+ * Each list is a sorted run of codes with its running rows (element j: the
+ * rows of runs 0..j), read by position: a source in place in its block, the
+ * merged list from arrays (a format_seek of 64 bits reads an int64 array).
+ * F(v), the rows at or below v, is the sum over lists of the running rows
+ * at the last code <= v; rows may be negative in a list (a delta block's),
+ * but F is the group's, so it never falls. The pick is the smallest v with
+ * F(v) >= row: bisected over the codes between the smallest and the
+ * largest. Each list keeps the bracket [lo, hi] its count of codes <= v
+ * lies in for every v still in play, so its binary searches narrow as the
+ * bisection does. */
+
+struct pick_list {
+    struct format_seek codes, cum;
+    uint32_t first;           /* element of run 0 */
+    uint32_t lo, hi;          /* codes <= v lie in [lo, hi] for v in play */
+    uint32_t at;              /* codes <= mid */
+};
+
+/* The number of codes <= v in [l->lo, l->hi] (codes below lo are <= v,
+ * those from hi on above it). */
+static inline uint32_t count_at_most(const struct pick_list *l, int64_t v)
+{
+    uint32_t lo = l->lo, hi = l->hi;
+    while (lo < hi) {
+        uint32_t m = lo + (hi - lo) / 2;
+        if (format_seek_get(&l->codes, l->first + m) <= v)
+            lo = m + 1;
+        else
+            hi = m;
+    }
+    return lo;
+}
+
+static inline int64_t rows_through(const struct pick_list *l, uint32_t count)
+{
+    return count ? format_seek_get(&l->cum, l->first + count - 1) : 0;
+}
+
+/* F(v) over the lists, each one's count of codes <= v into its at. */
+static int64_t rows_at_most(struct pick_list *lists, uint32_t nl, int64_t v)
+{
+    int64_t f = 0;
+    for (uint32_t i = 0; i < nl; i++) {
+        lists[i].at = count_at_most(&lists[i], v);
+        f += rows_through(&lists[i], lists[i].at);
+    }
+    return f;
+}
+
+/* A first bracket: the pick of a mixture lies between its parts' picks at
+ * the same fraction, so each list's own pick (a binary search of its
+ * running rows) bounds it, and hour medians of a day lie a few hundred
+ * codes apart where the codes span a million (outliers). The bracket is
+ * used only when F proves it (deltas and rows taken away void the rule);
+ * it saves most of the bisection's steps. */
+static void narrow(struct pick_list *lists, uint32_t nl, int64_t row, int64_t *vlo, int64_t *vhi)
+{
+    int64_t total = 0, lo = INT64_MAX, hi = INT64_MIN;
+    for (uint32_t i = 0; i < nl; i++)
+        total += rows_through(&lists[i], lists[i].hi);
+    if (total <= 0 || *vlo >= *vhi)
+        return;
+    double fraction = (double)row / (double)total;
+    for (uint32_t i = 0; i < nl; i++) {
+        const struct pick_list *l = &lists[i];
+        int64_t mine = rows_through(l, l->hi);
+        if (mine <= 0)
+            continue;
+        int64_t want = (int64_t)(fraction * (double)mine);
+        uint32_t a = 0, b = l->hi - 1; /* the first run whose running rows reach want */
+        while (a < b) {
+            uint32_t m = a + (b - a) / 2;
+            if (format_seek_get(&l->cum, l->first + m) < want)
+                a = m + 1;
+            else
+                b = m;
+        }
+        int64_t c = format_seek_get(&l->codes, l->first + a);
+        lo = c < lo ? c : lo;
+        hi = c > hi ? c : hi;
+    }
+    if (lo > hi || lo <= *vlo || hi >= *vhi)
+        return;
+    /* F(lo - 1) < row <= F(hi): the pick lies in [lo, hi]; the lists'
+     * brackets follow. */
+    if (rows_at_most(lists, nl, hi) < row)
+        return;
+    for (uint32_t i = 0; i < nl; i++)
+        lists[i].hi = lists[i].at;
+    *vhi = hi;
+    if (rows_at_most(lists, nl, lo - 1) >= row) { /* below lo after all */
+        for (uint32_t i = 0; i < nl; i++)
+            lists[i].hi = lists[i].at;
+        *vhi = lo - 1;
+        return;
+    }
+    for (uint32_t i = 0; i < nl; i++)
+        lists[i].lo = lists[i].at;
+    *vlo = lo;
+    *vhi = hi;
+}
+
+int vc_acc_select(const struct vc_acc *a, const struct vc_sorted *merged, int64_t row,
+                  int64_t *code)
+{
+    uint32_t nl = 0;
+    struct pick_list *lists = malloc(sizeof *lists * ((size_t)a->nsrcs + 1));
+    int64_t *merged_cum = merged->n ? malloc(8 * (size_t)merged->n) : NULL;
+    if (!lists || (merged->n && !merged_cum)) {
+        free(lists);
+        free(merged_cum);
+        return -1;
+    }
+    int64_t vlo = INT64_MAX, vhi = INT64_MIN;
+    for (uint32_t i = 0; i <= a->nsrcs; i++) {
+        struct pick_list *l = &lists[nl];
+        if (i < a->nsrcs) {
+            const struct vc_source *s = &a->srcs[i];
+            *l = (struct pick_list){s->shared->seek.codes, s->shared->seek.cum,
+                                    s->shared->seek_first + s->at, 0, s->n, 0};
+        } else {
+            if (!merged->n)
+                break;
+            int64_t sum = 0;
+            for (uint32_t j = 0; j < merged->n; j++)
+                merged_cum[j] = sum += merged->rows[j];
+            struct format_seek c = {(const uint8_t *)merged->codes, 0, UINT64_MAX, merged->n, 64};
+            struct format_seek r = {(const uint8_t *)merged_cum, 0, UINT64_MAX, merged->n, 64};
+            *l = (struct pick_list){c, r, 0, 0, merged->n, 0};
+        }
+        if (l->hi == 0)
+            continue;
+        int64_t first = format_seek_get(&l->codes, l->first);
+        int64_t last = format_seek_get(&l->codes, l->first + l->hi - 1);
+        vlo = first < vlo ? first : vlo;
+        vhi = last > vhi ? last : vhi;
+        nl++;
+    }
+    narrow(lists, nl, row, &vlo, &vhi);
+    while (vlo < vhi) {
+        int64_t mid = (int64_t)((uint64_t)vlo + ((uint64_t)vhi - (uint64_t)vlo) / 2);
+        bool reached = rows_at_most(lists, nl, mid) >= row;
+        for (uint32_t i = 0; i < nl; i++)
+            *(reached ? &lists[i].hi : &lists[i].lo) = lists[i].at;
+        if (reached)
+            vhi = mid;
+        else
+            vlo = mid + 1;
+    }
+    *code = vlo;
+    free(lists);
+    free(merged_cum);
     return 0;
 }

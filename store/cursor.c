@@ -452,7 +452,7 @@ static int seek_column(const struct store_block *b, int i, struct format_seek *o
     return 1;
 }
 
-int store_lazy_seek(const struct store_lazy_runs *l, struct store_seek_runs *out,
+int store_lazy_seek(const struct store_lazy_runs *l, uint32_t count, struct store_seek_runs *out,
                     struct store_error *err)
 {
     struct format_column_info ci = {0};
@@ -468,5 +468,8 @@ int store_lazy_seek(const struct store_lazy_runs *l, struct store_seek_runs *out
     if (rc == 1 && out->cum.n != out->codes.n)
         return store_fail(err, "segment block of span %lld: %u running rows for %u runs",
                           (long long)l->b.span_start, out->cum.n, out->codes.n);
+    if (rc == 1 && (uint64_t)l->first + count > out->codes.n)
+        return store_fail(err, "segment block of span %lld: value-count offsets pass its %u runs",
+                          (long long)l->b.span_start, out->codes.n);
     return rc;
 }

@@ -552,8 +552,9 @@ struct store_seek_runs {
 /* 1 and *out when the list's family holds its running rows and both
  * columns seek in place (each column's checksum checked once per
  * snapshot, as store_block_decode does); 0 when not; -1 with err when a
- * checksum fails. */
-int store_lazy_seek(const struct store_lazy_runs *l, struct store_seek_runs *out,
+ * checksum fails or the list's count runs from l->first pass the columns'
+ * end. */
+int store_lazy_seek(const struct store_lazy_runs *l, uint32_t count, struct store_seek_runs *out,
                     struct store_error *err);
 
 /* Whether one code of the list decodes alone, without a walk over those

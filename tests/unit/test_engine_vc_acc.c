@@ -15,6 +15,7 @@
 #include "engine/internal.h"
 
 #include <criterion/criterion.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -311,5 +312,147 @@ Test(vc_acc, an_empty_accumulator_has_no_runs)
     cr_assert_eq(vc_acc_runs(&a, &runs), 0);
     cr_assert_eq(runs.n, 0);
     cr_assert_eq(runs.total, 0);
+    vc_acc_free(&a);
+}
+
+/* ---- Picking across sources (vc_acc_select) ------------------------------------
+ *
+ * A group that keeps rollup rows by position picks a row across them and
+ * whatever it merged, without merging: every row of the brute-force model
+ * must come out as the code the sorted multiset holds there. Lists come as
+ * sources (codes and running rows read by position, here from int64
+ * arrays, a format_seek of 64 bits) and as merged batches; some sources are
+ * deltas that take rows away from an earlier one, so a list's running rows
+ * may fall and a code may end at zero rows. */
+
+/* The model's codes in order, each with its rows. */
+static void qsort_pairs(struct model *m)
+{
+    struct vc_run *r = malloc(sizeof *r * (m->n + 1));
+    cr_assert(r);
+    for (size_t i = 0; i < m->n; i++)
+        r[i] = (struct vc_run){m->codes[i], m->rows[i]};
+    qsort(r, m->n, sizeof *r, cmp_i64); /* by code: a run starts with it */
+    for (size_t i = 0; i < m->n; i++) {
+        m->codes[i] = r[i].code;
+        m->rows[i] = r[i].rows;
+    }
+    free(r);
+}
+
+/* A source over n runs: its codes and running rows in a vc_shared (which
+ * frees them), one reference, the caller's. */
+static struct vc_shared *source_of(const int64_t *codes, const int64_t *rows, size_t n)
+{
+    int64_t *c = malloc(8 * (n + 1)), *cum = malloc(8 * (n + 1)), sum = 0;
+    cr_assert(c && cum);
+    for (size_t i = 0; i < n; i++) {
+        c[i] = codes[i];
+        cum[i] = sum += rows[i];
+    }
+    struct vc_shared *s = vc_shared_new(c, cum, (uint32_t)n, NULL);
+    cr_assert(s);
+    s->seeks = true;
+    s->seek.codes = (struct format_seek){(const uint8_t *)c, 0, UINT64_MAX, (uint32_t)n, 64};
+    s->seek.cum = (struct format_seek){(const uint8_t *)cum, 0, UINT64_MAX, (uint32_t)n, 64};
+    return s;
+}
+
+static void check_picks(int nsources, int nmerged, int64_t range, bool deltas)
+{
+    struct vc_acc a = {0};
+    struct model m = {0};
+    int64_t codes[600], rows[600];
+    for (int s = 0; s < nsources + nmerged; s++) {
+        size_t n = (size_t)rnd(300), k = 0;
+        int64_t c = rnd(range / 4 + 1) - range / 8; /* negative codes too */
+        for (size_t i = 0; i < n; i++) {
+            c += 1 + rnd(range / 50 + 1);
+            codes[k] = c;
+            rows[k++] = 1 + rnd(rnd(8) ? 5 : 4000);
+        }
+        for (size_t i = 0; i < k; i++)
+            model_add(&m, codes[i], rows[i]);
+        if (s < nsources) {
+            /* A source, and maybe a delta after it taking some rows away. */
+            struct vc_shared *sh = source_of(codes, rows, k);
+            cr_assert_eq(vc_acc_add_source(&a, sh, 0, (uint32_t)k), 0);
+            vc_shared_release(sh);
+            if (deltas && k && rnd(2)) {
+                size_t d = 0;
+                for (size_t i = 0; i < k; i++)
+                    if (rnd(3) == 0) {
+                        codes[d] = codes[i];
+                        rows[d] = -(rnd(2) ? rows[i] : 1 + rnd(rows[i]));
+                        model_add(&m, codes[d], rows[d]);
+                        d++;
+                    }
+                sh = source_of(codes, rows, d);
+                cr_assert_eq(vc_acc_add_source(&a, sh, 0, (uint32_t)d), 0);
+                vc_shared_release(sh);
+            }
+        } else {
+            cr_assert_eq(vc_acc_add_runs(&a, NULL, codes, rows, (int64_t)k), 0);
+        }
+    }
+    qsort_pairs(&m);
+    int64_t total = 0;
+    for (size_t i = 0; i < m.n; i++)
+        total += m.rows[i];
+    struct vc_sorted merged;
+    cr_assert_eq(vc_acc_runs(&a, &merged), 0);
+    size_t at = 0;
+    int64_t below = 0; /* rows of the model's codes before at */
+    for (int64_t row = 1; row <= total; row += 1 + rnd(total / 200 + 1)) {
+        while (below + m.rows[at] < row)
+            below += m.rows[at++];
+        int64_t code;
+        cr_assert_eq(vc_acc_select(&a, &merged, row, &code), 0);
+        cr_assert_eq(code, m.codes[at], "row %" PRId64 " of %" PRId64 ": picked %" PRId64
+                     ", the multiset holds %" PRId64, row, total, code, m.codes[at]);
+    }
+    if (total > 0) { /* past the end: the largest code with rows */
+        int64_t code;
+        size_t last = m.n;
+        while (last > 0 && m.rows[last - 1] == 0)
+            last--;
+        cr_assert_eq(vc_acc_select(&a, &merged, total + 5, &code), 0);
+        cr_assert_geq(code, m.codes[last - 1]);
+    }
+    vc_acc_free(&a);
+    free(m.codes);
+    free(m.rows);
+}
+
+Test(vc_acc, a_pick_across_sources_equals_the_sorted_multiset)
+{
+    rng_state = 77;
+    for (int round = 0; round < 40; round++)
+        check_picks(1 + (int)rnd(30), 0, 1 + rnd(rnd(2) ? 100000 : 1000), false);
+}
+
+Test(vc_acc, a_pick_across_sources_and_merged_runs_with_deltas)
+{
+    rng_state = 78;
+    for (int round = 0; round < 40; round++)
+        check_picks(1 + (int)rnd(20), (int)rnd(6), 1 + rnd(rnd(2) ? 100000 : 1000), true);
+}
+
+Test(vc_acc, codes_far_apart_are_bisected_without_overflow)
+{
+    int64_t codes[] = {INT64_MIN + 1, -5, 0, INT64_MAX - 1}, rows[] = {2, 1, 3, 4};
+    struct vc_acc a = {0};
+    struct vc_shared *sh = source_of(codes, rows, 4);
+    cr_assert_eq(vc_acc_add_source(&a, sh, 0, 4), 0);
+    vc_shared_release(sh);
+    struct vc_sorted merged;
+    cr_assert_eq(vc_acc_runs(&a, &merged), 0);
+    int64_t want[] = {INT64_MIN + 1, INT64_MIN + 1, -5, 0, 0, 0, INT64_MAX - 1, INT64_MAX - 1,
+                      INT64_MAX - 1, INT64_MAX - 1};
+    for (int row = 1; row <= 10; row++) {
+        int64_t code;
+        cr_assert_eq(vc_acc_select(&a, &merged, row, &code), 0);
+        cr_assert_eq(code, want[row - 1], "row %d", row);
+    }
     vc_acc_free(&a);
 }
