@@ -761,12 +761,14 @@ def dashboard_section(modes):
         rows) + [""]
     out += ["Where a peer wins: " + (" ".join(wins) if wins else "nowhere."), ""]
     out += [
-        "How: four asks as a New York dashboard sends them (`tests/kit/taxi_asks.h`",
+        "How: asks as a New York dashboard sends them (`tests/kit/taxi_asks.h`",
         "`TAXI_DASHBOARD_ASKS`): trips per local day over six months, the median",
         "fare per local day over March, trips per month by borough over all time,",
-        "and a time picker's range (Grafana's `BETWEEN`, off the hour edges) with a",
-        "top-ten `HAVING`; checked and timed as the asks mode does, PostgreSQL with",
-        "the session time zone America/New_York over the raw rows.",
+        "a time picker's range (Grafana's `BETWEEN`, off the hour edges) with a",
+        "top-ten `HAVING`, the p99 fare by pickup zone and payment type over six",
+        "months and the median fare per local day by borough over six months;",
+        "checked and timed as the asks mode does, PostgreSQL with the session",
+        "time zone America/New_York over the raw rows.",
         "",
     ]
     return out

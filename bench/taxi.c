@@ -36,8 +36,9 @@ static const struct mode MODES[] = {
      "        each mode run there, for bench/render_results.py"},
     {"dashboard", taxi_dashboard_main,
      "[--trips N] [--seed S] [--check-only] [--results FILE] [...]\n"
-     "        four asks as a New York dashboard sends them (local days, a month of\n"
-     "        medians, months by borough, a time picker's top ten), checked, then timed"},
+     "        six asks as a New York dashboard sends them (local days, a month of\n"
+     "        medians, months by borough, a time picker's top ten, two percentiles\n"
+     "        over six months), checked, then timed"},
     {"random", taxi_random_main,
      "[--count N] [--check N] [--no-duckdb] [--list] [--trips N] [--results FILE] [...]\n"
      "        the generated asks over both views (tests/kit/taxi_random.h), each timed\n"

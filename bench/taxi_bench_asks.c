@@ -1,5 +1,5 @@
 /* taxi_bench_asks.c -- `taxi asks`: the ten asks of seed 000 (and `taxi
- * dashboard`: four asks as a New York dashboard sends them), each first
+ * dashboard`: six asks as a New York dashboard sends them), each first
  * checked (Straum's answer equals PostgreSQL's; the run stops at the first
  * difference, printing both), then timed on each side from one client:
  * PostgreSQL by libpq (simple query protocol, session time zone New York),

@@ -76,10 +76,11 @@ static const struct taxi_ask TAXI_ASKS[] = {
 
 #define TAXI_NASKS ((int)(sizeof TAXI_ASKS / sizeof TAXI_ASKS[0]))
 
-/* Four asks as a New York dashboard sends them (issue "dashboard time"):
- * local days, a month of local-day medians, months by borough over all
- * time, and a time picker's range (Grafana's BETWEEN, off the hour edges)
- * with a top-ten HAVING. The SQL is the same question over the raw rows
+/* Six asks as a New York dashboard sends them: local days, a month of
+ * local-day medians, months by borough over all time, a time picker's
+ * range (Grafana's BETWEEN, off the hour edges) with a top-ten HAVING, and
+ * two percentiles over six months by keys and by a dim column per local
+ * day. The SQL is the same question over the raw rows
  * under the session time zone New York; the range on the view's bucket is
  * the hour bucket's, as the view buckets the rows. */
 static const struct taxi_ask TAXI_DASHBOARD_ASKS[] = {
@@ -110,6 +111,21 @@ static const struct taxi_ask TAXI_DASHBOARD_ASKS[] = {
      "SELECT pu_location_id, trips, avg_fare FROM trips WHERE bucket BETWEEN $1 AND $2 "
      "GROUP BY pu_location_id HAVING trips > $3 ORDER BY trips DESC, pu_location_id LIMIT 10",
      {"2024-03-09T18:42:17Z", "2024-03-11T00:42:17Z", "100", 0}},
+    {"p99 fare by pickup zone and payment type, six months",
+     "SELECT pu_location_id, payment_type, "
+     "percentile_disc(0.99) WITHIN GROUP (ORDER BY fare_amount) FROM yellow_trips "
+     "WHERE pickup_at >= '2024-01-01' AND pickup_at < '2024-07-01' GROUP BY 1, 2",
+     "SELECT pu_location_id, payment_type, p99_fare FROM trips "
+     "WHERE bucket >= $1 AND bucket < $2 GROUP BY pu_location_id, payment_type",
+     {"2024-01-01", "2024-07-01", 0}},
+    {"Median fare per New York day by borough, six months",
+     "SELECT date_trunc('day', t.pickup_at), z.borough, "
+     "percentile_disc(0.5) WITHIN GROUP (ORDER BY t.fare_amount) FROM yellow_trips t "
+     "LEFT JOIN taxi_zones z ON z.location_id = t.pu_location_id "
+     "WHERE t.pickup_at >= '2024-01-01' AND t.pickup_at < '2024-07-01' GROUP BY 1, 2",
+     "SELECT date_trunc('day', bucket) AS day, borough, median_fare FROM trips "
+     "WHERE bucket >= $1 AND bucket < $2 GROUP BY day, borough",
+     {"2024-01-01", "2024-07-01", 0}},
 };
 
 #define TAXI_NDASHBOARD_ASKS ((int)(sizeof TAXI_DASHBOARD_ASKS / sizeof TAXI_DASHBOARD_ASKS[0]))
