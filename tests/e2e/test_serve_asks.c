@@ -141,6 +141,59 @@ Test(serve_asks, picks_from_long_rollup_rows_equal_postgresql, .timeout = 600)
     taxi_db_destroy(&db);
 }
 
+/* Percentiles picked across rollup rows kept by position (SPEC.md §6.1):
+ * a New York day's 24 hour rows, a bucket's one row, and bins of 1,100
+ * hour rows, past the 1,024 sources a group keeps (the rest merge), after
+ * the snapshot and after changes (delta rows take rows away). */
+Test(serve_asks, percentiles_picked_across_rollup_rows_equal_postgresql, .timeout = 600)
+{
+    static const char *const asks[][2] = {
+        {"SELECT date_trunc('day', bucket) AS d, median_fare, p99_fare FROM trips "
+         "WHERE bucket >= $1 AND bucket < $2 GROUP BY d",
+         "SELECT date_trunc('day', pickup_at), "
+         "percentile_disc(0.5) WITHIN GROUP (ORDER BY fare_amount), "
+         "percentile_disc(0.99) WITHIN GROUP (ORDER BY fare_amount) FROM yellow_trips "
+         "GROUP BY 1"},
+        {"SELECT date_bin('1100 hours', bucket) AS b, median_fare, p99_fare FROM trips "
+         "WHERE bucket >= $1 AND bucket < $2 GROUP BY b",
+         "SELECT date_bin('1100 hours', pickup_at, timestamptz 'epoch'), "
+         "percentile_disc(0.5) WITHIN GROUP (ORDER BY fare_amount), "
+         "percentile_disc(0.99) WITHIN GROUP (ORDER BY fare_amount) FROM yellow_trips "
+         "GROUP BY 1"},
+        {"SELECT bucket, payment_type, median_fare FROM trips "
+         "WHERE bucket >= $1 AND bucket < $2 GROUP BY bucket, payment_type",
+         "SELECT date_bin('1 hour', pickup_at, timestamptz 'epoch'), payment_type, "
+         "percentile_disc(0.5) WITHIN GROUP (ORDER BY fare_amount) FROM yellow_trips "
+         "GROUP BY 1, 2"},
+        {"SELECT date_trunc('month', bucket) AS m, payment_type, p99_fare FROM trips "
+         "WHERE bucket >= $1 AND bucket < $2 GROUP BY m, payment_type",
+         "SELECT date_trunc('month', pickup_at), payment_type, "
+         "percentile_disc(0.99) WITHIN GROUP (ORDER BY fare_amount) FROM yellow_trips "
+         "GROUP BY 1, 2"},
+    };
+    const char *params[] = {TAXI_ALL_FROM, TAXI_ALL_TO};
+    struct taxi_db db;
+    taxi_db_create(&db, NULL, 200000);
+    char log[8192];
+    for (int round = 0; round < 2; round++) {
+        if (round)
+            for (int i = 0; i < 6; i++)
+                taxi_random_batch(&db);
+        cr_assert_eq(taxi_ingest_once(&db, log, sizeof log), 0, "%s", log);
+        struct store_error serr;
+        struct engine *e = engine_open(db.store, NULL, &serr);
+        cr_assert_not_null(e, "%s", serr.message);
+        oracle_exec(db.pg, "SET TIME ZONE 'America/New_York'");
+        for (size_t i = 0; i < sizeof asks / sizeof *asks; i++) {
+            char what[256];
+            snprintf(what, sizeof what, "ask %zu, round %d", i, round);
+            check_ask(e, db.pg, asks[i][1], asks[i][0], 2, params, "America/New_York", what);
+        }
+        engine_close(e);
+    }
+    taxi_db_destroy(&db);
+}
+
 /* Writes a views file beside db's store; its path into path. */
 static void write_views(const struct taxi_db *db, const char *text, char *path, size_t cap)
 {
