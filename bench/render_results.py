@@ -751,6 +751,10 @@ def dashboard_section(modes):
     run = modes["dashboard"]
     rows, wins = [], []
     for i, a in enumerate(run["dashboard"]):
+        if "straum_median_ms" not in a:  # checked, then the run stopped before its timing
+            rows.append([f"{i + 1} {a['ask']}", a["rows"], "yes" if a["equal"] else "**no**",
+                         "—", "**not timed**", "**missed**", "—"])
+            continue
         st, pg = a["straum_median_ms"], a["postgres_median_ms"]
         rows.append([f"{i + 1} {a['ask']}", a["rows"], "yes" if a["equal"] else "**no**",
                      dur_ms(pg), f"**{dur_ms(st)}**", met(st < 1.0), ratio(pg / st)])
