@@ -311,9 +311,9 @@ static void as_values(const uint8_t *data, size_t size)
     memcpy(d, p, n64 * 8);
 
     struct format_column cols[3] = {
-        {1, 0, FORMAT_I64, (uint32_t)n64, v, false},
-        {2, 0, FORMAT_I128, (uint32_t)n128, w, false},
-        {3, 0, FORMAT_F64, (uint32_t)n64, d, false},
+        {1, 0, FORMAT_I64, (uint32_t)n64, v, false, false},
+        {2, 0, FORMAT_I128, (uint32_t)n128, w, false, false},
+        {3, 0, FORMAT_F64, (uint32_t)n64, d, false, false},
     };
     roundtrip(cols, 3, FORMAT_POLICY_SMALLEST, NULL);
     roundtrip(cols, 3, FORMAT_POLICY_RAW, NULL);
