@@ -315,8 +315,8 @@ static int fill_rows(struct vc_shared *s, struct ask_error *err)
 {
     struct store_lazy_runs *l = s->lazy;
     struct store_error serr;
-    if ((!s->codes && !(s->codes = malloc(8 * ((size_t)s->n + 1)))) ||
-        (!s->rows && !(s->rows = malloc(8 * ((size_t)s->n + 1)))))
+    if ((!s->codes && !(s->codes = scratch_malloc(8 * ((size_t)s->n + 1)))) ||
+        (!s->rows && !(s->rows = scratch_malloc(8 * ((size_t)s->n + 1)))))
         return ask_fail(err, 500, "internal", "out of memory"); /* freed by share_runs */
     if (l->rows_pending && store_lazy_rows(l, 0, s->n, s->rows, &serr))
         return cursor_failed(err, &serr);
@@ -407,10 +407,10 @@ static int share_runs(const struct exec *x, struct seg_columns *c, struct ask_er
          * would be held by every group's sources until the answer: they
          * are allocated only if a group merges the list after all. */
         if (sh->seeks) {
-            free(sh->codes);
+            scratch_free(sh->codes);
             sh->codes = NULL;
             if (lazy->rows_pending) {
-                free(sh->rows);
+                scratch_free(sh->rows);
                 sh->rows = NULL;
             }
         }

@@ -310,7 +310,7 @@ void vc_acc_free(struct vc_acc *a)
 {
     for (uint32_t i = 0; i < a->nsrcs; i++)
         vc_shared_release(a->srcs[i].shared);
-    free(a->srcs);
+    scratch_free(a->srcs);
     let_go(a);
     scratch_free(a->codes);
     scratch_free(a->rows);
@@ -424,7 +424,7 @@ int vc_acc_add_source(struct vc_acc *a, struct vc_shared *shared, uint32_t at, u
 {
     if (a->nsrcs == a->srcs_cap) {
         uint32_t cap = a->srcs_cap ? a->srcs_cap * 2 : 8;
-        struct vc_source *s = realloc(a->srcs, sizeof *s * cap);
+        struct vc_source *s = scratch_realloc(a->srcs, sizeof *s * cap);
         if (!s)
             return -1;
         a->srcs = s;
@@ -543,11 +543,11 @@ int vc_acc_select(const struct vc_acc *a, const struct vc_sorted *merged, int64_
                   int64_t *code)
 {
     uint32_t nl = 0;
-    struct pick_list *lists = malloc(sizeof *lists * ((size_t)a->nsrcs + 1));
-    int64_t *merged_cum = merged->n ? malloc(8 * (size_t)merged->n) : NULL;
+    struct pick_list *lists = scratch_malloc(sizeof *lists * ((size_t)a->nsrcs + 1));
+    int64_t *merged_cum = merged->n ? scratch_malloc(8 * (size_t)merged->n) : NULL;
     if (!lists || (merged->n && !merged_cum)) {
-        free(lists);
-        free(merged_cum);
+        scratch_free(lists);
+        scratch_free(merged_cum);
         return -1;
     }
     int64_t vlo = INT64_MAX, vhi = INT64_MIN;
@@ -587,7 +587,7 @@ int vc_acc_select(const struct vc_acc *a, const struct vc_sorted *merged, int64_
             vlo = mid + 1;
     }
     *code = vlo;
-    free(lists);
-    free(merged_cum);
+    scratch_free(lists);
+    scratch_free(merged_cum);
     return 0;
 }
