@@ -1,6 +1,7 @@
 /* hashtab.c -- the open-addressing table's allocation: init, growth, clear
  * (the lookups are inline in hashtab.h). */
 #include "base/hashtab.h"
+#include "base/scratch.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +15,7 @@ void hashtab_init(struct hashtab *t, uint32_t key_words, size_t value_bytes)
 
 void hashtab_free(struct hashtab *t)
 {
-    free(t->slots);
+    scratch_free(t->slots);
     t->slots = NULL;
     t->cap = t->count = 0;
 }
@@ -30,7 +31,7 @@ void hashtab_clear(struct hashtab *t)
 static int rehash(struct hashtab *t, uint32_t cap)
 {
     size_t words = t->slot_words;
-    uint64_t *slots = calloc(cap, words * 8);
+    uint64_t *slots = scratch_calloc(cap, words * 8);
     if (!slots)
         return -1;
     uint64_t mask = cap - 1;
@@ -43,7 +44,7 @@ static int rehash(struct hashtab *t, uint32_t cap)
             j = (j + 1) & mask;
         memcpy(slots + j * words, s, words * 8);
     }
-    free(t->slots);
+    scratch_free(t->slots);
     t->slots = slots;
     t->cap = cap;
     return 0;

@@ -8,13 +8,13 @@
  * Each ask takes its own read snapshot: it never blocks ingest and sees a
  * whole number of source transactions. */
 #include "base/error.h"
+#include "base/hash.h"
 #include "engine/internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <xxhash.h>
 
 static void cached_free(struct cached_ask *c);
 
@@ -117,7 +117,7 @@ static void cached_free(struct cached_ask *c)
 
 static size_t bucket_of(const struct engine *e, const char *text, size_t len)
 {
-    return XXH3_64bits(text, len) % (sizeof e->buckets / sizeof e->buckets[0]);
+    return hash_bytes(text, len) % (sizeof e->buckets / sizeof e->buckets[0]);
 }
 
 /* Lets go of an ask compile() gave (under no lock). */

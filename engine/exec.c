@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <xxhash.h>
 
 /* The cell key a join joins on. */
 static int join_key(const struct sql_view *v, int join)
@@ -28,19 +27,19 @@ static int join_key(const struct sql_view *v, int join)
 /* ---- Dim rows, once per join key --------------------------------------------- */
 
 struct dim_entry {
-    int64_t key;
-    bool used, found;
+    bool found;
     uint32_t ids_at;       /* its ids in the cache's ids: one interned text id per
-                              dim value, -1 NULL (an offset: slots move) */
+                              dim value, -1 NULL (an offset: ids grow) */
 };
 
 enum { DIM_DIRECT = 4096 }; /* join keys 0..4095 skip the hash (zone ids, small codes) */
 
 struct dim_cache {
-    struct dim_entry *slots;
-    uint32_t nslots, n;
+    struct hashtab index;  /* join key -> its entry's number + 1 (uint32) */
+    struct dim_entry *entries;
+    uint32_t n, cap;
     int nvalues;
-    uint32_t *direct;      /* [DIM_DIRECT]: slot + 1 of key i, 0 not yet seen */
+    uint32_t *direct;      /* [DIM_DIRECT]: entry number + 1 of key i, 0 not yet seen */
     int64_t *ids;          /* every entry's ids, nvalues each: one allocation, not
                               one per join key read */
     uint32_t nids, ids_cap;
@@ -109,7 +108,7 @@ static inline int dim_lookup(struct exec *x, int join, int64_t key, const struct
 {
     struct dim_cache *c = &x->dims[join];
     if ((uint64_t)key < DIM_DIRECT && c->direct && c->direct[key]) {
-        *out = &c->slots[c->direct[key] - 1];
+        *out = &c->entries[c->direct[key] - 1];
         return 0;
     }
     return dim_lookup_slow(x, join, key, out, err);
@@ -121,38 +120,35 @@ static int dim_lookup_slow(struct exec *x, int join, int64_t key, const struct d
     struct dim_cache *c = &x->dims[join];
     if (!c->direct && !(c->direct = scratch_calloc(DIM_DIRECT, sizeof *c->direct)))
         return ask_fail(err, 500, "internal", "out of memory");
-    if (c->n * 2 >= c->nslots) {
-        memset(c->direct, 0, DIM_DIRECT * sizeof *c->direct); /* slots move */
-        uint32_t nslots = c->nslots ? c->nslots * 2 : 64;
-        struct dim_entry *s = scratch_calloc(nslots, sizeof *s);
-        if (!s)
+    if (!c->index.slot_words)
+        hashtab_init(&c->index, 1, sizeof(uint32_t));
+    if (c->n == c->cap) {
+        uint32_t cap = c->cap ? c->cap * 2 : 64;
+        struct dim_entry *entries =
+            c->cap < UINT32_MAX / 2 ? scratch_realloc(c->entries, sizeof *entries * cap) : NULL;
+        if (!entries)
             return ask_fail(err, 500, "internal", "out of memory");
-        for (uint32_t i = 0; i < c->nslots; i++)
-            if (c->slots[i].used) {
-                uint32_t h = (uint32_t)XXH3_64bits(&c->slots[i].key, 8) & (nslots - 1);
-                while (s[h].used)
-                    h = (h + 1) & (nslots - 1);
-                s[h] = c->slots[i];
-            }
-        scratch_free(c->slots);
-        c->slots = s;
-        c->nslots = nslots;
+        c->entries = entries;
+        c->cap = cap;
     }
-    uint32_t h = (uint32_t)XXH3_64bits(&key, 8) & (c->nslots - 1);
-    while (c->slots[h].used && c->slots[h].key != key)
-        h = (h + 1) & (c->nslots - 1);
-    struct dim_entry *e = &c->slots[h];
-    if (!e->used) {
+    const uint64_t *k = (const uint64_t *)&key;
+    bool added;
+    uint32_t *number = hashtab_upsert(&c->index, k, hashtab_hash(&c->index, k), &added);
+    if (!number)
+        return ask_fail(err, 500, "internal", "out of memory");
+    if (added) {
+        *number = ++c->n;
+        c->entries[c->n - 1] = (struct dim_entry){0};
+    }
+    struct dim_entry *e = &c->entries[*number - 1];
+    if (added) {
         struct store_dim_value *vals = c->vals;
         struct store_error serr;
         int n = c->nvalues;
         int64_t at = dim_ids_room(c);
         if (at < 0)
             return ask_fail(err, 500, "internal", "out of memory");
-        e->used = true;
-        e->key = key;
         e->ids_at = (uint32_t)at;
-        c->n++;
         int got = key == STORE_NULL ? 0 : store_projection_get(x->r, x->view, join, key, vals, n, &serr);
         if (got < 0)
             return ask_fail(err, 500, "corrupt_store", "%s", serr.message);
@@ -165,14 +161,12 @@ static int dim_lookup_slow(struct exec *x, int join, int64_t key, const struct d
         }
     }
     if ((uint64_t)key < DIM_DIRECT)
-        c->direct[key] = (uint32_t)(e - c->slots) + 1;
+        c->direct[key] = *number;
     *out = e;
     return 0;
 }
 
 /* ---- Groups ---------------------------------------------------------------------- */
-
-static uint64_t key_hash(const int64_t *key, int n) { return XXH3_64bits(key, 8 * (size_t)n); }
 
 static void group_free(const struct sql_view *v, struct group *g)
 {
@@ -207,24 +201,6 @@ static struct group *group_new(struct exec *x, const int64_t *key)
     return g;
 }
 
-static int map_grow(struct group_map *m)
-{
-    uint32_t nslots = m->nslots ? m->nslots * 2 : 64;
-    struct group **s = scratch_calloc(nslots, sizeof *s);
-    if (!s)
-        return -1;
-    for (uint32_t i = 0; i < m->n; i++) {
-        uint32_t h = (uint32_t)key_hash(m->all[i]->key, m->nkey) & (nslots - 1);
-        while (s[h])
-            h = (h + 1) & (nslots - 1);
-        s[h] = m->all[i];
-    }
-    scratch_free(m->slots);
-    m->slots = s;
-    m->nslots = nslots;
-    return 0;
-}
-
 static struct group *group_find_or_add(struct exec *x, const int64_t *key, struct ask_error *err);
 
 static inline bool keys_equal(const int64_t *a, const int64_t *b, int n)
@@ -248,14 +224,11 @@ static inline struct group *group_for(struct exec *x, const int64_t *key, struct
 static struct group *group_find_or_add(struct exec *x, const int64_t *key, struct ask_error *err)
 {
     struct group_map *m = &x->groups;
-    if ((m->n + 1) * 2 > m->nslots && map_grow(m)) {
-        ask_fail(err, 500, "internal", "out of memory");
-        return NULL;
-    }
-    uint32_t h = (uint32_t)key_hash(key, m->nkey) & (m->nslots - 1);
-    for (; m->slots[h]; h = (h + 1) & (m->nslots - 1))
-        if (keys_equal(m->slots[h]->key, key, m->nkey))
-            return m->slots[h];
+    const uint64_t *k = (const uint64_t *)key;
+    uint64_t h = hashtab_hash(&m->table, k);
+    struct group **found = hashtab_find(&m->table, k, h);
+    if (found)
+        return *found;
     if ((int64_t)m->n >= x->e->limits.max_groups) {
         ask_fail(err, 422, "too_many_groups",
                  "the answer has more than %d groups; narrow the range or group by fewer keys",
@@ -274,12 +247,15 @@ static struct group *group_find_or_add(struct exec *x, const int64_t *key, struc
         m->all = all;
         m->cap = cap;
     }
-    if (!g) {
+    bool added;
+    struct group **slot = g ? hashtab_upsert(&m->table, k, h, &added) : NULL;
+    if (!slot) {
+        group_free(x->v, g);
         ask_fail(err, 500, "internal", "out of memory");
         return NULL;
     }
     m->all[m->n++] = g;
-    m->slots[h] = g;
+    *slot = g;
     return g;
 }
 
@@ -428,45 +404,24 @@ static bool in_list(const int64_t *codes, int n, int64_t code)
     return false;
 }
 
-static inline uint32_t code_slot(int64_t code, uint32_t mask)
-{
-    return (uint32_t)(((uint64_t)code * 0x9E3779B97F4A7C15ULL) >> 32) & mask;
-}
-
 /* The set of n codes (duplicates fold). 0, or -1 out of memory. */
-static int code_set_build(struct code_set *s, const int64_t *codes, int n)
+static int code_set_build(struct hashtab *s, const int64_t *codes, int n)
 {
-    uint32_t size = 16;
-    while (size < 2 * (uint32_t)n)
-        size *= 2;
-    if (!(s->slots = scratch_malloc(sizeof *s->slots * size)))
+    hashtab_init(s, 1, 0);
+    if (hashtab_reserve(s, (uint64_t)n))
         return -1;
-    s->mask = size - 1;
-    for (uint32_t i = 0; i < size; i++)
-        s->slots[i] = CODE_SET_EMPTY;
     for (int i = 0; i < n; i++) {
-        if (codes[i] == CODE_SET_EMPTY) {
-            s->has_empty_value = true;
-            continue;
-        }
-        uint32_t h = code_slot(codes[i], s->mask);
-        while (s->slots[h] != CODE_SET_EMPTY && s->slots[h] != codes[i])
-            h = (h + 1) & s->mask;
-        s->slots[h] = codes[i];
+        const uint64_t *k = (const uint64_t *)&codes[i];
+        bool added;
+        hashtab_upsert(s, k, hashtab_hash(s, k), &added); /* reserved: cannot fail */
     }
     return 0;
 }
 
-static inline bool code_set_has(const struct code_set *s, int64_t code)
+static inline bool code_set_has(const struct hashtab *s, int64_t code)
 {
-    if (code == CODE_SET_EMPTY)
-        return s->has_empty_value;
-    for (uint32_t h = code_slot(code, s->mask);; h = (h + 1) & s->mask) {
-        if (s->slots[h] == code)
-            return true;
-        if (s->slots[h] == CODE_SET_EMPTY)
-            return false;
-    }
+    const uint64_t *k = (const uint64_t *)&code;
+    return hashtab_find(s, k, hashtab_hash(s, k)) != NULL;
 }
 
 /* Whether code is among a condition's n values (the set when it was built). */
@@ -1120,6 +1075,7 @@ static int plan_needs(struct exec *x, struct ask_error *err)
     if (plan_rows_counts(x))
         return ask_fail(err, 500, "internal", "out of memory");
     x->groups.nkey = 1 + x->ask->ngroup_keys;
+    hashtab_init(&x->groups.table, (uint32_t)x->groups.nkey, sizeof(struct group *));
     if (!(x->key = scratch_calloc((size_t)x->groups.nkey, sizeof *x->key)))
         return ask_fail(err, 500, "internal", "out of memory");
     /* The keys read: group keys, conditions, and inner joins (they drop
@@ -1191,13 +1147,12 @@ static int drop_empty_groups(struct exec *x, struct ask_error *err)
     }
     m->n = kept;
     m->last = NULL;
-    if (m->slots)
-        memset(m->slots, 0, sizeof *m->slots * m->nslots);
+    hashtab_clear(&m->table); /* as many slots as before: the re-adds cannot fail */
     for (uint32_t i = 0; i < m->n; i++) {
-        uint32_t h = (uint32_t)key_hash(m->all[i]->key, m->nkey) & (m->nslots - 1);
-        while (m->slots[h])
-            h = (h + 1) & (m->nslots - 1);
-        m->slots[h] = m->all[i];
+        const uint64_t *k = (const uint64_t *)m->all[i]->key;
+        bool added;
+        struct group **slot = hashtab_upsert(&m->table, k, hashtab_hash(&m->table, k), &added);
+        *slot = m->all[i];
     }
     return 0;
 }
@@ -1223,14 +1178,15 @@ void exec_free(struct exec *x)
     for (uint32_t i = 0; i < x->groups.n; i++)
         group_free(x->v, x->groups.all[i]);
     scratch_free(x->groups.all);
-    scratch_free(x->groups.slots);
+    hashtab_free(&x->groups.table);
     for (int i = 0; i < x->pool.n; i++)
         scratch_free(x->pool.texts[i]);
     scratch_free(x->pool.texts);
     scratch_free(x->pool.lens);
     for (int j = 0; x->dims && j < x->v->njoins; j++) {
         scratch_free(x->dims[j].ids);
-        scratch_free(x->dims[j].slots);
+        hashtab_free(&x->dims[j].index);
+        scratch_free(x->dims[j].entries);
         scratch_free(x->dims[j].direct);
         scratch_free(x->dims[j].vals);
     }
@@ -1239,7 +1195,7 @@ void exec_free(struct exec *x)
         scratch_free(x->cond_ids[k]);
     scratch_free(x->cond_ids);
     for (int k = 0; x->cond_sets && k < x->b.nconds; k++)
-        scratch_free(x->cond_sets[k].slots);
+        hashtab_free(&x->cond_sets[k]);
     scratch_free(x->cond_sets);
     scratch_free(x->key);
     scratch_free(x->need_key);

@@ -4,6 +4,7 @@
 #define STRAUM_ENGINE_INTERNAL_H
 
 #include "base/decimal.h"
+#include "base/hashtab.h"
 #include "engine/engine.h"
 #include "engine/tz.h"
 #include "base/scratch.h"
@@ -23,17 +24,11 @@ struct cached_ask {
     struct cached_ask *newer, *older; /* the recency list: evictions take the oldest */
 };
 
-/* An IN list past IN_LINEAR_MAX values is probed as a set: open
- * addressing over a power of two at most half full, so a 30,000-value list
- * (64 KiB of "1," fits one) costs a cell a probe or two, not 30,000
+/* An IN list past IN_LINEAR_MAX values is probed as a set (a struct
+ * hashtab of codes, base/hashtab.h: at most half full), so a 30,000-value
+ * list (64 KiB of "1," fits one) costs a cell a probe or two, not 30,000
  * compares. Up to IN_LINEAR_MAX a loop over the values is as quick. */
 enum { IN_LINEAR_MAX = 8 };
-struct code_set {
-    int64_t *slots;           /* CODE_SET_EMPTY where free */
-    uint32_t mask;            /* slots - 1; 0 with no slots: not built */
-    bool has_empty_value;     /* CODE_SET_EMPTY itself is a member */
-};
-#define CODE_SET_EMPTY INT64_MIN
 
 struct engine {
     struct store *store;
@@ -155,8 +150,7 @@ struct vc_acc {
     int64_t total;            /* rows added in all */
     int adds;
     bool hashed;
-    int64_t *codes, *rows;    /* hash; STORE_NULL marks an empty slot */
-    uint32_t n, cap;
+    struct hashtab hash;      /* code -> rows (int64); zeros until the first add */
     int64_t *win, lo;
     uint32_t nwin;            /* distinct codes in the window */
     bool window_tried;
@@ -218,8 +212,7 @@ struct group {
 };
 
 struct group_map {
-    struct group **slots;
-    uint32_t nslots;
+    struct hashtab table;  /* group key (nkey words) -> struct group * */
     struct group **all;    /* in creation order */
     uint32_t n, cap;
     int nkey;
@@ -254,7 +247,7 @@ struct exec {
     int *rows_count;
     bool *lazy_rows;          /* per value count: rows_count[k] >= 0 (store_want) */
     int64_t **cond_ids;       /* per dim condition: its texts' pool ids */
-    struct code_set *cond_sets; /* per condition: its codes or ids as a set when
+    struct hashtab *cond_sets; /* per condition: its codes or ids as a set when
                                    they are more than IN_LINEAR_MAX, else empty */
     int read_key;             /* the one cell key the ask reads (conditions,
                                  group keys, inner joins); -1 none, -2 more */

@@ -28,7 +28,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <xxhash.h>
 
 /* VC_LEND_RUNS: a shorter list is copied. A group holding a block's arrays
  * keeps all of them alive until the answer, however few of its runs the
@@ -36,45 +35,18 @@
  * zone's runs. Rollup rows, the lists worth not copying, are longer. */
 enum { VC_MERGE_ADDS = 4, VC_DENSE_AFTER = 256, VC_WINDOW = 1 << 15, VC_LEND_RUNS = 256 };
 
-static int hash_grow(struct vc_acc *a)
-{
-    uint32_t cap = a->cap ? a->cap * 2 : 16;
-    int64_t *codes = scratch_malloc(8 * (size_t)cap), *rows = scratch_calloc(cap, 8);
-    if (!codes || !rows) {
-        scratch_free(codes);
-        scratch_free(rows);
-        return -1;
-    }
-    for (uint32_t i = 0; i < cap; i++)
-        codes[i] = STORE_NULL; /* NULL never has a value count: the empty slot */
-    for (uint32_t i = 0; i < a->cap; i++)
-        if (a->codes[i] != STORE_NULL) {
-            uint32_t h = (uint32_t)XXH3_64bits(&a->codes[i], 8) & (cap - 1);
-            while (codes[h] != STORE_NULL)
-                h = (h + 1) & (cap - 1);
-            codes[h] = a->codes[i];
-            rows[h] = a->rows[i];
-        }
-    scratch_free(a->codes);
-    scratch_free(a->rows);
-    a->codes = codes;
-    a->rows = rows;
-    a->cap = cap;
-    return 0;
-}
-
+/* Adds rows to code's entry in the hash (a table of code -> rows, set up
+ * on the first add). -1 when out of memory. */
 static int hash_add(struct vc_acc *a, int64_t code, int64_t rows)
 {
-    if ((a->n + 1) * 2 > a->cap && hash_grow(a))
+    if (!a->hash.slot_words)
+        hashtab_init(&a->hash, 1, sizeof(int64_t));
+    uint64_t key = (uint64_t)code;
+    bool added;
+    int64_t *r = hashtab_upsert(&a->hash, &key, hashtab_hash(&a->hash, &key), &added);
+    if (!r)
         return -1;
-    uint32_t h = (uint32_t)XXH3_64bits(&code, 8) & (a->cap - 1);
-    while (a->codes[h] != STORE_NULL && a->codes[h] != code)
-        h = (h + 1) & (a->cap - 1);
-    if (a->codes[h] == STORE_NULL) {
-        a->codes[h] = code;
-        a->n++;
-    }
-    a->rows[h] += rows;
+    *r += rows;
     return 0;
 }
 
@@ -84,11 +56,12 @@ static int try_window(struct vc_acc *a)
 {
     a->window_tried = true;
     int64_t min = INT64_MAX, max = INT64_MIN;
-    for (uint32_t i = 0; i < a->cap; i++)
-        if (a->codes[i] != STORE_NULL) {
-            min = a->codes[i] < min ? a->codes[i] : min;
-            max = a->codes[i] > max ? a->codes[i] : max;
-        }
+    uint32_t at = 0;
+    for (uint64_t *key; (key = hashtab_next(&a->hash, &at));) {
+        int64_t code = (int64_t)*key;
+        min = code < min ? code : min;
+        max = code > max ? code : max;
+    }
     int64_t range;
     if (__builtin_sub_overflow(max, min, &range) || range >= VC_WINDOW / 2)
         return 0; /* sparse codes (timestamps, floats): the hash suits them */
@@ -100,15 +73,10 @@ static int try_window(struct vc_acc *a)
     if (!win)
         return -1;
     uint32_t kept = 0;
-    for (uint32_t i = 0; i < a->cap; i++)
-        if (a->codes[i] != STORE_NULL) {
-            win[a->codes[i] - lo] += a->rows[i];
-            kept++;
-        }
-    scratch_free(a->codes);
-    scratch_free(a->rows);
-    a->codes = a->rows = NULL;
-    a->n = a->cap = 0;
+    at = 0;
+    for (uint64_t *key; (key = hashtab_next(&a->hash, &at)); kept++)
+        win[(int64_t)*key - lo] += *(int64_t *)hashtab_value_of(&a->hash, key);
+    hashtab_free(&a->hash);
     a->win = win;
     a->lo = lo;
     a->nwin = kept;
@@ -300,7 +268,7 @@ int vc_acc_add_runs(struct vc_acc *a, struct vc_shared *shared, const int64_t *c
         }
         if (hash_add(a, codes[i], rows[i]))
             return -1;
-        if (!a->win && !a->window_tried && a->n >= VC_DENSE_AFTER && try_window(a))
+        if (!a->win && !a->window_tried && a->hash.count >= VC_DENSE_AFTER && try_window(a))
             return -1;
     }
     return 0;
@@ -312,8 +280,7 @@ void vc_acc_free(struct vc_acc *a)
         vc_shared_release(a->srcs[i].shared);
     scratch_free(a->srcs);
     let_go(a);
-    scratch_free(a->codes);
-    scratch_free(a->rows);
+    hashtab_free(&a->hash);
     scratch_free(a->win);
     memset(a, 0, sizeof *a);
 }
@@ -347,19 +314,21 @@ static int cmp_run(const void *p, const void *q)
 /* The hash and the window into one owned sorted list, zero rows left out. */
 static int hash_to_sorted(struct vc_acc *a)
 {
-    uint32_t cap = a->n + (a->win ? a->nwin : 0);
+    uint32_t cap = a->hash.count + (a->win ? a->nwin : 0);
     int64_t *oc = scratch_malloc(8 * ((size_t)cap + 1)), *orows = scratch_malloc(8 * ((size_t)cap + 1));
-    struct vc_run *hashed = scratch_malloc(sizeof *hashed * (a->n + 1));
+    struct vc_run *hashed = scratch_malloc(sizeof *hashed * (a->hash.count + 1));
     if (!oc || !orows || !hashed) {
         scratch_free(oc);
         scratch_free(orows);
         scratch_free(hashed);
         return -1;
     }
-    uint32_t nh = 0, o = 0, h = 0;
-    for (uint32_t i = 0; i < a->cap; i++)
-        if (a->codes[i] != STORE_NULL && a->rows[i] != 0)
-            hashed[nh++] = (struct vc_run){a->codes[i], a->rows[i]};
+    uint32_t nh = 0, o = 0, h = 0, at = 0;
+    for (uint64_t *key; (key = hashtab_next(&a->hash, &at));) {
+        int64_t rows = *(int64_t *)hashtab_value_of(&a->hash, key);
+        if (rows != 0)
+            hashed[nh++] = (struct vc_run){(int64_t)*key, rows};
+    }
     qsort(hashed, nh, sizeof *hashed, cmp_run);
     /* Hashed codes below the window, the window, those above. */
     for (; h < nh && a->win && hashed[h].code < a->lo; h++, o++) {

@@ -32,12 +32,6 @@ struct bulk_entry {
     int64_t code, rows;
 };
 
-/* A (value count, code) of the view, and the rows it gained. */
-struct bulk_value {
-    int64_t code, rows;
-    int32_t vc;      /* -1: an empty slot */
-};
-
 /* A staged row waiting in the ring: this header, then its keys, counts,
  * sums and value-count deltas at the offsets struct bulk records. */
 struct ahead_row {
@@ -65,14 +59,12 @@ struct bulk {
     uint8_t *cells;
     size_t stride, sums_at;
     uint32_t ncells, cell_cap;
-    uint64_t *slots;           /* open addressing: hash tag << 32 | cell + 1; 0 empty */
-    uint32_t nslots;
+    struct hashtab cell_index; /* (time, keys) -> cell number (uint32); the cell holds the key */
 
     struct bulk_entry *entries;
     size_t nentries, entry_cap;
 
-    struct bulk_value *values; /* open addressing by (vc, code) */
-    uint32_t nvalues, value_slots;
+    struct hashtab values;     /* (vc, code) -> rows the view's value gained (int64) */
 };
 
 struct bulk *bulk_new(const struct sql_view *view, const struct store_column_type *types)
@@ -96,6 +88,8 @@ struct bulk *bulk_new(const struct sql_view *view, const struct store_column_typ
     b->row_vcs_at = b->row_sums_at + sizeof(struct store_sum) * (size_t)b->nsums;
     b->ring_stride = b->row_vcs_at + sizeof(struct store_vc_delta) * (size_t)b->nvcs;
     b->ring_stride = (b->ring_stride + 15) / 16 * 16;
+    hashtab_init(&b->cell_index, 0, sizeof(uint32_t));
+    hashtab_init(&b->values, 2, sizeof(int64_t));
     if (!(b->ring = aligned_alloc(16, b->ring_stride * BULK_AHEAD))) {
         free(b);
         return NULL;
@@ -140,9 +134,9 @@ void bulk_free(struct bulk *b)
         return;
     free(b->ring);
     free(b->cells);
-    free(b->slots);
+    hashtab_free(&b->cell_index);
     free(b->entries);
-    free(b->values);
+    hashtab_free(&b->values);
     free(b);
 }
 
@@ -151,11 +145,8 @@ void bulk_clear(struct bulk *b)
     b->ring_len = 0;
     b->ncells = 0;
     b->nentries = 0;
-    b->nvalues = 0;
-    if (b->slots)
-        memset(b->slots, 0, sizeof *b->slots * b->nslots);
-    for (uint32_t i = 0; i < b->value_slots; i++)
-        b->values[i].vc = -1;
+    hashtab_clear(&b->cell_index);
+    hashtab_clear(&b->values);
 }
 
 bool bulk_empty(const struct bulk *b) { return b->ncells == 0 && b->ring_len == 0; }
@@ -165,15 +156,15 @@ bool bulk_empty(const struct bulk *b) { return b->ncells == 0 && b->ring_len == 
  * still stage several rows. */
 size_t bulk_bytes(const struct bulk *b)
 {
-    return b->ncells * (b->stride + 2 * sizeof *b->slots) + b->nentries * sizeof *b->entries +
-           b->nvalues * 2 * sizeof *b->values;
+    return b->ncells * (b->stride + 16 * (size_t)b->cell_index.slot_words) +
+           b->nentries * sizeof *b->entries + b->values.count * 16 * (size_t)b->values.slot_words;
 }
 
 /* ---- Cells ---------------------------------------------------------------------- */
 
 static uint64_t cell_hash(int64_t time, const int64_t *keys, int nkeys)
 {
-    return cell_key_hash((uint64_t)time, keys, nkeys);
+    return hash_words((uint64_t)time, (const uint64_t *)keys, (size_t)nkeys);
 }
 
 static int grow_cells(struct bulk *b)
@@ -190,50 +181,39 @@ static int grow_cells(struct bulk *b)
     return 0;
 }
 
-static uint32_t tag_of(uint64_t h) { return (uint32_t)(h >> 32); }
+struct cell_probe {
+    const struct bulk *b;
+    int64_t time;
+    const int64_t *keys;
+};
 
-/* Rebuilds the table at twice the cells' capacity (a load under half). */
-static int rehash(struct bulk *b)
+/* Whether a slot's cell is the probe's (hashtab_equal_fn). */
+static bool cell_matches(const void *ctx, const void *value)
 {
-    uint32_t nslots = b->cell_cap * 2;
-    uint64_t *slots = calloc(nslots, sizeof *slots);
-    if (!slots)
-        return -1;
-    for (uint32_t c = 0; c < b->ncells; c++) {
-        uint64_t h = cell_hash(*cell_time(b, c), cell_keys(b, c), b->nkeys);
-        uint32_t i = (uint32_t)h & (nslots - 1);
-        while (slots[i])
-            i = (i + 1) & (nslots - 1);
-        slots[i] = (uint64_t)tag_of(h) << 32 | (c + 1);
-    }
-    free(b->slots);
-    b->slots = slots;
-    b->nslots = nslots;
-    return 0;
+    const struct cell_probe *p = ctx;
+    uint32_t c = *(const uint32_t *)value;
+    return *cell_time(p->b, c) == p->time &&
+           hashtab_key_equal((const uint64_t *)cell_keys(p->b, c), (const uint64_t *)p->keys,
+                             (uint32_t)p->b->nkeys);
 }
 
 /* The staged cell of (time, keys), whose cell_hash is h, created zeroed;
- * -1 when out of memory. A slot holds the hash's high bits: a probe that
- * misses rarely touches a cell. */
+ * -1 when out of memory. */
 static int64_t find_or_add(struct bulk *b, int64_t time, const int64_t *keys, uint64_t h)
 {
-    if (b->ncells == b->cell_cap && (grow_cells(b) || rehash(b)))
+    if (b->ncells == b->cell_cap && grow_cells(b))
         return -1;
-    if (!b->slots && rehash(b))
+    struct cell_probe p = {b, time, keys};
+    bool added;
+    uint32_t *number = hashtab_upsert_by(&b->cell_index, h, cell_matches, &p, &added);
+    if (!number)
         return -1;
-    int nkeys = b->nkeys;
-    uint32_t i = (uint32_t)h & (b->nslots - 1), tag = tag_of(h);
-    for (uint64_t slot; (slot = b->slots[i]) != 0; i = (i + 1) & (b->nslots - 1)) {
-        uint32_t c = (uint32_t)slot - 1;
-        if ((uint32_t)(slot >> 32) == tag && *cell_time(b, c) == time &&
-            cell_keys_equal(cell_keys(b, c), keys, nkeys))
-            return c;
-    }
-    uint32_t c = b->ncells++;
-    b->slots[i] = (uint64_t)tag << 32 | (c + 1);
+    if (!added)
+        return *number;
+    uint32_t c = *number = b->ncells++;
     memset(cell_time(b, c), 0, b->stride);
     *cell_time(b, c) = time;
-    memcpy(cell_keys(b, c), keys, 8 * (size_t)nkeys);
+    memcpy(cell_keys(b, c), keys, 8 * (size_t)b->nkeys);
     return c;
 }
 
@@ -253,42 +233,21 @@ static int add_entry(struct bulk *b, uint32_t cell, const struct store_vc_delta 
     return 0;
 }
 
-static uint64_t value_hash(int32_t vc, int64_t code)
+static uint64_t value_hash(const struct bulk *b, int32_t vc, int64_t code)
 {
-    return cell_key_hash((uint64_t)vc, &code, 1);
-}
-
-static struct bulk_value *value_slot(struct bulk_value *t, uint32_t nslots, int32_t vc, int64_t code)
-{
-    uint32_t i = (uint32_t)value_hash(vc, code) & (nslots - 1);
-    while (t[i].vc >= 0 && (t[i].vc != vc || t[i].code != code))
-        i = (i + 1) & (nslots - 1);
-    return &t[i];
+    uint64_t key[2] = {(uint64_t)vc, (uint64_t)code};
+    return hashtab_hash(&b->values, key);
 }
 
 /* Adds rows to (vc, code) in the view's value table. */
 static int add_value(struct bulk *b, int32_t vc, int64_t code, int64_t rows)
 {
-    if ((b->nvalues + 1) * 2 > b->value_slots) {
-        uint32_t nslots = b->value_slots ? b->value_slots * 2 : 1024;
-        struct bulk_value *t = malloc(sizeof *t * nslots);
-        if (!t)
-            return -1;
-        for (uint32_t i = 0; i < nslots; i++)
-            t[i].vc = -1;
-        for (uint32_t i = 0; i < b->value_slots; i++)
-            if (b->values[i].vc >= 0)
-                *value_slot(t, nslots, b->values[i].vc, b->values[i].code) = b->values[i];
-        free(b->values);
-        b->values = t;
-        b->value_slots = nslots;
-    }
-    struct bulk_value *v = value_slot(b->values, b->value_slots, vc, code);
-    if (v->vc < 0) {
-        *v = (struct bulk_value){code, 0, vc};
-        b->nvalues++;
-    }
-    v->rows += rows; /* the writer's value map adds the same way, unchecked */
+    uint64_t key[2] = {(uint64_t)vc, (uint64_t)code};
+    bool added;
+    int64_t *r = hashtab_upsert(&b->values, key, hashtab_hash(&b->values, key), &added);
+    if (!r)
+        return -1;
+    *r += rows; /* the writer's value map adds the same way, unchecked */
     return 0;
 }
 
@@ -333,11 +292,9 @@ static int flush_ring(struct bulk *b, struct store_error *err)
  * fetched next (the probe's likely end; a tag that differs is left). */
 static void prefetch_cell(const struct bulk *b, struct ahead_row *r)
 {
-    if (!b->slots)
-        return;
-    uint64_t slot = b->slots[(uint32_t)r->hash & (b->nslots - 1)];
-    if (slot && (uint32_t)(slot >> 32) == tag_of(r->hash))
-        __builtin_prefetch(cell_time(b, (uint32_t)slot - 1));
+    const uint32_t *number = hashtab_home_value(&b->cell_index, r->hash);
+    if (number)
+        __builtin_prefetch(cell_time(b, *number));
 }
 
 int bulk_add(struct bulk *b, int64_t time, const struct store_delta *d, struct store_error *err)
@@ -357,12 +314,10 @@ int bulk_add(struct bulk *b, int64_t time, const struct store_delta *d, struct s
     memcpy(row_counts(b, r), d->counts, 8 * (size_t)b->ncounts);
     memcpy(row_sums(b, r), d->sums, sizeof *d->sums * (size_t)b->nsums);
     memcpy(row_vcs(b, r), d->vcs, sizeof *d->vcs * (size_t)d->nvcs);
-    if (b->slots)
-        __builtin_prefetch(&b->slots[(uint32_t)r->hash & (b->nslots - 1)]);
-    if (b->values)
+    hashtab_prefetch(&b->cell_index, r->hash);
+    if (b->values.cap)
         for (int i = 0; i < d->nvcs; i++)
-            __builtin_prefetch(&b->values[(uint32_t)value_hash(d->vcs[i].vc, d->vcs[i].code) &
-                                          (b->value_slots - 1)]);
+            hashtab_prefetch(&b->values, value_hash(b, d->vcs[i].vc, d->vcs[i].code));
     b->ring_len++;
     if (b->ring_len > BULK_AHEAD / 2)
         prefetch_cell(b, ring_row(b, b->ring_len - 1 - BULK_AHEAD / 2));
@@ -429,9 +384,12 @@ int bulk_drain(struct bulk *b, const struct bulk_sink *sink, struct store_error 
             rc = sink->cell(sink->ctx, *cell_time(b, c), cell_keys(b, c), cell_counts(b, c),
                             cell_sums(b, c), vcs, err);
     }
-    for (uint32_t i = 0; rc == 0 && i < b->value_slots; i++)
-        if (b->values[i].vc >= 0 && b->values[i].rows != 0)
-            rc = sink->value(sink->ctx, b->values[i].vc, b->values[i].code, b->values[i].rows, err);
+    uint32_t at = 0;
+    for (uint64_t *key; rc == 0 && (key = hashtab_next(&b->values, &at));) {
+        int64_t gained = *(int64_t *)hashtab_value_of(&b->values, key);
+        if (gained != 0)
+            rc = sink->value(sink->ctx, (int32_t)key[0], (int64_t)key[1], gained, err);
+    }
     free(start);
     free(runs);
     free(codes);

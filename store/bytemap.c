@@ -1,9 +1,10 @@
 /* bytemap.c -- chained hash map from byte strings, for the writer. */
 #include "store/bytemap.h"
 
+#include "base/hash.h"
+
 #include <stdlib.h>
 #include <string.h>
-#include <xxhash.h>
 
 static int grow(struct bytemap *m)
 {
@@ -30,7 +31,7 @@ struct bytemap_entry *bytemap_find(const struct bytemap *m, const void *key, siz
 {
     if (!m->nbuckets)
         return NULL;
-    uint64_t h = XXH3_64bits(key, len);
+    uint64_t h = hash_bytes(key, len);
     for (struct bytemap_entry *e = m->buckets[h & (m->nbuckets - 1)]; e; e = e->next)
         if (e->hash == h && e->len == len && memcmp(e->key, key, len) == 0)
             return e;
@@ -47,7 +48,7 @@ struct bytemap_entry *bytemap_upsert(struct bytemap *m, const void *key, size_t 
     e = calloc(1, sizeof *e + len);
     if (!e)
         return NULL;
-    e->hash = XXH3_64bits(key, len);
+    e->hash = hash_bytes(key, len);
     e->len = len;
     memcpy(e->key, key, len);
     size_t i = e->hash & (m->nbuckets - 1);

@@ -97,16 +97,41 @@ static void cell_release(const struct cellmap *m, struct cell *c)
         runs_free(&c->vcs[i]);
 }
 
-/* ---- The hash table --------------------------------------------------------- */
+/* ---- The hash table ---------------------------------------------------------
+ * (bucket, keys) -> struct cell *, in a struct hashtab (base/hashtab.h) that
+ * keeps no key: the cell holds it. */
 
 static uint64_t cell_hash(uint32_t bucket, const int64_t *keys, int nkeys)
 {
-    return cell_key_hash(bucket, keys, nkeys);
+    return hash_words(bucket, (const uint64_t *)keys, (size_t)nkeys);
 }
 
-static bool cell_matches(const struct cell *c, uint32_t bucket, const int64_t *keys, int nkeys)
+struct cell_probe {
+    uint32_t bucket;
+    const int64_t *keys;
+    int nkeys;
+};
+
+/* Whether a slot's cell is the probe's (hashtab_equal_fn). */
+static bool cell_matches(const void *ctx, const void *value)
 {
-    return c->bucket == bucket && cell_keys_equal(c->keys, keys, nkeys);
+    const struct cell_probe *p = ctx;
+    const struct cell *c = *(struct cell *const *)value;
+    return c && c->bucket == p->bucket &&
+           hashtab_key_equal((const uint64_t *)c->keys, (const uint64_t *)p->keys, (uint32_t)p->nkeys);
+}
+
+/* Adds c, whose key the table does not hold yet; -1 when out of memory. */
+static int insert_cell(struct cellmap *m, struct cell *c)
+{
+    struct cell_probe p = {c->bucket, c->keys, m->view->ncell_keys};
+    bool added;
+    struct cell **slot = hashtab_upsert_by(&m->table, cell_hash(c->bucket, c->keys, p.nkeys),
+                                           cell_matches, &p, &added);
+    if (!slot)
+        return -1;
+    *slot = c;
+    return 0;
 }
 
 struct cellmap *cellmap_new(const struct sql_view *view, const struct store_column_type *types,
@@ -120,90 +145,59 @@ struct cellmap *cellmap_new(const struct sql_view *view, const struct store_colu
     m->view_index = view_index;
     m->width = width;
     m->span_start = span_start;
-    m->nslots = 64;
-    m->slots = calloc(m->nslots, sizeof *m->slots);
-    m->tags = calloc(m->nslots, sizeof *m->tags);
-    if (!m->slots || !m->tags) {
-        free(m->slots);
-        free(m->tags);
+    hashtab_init(&m->table, 0, sizeof(struct cell *));
+    if (hashtab_reserve(&m->table, 32)) {
         free(m);
         return NULL;
     }
-    m->bytes = sizeof *m + m->nslots * (sizeof *m->slots + sizeof *m->tags);
+    m->bytes = sizeof *m + hashtab_bytes(&m->table);
     return m;
+}
+
+/* Each cell of the table, in slot order (NULL after the last). A key whose
+ * cell could not be made (out of memory) holds NULL and is passed over. */
+static struct cell *next_cell(const struct cellmap *m, uint32_t *at)
+{
+    for (uint64_t *key; (key = hashtab_next(&m->table, at));) {
+        struct cell *c = *(struct cell **)hashtab_value_of(&m->table, key);
+        if (c)
+            return c;
+    }
+    return NULL;
 }
 
 void cellmap_free(struct cellmap *m)
 {
     if (!m)
         return;
-    for (uint32_t i = 0; i < m->nslots; i++)
-        if (m->slots[i])
-            cell_release(m, m->slots[i]);
+    uint32_t at = 0;
+    for (struct cell *c; (c = next_cell(m, &at));)
+        cell_release(m, c);
     for (struct cell_slab *n; m->slabs; m->slabs = n) {
         n = m->slabs->next;
         free(m->slabs);
     }
-    free(m->slots);
-    free(m->tags);
+    hashtab_free(&m->table);
     free(m);
-}
-
-static uint32_t tag_of(uint64_t h) { return (uint32_t)(h >> 32); }
-
-static void insert_slot(struct cell **slots, uint32_t *tags, uint32_t nslots, struct cell *c,
-                        int nkeys)
-{
-    uint64_t h = cell_hash(c->bucket, c->keys, nkeys);
-    uint32_t i = (uint32_t)h & (nslots - 1);
-    while (slots[i])
-        i = (i + 1) & (nslots - 1);
-    slots[i] = c;
-    tags[i] = tag_of(h);
-}
-
-static int rehash(struct cellmap *m, uint32_t nslots)
-{
-    struct cell **slots = calloc(nslots, sizeof *slots);
-    uint32_t *tags = calloc(nslots, sizeof *tags);
-    if (!slots || !tags) {
-        free(slots);
-        free(tags);
-        return -1;
-    }
-    for (uint32_t i = 0; i < m->nslots; i++)
-        if (m->slots[i])
-            insert_slot(slots, tags, nslots, m->slots[i], m->view->ncell_keys);
-    m->bytes += (nslots - m->nslots) * (sizeof *slots + sizeof *tags);
-    free(m->slots);
-    free(m->tags);
-    m->slots = slots;
-    m->tags = tags;
-    m->nslots = nslots;
-    return 0;
 }
 
 static struct cell *find_or_add(struct cellmap *m, uint32_t bucket, const int64_t *keys)
 {
-    int nkeys = m->view->ncell_keys;
-    uint64_t h = cell_hash(bucket, keys, nkeys);
-    uint32_t i = (uint32_t)h & (m->nslots - 1), tag = tag_of(h);
-    for (; m->slots[i]; i = (i + 1) & (m->nslots - 1))
-        if (m->tags[i] == tag && cell_matches(m->slots[i], bucket, keys, nkeys))
-            return m->slots[i];
-    if ((m->ncells + 1) * 10 > m->nslots * 7) { /* keep the load under 70% */
-        if (rehash(m, m->nslots * 2))
-            return NULL;
-        return find_or_add(m, bucket, keys);
-    }
-    struct cell *c = cell_new(m, bucket, keys);
-    if (!c)
+    struct cell_probe p = {bucket, keys, m->view->ncell_keys};
+    size_t before = hashtab_bytes(&m->table);
+    bool added;
+    uint64_t h = cell_hash(bucket, keys, p.nkeys);
+    struct cell **slot = hashtab_upsert_by(&m->table, h, cell_matches, &p, &added);
+    if (!slot)
         return NULL;
-    m->slots[i] = c;
-    m->tags[i] = tag;
+    m->bytes += hashtab_bytes(&m->table) - before;
+    if (*slot)
+        return *slot;
+    if (!(*slot = cell_new(m, bucket, keys)))
+        return NULL; /* the key stays, holding NULL: next_cell passes it over */
     m->ncells++;
     m->bytes += layout_of(m->view).total;
-    return c;
+    return *slot;
 }
 
 /* ---- Applying deltas -------------------------------------------------------- */
@@ -441,12 +435,11 @@ int cellmap_add_cell(struct cellmap *m, uint32_t bucket, const int64_t *keys,
 
 int cellmap_merge(struct cellmap *base, struct cellmap *overlay, struct store_error *err)
 {
-    for (uint32_t i = 0; i < overlay->nslots; i++) {
-        struct cell *o = overlay->slots[i];
-        if (o && (settle_cell(overlay, o, err) ||
-                  cellmap_add_cell(base, o->bucket, o->keys, o->counts, o->sums, o->vcs, err)))
+    uint32_t at = 0;
+    for (struct cell *o; (o = next_cell(overlay, &at));)
+        if (settle_cell(overlay, o, err) ||
+            cellmap_add_cell(base, o->bucket, o->keys, o->counts, o->sums, o->vcs, err))
             return -1;
-    }
     base->dirty = true;
     return 0;
 }
@@ -489,11 +482,8 @@ static struct cell **live_cells(struct cellmap *m, uint32_t *n, struct store_err
         store_fail(err, "out of memory");
         return NULL;
     }
-    uint32_t live = 0, dead = 0;
-    for (uint32_t i = 0; i < m->nslots; i++) {
-        struct cell *c = m->slots[i];
-        if (!c)
-            continue;
+    uint32_t live = 0, dead = 0, at = 0;
+    for (struct cell *c; (c = next_cell(m, &at));) {
         if (settle_cell(m, c, err) || check_cell(m, c, err)) {
             free(cells);
             return NULL;
@@ -504,14 +494,15 @@ static struct cell **live_cells(struct cellmap *m, uint32_t *n, struct store_err
             cells[live++] = c;
     }
     if (dead) {
-        for (uint32_t i = 0; i < m->nslots; i++)
-            if (m->slots[i] && m->slots[i]->counts[0] == 0) {
-                cell_release(m, m->slots[i]);
+        at = 0;
+        for (struct cell *c; (c = next_cell(m, &at));)
+            if (c->counts[0] == 0) {
+                cell_release(m, c);
                 m->bytes -= layout_of(m->view).total;
             }
-        memset(m->slots, 0, m->nslots * sizeof *m->slots);
+        hashtab_clear(&m->table); /* as many slots as before: the re-adds cannot fail */
         for (uint32_t i = 0; i < live; i++)
-            insert_slot(m->slots, m->tags, m->nslots, cells[i], m->view->ncell_keys);
+            insert_cell(m, cells[i]);
         m->ncells = live;
     }
     int nkeys = m->view->ncell_keys;
@@ -673,14 +664,14 @@ int cellmap_encode_delta(struct cellmap *m, void **out, size_t *len, struct stor
     struct cell **cells = malloc((m->ncells ? m->ncells : 1) * sizeof *cells);
     if (!cells)
         return store_fail(err, "out of memory");
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < m->nslots; i++) {
-        if (m->slots[i] && settle_cell(m, m->slots[i], err)) {
+    uint32_t n = 0, at = 0;
+    for (struct cell *c; (c = next_cell(m, &at));) {
+        if (settle_cell(m, c, err)) {
             free(cells);
             return -1;
         }
-        if (m->slots[i] && cell_changes(m->view, m->slots[i]))
-            cells[n++] = m->slots[i];
+        if (cell_changes(m->view, c))
+            cells[n++] = c;
     }
     int nkeys = m->view->ncell_keys;
     qsort_r(cells, n, sizeof *cells, cell_cmp, &nkeys);

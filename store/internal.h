@@ -4,6 +4,7 @@
 #define STRAUM_STORE_INTERNAL_H
 
 #include "base/bytes.h"
+#include "base/hashtab.h"
 #include "store/bytemap.h"
 #include "store/store.h"
 
@@ -120,34 +121,6 @@ int store_put_position(struct store *s, MDB_txn *txn, const struct store_positio
  * remaps: MDB_MAP_RESIZED (a writer with a larger map) is an error. */
 int store_txn_begin(struct store *s, unsigned flags, MDB_txn **txn, struct store_error *err);
 
-/* ---- Hashing cells ----------------------------------------------------------
- * A cell's (time, keys), or a value's code, hashed for the in-memory tables
- * of the writer, the load's staging and run merges: a few multiplies
- * inline, where a library call per probe (XXH3) was a tenth of the
- * staging's time. Never stored: tables that use it may change it. */
-static inline uint64_t cell_key_hash(uint64_t seed, const int64_t *keys, int nkeys)
-{
-    uint64_t h = seed * 0x9E3779B97F4A7C15ULL;
-    for (int i = 0; i < nkeys; i++) {
-        h ^= (uint64_t)keys[i];
-        h *= 0xbf58476d1ce4e5b9ULL;
-        h ^= h >> 31;
-    }
-    h ^= h >> 33; /* murmur3's finalizer: every bit reaches the low ones and the tag */
-    h *= 0xff51afd7ed558ccdULL;
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53ULL;
-    return h ^ (h >> 33);
-}
-
-static inline bool cell_keys_equal(const int64_t *a, const int64_t *b, int nkeys)
-{
-    for (int i = 0; i < nkeys; i++)
-        if (a[i] != b[i])
-            return false;
-    return true;
-}
-
 /* ---- Cellmap: one segment's cells, decoded --------------------------------
  * A hash table of cells keyed by (bucket index, cell keys). Each cell holds
  * its accumulators and its value counts as runs sorted by code. */
@@ -172,10 +145,8 @@ struct cellmap {
     const struct store_column_type *types;
     int view_index, width;
     int64_t span_start;
-    struct cell **slots;       /* open addressing; NULL empty */
-    uint32_t *tags;            /* high hash bits of each slot's cell: a probe
-                                  compares them before touching the cell */
-    uint32_t nslots, ncells;
+    struct hashtab table;      /* (bucket, keys) -> struct cell * (cellmap.c) */
+    uint32_t ncells;
     struct cell_slab *slabs;   /* the cells' memory, freed with the cellmap */
     size_t bytes;              /* approximate heap held */
     bool dirty;

@@ -63,56 +63,33 @@ static int sort_runs(struct store_run *runs, size_t n)
     return 0;
 }
 
-/* A table of runs by code, open addressing; STORE_NULL (which has no value
- * count) marks an empty slot. Returns a table of ncap slots holding t's
- * runs, t freed; NULL when out of memory. */
-static struct store_run *run_table(struct store_run *t, size_t cap, size_t ncap)
-{
-    struct store_run *nt = malloc(sizeof *nt * ncap);
-    for (size_t j = 0; nt && j < ncap; j++)
-        nt[j].code = STORE_NULL;
-    for (size_t j = 0; nt && t && j < cap; j++)
-        if (t[j].code != STORE_NULL) {
-            size_t h = cell_key_hash(0, &t[j].code, 1) & (ncap - 1);
-            while (nt[h].code != STORE_NULL)
-                h = (h + 1) & (ncap - 1);
-            nt[h] = t[j];
-        }
-    free(t);
-    return nt;
-}
-
-/* Sums rows per code over runs[0..n) in place through a table; returns the
- * distinct count (unordered), -1 when out of memory, -2 on overflow. */
+/* Sums rows per code over runs[0..n) in place through a table of code ->
+ * rows (base/hashtab.h); returns the distinct count (unordered), -1 when
+ * out of memory, -2 on overflow. */
 static int64_t sum_by_code(struct store_run *runs, size_t n)
 {
-    size_t cap = 4096, used = 0;
-    struct store_run *t = run_table(NULL, 0, cap);
-    for (size_t i = 0; t && i < n; i++) {
-        if ((used + 1) * 2 > cap) {
-            t = run_table(t, cap, cap * 2);
-            cap *= 2;
-            if (!t)
-                break;
+    struct hashtab t;
+    hashtab_init(&t, 1, sizeof(int64_t));
+    if (hashtab_reserve(&t, 2048))
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        const uint64_t *k = (const uint64_t *)&runs[i].code;
+        bool added;
+        int64_t *rows = hashtab_upsert(&t, k, hashtab_hash(&t, k), &added);
+        if (!rows) {
+            hashtab_free(&t);
+            return -1;
         }
-        size_t h = cell_key_hash(0, &runs[i].code, 1) & (cap - 1);
-        while (t[h].code != STORE_NULL && t[h].code != runs[i].code)
-            h = (h + 1) & (cap - 1);
-        if (t[h].code == STORE_NULL) {
-            t[h] = runs[i];
-            used++;
-        } else if (__builtin_add_overflow(t[h].rows, runs[i].rows, &t[h].rows)) {
-            free(t);
+        if (__builtin_add_overflow(*rows, runs[i].rows, rows)) {
+            hashtab_free(&t);
             return -2;
         }
     }
-    if (!t)
-        return -1;
     size_t out = 0;
-    for (size_t j = 0; j < cap; j++)
-        if (t[j].code != STORE_NULL)
-            runs[out++] = t[j];
-    free(t);
+    uint32_t at = 0;
+    for (uint64_t *k; (k = hashtab_next(&t, &at));)
+        runs[out++] = (struct store_run){(int64_t)*k, *(int64_t *)hashtab_value_of(&t, k)};
+    hashtab_free(&t);
     return (int64_t)out;
 }
 
