@@ -188,7 +188,7 @@ struct cell_probe {
 };
 
 /* Whether a slot's cell is the probe's (hashtab_equal_fn). */
-static bool cell_matches(const void *ctx, const void *value)
+static inline bool cell_matches(const void *ctx, const void *value)
 {
     const struct cell_probe *p = ctx;
     uint32_t c = *(const uint32_t *)value;
