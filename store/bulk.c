@@ -289,8 +289,9 @@ static int flush_ring(struct bulk *b, struct store_error *err)
 }
 
 /* Half-way along the ring a row's slot has arrived: the cell it names is
- * fetched next (the probe's likely end; a tag that differs is left). */
-static void prefetch_cell(const struct bulk *b, struct ahead_row *r)
+ * fetched next (the probe's likely end; a slot of another hash is left). */
+static inline __attribute__((always_inline)) void prefetch_cell(const struct bulk *b,
+                                                                struct ahead_row *r)
 {
     const uint32_t *number = hashtab_home_value(&b->cell_index, r->hash);
     if (number)
