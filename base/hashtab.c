@@ -10,7 +10,17 @@ void hashtab_init(struct hashtab *t, uint32_t key_words, size_t value_bytes)
 {
     memset(t, 0, sizeof *t);
     t->key_words = key_words;
+    if (key_words == 0 && value_bytes <= 4) { /* packed: invariant 1 */
+        t->slot_words = 1;
+        t->tag_mask = 0xFFFFFFFF00000000ULL;
+        t->home_shift = 32;
+        /* The value is the word's low 32 bits, wherever the byte order puts them. */
+        t->value_at = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? 0 : 4;
+        return;
+    }
     t->slot_words = 1 + key_words + (uint32_t)((value_bytes + 7) / 8);
+    t->tag_mask = ~0ULL;
+    t->value_at = 8 * (1 + key_words);
 }
 
 void hashtab_free(struct hashtab *t)
@@ -39,7 +49,7 @@ static int rehash(struct hashtab *t, uint32_t cap)
         const uint64_t *s = t->slots + i * words;
         if (!s[0])
             continue;
-        uint64_t j = s[0] & mask; /* HASHTAB_USED is above any mask: the home is the hash's */
+        uint64_t j = (s[0] >> t->home_shift) & mask; /* HASHTAB_USED is above any mask */
         while (slots[j * words])
             j = (j + 1) & mask;
         memcpy(slots + j * words, s, words * 8);

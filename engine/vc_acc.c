@@ -57,8 +57,8 @@ static int try_window(struct vc_acc *a)
     a->window_tried = true;
     int64_t min = INT64_MAX, max = INT64_MIN;
     uint32_t at = 0;
-    for (uint64_t *key; (key = hashtab_next(&a->hash, &at));) {
-        int64_t code = (int64_t)*key;
+    for (uint64_t *slot; (slot = hashtab_next(&a->hash, &at));) {
+        int64_t code = (int64_t)*hashtab_key_of(slot);
         min = code < min ? code : min;
         max = code > max ? code : max;
     }
@@ -74,8 +74,8 @@ static int try_window(struct vc_acc *a)
         return -1;
     uint32_t kept = 0;
     at = 0;
-    for (uint64_t *key; (key = hashtab_next(&a->hash, &at)); kept++)
-        win[(int64_t)*key - lo] += *(int64_t *)hashtab_value_of(&a->hash, key);
+    for (uint64_t *slot; (slot = hashtab_next(&a->hash, &at)); kept++)
+        win[(int64_t)*hashtab_key_of(slot) - lo] += *(int64_t *)hashtab_value_of(&a->hash, slot);
     hashtab_free(&a->hash);
     a->win = win;
     a->lo = lo;
@@ -324,10 +324,10 @@ static int hash_to_sorted(struct vc_acc *a)
         return -1;
     }
     uint32_t nh = 0, o = 0, h = 0, at = 0;
-    for (uint64_t *key; (key = hashtab_next(&a->hash, &at));) {
-        int64_t rows = *(int64_t *)hashtab_value_of(&a->hash, key);
+    for (uint64_t *slot; (slot = hashtab_next(&a->hash, &at));) {
+        int64_t rows = *(int64_t *)hashtab_value_of(&a->hash, slot);
         if (rows != 0)
-            hashed[nh++] = (struct vc_run){(int64_t)*key, rows};
+            hashed[nh++] = (struct vc_run){(int64_t)*hashtab_key_of(slot), rows};
     }
     qsort(hashed, nh, sizeof *hashed, cmp_run);
     /* Hashed codes below the window, the window, those above. */

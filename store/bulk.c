@@ -386,8 +386,9 @@ int bulk_drain(struct bulk *b, const struct bulk_sink *sink, struct store_error 
                             cell_sums(b, c), vcs, err);
     }
     uint32_t at = 0;
-    for (uint64_t *key; rc == 0 && (key = hashtab_next(&b->values, &at));) {
-        int64_t gained = *(int64_t *)hashtab_value_of(&b->values, key);
+    for (uint64_t *slot; rc == 0 && (slot = hashtab_next(&b->values, &at));) {
+        int64_t gained = *(int64_t *)hashtab_value_of(&b->values, slot);
+        const uint64_t *key = hashtab_key_of(slot);
         if (gained != 0)
             rc = sink->value(sink->ctx, (int32_t)key[0], (int64_t)key[1], gained, err);
     }

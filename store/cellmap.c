@@ -158,8 +158,8 @@ struct cellmap *cellmap_new(const struct sql_view *view, const struct store_colu
  * cell could not be made (out of memory) holds NULL and is passed over. */
 static struct cell *next_cell(const struct cellmap *m, uint32_t *at)
 {
-    for (uint64_t *key; (key = hashtab_next(&m->table, at));) {
-        struct cell *c = *(struct cell **)hashtab_value_of(&m->table, key);
+    for (uint64_t *slot; (slot = hashtab_next(&m->table, at));) {
+        struct cell *c = *(struct cell **)hashtab_value_of(&m->table, slot);
         if (c)
             return c;
     }

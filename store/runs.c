@@ -87,8 +87,9 @@ static int64_t sum_by_code(struct store_run *runs, size_t n)
     }
     size_t out = 0;
     uint32_t at = 0;
-    for (uint64_t *k; (k = hashtab_next(&t, &at));)
-        runs[out++] = (struct store_run){(int64_t)*k, *(int64_t *)hashtab_value_of(&t, k)};
+    for (uint64_t *slot; (slot = hashtab_next(&t, &at));)
+        runs[out++] = (struct store_run){(int64_t)*hashtab_key_of(slot),
+                                         *(int64_t *)hashtab_value_of(&t, slot)};
     hashtab_free(&t);
     return (int64_t)out;
 }

@@ -159,8 +159,9 @@ Test(base_hashtab, walk_visits_each_key_once)
     }
     static unsigned char seen[N + 1];
     uint32_t at = 0, n = 0;
-    for (uint64_t *key; (key = hashtab_next(&t, &at));) {
-        int64_t *v = hashtab_value_of(&t, key);
+    for (uint64_t *slot; (slot = hashtab_next(&t, &at));) {
+        const uint64_t *key = hashtab_key_of(slot);
+        int64_t *v = hashtab_value_of(&t, slot);
         cr_assert_eq(*key, (uint64_t)*v << 20);
         cr_assert_eq(seen[*v]++, 0, "key %ld walked twice", (long)*v);
         n++;
@@ -304,28 +305,43 @@ static bool record_matches(const void *ctx, const void *value)
     return r->a == p->a && r->b == p->b;
 }
 
-Test(base_hashtab, keys_kept_by_the_caller)
+/* The same walk through a keyless table of values of value_bytes: 4
+ * packs its slots into one word (the hash's top bits above the value), 8
+ * takes the hash and the value, a word each. */
+static void keyless(size_t value_bytes, uint32_t slot_words)
 {
     struct hashtab t;
-    hashtab_init(&t, 0, sizeof(uint32_t));
-    cr_assert_eq(t.slot_words, 2, "a keyless table's slot is its hash and its value");
+    hashtab_init(&t, 0, value_bytes);
+    cr_assert_eq(t.slot_words, slot_words, "%zu-byte values: %u-word slots", value_bytes,
+                 t.slot_words);
     uint32_t n = 0;
     for (uint64_t i = 0; i < 4096; i++) {
         struct probe p = {i % 64, i / 64};
-        /* Half the hashes are shared by two records: the test decides. */
-        uint64_t h = hash_words(0, &p.a, 1) ^ (p.b / 2);
+        /* Records share hashes (and, packed, the top bits) in clusters:
+         * the caller's test decides. */
+        uint64_t h = hash_words(0, &p.a, 1) ^ (p.b / 2) ^ ((p.b / 2) << 40);
         bool added;
         uint32_t *v = hashtab_upsert_by(&t, h, record_matches, &p, &added);
         cr_assert_not_null(v);
         cr_assert(added, "record %lu matched another", (unsigned long)i);
+        cr_assert_eq(*v, 0, "a new value is not zero");
         records[n] = (struct record){p.a, p.b};
         *v = n++;
     }
     cr_assert_eq(t.count, 4096);
     cr_assert_leq((uint64_t)t.count * 2, t.cap);
+    uint32_t at = 0, walked = 0;
+    static unsigned char seen[4096];
+    memset(seen, 0, sizeof seen);
+    for (uint64_t *slot; (slot = hashtab_next(&t, &at)); walked++) {
+        uint32_t v = *(uint32_t *)hashtab_value_of(&t, slot);
+        cr_assert_lt(v, 4096);
+        cr_assert_eq(seen[v]++, 0, "record %u walked twice", v);
+    }
+    cr_assert_eq(walked, 4096);
     for (uint64_t i = 0; i < 4096; i++) {
         struct probe p = {i % 64, i / 64};
-        uint64_t h = hash_words(0, &p.a, 1) ^ (p.b / 2);
+        uint64_t h = hash_words(0, &p.a, 1) ^ (p.b / 2) ^ ((p.b / 2) << 40);
         uint32_t *v = hashtab_find_by(&t, h, record_matches, &p);
         cr_assert_not_null(v, "record %lu lost", (unsigned long)i);
         cr_assert_eq(*v, (uint32_t)i);
@@ -334,8 +350,14 @@ Test(base_hashtab, keys_kept_by_the_caller)
         cr_assert_not_null(again);
         cr_assert_eq(*again, (uint32_t)i); /* the same entry (its slot may move: see hashtab.h) */
         cr_assert_not(added);
-        struct probe q = {p.a, p.b + 4096}; /* same hash bucket pattern, no record */
+        struct probe q = {p.a, p.b + 4096}; /* the same hash, no record */
         cr_assert_null(hashtab_find_by(&t, h, record_matches, &q));
     }
     hashtab_free(&t);
+}
+
+Test(base_hashtab, keys_kept_by_the_caller)
+{
+    keyless(4, 1);
+    keyless(8, 2);
 }
