@@ -448,14 +448,17 @@ def stream_section(modes):
                        dur_s(r["beside_catchup_s"]), count(r["beside_txns_per_lmdb_commit"]),
                        f"{r['beside_cpu_s_per_1000_txns']:.3f} s",
                        dur_ms(r["light_ask_p99_ms"]), dur_ms(r["percentile_ask_p99_ms"])])
+    for r, b in zip(rows, beside):
+        r.extend(b[2:5] + b[7:9])
     return ["## Stream", "", run_line(run), ""] + table(
         ["Script", "Backlog (txns)", "PostgreSQL tps", "pg_recvlogical", "Apply",
          "Apply / floor", "Applied txns/s", "LMDB commits/s", "Txns per commit",
          "Ingest CPU per 1000 txns", "Ingest CPU", "Its walsender's CPU",
-         "The floor's walsender's CPU", "Ingest VmHWM"], rows) + ["", "Beside the load:", ""] + table(
-        ["Script", "PostgreSQL tps", "Lag, max", "Lag at end", "Catch-up after",
-         "Txns per commit", "Ingest CPU per 1000 txns", "Light ask p99", "Percentile ask p99"],
-        beside) + [
+         "The floor's walsender's CPU", "Ingest VmHWM", "Beside: lag, max", "Lag at end",
+         "Catch-up after", "Light ask p99", "Percentile ask p99"], rows) + [
+        "",
+        "Beside the load, PostgreSQL's tps, transactions per LMDB commit and ingest's CPU per "
+        "1000 transactions: " + "; ".join(f"{b[0]} {b[1]}, {b[5]}, {b[6]}" for b in beside) + ".",
         "",
         f"Idle, the same client: light ask p99 {dur_ms(t['idle_light_ask_p99_ms'])}, "
         f"percentile ask p99 {dur_ms(t['idle_percentile_ask_p99_ms'])}.",
@@ -641,12 +644,15 @@ def fuzz_section(modes):
     out = ["## Fuzzing", "", run_line(run), ""] + table(
         ["Target", "Drives", "Runs", "Seconds", "Executions", "Exec/s per run",
          "Coverage at the end (cov / ft)", "Result"], rows)
+    reruns = []
     for rr in run.get("reruns", []):
-        out += ["", f"Again, {rr['date']}, commit `{rr['commit']}`, {command(rr['command'])}:", ""]
-        out += table(["Target", "Seconds", "Executions", "Exec/s", "Corpus", "Result"],
-                     [[t["target"], t["seconds"], count(t["executions"]), count(t["exec_per_s"]),
-                       t["corpus"], "clean" if t["found"] == 0 else f"**{t['found']} found**"]
-                      for t in rr["targets"]])
+        each = ", ".join(f"{t['target']} {count(t['executions'])} in {t['seconds']} s "
+                         f"({count(t['exec_per_s'])}/s, corpus {t['corpus']}, "
+                         + ("clean" if t["found"] == 0 else f"**{t['found']} found**") + ")"
+                         for t in rr["targets"])
+        reruns.append(f"{rr['date']}, commit `{rr['commit']}`, {command(rr['command'])}: {each}")
+    if reruns:
+        out += ["", "Again: " + "; ".join(reruns) + "."]
     out += [
         "",
         "How: `bench/fuzz` builds the libFuzzer tree (clang, ASan and UBSan,",
@@ -930,8 +936,15 @@ def house_section(modes):
     run = modes["house"]
     h = run["house"]
     out = ["## One hash table: before and after", "", run_line(run), "", h["how"], ""]
-    rows = [[r["what"], r["before"], r["after"], f"{r['after_over_before']:.2f}"] for r in h["rows"]]
-    out += table(["", "Before", "After", "After / before"], rows) + [""]
+    asks = [r for r in h["rows"] if r["what"].endswith(": Straum median")]
+    rest = [r for r in h["rows"] if r not in asks]
+    if asks:
+        out += ["Straum's median per ask, before → after (after / before): " + "; ".join(
+            f"{r['what'][:-len(': Straum median')]} {r['before']} → {r['after']} "
+            f"({r['after_over_before']:.2f})" for r in asks) + ".", ""]
+    rows = [[r["what"], r["before"], r["after"], f"{r['after_over_before']:.2f}"] for r in rest]
+    if rows:
+        out += table(["", "Before", "After", "After / before"], rows) + [""]
     return out
 
 
@@ -946,12 +959,37 @@ SECTIONS = [
 ]
 
 
+def join_paragraphs(lines):
+    """Each prose paragraph as one line: the sections write their prose in
+    short lines for the source's sake, and Markdown renders a paragraph
+    the same either way. Tables, headings, list items and code blocks are
+    kept as they are."""
+    out, para, code = [], [], False
+    def flush():
+        if para:
+            out.append(" ".join(para))
+            para.clear()
+    for line in lines:
+        if line.startswith("```"):
+            flush()
+            code = not code
+            out.append(line)
+        elif code or not line or line[0] in "|#-":
+            flush()
+            out.append(line)
+        else:
+            para.append(line.strip())
+    flush()
+    return out
+
+
 def render(doc):
     modes = doc["modes"]
     lines = intro(modes) + machine_section(modes) + targets_section(modes)
     for key, fn in SECTIONS:
         if any(k == key or k.startswith(key + " ") for k in modes):
             lines += fn(modes)
+    lines = join_paragraphs(lines)
     while lines and lines[-1] == "":
         lines.pop()
     return "\n".join(lines) + "\n"
