@@ -51,6 +51,7 @@ struct pending_write {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static signed char tracked[MAX_FDS]; /* 0 no, 1 buffered, 2 synchronous */
 static int shadow_fd = -1;
+static char unsynced_marker[4096 + 16]; /* data.mdb.unsynced: see sync_with */
 static struct pending_write *head, **tail = &head;
 
 static int (*real_open)(const char *, int, ...);
@@ -124,6 +125,7 @@ static void open_shadow(const char *path)
     if (rename(partial, shadow) != 0)
         die("renaming the shadow into place");
     shadow_fd = to;
+    snprintf(unsynced_marker, sizeof unsynced_marker, "%s.unsynced", path);
 }
 
 static void shadow_write(const void *bytes, size_t len, off_t offset)
@@ -240,15 +242,31 @@ ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
     return n;
 }
 
+/* A sync of data.mdb. With STRAUM_POWERCUT_HOLD_US=N, a sync that finds
+ * writes not yet durable first creates data.mdb.unsynced and holds for N
+ * microseconds, as a slow disk's flush would: a test waiting for that file
+ * cuts while the page cache holds writes a power cut loses, instead of
+ * hoping a random moment falls into a sync's short window. */
 static int sync_with(int (*real)(int), int fd)
 {
     resolve();
     if (!is_tracked(fd))
         return real(fd);
     pthread_mutex_lock(&lock);
+    const char *hold = getenv("STRAUM_POWERCUT_HOLD_US");
+    bool held = hold && head && unsynced_marker[0];
+    if (held) {
+        int m = real_open(unsynced_marker, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        if (m < 0)
+            die("creating the unsynced marker");
+        real_close(m);
+        usleep((useconds_t)strtoul(hold, NULL, 10));
+    }
     int rc = real(fd);
     if (rc == 0)
         apply_pending(); /* the file's writes so far are durable */
+    if (held)
+        unlink(unsynced_marker);
     pthread_mutex_unlock(&lock);
     return rc;
 }

@@ -49,10 +49,11 @@ Test(ingest_powercut, the_store_survives_losing_every_write_after_its_last_sync,
     taxi_db_create(&db, NULL, 2000);
     char log[8192];
     cr_assert_eq(taxi_ingest_once(&db, log, sizeof log), 0, "%s", log);
-    char data[256], synced[256], partial[256], lockf[256], cmd[1024];
+    char data[256], synced[256], partial[256], unsynced[256], lockf[256], cmd[1024];
     snprintf(data, sizeof data, "%s/data.mdb", db.store);
     snprintf(synced, sizeof synced, "%s/data.mdb.synced", db.store);
     snprintf(partial, sizeof partial, "%s/data.mdb.synced.partial", db.store);
+    snprintf(unsynced, sizeof unsynced, "%s/data.mdb.unsynced", db.store);
     snprintf(lockf, sizeof lockf, "%s/lock.mdb", db.store);
     uint64_t caught_up = oracle_store_position(db.store);
     unsigned seed = (unsigned)time(NULL);
@@ -69,12 +70,20 @@ Test(ingest_powercut, the_store_survives_losing_every_write_after_its_last_sync,
     snprintf(asan_shim, sizeof asan_shim, "%s%sverify_asan_link_order=0",
              asan_saved ? asan_saved : "", asan_saved ? ":" : "");
     for (int cut = 0; cut < CUTS; cut++) {
+        /* Odd cuts come while a sync holds writes not yet durable (the
+         * shim's slow flush, data.mdb.unsynced present); even ones at a
+         * random moment. */
+        bool in_flush = cut % 2 == 1;
+        unlink(unsynced);
         setenv("LD_PRELOAD", POWERCUT_SHIM, 1);
         setenv("STRAUM_POWERCUT", "1", 1);
+        if (in_flush)
+            setenv("STRAUM_POWERCUT_HOLD_US", "200000", 1);
         setenv("ASAN_OPTIONS", asan_shim, 1);
         taxi_ingest_start(&db, NULL);
         unsetenv("LD_PRELOAD");
         unsetenv("STRAUM_POWERCUT");
+        unsetenv("STRAUM_POWERCUT_HOLD_US");
         if (asan_saved)
             setenv("ASAN_OPTIONS", asan_saved, 1);
         else
@@ -82,9 +91,19 @@ Test(ingest_powercut, the_store_survives_losing_every_write_after_its_last_sync,
         const char *what = taxi_random_batch(&db);
         if (rand() % 2)
             taxi_random_batch(&db);
-        /* The cut: at a random moment while ingest applies the changes. */
-        usleep((useconds_t)(50000 + rand() % 400000));
+        /* The cut: inside a held flush (waited for, 30 s at most), or at a
+         * random moment while ingest applies the changes. */
+        if (in_flush) {
+            struct stat m;
+            for (int i = 0; i < 30000 && stat(unsynced, &m) != 0; i++)
+                usleep(1000);
+            cr_assert_eq(stat(unsynced, &m), 0,
+                         "cut %d: ingest never synced writes within 30 s", cut);
+        } else {
+            usleep((useconds_t)(50000 + rand() % 400000));
+        }
         taxi_ingest_kill(&db);
+        unlink(unsynced);
         struct stat st;
         if (stat(synced, &st) == 0) { /* else cut before ingest opened the store */
             shadowed++;

@@ -1202,7 +1202,7 @@ static const char TAG_VIEW[] =
 
 static const char *const TAG_TEXTS[] = {
     "Alpha", "alpha", "ALPHA", "Beta", "beta_x", "café", "Zürich", "ZÜRICH", "a%b", "a_b", "a\\b",
-    "", "M", "Manhattan", "Mz", "Queens", "Staten Island", "zeta", "\xe2\x82\xac" "uro", "~",
+    "", "M", "Manhattan", "Mz", "Queens", "Staten Island", "zeta", "\xe2\x82\xacuro", "~",
 };
 #define TAG_NTEXTS (int)(sizeof TAG_TEXTS / sizeof TAG_TEXTS[0])
 
