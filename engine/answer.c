@@ -31,11 +31,13 @@ struct outval {
     char *owned;
 };
 
+/* A row of the answer before it is handed over: its group and the values
+ * of the measures that decide whether and where it stands (HAVING's and
+ * ORDER BY's, struct answer_state.held). Everything else about the row is
+ * computed as it goes out. */
 struct row {
-    struct outval *keys;  /* bucket, then group keys */
-    struct outval *cols;  /* the ask's output columns; NULL until handed
-                             over when the answer builds them lazily */
     struct group *group;
+    struct outval *held;  /* [nheld] */
 };
 
 /* ---- Values from codes ---------------------------------------------------------- */
@@ -363,13 +365,16 @@ static struct outval key_value(struct exec *x, int g, int64_t id)
     return o;
 }
 
-static int build_keys(struct exec *x, struct group *g, struct row *r);
+struct answer_state;
+static const struct outval *held_value(const struct answer_state *st, const struct row *r,
+                                       int view_column);
 
-/* The ask's output columns of group g into cols: the bucket and keys from
- * keys, the measures finished. -1 when a measure's digits found no memory
- * (the values filled so far are still cols' to free). */
-static int fill_cols(struct exec *x, struct group *g, const struct outval *keys,
-                     struct outval *cols)
+/* The ask's output columns of the row into cols: the bucket and keys from
+ * keys, the measures finished (those the row holds taken from it, not
+ * owned by cols). -1 when a measure's digits found no memory (the values
+ * filled so far are still cols' to free). */
+static int fill_cols(struct exec *x, const struct answer_state *st, const struct row *r,
+                     const struct outval *keys, struct outval *cols)
 {
     const struct sql_ask *a = x->ask;
     for (int c = 0; c < a->ncolumns; c++) {
@@ -377,7 +382,13 @@ static int fill_cols(struct exec *x, struct group *g, const struct outval *keys,
         if (col->kind == SQL_ASK_BUCKET) {
             cols[c] = keys[0];
         } else if (col->kind == SQL_ASK_MEASURE) {
-            cols[c] = measure(x, &x->v->columns[col->view_column].measure, g);
+            const struct outval *held = held_value(st, r, col->view_column);
+            if (held) {
+                cols[c] = *held;
+                cols[c].owned = NULL; /* the row's */
+                continue;
+            }
+            cols[c] = measure(x, &x->v->columns[col->view_column].measure, r->group);
             if (cols[c].kind == OV_AVG && !cols[c].owned)
                 return -1;
         } else {
@@ -389,28 +400,11 @@ static int fill_cols(struct exec *x, struct group *g, const struct outval *keys,
     return 0;
 }
 
-static int build_row(struct exec *x, struct group *g, struct row *r)
-{
-    const struct sql_ask *a = x->ask;
-    r->cols = scratch_calloc((size_t)a->ncolumns + 1, sizeof *r->cols);
-    if (!r->cols || build_keys(x, g, r))
-        return -1;
-    return fill_cols(x, g, r->keys, r->cols);
-}
-
-static void free_row(const struct sql_ask *a, struct row *r)
-{
-    for (int c = 0; r->cols && c < a->ncolumns; c++)
-        scratch_free(r->cols[c].owned);
-    scratch_free(r->keys);
-    scratch_free(r->cols);
-}
-
 /* ---- HAVING ------------------------------------------------------------------------ */
 
 struct having_ctx {
     struct exec *x;
-    struct group *g;
+    const struct answer_state *st;
     const struct row *row;
     struct ask_error *err;
 };
@@ -437,16 +431,8 @@ static int having_leaf(void *ctx, int k)
     struct exec *x = h->x;
     const struct sql_having_cmp *cmp = &x->ask->having[k];
     const struct ask_value *v = &x->b.having[k];
-    struct outval own = {.kind = OV_NULL};
-    const struct outval *o = NULL;
-    for (int c = 0; c < x->ask->ncolumns && !o; c++)
-        if (x->ask->columns[c].kind == SQL_ASK_MEASURE &&
-            x->ask->columns[c].view_column == cmp->view_column)
-            o = &h->row->cols[c];
-    if (!o) {
-        own = measure(x, &x->v->columns[cmp->view_column].measure, h->g);
-        o = &own;
-    }
+    struct outval own = {.kind = OV_NULL}; /* every HAVING measure is held: never set */
+    const struct outval *o = held_value(h->st, h->row, cmp->view_column);
     const char *name = x->v->columns[cmp->view_column].name;
     char text[160];
     int c = 0, truth;
@@ -512,30 +498,6 @@ static int having_leaf(void *ctx, int k)
 done:
     scratch_free(own.owned);
     return truth;
-}
-
-static int cmp_rows(const void *pa, const void *pb, void *ctx)
-{
-    const struct row *a = pa, *b = pb;
-    const struct sql_ask *ask = ctx;
-    for (int i = 0; i < ask->norder; i++) {
-        const struct sql_ask_order *o = &ask->order[i];
-        const struct outval *x = &a->cols[o->output_column], *y = &b->cols[o->output_column];
-        int c;
-        if (x->kind == OV_NULL || y->kind == OV_NULL)
-            c = (x->kind == OV_NULL) == (y->kind == OV_NULL) ? 0
-                : (x->kind == OV_NULL) == o->nulls_first ? -1 : 1;
-        else
-            c = o->descending ? -cmp_outval(x, y) : cmp_outval(x, y);
-        if (c)
-            return c;
-    }
-    for (int k = 0; k <= ask->ngroup_keys; k++) {
-        int c = cmp_outval(&a->keys[k], &b->keys[k]);
-        if (c)
-            return c;
-    }
-    return 0;
 }
 
 /* ---- Typed rows ------------------------------------------------------------------------ */
@@ -646,19 +608,39 @@ static struct answer_value typed_value(struct exec *x, const struct outval *o, u
 
 enum { DIGITS_CAP = 160 }; /* a 128-bit integer's 40 digits, sign, point, zeros of a scale */
 
+/* ---- Order ------------------------------------------------------------------------- *
+ *
+ * Rows are ordered without building their values. A group key compares by
+ * an unsigned rank, NULL the largest (last, as PostgreSQL orders NULLs
+ * ascending): a code of any type but text is its own rank (codes order as
+ * their values, store.h), shifted so that STORE_NULL, the smallest int64,
+ * comes last; a text key's dictionary ids and a dim column's interned ids
+ * are ranked once per answer by their bytes. A measure that ORDER BY or
+ * HAVING reads is computed once per row and held (struct row.held); the
+ * other columns are computed as the row goes out. */
+
+enum key_rank_kind { RANK_CODE, RANK_TEXT, RANK_DIM };
+
+struct key_rank {
+    enum key_rank_kind kind;
+    struct hashtab text_rank;  /* RANK_TEXT: dictionary id -> rank (uint64) */
+    uint64_t *dim_rank;        /* RANK_DIM: [pool.n] interned id -> rank */
+};
+
 /* The answer between answer_prepare and the last answer_next: its rows,
  * ordered, and where the next one to hand over is. */
 struct answer_state {
+    struct exec *x;
     struct row *rows;
     uint32_t n;
-    /* Rows hold only their keys until handed over: without HAVING and
-     * ORDER BY the measures decide neither which rows are kept nor their
-     * order, so each row's measures are finished as it goes out, into
-     * cols_at_hand, and only the rows in LIMIT's window are finished at
-     * all. An answer of 100,000 rows then holds 100,000 keys, not 100,000
-     * rows of every column. */
-    bool lazy_cols;
-    struct outval *cols_at_hand;
+    struct key_rank *ranks;    /* [1 + ngroup_keys]: the bucket, then each key */
+    /* The measures rows hold: view columns, each read by ORDER BY or HAVING. */
+    int *held_vcol;
+    int nheld;
+    int *order_held;           /* per ORDER BY item: its held index, or -1 (a key) */
+    int *order_key;            /* per ORDER BY item: its key index (0: bucket) */
+    struct outval *held;       /* the rows' held values, nheld a row */
+    struct outval *keys_at_hand, *cols_at_hand; /* the row going out */
     int64_t at, last;       /* rows [at, last) are still to go */
     bool columns_sent;
     struct answer_column *cols;
@@ -666,29 +648,247 @@ struct answer_state {
     char *digits;
 };
 
-static int build_keys(struct exec *x, struct group *g, struct row *r)
+static const struct outval *held_value(const struct answer_state *st, const struct row *r,
+                                       int view_column)
 {
-    const struct sql_ask *a = x->ask;
-    r->keys = scratch_calloc((size_t)a->ngroup_keys + 1, sizeof *r->keys);
-    if (!r->keys)
+    for (int h = 0; h < st->nheld; h++)
+        if (st->held_vcol[h] == view_column)
+            return &r->held[h];
+    return NULL;
+}
+
+static inline uint64_t key_rank_of(const struct answer_state *st, const struct group *g, int k)
+{
+    const struct key_rank *kr = &st->ranks[k];
+    int64_t id = g->key[k];
+    switch (kr->kind) {
+    case RANK_DIM:
+        return id < 0 ? UINT64_MAX : kr->dim_rank[id];
+    case RANK_TEXT: {
+        if (id == STORE_NULL)
+            return UINT64_MAX;
+        const uint64_t *key = (const uint64_t *)&id;
+        const uint64_t *rank = hashtab_find(&kr->text_rank, key, hashtab_hash(&kr->text_rank, key));
+        return rank ? *rank : UINT64_MAX; /* an id the dictionary lacks answers NULL */
+    }
+    default:
+        return id == STORE_NULL ? UINT64_MAX : ((uint64_t)id ^ (1ULL << 63)) - 1;
+    }
+}
+
+struct ranked_text {
+    int64_t id;
+    const char *text;
+    size_t len;
+};
+
+static int cmp_ranked_text(const void *pa, const void *pb)
+{
+    const struct ranked_text *a = pa, *b = pb;
+    size_t n = a->len < b->len ? a->len : b->len;
+    int c = memcmp(a->text, b->text, n);
+    return c ? c : (a->len > b->len) - (a->len < b->len);
+}
+
+/* The ranks of group key k (1-based; 0 is the bucket, ranked by its start),
+ * over every group's value. -1 when out of memory. */
+static int key_rank_build(struct exec *x, struct answer_state *st, int k)
+{
+    struct key_rank *kr = &st->ranks[k];
+    kr->kind = RANK_CODE;
+    if (k == 0)
+        return 0;
+    const struct sql_view_column *vc = &x->v->columns[x->ask->group_keys[k - 1]];
+    if (vc->kind != SQL_COLUMN_FACT_KEY) {
+        kr->kind = RANK_DIM;
+        uint32_t n = (uint32_t)x->pool.n;
+        struct ranked_text *t = scratch_malloc(sizeof *t * ((size_t)n + 1));
+        if (!t || !(kr->dim_rank = scratch_malloc(sizeof *kr->dim_rank * ((size_t)n + 1)))) {
+            scratch_free(t);
+            return -1;
+        }
+        for (uint32_t i = 0; i < n; i++)
+            t[i] = (struct ranked_text){i, x->pool.texts[i], x->pool.lens[i]};
+        qsort(t, n, sizeof *t, cmp_ranked_text);
+        for (uint32_t i = 0; i < n; i++)
+            kr->dim_rank[t[i].id] = i;
+        scratch_free(t);
+        return 0;
+    }
+    if (x->types[vc->fact_column].type != STORE_TYPE_TEXT)
+        return 0;
+    kr->kind = RANK_TEXT;
+    hashtab_init(&kr->text_rank, 1, sizeof(uint64_t));
+    uint32_t n = 0, cap = 64;
+    struct ranked_text *t = scratch_malloc(sizeof *t * cap);
+    if (!t)
         return -1;
-    r->keys[0] = (struct outval){.kind = a->group_by_bucket ? OV_TIME : OV_NULL, .i = g->key[0]};
-    for (int k = 0; k < a->ngroup_keys; k++)
-        r->keys[k + 1] = key_value(x, k, g->key[k + 1]);
-    r->group = g;
+    for (uint32_t i = 0; i < x->groups.n; i++) {
+        int64_t id = x->groups.all[i]->key[k];
+        const uint64_t *key = (const uint64_t *)&id;
+        bool added;
+        if (id == STORE_NULL)
+            continue;
+        if (!hashtab_upsert(&kr->text_rank, key, hashtab_hash(&kr->text_rank, key), &added)) {
+            scratch_free(t);
+            return -1;
+        }
+        const char *text;
+        size_t len;
+        if (!added || store_dict_lookup(x->r, x->view, vc->fact_column, id, &text, &len))
+            continue; /* seen, or a NULL answer: no rank, ordered last */
+        if (n == cap) {
+            struct ranked_text *more = scratch_realloc(t, sizeof *t * (cap *= 2));
+            if (!more) {
+                scratch_free(t);
+                return -1;
+            }
+            t = more;
+        }
+        t[n++] = (struct ranked_text){id, text, len};
+    }
+    hashtab_clear(&kr->text_rank); /* ids without text stay out: NULL */
+    qsort(t, n, sizeof *t, cmp_ranked_text);
+    for (uint32_t i = 0; i < n; i++) {
+        const uint64_t *key = (const uint64_t *)&t[i].id;
+        bool added;
+        uint64_t *rank = hashtab_upsert(&kr->text_rank, key, hashtab_hash(&kr->text_rank, key), &added);
+        *rank = i; /* as many slots as before: cannot fail */
+    }
+    scratch_free(t);
     return 0;
 }
 
-/* Ordering keys alone: the group order (bucket, then keys) when the ask
- * has no ORDER BY. */
-static int cmp_row_keys(const void *pa, const void *pb, void *ctx)
+static int cmp_rank(uint64_t a, uint64_t b) { return a < b ? -1 : a > b; }
+
+/* ORDER BY's items, then every group key in group order. */
+static int cmp_rows(const void *pa, const void *pb, void *ctx)
 {
     const struct row *a = pa, *b = pb;
-    const struct sql_ask *ask = ctx;
-    for (int k = 0; k <= ask->ngroup_keys; k++) {
-        int c = cmp_outval(&a->keys[k], &b->keys[k]);
+    const struct answer_state *st = ctx;
+    const struct sql_ask *ask = st->x->ask;
+    for (int i = 0; i < ask->norder; i++) {
+        const struct sql_ask_order *o = &ask->order[i];
+        bool anull, bnull;
+        int c;
+        if (st->order_held[i] >= 0) {
+            const struct outval *x = &a->held[st->order_held[i]], *y = &b->held[st->order_held[i]];
+            anull = x->kind == OV_NULL;
+            bnull = y->kind == OV_NULL;
+            c = anull || bnull ? 0 : cmp_outval(x, y);
+        } else {
+            uint64_t x = key_rank_of(st, a->group, st->order_key[i]);
+            uint64_t y = key_rank_of(st, b->group, st->order_key[i]);
+            anull = x == UINT64_MAX;
+            bnull = y == UINT64_MAX;
+            c = cmp_rank(x, y);
+        }
+        if (anull || bnull)
+            c = anull == bnull ? 0 : anull == o->nulls_first ? -1 : 1;
+        else if (o->descending)
+            c = -c;
         if (c)
             return c;
+    }
+    for (int k = 0; k <= ask->ngroup_keys; k++) {
+        int c = cmp_rank(key_rank_of(st, a->group, k), key_rank_of(st, b->group, k));
+        if (c)
+            return c;
+    }
+    return 0;
+}
+
+/* ---- Top rows ---------------------------------------------------------------------- *
+ *
+ * With LIMIT (and OFFSET) far below the groups, the answer keeps only the
+ * first offset + limit rows in a heap whose root is the last of them: a
+ * row after the root is dropped at once, one before it takes the root's
+ * place. So an ask for the top ten of 700,000 groups orders ten rows, not
+ * 700,000, and holds ten rows' measures. */
+
+static void heap_down(struct answer_state *st, uint32_t i, uint32_t n)
+{
+    for (;;) {
+        uint32_t l = 2 * i + 1, r = l + 1, big = i;
+        if (l < n && cmp_rows(&st->rows[l], &st->rows[big], st) > 0)
+            big = l;
+        if (r < n && cmp_rows(&st->rows[r], &st->rows[big], st) > 0)
+            big = r;
+        if (big == i)
+            return;
+        struct row t = st->rows[i];
+        st->rows[i] = st->rows[big];
+        st->rows[big] = t;
+        i = big;
+    }
+}
+
+static void heap_up(struct answer_state *st, uint32_t i)
+{
+    while (i > 0) {
+        uint32_t p = (i - 1) / 2;
+        if (cmp_rows(&st->rows[i], &st->rows[p], st) <= 0)
+            return;
+        struct row t = st->rows[i];
+        st->rows[i] = st->rows[p];
+        st->rows[p] = t;
+        i = p;
+    }
+}
+
+static void held_free(const struct answer_state *st, struct outval *held)
+{
+    for (int h = 0; held && h < st->nheld; h++) {
+        scratch_free(held[h].owned);
+        held[h] = (struct outval){.kind = OV_NULL};
+    }
+}
+
+/* The measures row r holds, computed; -1 when out of memory. */
+static int held_fill(struct exec *x, const struct answer_state *st, struct row *r)
+{
+    for (int h = 0; h < st->nheld; h++) {
+        r->held[h] = measure(x, &x->v->columns[st->held_vcol[h]].measure, r->group);
+        if (r->held[h].kind == OV_AVG && !r->held[h].owned)
+            return -1;
+    }
+    return 0;
+}
+
+/* Which measures rows hold and where ORDER BY reads each item. -1 when out
+ * of memory. */
+static int plan_held(struct exec *x, struct answer_state *st)
+{
+    const struct sql_ask *a = x->ask;
+    st->held_vcol = scratch_malloc(sizeof *st->held_vcol * ((size_t)a->norder + a->nhaving + 1));
+    st->order_held = scratch_malloc(sizeof *st->order_held * ((size_t)a->norder + 1));
+    st->order_key = scratch_calloc((size_t)a->norder + 1, sizeof *st->order_key);
+    if (!st->held_vcol || !st->order_held || !st->order_key)
+        return -1;
+    for (int i = 0; i < a->norder + a->nhaving; i++) {
+        int vcol;
+        if (i < a->norder) {
+            const struct sql_ask_column *col = &a->columns[a->order[i].output_column];
+            st->order_held[i] = -1;
+            if (col->kind == SQL_ASK_BUCKET)
+                continue; /* order_key 0 */
+            if (col->kind != SQL_ASK_MEASURE) {
+                for (int k = 0; k < a->ngroup_keys; k++)
+                    if (a->group_keys[k] == col->view_column)
+                        st->order_key[i] = k + 1;
+                continue;
+            }
+            vcol = col->view_column;
+        } else {
+            vcol = a->having[i - a->norder].view_column;
+        }
+        int h = 0;
+        while (h < st->nheld && st->held_vcol[h] != vcol)
+            h++;
+        if (h == st->nheld)
+            st->held_vcol[st->nheld++] = vcol;
+        if (i < a->norder)
+            st->order_held[i] = h;
     }
     return 0;
 }
@@ -700,67 +900,100 @@ int answer_prepare(struct exec *x, struct ask_error *err)
     if (!st)
         return ask_fail(err, 500, "internal", "out of memory");
     x->answer = st;
-    st->lazy_cols = !a->having_pred && a->norder == 0;
-    st->rows = scratch_calloc((size_t)x->groups.n + 1, sizeof *st->rows);
+    st->x = x;
+    uint32_t ngroups = x->groups.n;
+    /* offset and limit are any bigint >= 0 (limit -1: none): their sum
+     * saturates rather than wraps. */
+    uint64_t top = UINT64_MAX;
+    if (x->b.limit >= 0)
+        top = (uint64_t)x->b.offset > UINT64_MAX - (uint64_t)x->b.limit
+                  ? UINT64_MAX : (uint64_t)x->b.offset + (uint64_t)x->b.limit;
+    bool heap = top > 0 && top < ngroups;
+    uint32_t slots = heap ? (uint32_t)top + 1 : ngroups; /* a heap's spare row */
+    if (plan_held(x, st))
+        return ask_fail(err, 500, "internal", "out of memory");
+    st->rows = scratch_calloc((size_t)slots + 1, sizeof *st->rows);
+    st->ranks = scratch_calloc((size_t)a->ngroup_keys + 1, sizeof *st->ranks);
+    st->held = st->nheld ? scratch_calloc(((size_t)slots + 1) * (size_t)st->nheld, sizeof *st->held)
+                         : NULL;
     st->cols = scratch_calloc((size_t)a->ncolumns + 1, sizeof *st->cols);
     st->vals = scratch_calloc((size_t)a->ncolumns + 1, sizeof *st->vals);
     st->digits = scratch_malloc((size_t)DIGITS_CAP * ((size_t)a->ncolumns + 1));
-    if (st->lazy_cols)
-        st->cols_at_hand = scratch_calloc((size_t)a->ncolumns + 1, sizeof *st->cols_at_hand);
-    if (!st->rows || !st->cols || !st->vals || !st->digits ||
-        (st->lazy_cols && !st->cols_at_hand))
+    st->cols_at_hand = scratch_calloc((size_t)a->ncolumns + 1, sizeof *st->cols_at_hand);
+    st->keys_at_hand = scratch_calloc((size_t)a->ngroup_keys + 1, sizeof *st->keys_at_hand);
+    if (!st->rows || !st->ranks || (st->nheld && !st->held) || !st->cols || !st->vals ||
+        !st->digits || !st->cols_at_hand || !st->keys_at_hand)
         return ask_fail(err, 500, "internal", "out of memory");
-    for (uint32_t i = 0; i < x->groups.n; i++) {
-        struct row *r = &st->rows[st->n];
+    for (uint32_t i = 0; i < slots; i++)
+        st->rows[i].held = st->held ? st->held + (size_t)i * (size_t)st->nheld : NULL;
+    for (int k = 0; k <= a->ngroup_keys; k++)
+        if (key_rank_build(x, st, k))
+            return ask_fail(err, 500, "internal", "out of memory");
+    /* Each group: its held measures, HAVING (after the roll-up, before
+     * ORDER BY and LIMIT), then into the rows or the heap. st->n counts the
+     * rows kept (answer_release frees what they hold); a heap's spare,
+     * rows[top], holds nothing between groups. */
+    for (uint32_t i = 0; i < ngroups; i++) {
         if (i % BUDGET_CELLS == BUDGET_CELLS - 1 && exec_over_budget(x, err))
-            return -1; /* the rows so far are freed by answer_release */
-        if (st->lazy_cols ? build_keys(x, x->groups.all[i], r) : build_row(x, x->groups.all[i], r)) {
-            st->n++; /* freed by answer_release */
+            return -1;
+        struct row *r = &st->rows[heap && st->n == top ? top : st->n];
+        r->group = x->groups.all[i];
+        if (held_fill(x, st, r)) {
+            held_free(st, r->held);
             return ask_fail(err, 500, "internal", "out of memory");
         }
         int keep = T_TRUE;
-        if (a->having_pred) { /* after the roll-up, before ORDER BY and LIMIT */
-            struct having_ctx h = {x, x->groups.all[i], r, err};
+        if (a->having_pred) {
+            struct having_ctx h = {x, st, r, err};
             if ((keep = pred_eval(a->having_pred, having_leaf, &h)) < 0) {
-                st->n++;
+                held_free(st, r->held);
                 return -1;
             }
         }
-        if (keep == T_TRUE)
+        if (keep != T_TRUE) {
+            held_free(st, r->held);
+        } else if (!heap) {
             st->n++;
-        else
-            free_row(a, r);
+        } else if (st->n < top) {
+            heap_up(st, st->n++);
+        } else if (cmp_rows(r, &st->rows[0], st) < 0) {
+            struct row t = st->rows[0]; /* the root leaves; its slots become the spare */
+            st->rows[0] = *r;
+            *r = t;
+            held_free(st, r->held);
+            heap_down(st, 0, st->n);
+        } else {
+            held_free(st, r->held);
+        }
     }
     if (x->answer_failed) {
         *err = x->answer_err;
         return -1;
     }
-    qsort_r(st->rows, st->n, sizeof *st->rows, st->lazy_cols ? cmp_row_keys : cmp_rows,
-            (void *)a);
+    qsort_r(st->rows, st->n, sizeof *st->rows, cmp_rows, st);
     for (int c = 0; c < a->ncolumns; c++)
         st->cols[c] = (struct answer_column){a->columns[c].name, answer_column_oid(a, x->types, c)};
-    /* offset and limit are any bigint >= 0 (limit -1: none): compare
-     * limit with the rows left after first, never first + limit, which
-     * wraps past INT64_MAX. */
     int64_t n = st->n;
     st->at = x->b.offset < n ? x->b.offset : n;
     st->last = x->b.limit < 0 || x->b.limit > n - st->at ? n : st->at + x->b.limit;
     return 0;
 }
 
-/* Finishes a lazy row's measures into cols_at_hand (freeing the last
- * row's): the columns it hands over. */
+/* Row r's output columns into cols_at_hand (freeing the last row's): the
+ * columns it hands over. */
 static const struct outval *row_cols(struct exec *x, struct answer_state *st, struct row *r,
                                      struct ask_error *err)
 {
     const struct sql_ask *a = x->ask;
-    if (!st->lazy_cols)
-        return r->cols;
     for (int c = 0; c < a->ncolumns; c++) {
         scratch_free(st->cols_at_hand[c].owned);
         st->cols_at_hand[c] = (struct outval){.kind = OV_NULL};
     }
-    if (fill_cols(x, r->group, r->keys, st->cols_at_hand)) {
+    struct group *g = r->group;
+    st->keys_at_hand[0] = (struct outval){.kind = a->group_by_bucket ? OV_TIME : OV_NULL, .i = g->key[0]};
+    for (int k = 0; k < a->ngroup_keys; k++)
+        st->keys_at_hand[k + 1] = key_value(x, k, g->key[k + 1]);
+    if (fill_cols(x, st, r, st->keys_at_hand, st->cols_at_hand)) {
         ask_fail(err, 500, "internal", "out of memory");
         return NULL;
     }
@@ -802,10 +1035,20 @@ void answer_release(struct exec *x)
         return;
     const struct sql_ask *a = x->ask;
     for (uint32_t i = 0; st->rows && i < st->n; i++)
-        free_row(a, &st->rows[i]);
+        held_free(st, st->rows[i].held);
     for (int c = 0; st->cols_at_hand && c < a->ncolumns; c++)
         scratch_free(st->cols_at_hand[c].owned);
+    for (int k = 0; st->ranks && k <= a->ngroup_keys; k++) {
+        hashtab_free(&st->ranks[k].text_rank);
+        scratch_free(st->ranks[k].dim_rank);
+    }
+    scratch_free(st->ranks);
+    scratch_free(st->held_vcol);
+    scratch_free(st->order_held);
+    scratch_free(st->order_key);
+    scratch_free(st->held);
     scratch_free(st->cols_at_hand);
+    scratch_free(st->keys_at_hand);
     scratch_free(st->rows);
     scratch_free(st->cols);
     scratch_free(st->vals);

@@ -168,36 +168,74 @@ static int dim_lookup_slow(struct exec *x, int join, int64_t key, const struct d
 
 /* ---- Groups ---------------------------------------------------------------------- */
 
-static void group_free(const struct sql_view *v, struct group *g)
+/* A group lives in a slab of the ask's (struct group_map): one block holds
+ * the struct and its arrays, and a slab holds many groups, so that an ask
+ * of a million groups makes a few dozen allocations, not five million
+ * (each malloc and free cost more than folding the group's cells). Only a
+ * group's value counts own memory of their own. */
+static void group_release(const struct sql_view *v, struct group *g)
 {
-    if (!g)
-        return;
     for (int i = 0; g->vcs && i < v->nvalue_counts; i++)
         vc_acc_free(&g->vcs[i]);
-    scratch_free(g->key);
-    scratch_free(g->counts);
-    scratch_free(g->exact);
-    scratch_free(g->real);
-    scratch_free(g->vcs);
-    scratch_free(g);
 }
+
+static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; }
+
+/* The bytes of one group and its arrays, laid out by group_new. */
+static size_t group_bytes(const struct exec *x)
+{
+    const struct sql_view *v = x->v;
+    return round16(sizeof(struct group)) + round16(sizeof(__int128) * (size_t)v->nsums) +
+           round16(8 * (size_t)x->groups.nkey) + round16(8 * (size_t)v->ncounts) +
+           round16(sizeof(double) * (size_t)v->nsums) +
+           round16(sizeof(struct vc_acc) * (size_t)v->nvalue_counts);
+}
+
+/* Slabs start at GROUP_SLAB_FIRST groups and double up to GROUP_SLAB_MAX:
+ * an ask of a few groups takes a few KiB, one of a million some 150
+ * slabs' worth of doubling. */
+enum { GROUP_SLAB_FIRST = 16, GROUP_SLAB_MAX = 16384 };
 
 static struct group *group_new(struct exec *x, const int64_t *key)
 {
     const struct sql_view *v = x->v;
-    struct group *g = scratch_calloc(1, sizeof *g);
-    if (!g)
-        return NULL;
-    g->key = scratch_malloc(8 * (size_t)x->groups.nkey + 8);
-    g->counts = scratch_calloc((size_t)v->ncounts + 1, sizeof *g->counts);
-    g->exact = scratch_calloc((size_t)v->nsums + 1, sizeof *g->exact);
-    g->real = scratch_calloc((size_t)v->nsums + 1, sizeof *g->real);
-    g->vcs = scratch_calloc((size_t)v->nvalue_counts + 1, sizeof *g->vcs);
-    if (!g->key || !g->counts || !g->exact || !g->real || !g->vcs) {
-        group_free(v, g);
-        return NULL;
+    struct group_map *m = &x->groups;
+    if (!m->gsize)
+        m->gsize = group_bytes(x);
+    if (m->slab_left == 0) {
+        uint32_t n = m->nslabs == 0 ? GROUP_SLAB_FIRST
+                     : m->slab_groups < GROUP_SLAB_MAX ? m->slab_groups * 2 : GROUP_SLAB_MAX;
+        if (m->nslabs == m->slabs_cap) {
+            uint32_t cap = m->slabs_cap ? m->slabs_cap * 2 : 16;
+            char **slabs = scratch_realloc(m->slabs, sizeof *slabs * cap);
+            if (!slabs)
+                return NULL;
+            m->slabs = slabs;
+            m->slabs_cap = cap;
+        }
+        char *slab = scratch_calloc(n, m->gsize);
+        if (!slab)
+            return NULL;
+        m->slabs[m->nslabs++] = slab;
+        m->slab_at = slab;
+        m->slab_groups = n;
+        m->slab_left = n;
     }
-    memcpy(g->key, key, 8 * (size_t)x->groups.nkey);
+    char *p = m->slab_at;
+    m->slab_at += m->gsize;
+    m->slab_left--;
+    struct group *g = (struct group *)p;
+    p += round16(sizeof *g);
+    g->exact = (__int128 *)p;
+    p += round16(sizeof(__int128) * (size_t)v->nsums);
+    g->key = (int64_t *)p;
+    p += round16(8 * (size_t)m->nkey);
+    g->counts = (int64_t *)p;
+    p += round16(8 * (size_t)v->ncounts);
+    g->real = (double *)p;
+    p += round16(sizeof(double) * (size_t)v->nsums);
+    g->vcs = (struct vc_acc *)p;
+    memcpy(g->key, key, 8 * (size_t)m->nkey);
     return g;
 }
 
@@ -235,22 +273,22 @@ static struct group *group_find_or_add(struct exec *x, const int64_t *key, struc
                  x->e->limits.max_groups);
         return NULL;
     }
-    struct group *g = group_new(x, key);
     if (m->n == m->cap) {
         uint32_t cap = m->cap ? m->cap * 2 : 64;
         struct group **all = scratch_realloc(m->all, sizeof *all * cap);
         if (!all) {
-            group_free(x->v, g);
             ask_fail(err, 500, "internal", "out of memory");
             return NULL;
         }
         m->all = all;
         m->cap = cap;
     }
+    /* A group taken from its slab and then not kept (no slot) is zeroed
+     * memory the slabs free at the end. */
+    struct group *g = group_new(x, key);
     bool added;
     struct group **slot = g ? hashtab_upsert(&m->table, k, h, &added) : NULL;
     if (!slot) {
-        group_free(x->v, g);
         ask_fail(err, 500, "internal", "out of memory");
         return NULL;
     }
@@ -1143,7 +1181,7 @@ static int drop_empty_groups(struct exec *x, struct ask_error *err)
         if (m->all[i]->counts[0] != 0)
             m->all[kept++] = m->all[i];
         else
-            group_free(x->v, m->all[i]);
+            group_release(x->v, m->all[i]);
     }
     m->n = kept;
     m->last = NULL;
@@ -1176,7 +1214,10 @@ int exec_scan(struct exec *x, struct ask_error *err)
 void exec_free(struct exec *x)
 {
     for (uint32_t i = 0; i < x->groups.n; i++)
-        group_free(x->v, x->groups.all[i]);
+        group_release(x->v, x->groups.all[i]);
+    for (uint32_t i = 0; i < x->groups.nslabs; i++)
+        scratch_free(x->groups.slabs[i]);
+    scratch_free(x->groups.slabs);
     scratch_free(x->groups.all);
     hashtab_free(&x->groups.table);
     for (int i = 0; i < x->pool.n; i++)

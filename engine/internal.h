@@ -217,6 +217,13 @@ struct group_map {
     uint32_t n, cap;
     int nkey;
     struct group *last;       /* the group found last */
+    /* The groups' memory (exec.c group_new): slabs of gsize-byte groups,
+     * each slab twice the last up to a bound; slab_at the next free one. */
+    char **slabs;
+    uint32_t nslabs, slabs_cap;
+    size_t gsize;
+    char *slab_at;
+    uint32_t slab_left, slab_groups;
 };
 
 /* Texts of dim values met in this ask, interned: a group key holds the id. */

@@ -96,6 +96,12 @@ static void check_round(struct engine *e, PGconn *pg, const char *when, struct t
         pg_answer(pg, a.sql, &want);
         t->answered++;
         t->rows += want.nrows;
+        if (a.limited) { /* ORDER BY with every key as a tie-break: one order */
+            cr_assert(answer_equal_in_order(&want, &got, why, sizeof why), "%s: %s", what, why);
+            answer_free(&want);
+            answer_free(&got);
+            continue;
+        }
         compare_answers(what, &want, &got);
     }
 }

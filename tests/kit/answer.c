@@ -119,6 +119,7 @@ int answer_from_pg(const PGresult *res, struct answer *a)
             }
         }
         a->rows[r].key = rb.key ? rb.key : xstrdup("");
+        a->rows[r].seq = r;
         if (!a->rows[r].key)
             goto oom;
     }
@@ -188,6 +189,7 @@ int answer_from_json(const char *json, struct answer *a, char *err, size_t errle
             c++;
         }
         a->rows[r].key = rb.key ? rb.key : xstrdup("");
+        a->rows[r].seq = r;
         if (!a->rows[r].key)
             goto oom;
         r++;
@@ -233,6 +235,31 @@ bool answer_equal(const struct answer *want, const struct answer *got, char *why
         return false;
     }
     return true;
+}
+
+bool answer_equal_in_order(const struct answer *want, const struct answer *got, char *why,
+                           size_t whylen)
+{
+    if (!answer_equal(want, got, why, whylen))
+        return false;
+    int n = want->nrows;
+    const char **w = calloc((size_t)n + 1, sizeof *w), **g = calloc((size_t)n + 1, sizeof *g);
+    bool same = w && g;
+    if (!same)
+        snprintf(why, whylen, "out of memory");
+    for (int i = 0; same && i < n; i++) {
+        w[want->rows[i].seq] = want->rows[i].key;
+        g[got->rows[i].seq] = got->rows[i].key;
+    }
+    for (int i = 0; same && i < n; i++)
+        if (strcmp(w[i], g[i]) != 0) {
+            snprintf(why, whylen, "the same rows in another order: row %d is (%s) from "
+                     "PostgreSQL, (%s) from Straum", i + 1, w[i], g[i]);
+            same = false;
+        }
+    free(w);
+    free(g);
+    return same;
 }
 
 void answer_free(struct answer *a)

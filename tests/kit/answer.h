@@ -15,6 +15,7 @@
 struct answer_row {
     char *key;    /* the normalized values joined by '|': what compares */
     char **cells; /* ncols display texts, "NULL" for NULL */
+    int seq;      /* its place in the answer as received, from 0 */
 };
 
 struct answer {
@@ -33,6 +34,12 @@ int answer_from_json(const char *json, struct answer *a, char *err, size_t errle
 /* True when both hold the same rows (as sets) and as many columns; else
  * false with the first difference described in why. */
 bool answer_equal(const struct answer *want, const struct answer *got, char *why, size_t whylen);
+
+/* answer_equal, and each place holds an equal row in both (for an answer
+ * whose ORDER BY decides every place: ties broken by every key). False
+ * with the first difference in why; out of memory is a difference too. */
+bool answer_equal_in_order(const struct answer *want, const struct answer *got, char *why,
+                           size_t whylen);
 
 void answer_free(struct answer *a);
 
