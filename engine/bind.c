@@ -254,8 +254,8 @@ static int bind_range(const struct sql_ask *ask, const struct ask_request *req,
 {
     const struct sql_view *v = ask->view;
     int64_t w = v->widths[0], o = v->origin_usec, t;
-    out->from = floor_to_edge(STORE_MIN_TIME, o, w) + w;
-    out->to = floor_to_edge(STORE_MAX_TIME, o, w);
+    out->from = out->all_from = floor_to_edge(STORE_MIN_TIME, o, w) + w;
+    out->to = out->all_to = floor_to_edge(STORE_MAX_TIME, o, w);
     if (ask->has_range_from) {
         if (bind_time(&ask->range_from, req, out, &t, err))
             return -1;

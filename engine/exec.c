@@ -685,9 +685,27 @@ static int fold_cell(struct exec *x, const struct seg_columns *c, uint32_t i, st
             continue;
         int64_t r = c->r.vc_off[k][i], n = c->r.vc_off[k][i + 1] - r;
         struct vc_acc *acc = &g->vcs[k];
-        if (c->vc_shared[k]->seeks && acc->nsrcs < VC_MAX_SOURCES) {
-            if (n && vc_acc_add_source(acc, c->vc_shared[k], (uint32_t)r, (uint32_t)n))
+        struct vc_shared *sh = c->vc_shared[k];
+        if (sh->seeks && acc->nsrcs < VC_MAX_SOURCES) {
+            if (n && vc_acc_add_source(acc, sh, (uint32_t)r, (uint32_t)n))
                 return ask_fail(err, 500, "internal", "out of memory");
+            continue;
+        }
+        /* A cell's runs, decoded, kept by position too when the value
+         * count is read by percentiles only: a pick then bisects across
+         * the group's cells (a week cell each of six months) rather than
+         * merging every run of them into a hash or a window. Their arrays
+         * stay alive until the answer, so the ask keeps at most
+         * EXEC_SOURCE_RUNS_MAX such runs; past that, cells merge. */
+        if (x->rows_count[k] >= 0 && !sh->lazy && n >= VC_SOURCE_MIN_RUNS &&
+            acc->nsrcs < VC_MAX_SOURCES &&
+            (sh->held || x->source_runs + sh->n <= EXEC_SOURCE_RUNS_MAX) &&
+            !x->e->limits.cells_only) {
+            if (vc_acc_add_source(acc, sh, (uint32_t)r, (uint32_t)n))
+                return ask_fail(err, 500, "internal", "out of memory");
+            if (!sh->held)
+                x->source_runs += sh->n;
+            sh->held = true;
             continue;
         }
         if (c->vc_shared[k]->seeks && vc_shared_fill(c->vc_shared[k], err))
@@ -733,16 +751,27 @@ int exec_over_budget(struct exec *x, struct ask_error *err)
 /* The rollup family of the block the ask can fold instead of its cells:
  * the one that kept only the key the ask reads (or none) and the value
  * counts it needs, over the whole span when the range holds the span and
- * the ask does not group by bucket, else per bucket. Returns its role base
+ * the ask does not group by bucket, else per bucket; an ask that reads two
+ * keys or more, the span cells over a whole span. Returns its role base
  * and whether its rows are span rows; 0 for the cells. */
 static uint16_t pick_family(const struct exec *x, const struct store_block *b, int64_t from,
                             int64_t to, bool *span_rows)
 {
     *span_rows = false;
-    if (x->read_key < -1 || x->read_key >= STORE_ROLLUP_MAX_KEYS || x->e->limits.cells_only)
+    if (x->e->limits.cells_only)
         return 0;
     int64_t span_end = b->span_start + b->span * b->width;
     bool whole_span = !x->ask->group_by_bucket && b->span_start >= from && span_end <= to;
+    if (x->read_key == -2) { /* two keys or more: the span cells, else the cells */
+        uint32_t n;
+        if (whole_span && store_block_family(b, STORE_ROLLUP_SPAN_CELLS, x->need_vc, &n)) {
+            *span_rows = true;
+            return STORE_ROLLUP_SPAN_CELLS;
+        }
+        return 0;
+    }
+    if (x->read_key < -1 || x->read_key >= STORE_ROLLUP_MAX_KEYS)
+        return 0;
     for (int whole = whole_span; whole >= 0; whole--) {
         uint16_t base = store_rollup_base(whole, x->read_key);
         uint32_t n;
@@ -997,6 +1026,93 @@ static int not_composable(struct exec *x, int64_t edge, struct ask_error *err)
                     serves);
 }
 
+/* The first and last bucket start of segment s's blocks (its base and its
+ * deltas) that hold a row, read from their bucket totals (a few dozen
+ * rows), else their cells: *first > *last when none does. 0, or -1 with
+ * err. A bucket whose rows a delta took away still counts: the bounds are
+ * wide, never narrow. */
+static int segment_extent(struct exec *x, const struct store_segment *s, int64_t *first,
+                          int64_t *last, struct ask_error *err)
+{
+    *first = INT64_MAX;
+    *last = INT64_MIN;
+    for (int i = 0; i <= s->ndeltas; i++) {
+        struct store_block b;
+        store_segment_block(x->r, s, i, &b);
+        uint32_t n;
+        uint16_t family = store_rollup_base(false, -1);
+        struct store_want w = {.family = store_block_family(&b, family, NULL, &n) ? family : 0,
+                               .whole = true};
+        struct store_rows rows;
+        struct store_error serr;
+        if (store_rows_load(&b, &w, &rows, &serr))
+            return cursor_failed(err, &serr);
+        if (rows.n) {
+            int64_t a = b.span_start + rows.bucket[0] * b.width;
+            int64_t z = b.span_start + rows.bucket[rows.n - 1] * b.width;
+            *first = a < *first ? a : *first;
+            *last = z > *last ? z : *last;
+        }
+        store_rows_free(x->v, &rows);
+    }
+    return 0;
+}
+
+/* Opens a side of [from, to) that no row lies beyond: a range that starts
+ * at or before the view's first row reads what all time reads, and so for
+ * its end. The cover then takes whole spans where the rows allow (a span
+ * family over six months of rows rather than 26 weeks of bucket rows and
+ * the days and hours at their edges), and answers what it answered: no
+ * bucket outside the range holds a row. Reads the first finest segments up
+ * to the first that holds a row (the from side) and those from `to` on
+ * (the to side: none or one when no row lies past it). 0, or -1 with err. */
+static int open_past_rows(struct exec *x, int64_t *from, int64_t *to, struct ask_error *err)
+{
+    struct store_segment_iter it;
+    struct store_segment s;
+    struct store_error serr;
+    int64_t first, last;
+    int got, rc = 0;
+    if (x->b.has_from && *from > x->b.all_from) {
+        if (store_segments_begin(x->r, x->view, 0, INT64_MIN, INT64_MAX, &it, &serr))
+            return ask_fail(err, 500, "corrupt_store", "%s", serr.message);
+        /* The first segment that holds a row (one whose rows were all
+         * taken away may come first), or none before `from`. */
+        bool rows_before = false, seen = false;
+        while (rc == 0 && !seen && (got = store_segments_next(&it, &s, &serr)) != 0) {
+            if (got < 0)
+                rc = ask_fail(err, 500, "corrupt_store", "%s", serr.message);
+            else if (s.span_start >= *from)
+                seen = true;
+            else if ((rc = segment_extent(x, &s, &first, &last, err)) == 0 && first <= last) {
+                seen = true;
+                rows_before = first < *from;
+            }
+        }
+        store_segments_end(&it);
+        if (rc == 0 && !rows_before)
+            *from = x->b.all_from;
+    }
+    if (rc == 0 && x->b.has_to && *to < x->b.all_to) {
+        if (store_segments_begin(x->r, x->view, 0, *to, INT64_MAX, &it, &serr))
+            return ask_fail(err, 500, "corrupt_store", "%s", serr.message);
+        int segments = 0;
+        bool rows_past = false;
+        while (rc == 0 && !rows_past && (got = store_segments_next(&it, &s, &serr)) != 0) {
+            if (got < 0)
+                rc = ask_fail(err, 500, "corrupt_store", "%s", serr.message);
+            else if (++segments > 1)
+                rows_past = true; /* a second segment past `to` starts after it */
+            else if ((rc = segment_extent(x, &s, &first, &last, err)) == 0)
+                rows_past = first <= last && last >= *to;
+        }
+        store_segments_end(&it);
+        if (rc == 0 && !rows_past)
+            *to = x->b.all_to;
+    }
+    return rc;
+}
+
 /* Plans the ask's grouping by time: its bins, or its calendar buckets over
  * the range (each one's cover is its own), into x->pieces. */
 static int plan_time(struct exec *x, struct ask_error *err)
@@ -1005,6 +1121,8 @@ static int plan_time(struct exec *x, struct ask_error *err)
     int64_t from = x->b.from, to = x->b.to;
     x->bin_width = a->bucket_width;
     x->bin_origin = a->bucket_origin;
+    if (!a->group_by_bucket && open_past_rows(x, &from, &to, err))
+        return -1;
     if (!a->bucket_calendar)
         return cover(x, x->v->nwidths - 1, from, to, err);
     if (clip_to_data(x, &from, &to, err))

@@ -65,6 +65,7 @@ struct bound_cond {
 struct bound {
     int64_t from, to;      /* µs, on finest-width edges: the buckets read */
     bool has_from, has_to; /* the ask bounds that side (else all time) */
+    int64_t all_from, all_to; /* a side left open: every bucket a store can hold */
     const struct tz *tz;
     const struct tz *group_tz; /* date_trunc's zone (the ask's unless given) */
     struct bound_cond *conds;
@@ -110,6 +111,13 @@ struct vc_shared {
     bool seeks;
     uint32_t seek_first;
     struct store_seek_runs seek;
+    /* A list that does not seek (cells' runs, decoded) may still be a
+     * group's source (exec.c fold_cell): cum is then its running rows,
+     * cum[i] the rows of runs 0..i of the whole list, made at the first
+     * pick (vc_shared_cum); held, once its arrays count against the ask's
+     * EXEC_SOURCE_RUNS_MAX. */
+    int64_t *cum;
+    bool held;
 };
 
 /* Takes the arrays (malloc'd) of n runs and lazy (malloc'd or NULL); one
@@ -130,8 +138,9 @@ int vc_shared_rows(struct vc_shared *s, uint32_t i, uint32_t max, int64_t *out, 
  * (format_codec_seeks), else after vc_shared_fill. */
 int vc_shared_code(struct vc_shared *s, uint32_t i, int64_t *code, struct ask_error *err);
 
-/* One rollup row's runs a group reads by position: runs [at, at + n) of
- * a shared list that seeks. Holds a reference to it. */
+/* One cell's or rollup row's runs a group reads by position: runs [at, at
+ * + n) of a shared list, in place when it seeks, else from its decoded
+ * arrays and their running rows (vc_shared.cum). Holds a reference to it. */
 struct vc_source {
     struct vc_shared *shared;
     uint32_t at, n;
@@ -193,6 +202,13 @@ int vc_acc_add_source(struct vc_acc *a, struct vc_shared *shared, uint32_t at, u
 /* Sources a group keeps before it merges the rest: each costs a pick a
  * binary search per step, a merge costs every run once. */
 enum { VC_MAX_SOURCES = 1024 };
+/* A decoded list (a cell's runs) shorter than this is merged rather than
+ * kept as a source: a few runs merge for less than the binary searches of
+ * every bisection step cost. */
+enum { VC_SOURCE_MIN_RUNS = 16 };
+/* The runs of decoded lists an ask keeps alive as sources (24 bytes each
+ * with their running rows: 96 MiB at most); past it cells merge. */
+#define EXEC_SOURCE_RUNS_MAX (UINT64_C(4) << 20)
 /* The code at 1-based row `row` of the group's values in code order, the
  * sources and the merged list (from vc_acc_runs, decoded, rows in total)
  * together: the smallest code whose rows at or below reach row, found by
@@ -272,6 +288,7 @@ struct exec {
     int64_t started_us;
     const atomic_bool *cancel; /* ask_request.cancel: read with the budget */
     uint64_t cells_read;
+    uint64_t source_runs;     /* runs of decoded lists groups keep as sources */
     bool folded_deltas;       /* a delta block was folded: groups may be empty */
     bool filters_cells;       /* conditions or inner joins may drop cells */
     bool where_all_and;       /* the conditions are leaves under AND only */

@@ -291,8 +291,22 @@ struct vc_shared *vc_shared_new(int64_t *codes, int64_t *rows, uint32_t n,
     struct vc_shared *s = scratch_malloc(sizeof *s);
     if (!s)
         return NULL;
-    *s = (struct vc_shared){codes, rows, 1, n, lazy, false, 0, {{0}, {0}}};
+    *s = (struct vc_shared){codes, rows, 1, n, lazy, false, 0, {{0}, {0}}, NULL, false};
     return s;
+}
+
+/* The list's running rows (vc_shared.cum), made once. -1 when out of
+ * memory. */
+static int vc_shared_cum(struct vc_shared *s)
+{
+    if (s->cum || s->n == 0)
+        return 0;
+    if (!(s->cum = scratch_malloc(8 * (size_t)s->n)))
+        return -1;
+    int64_t sum = 0;
+    for (uint32_t i = 0; i < s->n; i++)
+        s->cum[i] = sum += s->rows[i];
+    return 0;
 }
 
 void vc_shared_release(struct vc_shared *s)
@@ -301,6 +315,7 @@ void vc_shared_release(struct vc_shared *s)
         scratch_free(s->codes);
         scratch_free(s->rows);
         scratch_free(s->lazy);
+        scratch_free(s->cum);
         scratch_free(s);
     }
 }
@@ -422,6 +437,8 @@ struct pick_list {
     uint32_t first;           /* element of run 0 */
     uint32_t lo, hi;          /* codes <= v lie in [lo, hi] for v in play */
     uint32_t at;              /* codes <= mid */
+    int64_t base;             /* running rows before run 0 (a decoded list's
+                                 cum runs from the list's start) */
 };
 
 /* The number of codes <= v in [l->lo, l->hi] (codes below lo are <= v,
@@ -441,7 +458,7 @@ static inline uint32_t count_at_most(const struct pick_list *l, int64_t v)
 
 static inline int64_t rows_through(const struct pick_list *l, uint32_t count)
 {
-    return count ? format_seek_get(&l->cum, l->first + count - 1) : 0;
+    return count ? format_seek_get(&l->cum, l->first + count - 1) - l->base : 0;
 }
 
 /* F(v) over the lists, each one's count of codes <= v into its at. */
@@ -478,7 +495,7 @@ static void narrow(struct pick_list *lists, uint32_t nl, int64_t row, int64_t *v
         uint32_t a = 0, b = l->hi - 1; /* the first run whose running rows reach want */
         while (a < b) {
             uint32_t m = a + (b - a) / 2;
-            if (format_seek_get(&l->cum, l->first + m) < want)
+            if (format_seek_get(&l->cum, l->first + m) - l->base < want)
                 a = m + 1;
             else
                 b = m;
@@ -522,10 +539,21 @@ int vc_acc_select(const struct vc_acc *a, const struct vc_sorted *merged, int64_
     int64_t vlo = INT64_MAX, vhi = INT64_MIN;
     for (uint32_t i = 0; i <= a->nsrcs; i++) {
         struct pick_list *l = &lists[nl];
-        if (i < a->nsrcs) {
+        if (i < a->nsrcs && a->srcs[i].shared->seeks) {
             const struct vc_source *s = &a->srcs[i];
             *l = (struct pick_list){s->shared->seek.codes, s->shared->seek.cum,
-                                    s->shared->seek_first + s->at, 0, s->n, 0};
+                                    s->shared->seek_first + s->at, 0, s->n, 0, 0};
+        } else if (i < a->nsrcs) {
+            const struct vc_source *s = &a->srcs[i];
+            struct vc_shared *sh = s->shared;
+            if (vc_shared_cum(sh)) {
+                scratch_free(lists);
+                scratch_free(merged_cum);
+                return -1;
+            }
+            struct format_seek c = {(const uint8_t *)sh->codes, 0, UINT64_MAX, sh->n, 64};
+            struct format_seek r = {(const uint8_t *)sh->cum, 0, UINT64_MAX, sh->n, 64};
+            *l = (struct pick_list){c, r, s->at, 0, s->n, 0, s->at ? sh->cum[s->at - 1] : 0};
         } else {
             if (!merged->n)
                 break;
@@ -534,7 +562,7 @@ int vc_acc_select(const struct vc_acc *a, const struct vc_sorted *merged, int64_
                 merged_cum[j] = sum += merged->rows[j];
             struct format_seek c = {(const uint8_t *)merged->codes, 0, UINT64_MAX, merged->n, 64};
             struct format_seek r = {(const uint8_t *)merged_cum, 0, UINT64_MAX, merged->n, 64};
-            *l = (struct pick_list){c, r, 0, 0, merged->n, 0};
+            *l = (struct pick_list){c, r, 0, 0, merged->n, 0, 0};
         }
         if (l->hi == 0)
             continue;

@@ -41,7 +41,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_FORMAT_VERSION 8 /* 8: rollup value counts hold their running rows (STORE_VC_CUMULATIVE) and codes read by position; 7: segment blocks of format 5 (Rice widths per block); 6: segment blocks of format 4 (Rice codes, PFOR sums); 5: segment blocks of format 3 (codecs PFOR, DPFOR); 4: delta blocks; 3: segment blocks of format 2 (a directory checksum) */
+#define STORE_FORMAT_VERSION 9 /* 9: span cells (STORE_ROLLUP_SPAN_CELLS) at the widest width; 8: rollup value counts hold their running rows (STORE_VC_CUMULATIVE) and codes read by position; 7: segment blocks of format 5 (Rice widths per block); 6: segment blocks of format 4 (Rice codes, PFOR sums); 5: segment blocks of format 3 (codecs PFOR, DPFOR); 4: delta blocks; 3: segment blocks of format 2 (a directory checksum) */
 #define STORE_NULL INT64_MIN
 
 /* The times a row's bucket column may hold, in usec since 1970:
@@ -167,6 +167,12 @@ static inline uint16_t store_rollup_base(bool span, int key)
 {
     return (uint16_t)(STORE_ROLE_TOTAL * ((span ? 2 + STORE_ROLLUP_MAX_KEYS : 1) + 1 + key));
 }
+/* The span cells: the cells of a view of two or more keys summed over the
+ * span, one row per distinct key (every key kept), at the widest width:
+ * asks that read two keys or more over whole spans fold these rather than
+ * every bucket's cells (SPEC.md §4.3). Its key k's column is role
+ * STORE_ROLLUP_SPAN_CELLS + STORE_ROLE_KEY, index k, as the cells'. */
+#define STORE_ROLLUP_SPAN_CELLS ((uint16_t)(STORE_ROLE_TOTAL * (2 * STORE_ROLLUP_MAX_KEYS + 3)))
 
 /* A rollup family's value count k also holds its runs' rows as running
  * sums, each row's from its first run: column (base + STORE_ROLE_VC_COUNTS,

@@ -358,6 +358,27 @@ static struct vc_shared *source_of(const int64_t *codes, const int64_t *rows, si
     return s;
 }
 
+/* A cell's runs as a decoded list that does not seek: the k runs lie at
+ * *at in a list with other cells' runs before and after them (which the
+ * source must not count), and the pick makes the running rows itself
+ * (vc_shared.cum). */
+static struct vc_shared *decoded_source_of(const int64_t *codes, const int64_t *rows, size_t k,
+                                           uint32_t *at)
+{
+    size_t before = (size_t)rnd(40), after = (size_t)rnd(40), n = before + k + after;
+    int64_t *c = malloc(8 * (n + 1)), *r = malloc(8 * (n + 1));
+    cr_assert(c && r);
+    for (size_t i = 0; i < n; i++) {
+        bool mine = i >= before && i < before + k;
+        c[i] = mine ? codes[i - before] : (int64_t)rnd(1000);
+        r[i] = mine ? rows[i - before] : 1 + (int64_t)rnd(7);
+    }
+    struct vc_shared *s = vc_shared_new(c, r, (uint32_t)n, NULL);
+    cr_assert(s);
+    *at = (uint32_t)before;
+    return s;
+}
+
 static void check_picks(int nsources, int nmerged, int64_t range, bool deltas)
 {
     struct vc_acc a = {0};
@@ -374,9 +395,12 @@ static void check_picks(int nsources, int nmerged, int64_t range, bool deltas)
         for (size_t i = 0; i < k; i++)
             model_add(&m, codes[i], rows[i]);
         if (s < nsources) {
-            /* A source, and maybe a delta after it taking some rows away. */
-            struct vc_shared *sh = source_of(codes, rows, k);
-            cr_assert_eq(vc_acc_add_source(&a, sh, 0, (uint32_t)k), 0);
+            /* A source, in place or decoded, and maybe a delta after it
+             * taking some rows away. */
+            uint32_t at = 0;
+            struct vc_shared *sh = rnd(2) ? source_of(codes, rows, k)
+                                          : decoded_source_of(codes, rows, k, &at);
+            cr_assert_eq(vc_acc_add_source(&a, sh, at, (uint32_t)k), 0);
             vc_shared_release(sh);
             if (deltas && k && rnd(2)) {
                 size_t d = 0;
@@ -387,8 +411,9 @@ static void check_picks(int nsources, int nmerged, int64_t range, bool deltas)
                         model_add(&m, codes[d], rows[d]);
                         d++;
                     }
-                sh = source_of(codes, rows, d);
-                cr_assert_eq(vc_acc_add_source(&a, sh, 0, (uint32_t)d), 0);
+                at = 0;
+                sh = rnd(2) ? source_of(codes, rows, d) : decoded_source_of(codes, rows, d, &at);
+                cr_assert_eq(vc_acc_add_source(&a, sh, at, (uint32_t)d), 0);
                 vc_shared_release(sh);
             }
         } else {

@@ -119,12 +119,12 @@ const char *dump_type_name(enum store_type type)
 }
 
 /* "vc_values" for a cell column; rollup columns (store.h) are prefixed by
- * their family: "totals.", "key1.", "span.", "span.key1.". */
+ * their family: "totals.", "key1.", "span.", "span.key1.", "span.cells.". */
 const char *dump_role_name(unsigned role)
 {
     static const char *const base[] = {"bucket", "key", "count", "sum", "vc_offsets",
                                        "vc_values", "vc_counts"};
-    static char names[STORE_ROLE_TOTAL * (2 * STORE_ROLLUP_MAX_KEYS + 3) + 1][40];
+    static char names[STORE_ROLLUP_SPAN_CELLS + STORE_ROLE_TOTAL + 1][40];
     if (role == 0 || role >= sizeof names / sizeof names[0])
         return "unknown";
     if (!names[role][0]) {
@@ -139,6 +139,8 @@ const char *dump_role_name(unsigned role)
             snprintf(names[role], sizeof names[role], "key%u.%s", family - 2, name);
         else if (family == span_total)
             snprintf(names[role], sizeof names[role], "span.%s", name);
+        else if (family == STORE_ROLLUP_SPAN_CELLS / STORE_ROLE_TOTAL)
+            snprintf(names[role], sizeof names[role], "span.cells.%s", name);
         else
             snprintf(names[role], sizeof names[role], "span.key%u.%s", family - span_total - 1,
                      name);
