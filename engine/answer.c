@@ -194,7 +194,7 @@ static struct outval value_at(struct exec *x, int fact_col, const struct vc_sort
  * values picked are read from their codes. */
 /* The code at 1-based row `row` of a group that keeps sources
  * (vc_acc_select); NULL when it fails. */
-static struct outval value_selected(struct exec *x, int fact_col, const struct vc_acc *acc,
+static struct outval value_selected(struct exec *x, int fact_col, struct vc_acc *acc,
                                     const struct vc_sorted *merged, int64_t row)
 {
     int64_t code;
@@ -208,9 +208,10 @@ static struct outval value_selected(struct exec *x, int fact_col, const struct v
     return from_code(x, fact_col, code);
 }
 
-/* A percentile of a group that keeps rollup rows by position: what it
- * merged besides is decoded first, then each row picked across all lists
- * (exec.rows_count: percentiles only, so its rows in all are that count). */
+/* A percentile of a group that keeps rows by position or collects runs:
+ * what it merged besides is decoded first, then each row picked across all
+ * lists (exec.rows_count: percentiles only, so its rows in all are that
+ * count). */
 static struct outval selected_percentile(struct exec *x, const struct sql_measure *m,
                                          struct group *g)
 {
@@ -252,7 +253,7 @@ static struct outval ordered_measure(struct exec *x, const struct sql_measure *m
     struct vc_sorted runs;
     int64_t *by_text_codes = NULL, *by_text_rows = NULL;
     struct vc_acc *acc = &g->vcs[m->value_counts];
-    if (acc->nsrcs > 0 && is_percentile_agg(m->agg))
+    if ((acc->nsrcs > 0 || acc->ncoll > 0) && is_percentile_agg(m->agg))
         return selected_percentile(x, m, g);
     /* Texts are sorted by their bytes, and rows taken away leave a copy:
      * both read every code. */

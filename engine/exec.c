@@ -698,7 +698,7 @@ static int fold_cell(struct exec *x, const struct seg_columns *c, uint32_t i, st
          * stay alive until the answer, so the ask keeps at most
          * EXEC_SOURCE_RUNS_MAX such runs; past that, cells merge. */
         if (x->rows_count[k] >= 0 && !sh->lazy && n >= VC_SOURCE_MIN_RUNS &&
-            acc->nsrcs < VC_MAX_SOURCES &&
+            acc->nsrcs < VC_MAX_DECODED_SOURCES &&
             (sh->held || x->source_runs + sh->n <= EXEC_SOURCE_RUNS_MAX) &&
             !x->e->limits.cells_only) {
             if (vc_acc_add_source(acc, sh, (uint32_t)r, (uint32_t)n))
@@ -706,6 +706,21 @@ static int fold_cell(struct exec *x, const struct seg_columns *c, uint32_t i, st
             if (!sh->held)
                 x->source_runs += sh->n;
             sh->held = true;
+            continue;
+        }
+        /* Shorter lists of such a value count are collected as they come
+         * (a bucket's cells of one key, a few runs each): the pick selects
+         * across them in time linear in their runs, where merging spent a
+         * hash probe per run and a sort. At most EXEC_COLLECT_RUNS_MAX an
+         * ask; past that, cells merge. */
+        if (x->rows_count[k] >= 0 && !sh->lazy && !x->e->limits.cells_only &&
+            x->collected_runs + (uint64_t)n <= EXEC_COLLECT_RUNS_MAX) {
+            struct vc_shared *held = vc_acc_lazy(acc); /* collecting may merge: decoded */
+            if (n && held && vc_shared_fill(held, err))
+                return -1;
+            if (n && vc_acc_collect(acc, sh->codes + r, sh->rows + r, (uint32_t)n))
+                return ask_fail(err, 500, "internal", "out of memory");
+            x->collected_runs += (uint64_t)n;
             continue;
         }
         if (c->vc_shared[k]->seeks && vc_shared_fill(c->vc_shared[k], err))

@@ -167,6 +167,12 @@ struct vc_acc {
      * exec.rows_count), beside whatever was merged above. */
     struct vc_source *srcs;
     uint32_t nsrcs, srcs_cap;
+    /* Short lists of a percentile-only value count, appended as they come
+     * (vc_acc_collect) rather than merged: the pick selects across them
+     * (vc_acc_select). Any order, a code may repeat. */
+    int64_t *coll_codes, *coll_rows;
+    uint32_t ncoll, coll_cap;
+    bool merges;              /* collected past VC_COLLECT_MAX: merges since */
 };
 
 /* A group's values in code order, each with rows != 0. */
@@ -202,21 +208,40 @@ int vc_acc_add_source(struct vc_acc *a, struct vc_shared *shared, uint32_t at, u
 /* Sources a group keeps before it merges the rest: each costs a pick a
  * binary search per step, a merge costs every run once. */
 enum { VC_MAX_SOURCES = 1024 };
-/* A decoded list (a cell's runs) shorter than this is merged rather than
- * kept as a source: a few runs merge for less than the binary searches of
- * every bisection step cost. */
-enum { VC_SOURCE_MIN_RUNS = 16 };
+/* A decoded list (a cell's runs) shorter than this is collected rather
+ * than kept as a source: a pick's bisection costs some 17 binary searches
+ * of every list (about 600 ns a list), a selection a few passes over the
+ * runs (some 3 ns a run a pass). */
+enum { VC_SOURCE_MIN_RUNS = 256 };
+/* Decoded lists a group keeps as sources: past some dozens a merge (the
+ * group's window) costs less than bisecting them all at every step, and
+ * their arrays stay alive until the answer. */
+enum { VC_MAX_DECODED_SOURCES = 32 };
 /* The runs of decoded lists an ask keeps alive as sources (24 bytes each
  * with their running rows: 96 MiB at most); past it cells merge. */
 #define EXEC_SOURCE_RUNS_MAX (UINT64_C(4) << 20)
+/* The runs an ask collects into its groups (16 bytes each: 128 MiB at
+ * most); past it cells merge. */
+#define EXEC_COLLECT_RUNS_MAX (UINT64_C(8) << 20)
+/* A group collects at most this many runs; past it they go to the merge
+ * (the hash, then the dense window), as does every later list. The
+ * selection costs a few passes over the runs per pick, a window an array
+ * add per run after its 256 KiB are taken and before they are scanned:
+ * past some thousands of runs the window costs less. */
+enum { VC_COLLECT_MAX = 4096 };
+/* Appends n runs (any order) to the group's collected runs, or merges them
+ * once it holds VC_COLLECT_MAX (vc_acc.merges). -1 when out of memory. */
+int vc_acc_collect(struct vc_acc *a, const int64_t *codes, const int64_t *rows, uint32_t n);
 /* The code at 1-based row `row` of the group's values in code order, the
- * sources and the merged list (from vc_acc_runs, decoded, rows in total)
- * together: the smallest code whose rows at or below reach row, found by
- * bisecting the codes, each list binary-searched through its running rows,
- * so the cost follows the lists, not their runs. Codes must order as
- * values (not text). row > the rows in all picks the largest code. -1 when
- * out of memory. */
-int vc_acc_select(const struct vc_acc *a, const struct vc_sorted *merged, int64_t row,
+ * sources, the collected runs and the merged list (from vc_acc_runs,
+ * decoded, rows in total) together: the smallest code whose rows at or
+ * below reach row. With collected runs alone, a selection over them
+ * (expected time linear in the runs; it reorders them); else the codes are
+ * bisected, each list binary-searched through its running rows, so the
+ * cost follows the lists, not their runs (the collected runs sorted into
+ * one list first). Codes must order as values (not text). row > the rows
+ * in all picks the largest code. -1 when out of memory. */
+int vc_acc_select(struct vc_acc *a, const struct vc_sorted *merged, int64_t row,
                   int64_t *code);
 
 struct group {
@@ -289,6 +314,7 @@ struct exec {
     const atomic_bool *cancel; /* ask_request.cancel: read with the budget */
     uint64_t cells_read;
     uint64_t source_runs;     /* runs of decoded lists groups keep as sources */
+    uint64_t collected_runs;  /* runs groups collected (vc_acc_collect) */
     bool folded_deltas;       /* a delta block was folded: groups may be empty */
     bool filters_cells;       /* conditions or inner joins may drop cells */
     bool where_all_and;       /* the conditions are leaves under AND only */

@@ -279,6 +279,8 @@ void vc_acc_free(struct vc_acc *a)
     for (uint32_t i = 0; i < a->nsrcs; i++)
         vc_shared_release(a->srcs[i].shared);
     scratch_free(a->srcs);
+    scratch_free(a->coll_codes);
+    scratch_free(a->coll_rows);
     let_go(a);
     hashtab_free(&a->hash);
     scratch_free(a->win);
@@ -361,14 +363,18 @@ static int hash_to_sorted(struct vc_acc *a)
     }
     scratch_free(hashed);
     int64_t total = a->total;
-    struct vc_source *srcs = a->srcs; /* the sources stay the group's */
-    uint32_t nsrcs = a->nsrcs, srcs_cap = a->srcs_cap;
+    struct vc_acc kept = *a; /* the sources and the collected runs stay the group's */
     a->srcs = NULL;
     a->nsrcs = 0;
+    a->coll_codes = a->coll_rows = NULL;
     vc_acc_free(a);
-    a->srcs = srcs;
-    a->nsrcs = nsrcs;
-    a->srcs_cap = srcs_cap;
+    a->srcs = kept.srcs;
+    a->nsrcs = kept.nsrcs;
+    a->srcs_cap = kept.srcs_cap;
+    a->coll_codes = kept.coll_codes;
+    a->coll_rows = kept.coll_rows;
+    a->ncoll = kept.ncoll;
+    a->coll_cap = kept.coll_cap;
     own(a, oc, orows, o);
     a->adds = VC_MERGE_ADDS;
     a->total = total;
@@ -401,6 +407,43 @@ int vc_acc_runs(struct vc_acc *a, struct vc_sorted *out)
         out->lazy_at = (uint32_t)(a->sorted_codes - a->lent->codes);
         out->rows_pending = a->rows_pending;
     }
+    return 0;
+}
+
+int vc_acc_collect(struct vc_acc *a, const int64_t *codes, const int64_t *rows, uint32_t n)
+{
+    if (!a->merges && a->ncoll + (uint64_t)n > VC_COLLECT_MAX) {
+        /* The runs so far into the merge, in any order (they go to the
+         * hash), and every list from now on. */
+        a->merges = true;
+        if (a->ncoll && vc_acc_add_runs(a, NULL, a->coll_codes, a->coll_rows, a->ncoll))
+            return -1;
+        scratch_free(a->coll_codes);
+        scratch_free(a->coll_rows);
+        a->coll_codes = a->coll_rows = NULL;
+        a->ncoll = a->coll_cap = 0;
+    }
+    if (a->merges)
+        return vc_acc_add_runs(a, NULL, codes, rows, n);
+    if (a->ncoll + (uint64_t)n > a->coll_cap) {
+        uint64_t cap = a->coll_cap ? a->coll_cap : 64;
+        while (cap < a->ncoll + (uint64_t)n)
+            cap *= 2;
+        if (cap > UINT32_MAX)
+            return -1;
+        int64_t *c = scratch_realloc(a->coll_codes, 8 * cap);
+        if (c)
+            a->coll_codes = c;
+        int64_t *r = scratch_realloc(a->coll_rows, 8 * cap);
+        if (r)
+            a->coll_rows = r;
+        if (!c || !r)
+            return -1;
+        a->coll_cap = (uint32_t)cap;
+    }
+    memcpy(a->coll_codes + a->ncoll, codes, 8 * (size_t)n);
+    memcpy(a->coll_rows + a->ncoll, rows, 8 * (size_t)n);
+    a->ncoll += n;
     return 0;
 }
 
@@ -525,9 +568,148 @@ static void narrow(struct pick_list *lists, uint32_t nl, int64_t row, int64_t *v
     *vhi = hi;
 }
 
-int vc_acc_select(const struct vc_acc *a, const struct vc_sorted *merged, int64_t row,
+/* ---- Selecting among collected runs ------------------------------------------------
+ *
+ * A group of many short lists (a bucket's cells of one key, each a few
+ * runs) collects them unsorted; its pick is a weighted quickselect: a
+ * pivot code splits the runs into those below, equal and above, and the
+ * rows below and equal say which side holds the row. Rows may be negative
+ * (a delta's), but every code's rows in all are not, so the rows below a
+ * pivot are the group's rows below it, whichever runs carry them. */
+
+static inline void swap_runs(int64_t *codes, int64_t *rows, uint32_t i, uint32_t j)
+{
+    int64_t c = codes[i], r = rows[i];
+    codes[i] = codes[j];
+    rows[i] = rows[j];
+    codes[j] = c;
+    rows[j] = r;
+}
+
+/* The smallest code whose rows at or below reach row (1-based) among the n
+ * runs, reordering them; the largest code when row is past them all. */
+static int64_t collect_select(int64_t *codes, int64_t *rows, uint32_t n, int64_t row)
+{
+    uint32_t lo = 0, hi = n; /* the runs in play; rows below lo are counted out */
+    uint64_t seed = 0x9e3779b97f4a7c15u ^ n;
+    int64_t largest = codes[0];
+    for (uint32_t i = 1; i < n; i++)
+        largest = codes[i] > largest ? codes[i] : largest;
+    while (hi > lo) {
+        seed = seed * 6364136223846793005u + 1442695040888963407u;
+        int64_t pivot = codes[lo + (uint32_t)((seed >> 33) % (hi - lo))];
+        /* [lo, lt) below, [lt, i) equal, [gt, hi) above */
+        uint32_t lt = lo, i = lo, gt = hi;
+        int64_t below = 0, equal = 0;
+        while (i < gt) {
+            if (codes[i] < pivot) {
+                below += rows[i];
+                swap_runs(codes, rows, lt++, i++);
+            } else if (codes[i] > pivot) {
+                swap_runs(codes, rows, i, --gt);
+            } else {
+                equal += rows[i++];
+            }
+        }
+        if (row <= below) {
+            hi = lt;
+        } else if (row <= below + equal) {
+            return pivot;
+        } else {
+            row -= below + equal;
+            lo = gt;
+        }
+    }
+    return largest;
+}
+
+static int cmp_pair_code(const void *p, const void *q)
+{
+    const int64_t *x = p, *y = q;
+    return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+/* The collected runs as one sorted list of distinct codes (owned arrays,
+ * *n of them): for a pick across other lists too. -1 when out of memory. */
+static int collect_sorted(const struct vc_acc *a, int64_t **codes, int64_t **rows, uint32_t *n)
+{
+    int64_t *pairs = scratch_malloc(16 * ((size_t)a->ncoll + 1));
+    *codes = scratch_malloc(8 * ((size_t)a->ncoll + 1));
+    *rows = scratch_malloc(8 * ((size_t)a->ncoll + 1));
+    if (!pairs || !*codes || !*rows) {
+        scratch_free(pairs);
+        return -1;
+    }
+    for (uint32_t i = 0; i < a->ncoll; i++) {
+        pairs[2 * i] = a->coll_codes[i];
+        pairs[2 * i + 1] = a->coll_rows[i];
+    }
+    qsort(pairs, a->ncoll, 16, cmp_pair_code);
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < a->ncoll; i++) {
+        if (m && (*codes)[m - 1] == pairs[2 * i]) {
+            (*rows)[m - 1] += pairs[2 * i + 1];
+        } else {
+            (*codes)[m] = pairs[2 * i];
+            (*rows)[m++] = pairs[2 * i + 1];
+        }
+    }
+    scratch_free(pairs);
+    *n = m;
+    return 0;
+}
+
+int vc_acc_select(struct vc_acc *a, const struct vc_sorted *merged, int64_t row,
                   int64_t *code)
 {
+    if (a->ncoll && a->nsrcs == 0 && merged->n == 0) {
+        *code = collect_select(a->coll_codes, a->coll_rows, a->ncoll, row);
+        return 0;
+    }
+    if (a->ncoll) { /* folded into the merged list: one more list to bisect */
+        int64_t *cc, *cr, *mc = NULL, *mr = NULL;
+        uint32_t cn;
+        if (collect_sorted(a, &cc, &cr, &cn)) {
+            scratch_free(cc);
+            scratch_free(cr);
+            return -1;
+        }
+        struct vc_sorted both = *merged;
+        if (merged->n) { /* merge the two sorted lists */
+            mc = scratch_malloc(8 * ((size_t)cn + merged->n + 1));
+            mr = scratch_malloc(8 * ((size_t)cn + merged->n + 1));
+            if (!mc || !mr) {
+                scratch_free(cc);
+                scratch_free(cr);
+                scratch_free(mc);
+                scratch_free(mr);
+                return -1;
+            }
+            uint32_t i = 0, j = 0, o = 0;
+            while (i < cn || j < merged->n) {
+                bool take_c = j == merged->n || (i < cn && cc[i] <= merged->codes[j]);
+                bool same = i < cn && j < merged->n && cc[i] == merged->codes[j];
+                mc[o] = take_c ? cc[i] : merged->codes[j];
+                mr[o++] = (take_c ? cr[i++] : 0) + (same || !take_c ? merged->rows[j++] : 0);
+            }
+            both.codes = mc;
+            both.rows = mr;
+            both.n = o;
+        } else {
+            both.codes = cc;
+            both.rows = cr;
+            both.n = cn;
+        }
+        uint32_t ncoll = a->ncoll;
+        a->ncoll = 0;
+        int rc = vc_acc_select(a, &both, row, code);
+        a->ncoll = ncoll;
+        scratch_free(cc);
+        scratch_free(cr);
+        scratch_free(mc);
+        scratch_free(mr);
+        return rc;
+    }
     uint32_t nl = 0;
     struct pick_list *lists = scratch_malloc(sizeof *lists * ((size_t)a->nsrcs + 1));
     int64_t *merged_cum = merged->n ? scratch_malloc(8 * (size_t)merged->n) : NULL;

@@ -379,7 +379,9 @@ static struct vc_shared *decoded_source_of(const int64_t *codes, const int64_t *
     return s;
 }
 
-static void check_picks(int nsources, int nmerged, int64_t range, bool deltas)
+/* nsources sources (in place or decoded), then nmerged lists merged or
+ * collected: collect 0 none, 1 every one, 2 each by a coin. */
+static void check_picks(int nsources, int nmerged, int64_t range, bool deltas, int collect)
 {
     struct vc_acc a = {0};
     struct model m = {0};
@@ -415,6 +417,28 @@ static void check_picks(int nsources, int nmerged, int64_t range, bool deltas)
                 sh = rnd(2) ? source_of(codes, rows, d) : decoded_source_of(codes, rows, d, &at);
                 cr_assert_eq(vc_acc_add_source(&a, sh, at, (uint32_t)d), 0);
                 vc_shared_release(sh);
+            }
+        } else if (collect == 1 || (collect == 2 && rnd(2))) {
+            /* Collected: in any order, and perhaps a delta's runs after. */
+            for (size_t i = k; i > 1; i--) {
+                size_t j = (size_t)rnd((int64_t)i);
+                int64_t c2 = codes[i - 1], r2 = rows[i - 1];
+                codes[i - 1] = codes[j];
+                rows[i - 1] = rows[j];
+                codes[j] = c2;
+                rows[j] = r2;
+            }
+            cr_assert_eq(vc_acc_collect(&a, codes, rows, (uint32_t)k), 0);
+            if (deltas && k && rnd(2)) {
+                size_t d = 0;
+                for (size_t i = 0; i < k; i++)
+                    if (rnd(3) == 0) {
+                        codes[d] = codes[i];
+                        rows[d] = -(rnd(2) ? rows[i] : 1 + rnd(rows[i]));
+                        model_add(&m, codes[d], rows[d]);
+                        d++;
+                    }
+                cr_assert_eq(vc_acc_collect(&a, codes, rows, (uint32_t)d), 0);
             }
         } else {
             cr_assert_eq(vc_acc_add_runs(&a, NULL, codes, rows, (int64_t)k), 0);
@@ -453,14 +477,28 @@ Test(vc_acc, a_pick_across_sources_equals_the_sorted_multiset)
 {
     rng_state = 77;
     for (int round = 0; round < 40; round++)
-        check_picks(1 + (int)rnd(30), 0, 1 + rnd(rnd(2) ? 100000 : 1000), false);
+        check_picks(1 + (int)rnd(30), 0, 1 + rnd(rnd(2) ? 100000 : 1000), false, 0);
 }
 
 Test(vc_acc, a_pick_across_sources_and_merged_runs_with_deltas)
 {
     rng_state = 78;
     for (int round = 0; round < 40; round++)
-        check_picks(1 + (int)rnd(20), (int)rnd(6), 1 + rnd(rnd(2) ? 100000 : 1000), true);
+        check_picks(1 + (int)rnd(20), (int)rnd(6), 1 + rnd(rnd(2) ? 100000 : 1000), true, 0);
+}
+
+Test(vc_acc, a_pick_among_collected_runs_equals_the_sorted_multiset)
+{
+    rng_state = 79;
+    for (int round = 0; round < 60; round++) /* collected alone: the selection */
+        check_picks(0, 1 + (int)rnd(30), 1 + rnd(rnd(2) ? 100000 : 1000), rnd(2), 1);
+}
+
+Test(vc_acc, a_pick_across_sources_collected_and_merged_runs_with_deltas)
+{
+    rng_state = 80;
+    for (int round = 0; round < 40; round++)
+        check_picks((int)rnd(10), 1 + (int)rnd(10), 1 + rnd(rnd(2) ? 100000 : 1000), true, 2);
 }
 
 Test(vc_acc, codes_far_apart_are_bisected_without_overflow)
