@@ -355,11 +355,18 @@ static struct outval key_value(struct exec *x, int g, int64_t id)
     if (vc->kind == SQL_COLUMN_FACT_KEY)
         return from_code(x, vc->fact_column, id);
     struct outval o = {.kind = OV_NULL};
-    if (id >= 0) {
-        o.kind = OV_TEXT;
-        o.text = x->pool.texts[id];
-        o.len = x->pool.lens[id];
+    if (id < 0)
+        return o;
+    /* A dim value's text is read for the answer's groups only. */
+    if (store_dense_text(x->r, x->view, vc->join, vc->dim_column - 1, id, &o.text, &o.len)) {
+        if (!x->answer_failed)
+            ask_fail(&x->answer_err, 500, "corrupt_store",
+                     "a dense dim column of view \"%s\" holds value id %lld, which its "
+                     "dictionary lacks", x->v->name, (long long)id);
+        x->answer_failed = true;
+        return o;
     }
+    o.kind = OV_TEXT;
     return o;
 }
 
