@@ -358,11 +358,18 @@ static struct outval key_value(struct exec *x, int g, int64_t id)
     if (vc->kind == SQL_COLUMN_FACT_KEY)
         return from_code(x, vc->fact_column, id);
     struct outval o = {.kind = OV_NULL};
-    if (id >= 0) {
-        o.kind = OV_TEXT;
-        o.text = x->pool.texts[id];
-        o.len = x->pool.lens[id];
+    if (id < 0)
+        return o;
+    /* A dim value's text is read for the answer's groups only. */
+    if (store_dense_text(x->r, x->view, vc->join, vc->dim_column - 1, id, &o.text, &o.len)) {
+        if (!x->answer_failed)
+            ask_fail(&x->answer_err, 500, "corrupt_store",
+                     "a dense dim column of view \"%s\" holds value id %lld, which its "
+                     "dictionary lacks", x->v->name, (long long)id);
+        x->answer_failed = true;
+        return o;
     }
+    o.kind = OV_TEXT;
     return o;
 }
 
@@ -615,17 +622,18 @@ enum { DIGITS_CAP = 160 }; /* a 128-bit integer's 40 digits, sign, point, zeros 
  * an unsigned rank, NULL the largest (last, as PostgreSQL orders NULLs
  * ascending): a code of any type but text is its own rank (codes order as
  * their values, store.h), shifted so that STORE_NULL, the smallest int64,
- * comes last; a text key's dictionary ids and a dim column's interned ids
+ * comes last; a text key's dictionary ids and a dim column's value ids
  * are ranked once per answer by their bytes. A measure that ORDER BY or
  * HAVING reads is computed once per row and held (struct row.held); the
  * other columns are computed as the row goes out. */
 
-enum key_rank_kind { RANK_CODE, RANK_TEXT, RANK_DIM };
+enum key_rank_kind { RANK_CODE, RANK_TEXT };
 
 struct key_rank {
     enum key_rank_kind kind;
-    struct hashtab text_rank;  /* RANK_TEXT: dictionary id -> rank (uint64) */
-    uint64_t *dim_rank;        /* RANK_DIM: [pool.n] interned id -> rank */
+    bool dim;                  /* RANK_TEXT of a dim column: ids < 0 are NULL
+                                  (else STORE_NULL is) */
+    struct hashtab text_rank;  /* RANK_TEXT: id -> rank (uint64) */
 };
 
 /* The answer between answer_prepare and the last answer_next: its rows,
@@ -663,10 +671,8 @@ static inline uint64_t key_rank_of(const struct answer_state *st, const struct g
     const struct key_rank *kr = &st->ranks[k];
     int64_t id = g->key[k];
     switch (kr->kind) {
-    case RANK_DIM:
-        return id < 0 ? UINT64_MAX : kr->dim_rank[id];
     case RANK_TEXT: {
-        if (id == STORE_NULL)
+        if (kr->dim ? id < 0 : id == STORE_NULL)
             return UINT64_MAX;
         const uint64_t *key = (const uint64_t *)&id;
         const uint64_t *rank = hashtab_find(&kr->text_rank, key, hashtab_hash(&kr->text_rank, key));
@@ -700,23 +706,8 @@ static int key_rank_build(struct exec *x, struct answer_state *st, int k)
     if (k == 0)
         return 0;
     const struct sql_view_column *vc = &x->v->columns[x->ask->group_keys[k - 1]];
-    if (vc->kind != SQL_COLUMN_FACT_KEY) {
-        kr->kind = RANK_DIM;
-        uint32_t n = (uint32_t)x->pool.n;
-        struct ranked_text *t = scratch_malloc(sizeof *t * ((size_t)n + 1));
-        if (!t || !(kr->dim_rank = scratch_malloc(sizeof *kr->dim_rank * ((size_t)n + 1)))) {
-            scratch_free(t);
-            return -1;
-        }
-        for (uint32_t i = 0; i < n; i++)
-            t[i] = (struct ranked_text){i, x->pool.texts[i], x->pool.lens[i]};
-        qsort(t, n, sizeof *t, cmp_ranked_text);
-        for (uint32_t i = 0; i < n; i++)
-            kr->dim_rank[t[i].id] = i;
-        scratch_free(t);
-        return 0;
-    }
-    if (x->types[vc->fact_column].type != STORE_TYPE_TEXT)
+    kr->dim = vc->kind != SQL_COLUMN_FACT_KEY;
+    if (!kr->dim && x->types[vc->fact_column].type != STORE_TYPE_TEXT)
         return 0;
     kr->kind = RANK_TEXT;
     hashtab_init(&kr->text_rank, 1, sizeof(uint64_t));
@@ -728,7 +719,7 @@ static int key_rank_build(struct exec *x, struct answer_state *st, int k)
         int64_t id = x->groups.all[i]->key[k];
         const uint64_t *key = (const uint64_t *)&id;
         bool added;
-        if (id == STORE_NULL)
+        if (kr->dim ? id < 0 : id == STORE_NULL)
             continue;
         if (!hashtab_upsert(&kr->text_rank, key, hashtab_hash(&kr->text_rank, key), &added)) {
             scratch_free(t);
@@ -736,7 +727,9 @@ static int key_rank_build(struct exec *x, struct answer_state *st, int k)
         }
         const char *text;
         size_t len;
-        if (!added || store_dict_lookup(x->r, x->view, vc->fact_column, id, &text, &len))
+        if (!added || (kr->dim ? store_dense_text(x->r, x->view, vc->join, vc->dim_column - 1,
+                                                  id, &text, &len)
+                               : store_dict_lookup(x->r, x->view, vc->fact_column, id, &text, &len)))
             continue; /* seen, or a NULL answer: no rank, ordered last */
         if (n == cap) {
             struct ranked_text *more = scratch_realloc(t, sizeof *t * (cap *= 2));
@@ -1039,10 +1032,8 @@ void answer_release(struct exec *x)
         held_free(st, st->rows[i].held);
     for (int c = 0; st->cols_at_hand && c < a->ncolumns; c++)
         scratch_free(st->cols_at_hand[c].owned);
-    for (int k = 0; st->ranks && k <= a->ngroup_keys; k++) {
+    for (int k = 0; st->ranks && k <= a->ngroup_keys; k++)
         hashtab_free(&st->ranks[k].text_rank);
-        scratch_free(st->ranks[k].dim_rank);
-    }
     scratch_free(st->ranks);
     scratch_free(st->held_vcol);
     scratch_free(st->order_held);

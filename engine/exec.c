@@ -5,7 +5,7 @@
  * bucket at width W may only use widths that divide W (their cells nest in
  * W's buckets). Each segment of each (width, sub-range) is decoded column by
  * column; every cell in range passes the key conditions (dim columns through
- * the projection, looked up once per distinct join key) and is added to its
+ * the store's dense dim columns, by array position) and is added to its
  * group: counts and sums add, value counts merge. */
 #include "engine/calendar.h"
 #include "engine/internal.h"
@@ -24,146 +24,141 @@ static int join_key(const struct sql_view *v, int join)
     return -1; /* the view parser makes every join key a cell key */
 }
 
-/* ---- Dim rows, once per join key --------------------------------------------- */
+/* ---- Dim values, by array position -------------------------------------------- */
 
-struct dim_entry {
-    bool found;
-    uint32_t ids_at;       /* its ids in the cache's ids: one interned text id per
-                              dim value, -1 NULL (an offset: ids grow) */
+/* A dim column's id at a join key comes from the store's dense column
+ * (store_dense_chunk): the chunk holding the key, then its entry at the
+ * key's offset. Each chunk is opened once per ask: its place is kept in a
+ * directory by chunk number (a direct array over the chunks stored, or a
+ * hash past DENSE_DIR_MAX of them: sparse int8 keys), and the last chunk
+ * read is tried first, since cells come sorted by their keys. */
+enum { DENSE_DIR_MAX = 1 << 15 };
+
+struct dense_col {
+    bool opened;              /* bounds read */
+    bool any;                 /* some chunk is stored */
+    uint64_t first, last;     /* the chunk numbers stored */
+    struct format_dense *dir; /* direct: [last - first + 1], each as opened */
+    uint8_t *seen;            /* direct: per chunk, 1 once opened */
+    struct hashtab far;       /* past DENSE_DIR_MAX: chunk -> index into far_chunks (uint32) */
+    struct format_dense *far_chunks;
+    uint32_t nfar, far_cap;
+    bool has_last;
+    uint64_t last_chunk;
+    struct format_dense last_d;
 };
-
-enum { DIM_DIRECT = 4096 }; /* join keys 0..4095 skip the hash (zone ids, small codes) */
 
 struct dim_cache {
-    struct hashtab index;  /* join key -> its entry's number + 1 (uint32) */
-    struct dim_entry *entries;
-    uint32_t n, cap;
-    int nvalues;
-    uint32_t *direct;      /* [DIM_DIRECT]: entry number + 1 of key i, 0 not yet seen */
-    int64_t *ids;          /* every entry's ids, nvalues each: one allocation, not
-                              one per join key read */
-    uint32_t nids, ids_cap;
-    struct store_dim_value *vals; /* [nvalues]: a dim row read; sized from the view,
-                                     whose joins may carry thousands of columns */
+    struct dense_col *cols;   /* store_dense_columns of the join */
+    int ncols;
 };
 
-/* Dim value v (0-based) of a found entry, as an interned text id. */
-static inline int64_t dim_id(const struct exec *x, int join, const struct dim_entry *e, int v)
-{
-    return x->dims[join].ids[e->ids_at + (uint32_t)v];
-}
+static const struct format_dense no_chunk = {0};
 
-/* Room for one more entry's ids: their offset, or -1 when out of memory. */
-static int64_t dim_ids_room(struct dim_cache *c)
+static int dense_failed(struct ask_error *err, const struct store_error *serr)
 {
-    uint32_t n = (uint32_t)c->nvalues + 1;
-    if (c->nids + n > c->ids_cap) {
-        if (c->ids_cap > UINT32_MAX / 2)
-            return -1;
-        uint32_t cap = c->ids_cap ? c->ids_cap * 2 : 256 * n;
-        int64_t *ids = scratch_realloc(c->ids, sizeof *ids * cap);
-        if (!ids)
-            return -1;
-        c->ids = ids;
-        c->ids_cap = cap;
-    }
-    c->nids += n;
-    return c->nids - n;
-}
-
-int64_t pool_intern(struct text_pool *p, const char *text, size_t len, bool is_null)
-{
-    if (is_null)
-        return -1;
-    for (int i = 0; i < p->n; i++) /* dims have few distinct values per ask */
-        if (p->lens[i] == len && memcmp(p->texts[i], text, len) == 0)
-            return i;
-    if (p->n == p->cap) {
-        int cap = p->cap ? p->cap * 2 : 16;
-        char **t = scratch_realloc(p->texts, sizeof *t * (size_t)cap);
-        if (t)
-            p->texts = t;
-        size_t *l = scratch_realloc(p->lens, sizeof *l * (size_t)cap);
-        if (l)
-            p->lens = l;
-        if (!t || !l)
-            return -2;
-        p->cap = cap;
-    }
-    if (!(p->texts[p->n] = scratch_malloc(len + 1)))
-        return -2;
-    memcpy(p->texts[p->n], text, len);
-    p->texts[p->n][len] = '\0';
-    p->lens[p->n] = len;
-    return p->n++;
-}
-
-static int dim_lookup_slow(struct exec *x, int join, int64_t key, const struct dim_entry **out,
-                           struct ask_error *err);
-
-/* The dim row of a join key, read from the store once per ask. A cell scan
- * calls this per cell: small keys are an array index away. */
-static inline int dim_lookup(struct exec *x, int join, int64_t key, const struct dim_entry **out,
-                             struct ask_error *err)
-{
-    struct dim_cache *c = &x->dims[join];
-    if ((uint64_t)key < DIM_DIRECT && c->direct && c->direct[key]) {
-        *out = &c->entries[c->direct[key] - 1];
-        return 0;
-    }
-    return dim_lookup_slow(x, join, key, out, err);
-}
-
-static int dim_lookup_slow(struct exec *x, int join, int64_t key, const struct dim_entry **out,
-                           struct ask_error *err)
-{
-    struct dim_cache *c = &x->dims[join];
-    if (!c->direct && !(c->direct = scratch_calloc(DIM_DIRECT, sizeof *c->direct)))
+    if (serr->kind == STORE_ERR_NO_MEMORY)
         return ask_fail(err, 500, "internal", "out of memory");
-    if (!c->index.slot_words)
-        hashtab_init(&c->index, 1, sizeof(uint32_t));
-    if (c->n == c->cap) {
-        uint32_t cap = c->cap ? c->cap * 2 : 64;
-        struct dim_entry *entries =
-            c->cap < UINT32_MAX / 2 ? scratch_realloc(c->entries, sizeof *entries * cap) : NULL;
-        if (!entries)
-            return ask_fail(err, 500, "internal", "out of memory");
-        c->entries = entries;
-        c->cap = cap;
-    }
-    const uint64_t *k = (const uint64_t *)&key;
-    bool added;
-    uint32_t *number = hashtab_upsert(&c->index, k, hashtab_hash(&c->index, k), &added);
-    if (!number)
-        return ask_fail(err, 500, "internal", "out of memory");
-    if (added) {
-        *number = ++c->n;
-        c->entries[c->n - 1] = (struct dim_entry){0};
-    }
-    struct dim_entry *e = &c->entries[*number - 1];
-    if (added) {
-        struct store_dim_value *vals = c->vals;
-        struct store_error serr;
-        int n = c->nvalues;
-        int64_t at = dim_ids_room(c);
-        if (at < 0)
-            return ask_fail(err, 500, "internal", "out of memory");
-        e->ids_at = (uint32_t)at;
-        int got = key == STORE_NULL ? 0 : store_projection_get(x->r, x->view, join, key, vals, n, &serr);
+    return ask_fail(err, 500, "corrupt_store", "%s", serr->message);
+}
+
+/* Chunk `chunk` of a dense column as opened (empty when none is stored). */
+static int dense_open(struct exec *x, int join, int col, uint64_t chunk,
+                      struct format_dense *out, struct ask_error *err)
+{
+    struct store_error serr;
+    int got = store_dense_chunk(x->r, x->view, join, col, chunk, out, &serr);
+    if (got < 0)
+        return dense_failed(err, &serr);
+    if (got == 0)
+        *out = no_chunk;
+    return 0;
+}
+
+static int dim_entry_slow(struct exec *x, int join, int col, uint64_t chunk, struct ask_error *err)
+{
+    struct dense_col *d = &x->dims[join].cols[col];
+    struct store_error serr;
+    if (!d->opened) {
+        int got = store_dense_bounds(x->r, x->view, join, col, &d->first, &d->last, &serr);
         if (got < 0)
-            return ask_fail(err, 500, "corrupt_store", "%s", serr.message);
-        e->found = got == 1;
-        int64_t *ids = c->ids + e->ids_at;
-        for (int i = 0; i < n; i++) {
-            ids[i] = e->found ? pool_intern(&x->pool, vals[i].text, vals[i].len, vals[i].is_null) : -1;
-            if (ids[i] == -2)
+            return dense_failed(err, &serr);
+        d->opened = true;
+        d->any = got == 1;
+        if (d->any && d->last - d->first < DENSE_DIR_MAX) {
+            size_t n = (size_t)(d->last - d->first) + 1;
+            if (!(d->dir = scratch_malloc(sizeof *d->dir * n)) ||
+                !(d->seen = scratch_calloc(n, 1)))
                 return ask_fail(err, 500, "internal", "out of memory");
+        } else if (d->any) {
+            hashtab_init(&d->far, 1, sizeof(uint32_t));
         }
     }
-    if ((uint64_t)key < DIM_DIRECT)
-        c->direct[key] = *number;
-    *out = e;
+    struct format_dense *at;
+    if (!d->any || chunk < d->first || chunk > d->last) {
+        d->last_d = no_chunk;
+    } else if (d->dir) {
+        size_t i = (size_t)(chunk - d->first);
+        at = &d->dir[i];
+        if (!d->seen[i] && dense_open(x, join, col, chunk, at, err))
+            return -1;
+        d->seen[i] = 1;
+        d->last_d = *at;
+    } else {
+        const uint64_t *k = &chunk;
+        bool added;
+        uint32_t *number = hashtab_upsert(&d->far, k, hashtab_hash(&d->far, k), &added);
+        if (!number)
+            return ask_fail(err, 500, "internal", "out of memory");
+        if (added) {
+            if (d->nfar == d->far_cap) {
+                uint32_t cap = d->far_cap ? d->far_cap * 2 : 64;
+                struct format_dense *a = d->far_cap < UINT32_MAX / 2
+                                             ? scratch_realloc(d->far_chunks, sizeof *a * cap)
+                                             : NULL;
+                if (!a)
+                    return ask_fail(err, 500, "internal", "out of memory");
+                d->far_chunks = a;
+                d->far_cap = cap;
+            }
+            *number = d->nfar++;
+            if (dense_open(x, join, col, chunk, &d->far_chunks[*number], err))
+                return -1;
+        }
+        d->last_d = d->far_chunks[*number];
+    }
+    d->has_last = true;
+    d->last_chunk = chunk;
     return 0;
+}
+
+/* The dense entry of dim column col of a join at a join key
+ * (FORMAT_DENSE_ABSENT for a NULL key: it joins nothing). Per cell: the
+ * last chunk is an index away. */
+static inline int dim_entry(struct exec *x, int join, int col, int64_t key, uint32_t *entry,
+                            struct ask_error *err)
+{
+    if (key == STORE_NULL) {
+        *entry = FORMAT_DENSE_ABSENT;
+        return 0;
+    }
+    struct dense_col *d = &x->dims[join].cols[col];
+    uint64_t chunk;
+    uint32_t off;
+    store_dense_locate(key, &chunk, &off);
+    if (!d->has_last || chunk != d->last_chunk) {
+        if (dim_entry_slow(x, join, col, chunk, err))
+            return -1;
+    }
+    *entry = format_dense_get(&d->last_d, off);
+    return 0;
+}
+
+/* A dense entry as a group key's id: its text's id, -1 for NULL (no dim
+ * row, or a NULL value: a LEFT JOIN gives NULL for both). */
+static inline int64_t entry_id(uint32_t entry)
+{
+    return entry >= FORMAT_DENSE_FIRST_ID ? (int64_t)(entry - FORMAT_DENSE_FIRST_ID) : -1;
 }
 
 /* ---- Groups ---------------------------------------------------------------------- */
@@ -469,16 +464,23 @@ static inline bool cond_has(const struct exec *x, int k, const int64_t *codes, i
 }
 
 
-/* A text condition's verdict on a value: its text tested once per distinct
- * value (memo by id), a range in byte order, a pattern as LIKE. */
-static int text_truth(struct exec *x, int k, int64_t id, const char *text, size_t len,
-                      bool have_text, struct ask_error *err)
+/* A text condition's verdict on a value: its text (a fact key's dictionary
+ * id's, a dim value id's) tested once per distinct value (memo by id), a
+ * range in byte order, a pattern as LIKE. */
+static int text_truth(struct exec *x, int k, int64_t id, struct ask_error *err)
 {
     struct bound_cond *bc = &x->b.conds[k];
     enum { MEMO_MAX = 1 << 24 }; /* ids past this are tested each time */
     if (id >= 0 && id < bc->nmemo && bc->memo[id])
         return bc->memo[id] == 2 ? T_TRUE : T_FALSE;
-    if (!have_text) {
+    const char *text;
+    size_t len;
+    if (bc->is_dim) {
+        if (store_dense_text(x->r, x->view, bc->join, bc->dim_value, id, &text, &len))
+            return ask_fail(err, 500, "corrupt_store",
+                            "a dense dim column of view \"%s\" holds value id %lld, which its "
+                            "dictionary lacks", x->v->name, (long long)id);
+    } else {
         int fc = x->v->cell_keys[bc->cell_key];
         if (store_dict_lookup(x->r, x->view, fc, id, &text, &len))
             return ask_fail(err, 500, "corrupt_store",
@@ -523,10 +525,10 @@ __attribute__((always_inline)) static inline int leaf_truth(struct exec *x,
     int64_t id = 0, code = 0;
     if (bc->is_dim) {
         int ck = join_key(x->v, bc->join);
-        const struct dim_entry *e;
-        if (dim_lookup(x, bc->join, c->r.keys[ck][i], &e, err))
+        uint32_t entry;
+        if (dim_entry(x, bc->join, bc->dim_value, c->r.keys[ck][i], &entry, err))
             return -1;
-        id = e->found ? dim_id(x, bc->join, e, bc->dim_value) : -1;
+        id = entry_id(entry);
         is_null = id < 0;
     } else {
         code = c->r.keys[bc->cell_key][i];
@@ -539,8 +541,7 @@ __attribute__((always_inline)) static inline int leaf_truth(struct exec *x,
     if (is_null)
         return T_UNKNOWN;
     if (bc->by_text)
-        return bc->is_dim ? text_truth(x, k, id, x->pool.texts[id], x->pool.lens[id], true, err)
-                          : text_truth(x, k, code, NULL, 0, false, err);
+        return text_truth(x, k, bc->is_dim ? id : code, err);
     bool hit;
     switch (bc->kind) {
     case SQL_COND_EQ:
@@ -584,10 +585,10 @@ __attribute__((always_inline)) static inline int cell_passes(struct exec *x, con
         if (v->joins[j].kind != SQL_JOIN_INNER)
             continue;
         int ck = join_key(v, j);
-        const struct dim_entry *e;
-        if (dim_lookup(x, j, c->r.keys[ck][i], &e, err))
+        uint32_t entry;
+        if (dim_entry(x, j, 0, c->r.keys[ck][i], &entry, err))
             return -1;
-        *pass = e->found;
+        *pass = entry != FORMAT_DENSE_ABSENT;
     }
     if (!*pass)
         return 0;
@@ -631,7 +632,8 @@ static int64_t calendar_key(struct exec *x, int64_t bucket)
 }
 
 /* The group key of cell i: the bucket (rolled to the asked width) then one
- * id per group key (a fact key's code, a dim value's interned id). */
+ * id per group key (a fact key's code, a dim value's id in its column's
+ * dictionary: equal texts, equal ids). */
 static int cell_key(struct exec *x, const struct seg_columns *c, uint32_t i, int64_t bucket,
                     int64_t *key, struct ask_error *err)
 {
@@ -653,10 +655,10 @@ static int cell_key(struct exec *x, const struct seg_columns *c, uint32_t i, int
             continue;
         }
         int ck = join_key(v, vc->join);
-        const struct dim_entry *e;
-        if (dim_lookup(x, vc->join, c->r.keys[ck][i], &e, err))
+        uint32_t entry;
+        if (dim_entry(x, vc->join, vc->dim_column - 1, c->r.keys[ck][i], &entry, err))
             return -1;
-        key[g + 1] = e->found ? dim_id(x, vc->join, e, vc->dim_column - 1) : -1;
+        key[g + 1] = entry_id(entry);
     }
     return 0;
 }
@@ -1226,8 +1228,8 @@ static int plan_needs(struct exec *x, struct ask_error *err)
     if (!x->need_key || !x->need_count || !x->need_sum || !x->need_vc || !x->dims)
         return ask_fail(err, 500, "internal", "out of memory");
     for (int j = 0; j < v->njoins; j++) {
-        x->dims[j].nvalues = v->joins[j].ndim_columns - 1;
-        if (!(x->dims[j].vals = scratch_calloc((size_t)x->dims[j].nvalues + 1, sizeof *x->dims[j].vals)))
+        x->dims[j].ncols = store_dense_columns(&v->joins[j]);
+        if (!(x->dims[j].cols = scratch_calloc((size_t)x->dims[j].ncols, sizeof *x->dims[j].cols)))
             return ask_fail(err, 500, "internal", "out of memory");
     }
     for (int i = 0; i < ask_nmeasures(x->ask); i++) {
@@ -1270,8 +1272,8 @@ static int plan_needs(struct exec *x, struct ask_error *err)
     for (int k = 0; k < v->ncell_keys; k++)
         if (x->need_key[k])
             x->read_key = x->read_key == -1 ? k : -2;
-    /* A dim condition's texts interned where the dim values met will be:
-     * equal texts, equal ids. */
+    /* A dim condition's texts as ids of the column's dictionary (equal
+     * texts, equal ids); a text no dim row ever held matches nothing. */
     x->cond_ids = scratch_calloc((size_t)x->b.nconds + 1, sizeof *x->cond_ids);
     if (!x->cond_ids)
         return ask_fail(err, 500, "internal", "out of memory");
@@ -1282,8 +1284,9 @@ static int plan_needs(struct exec *x, struct ask_error *err)
         if (!(x->cond_ids[k] = scratch_malloc(sizeof **x->cond_ids * ((size_t)bc->ntexts + 1))))
             return ask_fail(err, 500, "internal", "out of memory");
         for (int i = 0; i < bc->ntexts; i++)
-            if ((x->cond_ids[k][i] = pool_intern(&x->pool, bc->texts[i], bc->lens[i], false)) < 0)
-                return ask_fail(err, 500, "internal", "out of memory");
+            if (store_dense_find(x->r, x->view, bc->join, bc->dim_value, bc->texts[i],
+                                 bc->lens[i], &x->cond_ids[k][i]))
+                x->cond_ids[k][i] = -2; /* no cell's id (-1 is NULL's) */
     }
     x->cond_sets = scratch_calloc((size_t)x->b.nconds + 1, sizeof *x->cond_sets);
     if (!x->cond_sets)
@@ -1353,16 +1356,16 @@ void exec_free(struct exec *x)
     scratch_free(x->groups.slabs);
     scratch_free(x->groups.all);
     hashtab_free(&x->groups.table);
-    for (int i = 0; i < x->pool.n; i++)
-        scratch_free(x->pool.texts[i]);
-    scratch_free(x->pool.texts);
-    scratch_free(x->pool.lens);
     for (int j = 0; x->dims && j < x->v->njoins; j++) {
-        scratch_free(x->dims[j].ids);
-        hashtab_free(&x->dims[j].index);
-        scratch_free(x->dims[j].entries);
-        scratch_free(x->dims[j].direct);
-        scratch_free(x->dims[j].vals);
+        for (int c = 0; x->dims[j].cols && c < x->dims[j].ncols; c++) {
+            struct dense_col *d = &x->dims[j].cols[c];
+            scratch_free(d->dir);
+            scratch_free(d->seen);
+            scratch_free(d->far_chunks);
+            if (d->far.slot_words)
+                hashtab_free(&d->far);
+        }
+        scratch_free(x->dims[j].cols);
     }
     scratch_free(x->dims);
     for (int k = 0; x->cond_ids && k < x->b.nconds; k++)

@@ -47,7 +47,8 @@ struct bound_cond {
     enum sql_ask_cond_kind kind;
     bool is_dim;
     int cell_key;          /* fact key: index into view->cell_keys */
-    int join, dim_value;   /* dim column: join, and index in its projection row */
+    int join, dim_value;   /* dim column: join, and index in its projection row
+                              (its dense column, store_dense_columns) */
     int64_t *codes;        /* fact key values that can exist */
     int ncodes;
     char **texts;          /* dim values, as text; by_text: the one value */
@@ -55,7 +56,7 @@ struct bound_cond {
     int ntexts;
     /* A range on text or a pattern (LIKE, ILIKE) needs the value's text:
      * each distinct value met is tested once, its verdict kept in memo
-     * (by dictionary id for a fact key, by pool id for a dim column):
+     * (by dictionary id for a fact key, by dim value id for a dim column):
      * 0 not yet, 1 false, 2 true. */
     bool by_text;
     uint8_t *memo;
@@ -267,12 +268,6 @@ struct group_map {
     uint32_t slab_left, slab_groups;
 };
 
-/* Texts of dim values met in this ask, interned: a group key holds the id. */
-struct text_pool {
-    char **texts;
-    size_t *lens;
-    int n, cap;
-};
 
 struct exec {
     struct engine *e;
@@ -284,8 +279,7 @@ struct exec {
     const struct store_column_type *types;
     struct bound b;
     struct group_map groups;
-    struct text_pool pool;
-    struct dim_cache *dims;   /* per join */
+    struct dim_cache *dims;   /* per join: its dense columns' chunks read (exec.c) */
     int64_t *key;             /* [groups.nkey]: the group key of the cell at hand */
     bool *need_count, *need_sum, *need_vc, *need_key;
     /* Per value count: the count whose rows are its rows' total (the same
@@ -294,7 +288,8 @@ struct exec {
      * percentile and its rows may stay encoded; else -1. */
     int *rows_count;
     bool *lazy_rows;          /* per value count: rows_count[k] >= 0 (store_want) */
-    int64_t **cond_ids;       /* per dim condition: its texts' pool ids */
+    int64_t **cond_ids;       /* per dim condition: its texts' ids in the dim
+                                 column's dictionary (-2: never seen) */
     struct hashtab *cond_sets; /* per condition: its codes or ids as a set when
                                    they are more than IN_LINEAR_MAX, else empty */
     int read_key;             /* the one cell key the ask reads (conditions,
@@ -338,9 +333,6 @@ int exec_scan(struct exec *x, struct ask_error *err);
 enum { BUDGET_CELLS = 1024 };
 int exec_over_budget(struct exec *x, struct ask_error *err);
 void exec_free(struct exec *x);
-
-/* Group key id of a dim value (NULL -> -1). */
-int64_t pool_intern(struct text_pool *p, const char *text, size_t len, bool is_null);
 
 /* ---- Answers ------------------------------------------------------------------ */
 

@@ -243,4 +243,71 @@ bool format_codec_seeks(enum format_codec codec);
  * time ends its stretches there (RICE's and DRICE's anchors). */
 #define FORMAT_SEEK_STRIDE 128u
 
+/* ---- Dense dim chunks (dense.c) -----------------------------------------
+ *
+ * A dense dim column maps a join key's code to a small integer, the *dim
+ * value id* of one dim column at that key, by array position: the store
+ * keeps it in chunks of FORMAT_DENSE_CHUNK consecutive offsets, each one
+ * LMDB value read in place. A chunk (SPEC.md §4.3, all integers
+ * little-endian):
+ *
+ *   0   1   entry width in bytes: 1, 2 or 4 (the fewest that hold its
+ *           largest entry)
+ *   1   3   0
+ *   4   4   n: entries held, 1 to FORMAT_DENSE_CHUNK; the last is not 0
+ *           (offsets past n hold 0)
+ *   8   8   XXH64 (seed 0) of the n entries' bytes
+ *   16  n x width  the entries
+ *
+ * An entry is FORMAT_DENSE_ABSENT (no dim row at that key), FORMAT_DENSE_NULL
+ * (a row whose column is NULL) or FORMAT_DENSE_FIRST_ID + the id of the
+ * column's text in its dictionary. FORMAT_DENSE_CHUNK is what makes a chunk
+ * of one-byte entries fill one 4 KiB LMDB overflow page with its 16-byte
+ * page header exactly (two pages at two bytes, four at four). */
+#define FORMAT_DENSE_CHUNK 4064u
+#define FORMAT_DENSE_HEADER_BYTES 16u
+#define FORMAT_DENSE_MAX_BYTES (FORMAT_DENSE_HEADER_BYTES + 4u * FORMAT_DENSE_CHUNK)
+enum { FORMAT_DENSE_ABSENT = 0, FORMAT_DENSE_NULL = 1, FORMAT_DENSE_FIRST_ID = 2 };
+
+/* A chunk opened in place: points into the caller's bytes. */
+struct format_dense {
+    const uint8_t *entries;
+    uint32_t n;
+    uint8_t width;
+    uint64_t checksum;     /* as stored: format_dense_check compares */
+};
+
+/* Encodes FORMAT_DENSE_CHUNK entries into out (FORMAT_DENSE_MAX_BYTES):
+ * the bytes written, 0 when every entry is FORMAT_DENSE_ABSENT (no chunk is
+ * stored then). Cannot fail. */
+size_t format_dense_encode(const uint32_t *entries, uint8_t *out);
+
+/* Opens a chunk: its width, count, reserved bytes and exact length checked,
+ * the entries not read. 0, or -1 with err. */
+int format_dense_open(const void *bytes, size_t len, struct format_dense *out,
+                      struct format_error *err);
+
+/* Whether the entries hash to the stored checksum. */
+bool format_dense_check(const struct format_dense *d);
+
+/* The entry at an offset below FORMAT_DENSE_CHUNK of an opened chunk
+ * (FORMAT_DENSE_ABSENT past its n). Inline: the scan calls it per cell. */
+static inline uint32_t format_dense_get(const struct format_dense *d, uint32_t i)
+{
+    if (i >= d->n)
+        return FORMAT_DENSE_ABSENT;
+    const uint8_t *p = d->entries + (size_t)i * d->width;
+    if (d->width == 1)
+        return p[0];
+    if (d->width == 2)
+        return (uint32_t)p[0] | (uint32_t)p[1] << 8;
+    uint32_t v;
+    __builtin_memcpy(&v, p, 4);
+    return v;
+}
+
+/* Decodes every entry of an opened chunk into out (FORMAT_DENSE_CHUNK,
+ * zeros past n). Cannot fail. */
+void format_dense_decode(const struct format_dense *d, uint32_t *out);
+
 #endif

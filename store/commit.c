@@ -20,7 +20,7 @@
 #include <string.h>
 
 /* Deletes every key of a database that starts with prefix. */
-static int delete_prefix(MDB_txn *txn, MDB_dbi dbi, const uint8_t *prefix, size_t plen)
+int store_delete_prefix(MDB_txn *txn, MDB_dbi dbi, const uint8_t *prefix, size_t plen)
 {
     MDB_cursor *cur;
     int rc = mdb_cursor_open(txn, dbi, &cur);
@@ -341,7 +341,7 @@ static int write_projections(struct store *s, MDB_txn *txn)
         MDB_val k = {sizeof key, key}, v = {op->row_len, op->row};
         int rc = op->kind == PROJ_PUT      ? mdb_put(txn, s->proj, &k, &v, 0)
                  : op->kind == PROJ_DELETE ? mdb_del(txn, s->proj, &k, NULL)
-                                           : delete_prefix(txn, s->proj, key, 4);
+                                           : store_delete_prefix(txn, s->proj, key, 4);
         if (rc && rc != MDB_NOTFOUND)
             return rc;
     }
@@ -357,9 +357,9 @@ static int delete_truncated(struct store *s, MDB_txn *txn)
             continue;
         uint8_t prefix[2];
         be_store_u16(prefix, (uint16_t)v);
-        int rc = delete_prefix(txn, s->seg, prefix, 2);
+        int rc = store_delete_prefix(txn, s->seg, prefix, 2);
         if (!rc)
-            rc = delete_prefix(txn, s->values, prefix, 2);
+            rc = store_delete_prefix(txn, s->values, prefix, 2);
         if (rc)
             return rc;
     }
@@ -383,6 +383,8 @@ static int write_batch(struct store *s, const struct store_position *pos,
         rc = write_dict(s, txn);
     if (!rc)
         rc = write_projections(s, txn);
+    if (!rc)
+        rc = dense_write(s, txn);
     if (!rc)
         rc = store_put_position(s, txn, pos);
     if (rc) {
@@ -502,6 +504,7 @@ static int commit(struct store *s, const struct store_position *pos, bool keep_h
     for (size_t i = 0; i < p->nproj; i++)
         free(p->proj[i].row);
     p->nproj = 0;
+    dense_forget(p);
     pending_clear_truncated(p, s->views->nviews);
     pending_recount(p);
     cache_evict(s);

@@ -150,11 +150,17 @@ int store_txn_begin(struct store *s, unsigned flags, MDB_txn **txn, struct store
     return rc ? store_lmdb_error(err, rc, "beginning a transaction") : 0;
 }
 
-static int open_dbis(struct store *s, MDB_txn *txn, bool create, struct store_error *err)
+/* Opens the named databases from `first` on (0: all; 1: all but the
+ * catalog, which an open reads first, so that a store of another format
+ * version, which may lack some, is refused for its version). */
+static int open_dbis(struct store *s, MDB_txn *txn, bool create, size_t first,
+                     struct store_error *err)
 {
-    static const char *const names[] = {"catalog", "dict", "dictrev", "proj", "seg", "values"};
-    MDB_dbi *dbis[] = {&s->catalog, &s->dict, &s->dictrev, &s->proj, &s->seg, &s->values};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    static const char *const names[] = {"catalog", "dict",  "dictrev", "proj",
+                                        "dense",   "seg",   "values"};
+    MDB_dbi *dbis[] = {&s->catalog, &s->dict, &s->dictrev, &s->proj,
+                       &s->dense,   &s->seg,  &s->values};
+    for (size_t i = first; i < sizeof names / sizeof names[0]; i++) {
         int rc = mdb_dbi_open(txn, names[i], create ? MDB_CREATE : 0, dbis[i]);
         if (rc == MDB_NOTFOUND)
             return store_fail(err, "%s is not a Straum store (no %s database)", s->dir,
@@ -212,6 +218,8 @@ static int load_catalog(struct store *s, MDB_txn *txn, struct store_error *err)
         memcpy(s->id, v.mv_data, STORE_ID_BYTES);
         s->has_id = true;
     }
+    if (dense_check_views(s->views, err))
+        return -1;
     if ((rc = catalog_get(txn, s, CATALOG_TYPES, &v)))
         return store_lmdb_error(err, rc, "reading the column types from the catalog");
     return types_decode(s->views, v.mv_data, v.mv_size, &s->types, err);
@@ -309,12 +317,12 @@ int store_create(const char *dir, const char *views_text, const struct store_vie
         store_fail(err, "%s", sql_error_format(&serr, buf, sizeof buf));
         goto fail;
     }
-    if (copy_types(s, types, err) || open_env(s, dir, err))
+    if (dense_check_views(s->views, err) || copy_types(s, types, err) || open_env(s, dir, err))
         goto fail;
     MDB_txn *txn;
     if (store_txn_begin(s, 0, &txn, err))
         goto fail;
-    if (open_dbis(s, txn, true, err) || write_new_catalog(s, txn, views_text, err)) {
+    if (open_dbis(s, txn, true, 0, err) || write_new_catalog(s, txn, views_text, err)) {
         mdb_txn_abort(txn);
         goto fail;
     }
@@ -356,7 +364,12 @@ int store_open(const char *dir, enum store_mode mode, struct store **out,
     }
     if (store_txn_begin(s, MDB_RDONLY, &txn, err))
         goto fail;
-    int rc = open_dbis(s, txn, false, err) || load_catalog(s, txn, err);
+    int rc = mdb_dbi_open(txn, "catalog", 0, &s->catalog);
+    if (rc == MDB_NOTFOUND)
+        store_fail(err, "%s is not a Straum store (no catalog database)", s->dir);
+    else if (rc)
+        store_lmdb_error(err, rc, "opening a named database");
+    rc = rc || load_catalog(s, txn, err) || open_dbis(s, txn, false, 1, err);
     /* DBI handles opened in a read transaction stay valid after commit. */
     if (rc) {
         mdb_txn_abort(txn);

@@ -19,7 +19,7 @@
 
 enum { STORE_ID_BYTES = 16 }; /* the catalog's store_id: random, at create */
 
-enum { SEG_KEY_BYTES = 11, DELTA_KEY_BYTES = 12, PROJ_KEY_BYTES = 12, VALUE_KEY_BYTES = 12, DICT_REV_KEY_BYTES = 12 };
+enum { SEG_KEY_BYTES = 11, DELTA_KEY_BYTES = 12, PROJ_KEY_BYTES = 12, DENSE_KEY_BYTES = 12, VALUE_KEY_BYTES = 12, DICT_REV_KEY_BYTES = 12 };
 
 void put_i64key(uint8_t *p, int64_t v); /* sign-flipped big-endian */
 int64_t get_i64key(const uint8_t *p);
@@ -60,7 +60,7 @@ struct store {
     char *dir;
     enum store_mode mode;
     MDB_env *env;
-    MDB_dbi catalog, dict, dictrev, proj, seg, values;
+    MDB_dbi catalog, dict, dictrev, proj, dense, seg, values;
     size_t map_size, max_map_size;
 
     struct sql_view_list *views;
@@ -354,6 +354,10 @@ struct pending {
     struct bytemap dict_next; /* (view, column) -> num: next id */
     struct proj_op *proj;
     size_t nproj, proj_cap;
+    struct bytemap dense;     /* dense chunk key -> its FORMAT_DENSE_CHUNK entries
+                                 (uint32_t, malloc'd) as this batch leaves them */
+    struct bytemap dense_emptied; /* (view, slot) -> nothing: truncated in this
+                                     batch, the stored chunks deleted at commit */
     /* Per view: emptied in this batch. Atomic (relaxed): a load job's drain
      * reads it (pending_segment) while the writer's thread may open the
      * batch's transaction, which clears it (batch_truncate); either reading
@@ -394,6 +398,35 @@ void pending_unhold(struct pending *p, const struct cellmap *m);
 void pending_forget(struct pending *p, struct bytemap_entry *e);
 /* Counts p->bytes afresh from the segments held (encoding drops dead cells). */
 void pending_recount(struct pending *p);
+
+/* dense.c: dense dim columns (SPEC.md §4.2). A view's dense columns are
+ * numbered by slot, join by join (store_dense_columns each); a slot's
+ * dictionary is the `dict` column DENSE_DICT_BASE + slot, fact columns
+ * keeping those below. */
+enum { DENSE_DICT_BASE = 0x8000 };
+int dense_slot(const struct sql_view *v, int join, int col);
+/* Refuses views with more fact or dim columns than the dictionaries number. */
+int dense_check_views(const struct sql_view_list *views, struct store_error *err);
+/* A projection change, applied to the batch's decoded chunks at once (the
+ * texts interned into the columns' dictionaries). 0, or -1 with err. */
+int dense_put(struct store *s, int view, int join, int64_t key,
+              const struct store_dim_value *values, struct store_error *err);
+int dense_delete(struct store *s, int view, int join, int64_t key, struct store_error *err);
+int dense_truncate(struct store *s, int view, int join, struct store_error *err);
+/* Writes the batch's chunks into txn (truncated joins emptied first; a
+ * chunk left without entries deleted): 0 or an LMDB (errno) code. */
+int dense_write(struct store *s, MDB_txn *txn);
+/* Forgets the batch's chunks. Cannot fail. */
+void dense_forget(struct pending *p);
+
+/* reader.c: a stored dim row's nvalues values (pointing into row): 0, or
+ * -1 with err when its bytes have another shape. */
+int proj_row_parse(const void *row, size_t len, int view, int join,
+                   struct store_dim_value *values, int nvalues, struct store_error *err);
+
+/* commit.c: deletes every key of a database that starts with prefix (an
+ * LMDB code). */
+int store_delete_prefix(MDB_txn *txn, MDB_dbi dbi, const uint8_t *prefix, size_t plen);
 
 /* apply.c. */
 /* The start of t's bucket of the given width; t within STORE_MIN_TIME ..

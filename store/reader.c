@@ -232,24 +232,30 @@ int store_projection_get(struct store_read *r, int view, int join, int64_t key,
         return 0;
     if (rc)
         return store_lmdb_error(err, rc, "reading a projection");
-    const uint8_t *p = v.mv_data, *end = p + v.mv_size;
+    return proj_row_parse(v.mv_data, v.mv_size, view, join, values, nvalues, err) ? -1 : 1;
+}
+
+int proj_row_parse(const void *row, size_t len, int view, int join,
+                   struct store_dim_value *values, int nvalues, struct store_error *err)
+{
+    const uint8_t *p = row, *end = p + len;
     if (end - p < 2 || (p[0] | p[1] << 8) != nvalues)
         return store_fail(err, "dim row of view %d, join %d has the wrong shape", view, join);
     p += 2;
     for (int i = 0; i < nvalues; i++) {
         if (end - p < 5)
             return store_fail(err, "dim row of view %d, join %d is truncated", view, join);
-        uint32_t len = (uint32_t)p[1] | (uint32_t)p[2] << 8 | (uint32_t)p[3] << 16 |
-                       (uint32_t)p[4] << 24;
+        uint32_t n = (uint32_t)p[1] | (uint32_t)p[2] << 8 | (uint32_t)p[3] << 16 |
+                     (uint32_t)p[4] << 24;
         values[i].is_null = p[0] != 0;
         p += 5;
-        if ((size_t)(end - p) < len)
+        if ((size_t)(end - p) < n)
             return store_fail(err, "dim row of view %d, join %d is truncated", view, join);
         values[i].text = (const char *)p;
-        values[i].len = len;
-        p += len;
+        values[i].len = n;
+        p += n;
     }
-    return 1;
+    return 0;
 }
 
 int store_values_walk(struct store_read *r, int view, int vc, store_value_fn fn, void *ctx,

@@ -8,6 +8,8 @@
  *             applied source position and lag figures, creation time
  *   dict      text dictionaries: (view, fact column, text) -> id, and back
  *   proj      dim projections: (view, join, dim key code) -> dim row
+ *   dense     dense dim columns: (view, dim column slot, chunk) -> the dim
+ *             value id of each join key of the chunk, read by position
  *   seg       segment blocks (format/): (view, width, span start) -> block,
  *             ordered so a range over one width is one cursor walk in time;
  *             each base block followed by its delta blocks, if any
@@ -41,7 +43,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_FORMAT_VERSION 9 /* 9: span cells (STORE_ROLLUP_SPAN_CELLS) at the widest width; 8: rollup value counts hold their running rows (STORE_VC_CUMULATIVE) and codes read by position; 7: segment blocks of format 5 (Rice widths per block); 6: segment blocks of format 4 (Rice codes, PFOR sums); 5: segment blocks of format 3 (codecs PFOR, DPFOR); 4: delta blocks; 3: segment blocks of format 2 (a directory checksum) */
+#define STORE_FORMAT_VERSION 10 /* 10: span cells (STORE_ROLLUP_SPAN_CELLS) at the widest width; 9: dense dim columns (the dense database, dim value dictionaries); 8: rollup value counts hold their running rows (STORE_VC_CUMULATIVE) and codes read by position; 7: segment blocks of format 5 (Rice widths per block); 6: segment blocks of format 4 (Rice codes, PFOR sums); 5: segment blocks of format 3 (codecs PFOR, DPFOR); 4: delta blocks; 3: segment blocks of format 2 (a directory checksum) */
 #define STORE_NULL INT64_MIN
 
 /* The times a row's bucket column may hold, in usec since 1970:
@@ -410,6 +412,71 @@ int store_dict_find(struct store_read *r, int view, int fact_column, const char 
 int store_projection_get(struct store_read *r, int view, int join, int64_t key,
                          struct store_dim_value *values, int nvalues,
                          struct store_error *err);
+
+/* ---- Dense dim columns (dense.c) ----------------------------------------
+ *
+ * Per (view, join, dim column): the dim value id at each join key, in
+ * chunks of FORMAT_DENSE_CHUNK keys read by position straight from the map
+ * (format.h "Dense dim chunks"), and a dictionary of the column's texts, one
+ * id per distinct text, so that ids compare and group as their texts do.
+ * An entry is FORMAT_DENSE_ABSENT (no dim row), FORMAT_DENSE_NULL (a row
+ * whose column is NULL) or FORMAT_DENSE_FIRST_ID + the text's id. The
+ * writer keeps them with every projection change, in the same commit. */
+
+/* The dense columns of a join: one per dim column it reads after its key
+ * (join->ndim_columns - 1), or, for a join that reads none, one whose every
+ * row is NULL: its entries tell a key with a dim row from one without. */
+int store_dense_columns(const struct sql_join *j);
+
+/* The chunk and offset of a join key's code: codes in order, chunk by
+ * chunk (the sign bit flipped, so negative codes come first). */
+static inline void store_dense_locate(int64_t code, uint64_t *chunk, uint32_t *off)
+{
+    uint64_t u = (uint64_t)code ^ (UINT64_C(1) << 63);
+    *chunk = u / FORMAT_DENSE_CHUNK;
+    *off = (uint32_t)(u % FORMAT_DENSE_CHUNK);
+}
+
+/* Chunk `chunk` of dense column col of a join, opened in r's snapshot
+ * (pointing into it, valid until store_read_end): 1 and *out; 0 when none
+ * is stored (every key in it has no dim row); -1 with err when its bytes
+ * are damaged (the checksum checked once per snapshot and thread). */
+int store_dense_chunk(struct store_read *r, int view, int join, int col, uint64_t chunk,
+                      struct format_dense *out, struct store_error *err);
+
+/* The first and last chunk numbers stored of a dense column: 1, 0 when it
+ * has none, -1 with err. */
+int store_dense_bounds(struct store_read *r, int view, int join, int col, uint64_t *first,
+                       uint64_t *last, struct store_error *err);
+
+/* The text of a dim value id (an entry less FORMAT_DENSE_FIRST_ID),
+ * pointing into the snapshot: 0, or -1 when the dictionary lacks it. */
+int store_dense_text(struct store_read *r, int view, int join, int col, int64_t id,
+                     const char **text, size_t *len);
+
+/* The dim value id of a text: 0 found, 1 when no row ever held it. */
+int store_dense_find(struct store_read *r, int view, int join, int col, const char *text,
+                     size_t len, int64_t *id);
+
+/* What a dense column holds, for straum-dump. */
+struct store_dense_stats {
+    uint64_t chunks, bytes;   /* chunks stored and their bytes (LMDB values) */
+    uint64_t rows, nulls;     /* keys with a dim row; of them, NULL in the column */
+    uint64_t texts;           /* ids its dictionary has given */
+    unsigned width_max;       /* the widest entry, bytes */
+};
+/* Walks every chunk of a dense column (each checked as a reader checks it):
+ * 0, or -1 with err. */
+int store_dense_stats(struct store_read *r, int view, int join, int col,
+                      struct store_dense_stats *out, struct store_error *err);
+
+/* Checks a join's dense columns against its projection rows: each rebuilt
+ * from the rows (their texts through the column's dictionary, both ways)
+ * and compared chunk by chunk with the stored bytes, and no chunk stored
+ * beyond them. *rows: the projection rows read. 0, or -1 with err naming
+ * the first difference. */
+int store_verify_dense(struct store_read *r, int view, int join, uint64_t *rows,
+                       struct store_error *err);
 
 /* Walks a view's value dictionary in ascending order: callback per distinct
  * value code with its total row count at the finest width. */

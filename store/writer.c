@@ -12,7 +12,8 @@
  * cache budget counts, and the calls that need no segment: new dictionary
  * ids (one past the largest stored, so ids of a dropped batch are reused)
  * and projection puts and deletes, kept in order because a later one
- * overrides an earlier one of the same key. The invariants the writer's
+ * overrides an earlier one of the same key, each applied at once to the
+ * dense dim columns' chunks the batch holds (dense.c). The invariants the writer's
  * files share are in internal.h ("The writer"). */
 #include "store/internal.h"
 
@@ -87,6 +88,7 @@ void pending_reset(struct pending *p, const struct sql_view_list *views)
     for (size_t i = 0; i < p->nproj; i++)
         free(p->proj[i].row);
     p->nproj = 0;
+    dense_forget(p);
     pending_clear_truncated(p, views->nviews);
     for (int v = 0; v < views->nviews; v++) {
         if (p->bulk[v])
@@ -320,7 +322,7 @@ int store_projection_put(struct store *s, int view, int join, int64_t key,
         free(row);
         return -1;
     }
-    return 0;
+    return dense_put(s, view, join, key, values, err);
 }
 
 int store_projection_delete(struct store *s, int view, int join, int64_t key,
@@ -328,14 +330,18 @@ int store_projection_delete(struct store *s, int view, int join, int64_t key,
 {
     if (check_join(s, view, join, err))
         return -1;
-    return push_proj(s, (struct proj_op){PROJ_DELETE, view, join, key, NULL, 0}, err);
+    if (push_proj(s, (struct proj_op){PROJ_DELETE, view, join, key, NULL, 0}, err))
+        return -1;
+    return dense_delete(s, view, join, key, err);
 }
 
 int store_projection_truncate(struct store *s, int view, int join, struct store_error *err)
 {
     if (check_join(s, view, join, err))
         return -1;
-    return push_proj(s, (struct proj_op){PROJ_TRUNCATE, view, join, 0, NULL, 0}, err);
+    if (push_proj(s, (struct proj_op){PROJ_TRUNCATE, view, join, 0, NULL, 0}, err))
+        return -1;
+    return dense_truncate(s, view, join, err);
 }
 
 void store_rollback(struct store *s)

@@ -15,7 +15,7 @@
  *
  * Each input: byte 0 picks the segment (modulo their number) and the range
  * (the quotient's low bit); the rest is the value stored under its key (a
- * raw LMDB put, see put_segment), the engine answers the asks of that view
+ * raw LMDB put, see put_value), the engine answers the asks of that view
  * over that range, and the original block is put back. Every answer must
  * be a 200, or a 500 "corrupt_store" whose message names the segment's
  * span; a 422 (too many groups, a sum overflowing) only for a block that
@@ -28,6 +28,12 @@
  * taken a few small commits after its load (fuzz_store_add_deltas), so each
  * segment is a base and delta blocks, read merged by the scan; the blocks
  * fuzzed are the deltas as well as the bases, under the same promise.
+ *
+ * The store's dense dim chunks (SPEC.md §4.3: the zones' boroughs, read by
+ * the asks grouped or filtered by borough) are fuzzed the same way, over
+ * the whole of the trips' days and over their middle: a 500 must then name
+ * a dense chunk, and a chunk of the original's length with bytes changed
+ * must answer as the intact store or fail (its entries are checksummed).
  *
  * FUZZ_SEGMENT_SEEDS=<dir> writes the original blocks there as seeds. */
 #include "engine/engine.h"
@@ -78,8 +84,10 @@ static const struct ask_spec ASKS[] = {
 };
 #define NASKS (sizeof ASKS / sizeof ASKS[0])
 
-/* A fuzzed block: a segment's base, or one of its deltas (delta > 0). */
+/* A fuzzed block: a segment's base, or one of its deltas (delta > 0), or
+ * a dense dim chunk (dense). */
 struct segment {
+    bool dense;
     int view, width, delta;
     int64_t span_start, span_end, width_us;
     uint8_t key[DELTA_KEY_BYTES];
@@ -103,7 +111,7 @@ static int nsegs;
  * So the engine's store is reopened read-write (open_engine), and a write
  * transaction on its environment replaces a value between asks, which take
  * their own read snapshots. No fsync: nothing here outlives the process. */
-static void put_segment(const uint8_t *key, size_t klen, const void *value, size_t len)
+static void put_value(bool dense, const uint8_t *key, size_t klen, const void *value, size_t len)
 {
     struct store *s = engine_store(engine);
     MDB_txn *txn;
@@ -111,7 +119,7 @@ static void put_segment(const uint8_t *key, size_t klen, const void *value, size
     if (!rc) {
         /* An empty value is a valid LMDB value: the block that is nothing. */
         MDB_val k = {klen, (void *)key}, v = {len, (void *)value};
-        rc = mdb_put(txn, s->seg, &k, &v, 0);
+        rc = mdb_put(txn, dense ? s->dense : s->seg, &k, &v, 0);
         rc = rc ? (mdb_txn_abort(txn), rc) : mdb_txn_commit(txn);
     }
     if (rc)
@@ -227,6 +235,39 @@ static int add_deltas(struct store_read *r, const struct sql_view *view, int v, 
     return n;
 }
 
+/* The dense dim chunks of the first two views, each fuzzed over the whole
+ * of the trips' days (range 0) and over their middle (range 1). */
+static void add_dense_chunks(struct store_read *r)
+{
+    MDB_cursor *cur;
+    if (mdb_cursor_open(r->txn, r->s->dense, &cur))
+        fuzz_fail("opening a dense cursor on the fuzz store");
+    MDB_val k, val;
+    int n = 0, rc;
+    for (rc = mdb_cursor_get(cur, &k, &val, MDB_FIRST); rc == 0;
+         rc = mdb_cursor_get(cur, &k, &val, MDB_NEXT)) {
+        int v = be_load_u16(k.mv_data);
+        if (v >= 2 || k.mv_size != DENSE_KEY_BYTES)
+            continue;
+        if (nsegs == MAX_SEGMENTS)
+            fuzz_fail("the fuzz store has more than %d blocks", MAX_SEGMENTS);
+        struct segment *g = &segs[nsegs++];
+        *g = (struct segment){.dense = true, .view = v, .klen = k.mv_size, .len = val.mv_size};
+        memcpy(g->key, k.mv_data, k.mv_size);
+        if (!(g->block = malloc(val.mv_size)))
+            fuzz_fail("out of memory");
+        memcpy(g->block, val.mv_data, val.mv_size);
+        time_text(FUZZ_START_US - 86400000000LL, g->from[0]);
+        time_text(FUZZ_START_US + (FUZZ_DAYS + 1) * 86400000000LL, g->to[0]);
+        time_text(FUZZ_START_US + 3600000000LL, g->from[1]);
+        time_text(FUZZ_START_US + FUZZ_DAYS * 86400000000LL - 3600000000LL, g->to[1]);
+        n++;
+    }
+    mdb_cursor_close(cur);
+    if (n == 0)
+        fuzz_fail("the fuzz store has no dense dim chunks");
+}
+
 static void collect_segments(void)
 {
     struct store *s;
@@ -262,17 +303,18 @@ static void collect_segments(void)
                 fuzz_fail("store_segments_next: %s", err.message);
             store_segments_end(&it);
         }
-    store_read_end(r);
-    store_close(s);
     if (nsegs == 0)
         fuzz_fail("the fuzz store has no segments");
+    add_dense_chunks(r);
+    store_read_end(r);
+    store_close(s);
 }
 
 static void write_seeds(const char *dir)
 {
     for (int i = 0; i < nsegs; i++) {
         char path[4096];
-        snprintf(path, sizeof path, "%s/seg_%s_w%d_d%d_%d", dir,
+        snprintf(path, sizeof path, "%s/%s_%s_w%d_d%d_%d", dir, segs[i].dense ? "dense" : "seg",
                  segs[i].view ? "dropoffs" : "trips", segs[i].width, segs[i].delta, i);
         FILE *f = fopen(path, "wb");
         uint8_t k = (uint8_t)i;
@@ -312,7 +354,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
     /* Every segment must be read by some ask: an empty block fails one. */
     for (int i = 0; i < nsegs; i++) {
-        put_segment(segs[i].key, segs[i].klen, "", 0);
+        put_value(segs[i].dense, segs[i].key, segs[i].klen, "", 0);
         int failed = 0;
         for (size_t a = 0; a < NASKS; a++)
             for (int r = 0; r < NRANGES; r++) {
@@ -323,7 +365,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
                 failed += ans.status != 200;
                 free(ans.text);
             }
-        put_segment(segs[i].key, segs[i].klen, segs[i].block, segs[i].len);
+        put_value(segs[i].dense, segs[i].key, segs[i].klen, segs[i].block, segs[i].len);
         if (!failed)
             fuzz_fail("no ask reads block %d (view %d, width %d, span %s, delta %d)", i,
                       segs[i].view, segs[i].width, segs[i].from[0], segs[i].delta);
@@ -345,9 +387,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     bool corrupted = len == g->len && memcmp(block, g->block, len) != 0;
     bool same = len == g->len && !corrupted;
     char span[40];
-    snprintf(span, sizeof span, "span %lld", (long long)g->span_start);
+    if (g->dense)
+        snprintf(span, sizeof span, "dense chunk");
+    else
+        snprintf(span, sizeof span, "span %lld", (long long)g->span_start);
 
-    put_segment(g->key, g->klen, block, len);
+    put_value(g->dense, g->key, g->klen, block, len);
     for (size_t a = 0; a < NASKS; a++) {
         if (ASKS[a].view != g->view)
             continue;
@@ -372,6 +417,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         free(ans.text);
     }
-    put_segment(g->key, g->klen, g->block, g->len);
+    put_value(g->dense, g->key, g->klen, g->block, g->len);
     return 0;
 }

@@ -253,6 +253,28 @@ Test(store_process, other_format_versions_are_refused)
              STORE_FORMAT_VERSION + 1, STORE_FORMAT_VERSION);
     cr_assert(strstr(err.message, want) != NULL, "%s", err.message);
     fixture_remove(dir);
+
+    /* A store of the version before lacks the dense database: refused for
+     * its version, not as "not a Straum store". */
+    s = fixture_create(dir);
+    store_close(s);
+    cr_assert_eq(mdb_env_create(&env), 0);
+    mdb_env_set_maxdbs(env, 8);
+    cr_assert_eq(mdb_env_open(env, dir, 0, 0644), 0);
+    cr_assert_eq(mdb_txn_begin(env, NULL, 0, &txn), 0);
+    MDB_dbi dense;
+    cr_assert_eq(mdb_dbi_open(txn, "dense", 0, &dense), 0);
+    cr_assert_eq(mdb_drop(txn, dense, 1), 0);
+    cr_assert_eq(mdb_dbi_open(txn, "catalog", 0, &dbi), 0);
+    version = STORE_FORMAT_VERSION - 1;
+    cr_assert_eq(mdb_put(txn, dbi, &k, &v, 0), 0);
+    cr_assert_eq(mdb_txn_commit(txn), 0);
+    mdb_env_close(env);
+    cr_assert_neq(store_open(dir, STORE_READ_ONLY, &s, &err), 0);
+    snprintf(want, sizeof want, "has format version %d; this build reads version %d",
+             STORE_FORMAT_VERSION - 1, STORE_FORMAT_VERSION);
+    cr_assert(strstr(err.message, want) != NULL, "%s", err.message);
+    fixture_remove(dir);
     cr_assert_neq(store_open("/nonexistent-straum", STORE_READ_ONLY, &s, &err), 0);
     cr_assert(strstr(err.message, "no store at /nonexistent-straum") != NULL, "%s", err.message);
 }

@@ -44,6 +44,7 @@ int cmd_catalog(struct dump *d, const struct dump_args *a);
 int cmd_stats(struct dump *d, const struct dump_args *a);
 int cmd_segments(struct dump *d, const struct dump_args *a);
 int cmd_cells(struct dump *d, const struct dump_args *a);
+int cmd_dims(struct dump *d, const struct dump_args *a);
 int cmd_verify(struct dump *d, const struct dump_args *a);
 int cmd_copy(struct dump *d, const struct dump_args *a);
 

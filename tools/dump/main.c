@@ -70,13 +70,22 @@ static const struct command commands[] = {
      "  --limit N   at most N cells (default 100; 0 means all). When cells are\n"
      "              left out a note says so on stderr\n",
      1, OPT_WIDTH | OPT_FROM | OPT_TO | OPT_LIMIT, cmd_cells},
-    {"verify", "verify", "check every segment; exit 1 on damage",
+    {"dims", "dims", "the dense dim columns of every join",
+     "One line per dense dim column (a view's join and one of its dim\n"
+     "columns; a join reading none has one, named by its key): the keys with\n"
+     "a dim row, how many of them are NULL in the column, the distinct texts\n"
+     "its dictionary has numbered, the chunks stored, their bytes, and the\n"
+     "widest entry in bytes. Every chunk is opened and its checksum checked.\n",
+     0, 0, cmd_dims},
+    {"verify", "verify", "check every segment and dim column; exit 1 on damage",
      "Reads the catalog and checks every segment of every view and width:\n"
      "block and column checksums, that every column decodes, and the store's\n"
      "invariants (cells sorted and unique, buckets inside the span, positive\n"
-     "row counts, value counts in order). Prints \"ok: N segments, M cells\n"
+     "row counts, value counts in order). Then rebuilds every join's dense\n"
+     "dim columns from its projection rows and compares them chunk by chunk\n"
+     "with the stored ones. Prints \"ok: N segments, M cells, R dim rows\n"
      "verified\" and exits 0, or one \"broken:\" line per damaged segment\n"
-     "naming its view, width and span, and exits 1.\n",
+     "(naming its view, width and span) or join, and exits 1.\n",
      0, 0, cmd_verify},
     {"copy", "copy DEST", "write a compacted, consistent copy of the store",
      "Writes a compacted copy of the store to DEST (a new or empty directory)\n"

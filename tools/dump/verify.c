@@ -3,17 +3,20 @@
  *
  * verify walks every segment of every view and width in one snapshot and
  * keeps going past damage, so one run lists every broken segment (by view,
- * width and span, the names `segments` and `cells` take). */
+ * width and span, the names `segments` and `cells` take); then it rebuilds
+ * every join's dense dim columns from its projection rows and compares. */
 #include "tools/dump/dump.h"
 
+#include <stdio.h>
 #include <string.h>
 
 struct verify_state {
     struct dump *d;
-    uint64_t segments, cells, broken;
+    uint64_t segments, cells, dim_rows, broken;
 };
 
-/* Reports one broken segment (or catalog, when v is NULL). */
+/* Reports one broken segment (the catalog when v is NULL, a view's dim
+ * columns when width is -1). */
 static void report_broken(struct verify_state *st, const struct sql_view *v, int width,
                           int64_t span, const char *message)
 {
@@ -24,12 +27,12 @@ static void report_broken(struct verify_state *st, const struct sql_view *v, int
         struct json *j = &d->j;
         json_object_begin_inline(j);
         json_kv_str(j, "view", v ? v->name : NULL);
-        if (v) {
+        if (v && width >= 0) {
             json_kv_int(j, "width_index", width);
             text_width(t, v->widths[width]);
             json_kv_str(j, "width", t);
         }
-        if (v && span != INT64_MIN) {
+        if (v && width >= 0 && span != INT64_MIN) {
             text_time(t, span, TIME_RFC3339);
             json_kv_str(j, "span_start", t);
             text_time(t, dump_span_end(v, width, span), TIME_RFC3339);
@@ -42,6 +45,8 @@ static void report_broken(struct verify_state *st, const struct sql_view *v, int
     struct sbuf b = {0};
     if (!v) {
         sbuf_puts(&b, "the catalog");
+    } else if (width < 0) {
+        sbuf_printf(&b, "view %s", v->name);
     } else if (span != INT64_MIN) {
         dump_segment_name(v, width, span, &b);
     } else {
@@ -81,6 +86,21 @@ static void verify_width(struct verify_state *st, struct store_read *r, int view
     store_segments_end(&it);
 }
 
+/* A join's dense dim columns against its projection rows. */
+static void verify_dense(struct verify_state *st, struct store_read *r, int view, int join)
+{
+    struct store_error err;
+    uint64_t rows;
+    if (store_verify_dense(r, view, join, &rows, &err)) {
+        const struct sql_join *j = &st->d->views->views[view].joins[join];
+        char what[400];
+        snprintf(what, sizeof what, "join %s: %s", j->alias ? j->alias : j->table, err.message);
+        report_broken(st, &st->d->views->views[view], -1, INT64_MIN, what);
+        return;
+    }
+    st->dim_rows += rows;
+}
+
 int cmd_verify(struct dump *d, const struct dump_args *a)
 {
     (void)a;
@@ -104,17 +124,22 @@ int cmd_verify(struct dump *d, const struct dump_args *a)
     for (int v = 0; v < d->views->nviews; v++)
         for (int w = 0; w < d->views->views[v].nwidths; w++)
             verify_width(&st, r, v, w);
+    for (int v = 0; v < d->views->nviews; v++)
+        for (int jn = 0; jn < d->views->views[v].njoins; jn++)
+            verify_dense(&st, r, v, jn);
     store_read_end(r);
     if (d->json) {
         json_array_end(j);
         json_kv_uint(j, "segments", st.segments);
         json_kv_uint(j, "cells", st.cells);
+        json_kv_uint(j, "dim_rows", st.dim_rows);
         json_kv_bool(j, "ok", st.broken == 0);
         json_object_end(j);
         json_finish(j);
     } else if (st.broken == 0) {
-        fprintf(d->out, "ok: %llu segments, %llu cells verified\n",
-                (unsigned long long)st.segments, (unsigned long long)st.cells);
+        fprintf(d->out, "ok: %llu segments, %llu cells, %llu dim rows verified\n",
+                (unsigned long long)st.segments, (unsigned long long)st.cells,
+                (unsigned long long)st.dim_rows);
     } else {
         fprintf(d->out, "damaged: %llu broken; %llu other segments, %llu cells verified\n",
                 (unsigned long long)st.broken, (unsigned long long)st.segments,
