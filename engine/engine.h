@@ -54,11 +54,13 @@ int ask_fail(struct ask_error *err, int status, const char *code, const char *fm
     __attribute__((format(printf, 4, 5)));
 
 /* The compiled-ask cache's bounds: 4096 asks cover any dashboard's set of
- * texts (an ask's values travel as parameters, so its text repeats); 64 MiB
- * bounds what distinct texts, each up to 64 KiB and compiled to a few times
- * that, can hold. Past either, the least recently asked go. */
+ * texts (an ask's values travel as parameters, so its text repeats); 8 MiB
+ * holds some 750 asks of a dashboard's size (11 KiB each compiled, most of
+ * it their tokens) and keeps straum-serve's anonymous memory under 16 MiB
+ * whatever texts arrive: a serve replica holds no more than that. Past
+ * either, the least recently asked go (a compile costs tens of µs). */
 #define ENGINE_DEFAULT_CACHED_ASKS 4096
-#define ENGINE_DEFAULT_CACHED_BYTES ((size_t)64 << 20)
+#define ENGINE_DEFAULT_CACHED_BYTES ((size_t)8 << 20)
 
 /* Groups an ask may hold at once: a guard on their number beside
  * --ask-memory's on their bytes, far past any answer a person reads and

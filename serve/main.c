@@ -56,7 +56,7 @@ static const char usage[] =
     "                       (default 10s; 0: none)\n"
     "  --ask-cache N        compiled asks kept, the least recently asked evicted past it\n"
     "                       (default 4096)\n"
-    "  --ask-cache-bytes BYTES  their memory, texts and compiled forms (default 64MiB)\n"
+    "  --ask-cache-bytes BYTES  their memory, texts and compiled forms (default 8MiB)\n"
     "  --log-level LEVEL    debug, info, warn or error (default info): logfmt lines on\n"
     "                       stderr; debug adds one line per request (path, status,\n"
     "                       and for asks view and dur_us)\n"

@@ -152,7 +152,14 @@ static bool check_params(struct ask_builder *b)
                            SQL_ERR_INVALID,
                            "parameter $%d is not used; number parameters from $1 without gaps",
                            i + 1);
-    b->ask->params = b->params;
+    /* The ask keeps its parameters alone, not the builder's SQL_MAX_PARAMS
+     * slots (4 KiB of every cached ask). */
+    struct sql_param *kept = b->max_param ? sql_arena_alloc(b->p->arena, sizeof *kept * (size_t)b->max_param) : NULL;
+    if (b->max_param && !kept)
+        return fail_at(b->p, &(struct sql_token){.line = 0, .column = 0}, SQL_ERR_LIMIT, "out of memory");
+    if (b->max_param)
+        memcpy(kept, b->params, sizeof *kept * (size_t)b->max_param);
+    b->ask->params = kept;
     b->ask->nparams = b->max_param;
     return true;
 }
@@ -1053,8 +1060,10 @@ struct sql_ask *sql_parse_ask(const char *text, const struct sql_view_list *view
         goto fail;
     }
     ask->arena = arena;
-    b.params = sql_arena_alloc(arena, sizeof *b.params * SQL_MAX_PARAMS);
-    b.param_seen = sql_arena_alloc(arena, SQL_MAX_PARAMS);
+    /* The builder's parameter slots live beside the arena: the ask keeps
+     * only those it uses (check_params). */
+    b.params = calloc(SQL_MAX_PARAMS, sizeof *b.params);
+    b.param_seen = calloc(SQL_MAX_PARAMS, 1);
     if (!b.params || !b.param_seen) {
         sql_set_error(err, SQL_ERR_LIMIT, 0, 0, "out of memory");
         goto fail;
@@ -1066,8 +1075,12 @@ struct sql_ask *sql_parse_ask(const char *text, const struct sql_view_list *view
         sql_set_error(err, SQL_ERR_LIMIT, 0, 0, "out of memory");
         goto fail;
     }
+    free(b.params);
+    free(b.param_seen);
     return ask;
 fail:
+    free(b.params);
+    free(b.param_seen);
     sql_arena_free(arena);
     return NULL;
 }
