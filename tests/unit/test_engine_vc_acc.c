@@ -379,6 +379,21 @@ static struct vc_shared *decoded_source_of(const int64_t *codes, const int64_t *
     return s;
 }
 
+/* A delta after a list of k runs: some of its codes with rows taken away
+ * (all or some of them), into codes and rows, and into the model. */
+static size_t delta_of(int64_t *codes, int64_t *rows, size_t k, struct model *m)
+{
+    size_t d = 0;
+    for (size_t i = 0; i < k; i++)
+        if (rnd(3) == 0) {
+            codes[d] = codes[i];
+            rows[d] = -(rnd(2) ? rows[i] : 1 + rnd(rows[i]));
+            model_add(m, codes[d], rows[d]);
+            d++;
+        }
+    return d;
+}
+
 /* nsources sources (in place or decoded), then nmerged lists merged or
  * collected: collect 0 none, 1 every one, 2 each by a coin. */
 static void check_picks(int nsources, int nmerged, int64_t range, bool deltas, int collect)
@@ -405,14 +420,7 @@ static void check_picks(int nsources, int nmerged, int64_t range, bool deltas, i
             cr_assert_eq(vc_acc_add_source(&a, sh, at, (uint32_t)k), 0);
             vc_shared_release(sh);
             if (deltas && k && rnd(2)) {
-                size_t d = 0;
-                for (size_t i = 0; i < k; i++)
-                    if (rnd(3) == 0) {
-                        codes[d] = codes[i];
-                        rows[d] = -(rnd(2) ? rows[i] : 1 + rnd(rows[i]));
-                        model_add(&m, codes[d], rows[d]);
-                        d++;
-                    }
+                size_t d = delta_of(codes, rows, k, &m);
                 at = 0;
                 sh = rnd(2) ? source_of(codes, rows, d) : decoded_source_of(codes, rows, d, &at);
                 cr_assert_eq(vc_acc_add_source(&a, sh, at, (uint32_t)d), 0);
@@ -430,14 +438,7 @@ static void check_picks(int nsources, int nmerged, int64_t range, bool deltas, i
             }
             cr_assert_eq(vc_acc_collect(&a, codes, rows, (uint32_t)k), 0);
             if (deltas && k && rnd(2)) {
-                size_t d = 0;
-                for (size_t i = 0; i < k; i++)
-                    if (rnd(3) == 0) {
-                        codes[d] = codes[i];
-                        rows[d] = -(rnd(2) ? rows[i] : 1 + rnd(rows[i]));
-                        model_add(&m, codes[d], rows[d]);
-                        d++;
-                    }
+                size_t d = delta_of(codes, rows, k, &m);
                 cr_assert_eq(vc_acc_collect(&a, codes, rows, (uint32_t)d), 0);
             }
         } else {
