@@ -318,6 +318,8 @@ static int write_dict(struct store *s, MDB_txn *txn)
 {
     BYTEMAP_EACH(&s->pending->dict, e)
     {
+        if (!e->ptr)
+            continue; /* a stored text the batch looked up (store_dict_intern) */
         uint8_t id[8], rev[DICT_REV_KEY_BYTES];
         put_i64key(id, e->num);
         triple_key(rev, be_load_u16(e->key), be_load_u16(e->key + 2), e->num);

@@ -251,8 +251,23 @@ int store_dict_intern(struct store *s, int view, int col, const char *text, size
                                        DICT_PREFIX_BYTES)
                           : found == 1 ? 0 : -1;
     mdb_txn_abort(txn);
-    if (rc || found == 1)
-        return rc ? -1 : 0;
+    if (rc)
+        return -1;
+    if (found == 1) {
+        /* Stored already: remembered for the batch without its text (ptr
+         * NULL: write_dict skips it), so that the next put of the same text
+         * (85,196 storage locations retyped to a few types) finds it
+         * without a read transaction. Only a short text, whose key is the
+         * text itself: a long one's probe compares the text. */
+        if (len <= DICT_INLINE_BYTES) {
+            klen = dict_key(key, view, col, text, len, 0);
+            if ((e = bytemap_upsert(&s->pending->dict, key, klen))) {
+                e->ptr = NULL;
+                e->num = *id;
+            }
+        }
+        return 0;
+    }
     char *copy = malloc(len + 1);
     e = copy ? bytemap_upsert(&s->pending->dict, key, klen) : NULL;
     if (!e) {
