@@ -1001,12 +1001,143 @@ static bool like(const char *s, const char *p, bool fold)
     return !*s;
 }
 
+/* ---- A regular expression's cost, before regcomp sees it ----------------------
+ *
+ * glibc's regcomp spells a repeated atom out (x+ as xx*, x{m,n} as up to n
+ * copies), so repetitions of repetitions multiply: '^pg_toast_' followed by
+ * two hundred '+' (fuzz_pg_message found it) took 2 GB. The nodes the
+ * pattern would build are estimated from its shape, and a pattern past
+ * REGEX_MAX_NODES or REGEX_MAX_BYTES is refused, as regcomp refuses an
+ * invalid one: it matches nothing. What tools send ('^(trips)$',
+ * '^pg_temp_') is a few dozen nodes. */
+enum { REGEX_MAX_NODES = 4096, REGEX_MAX_BYTES = 1024, REGEX_MAX_DEPTH = 64 };
+
+static uint64_t re_cap(uint64_t n) { return n > REGEX_MAX_NODES ? REGEX_MAX_NODES + 1 : n; }
+
+static uint64_t re_alternatives(const char **p, int depth);
+
+/* One atom: a group, a bracket expression, an escaped or plain character. */
+static uint64_t re_atom(const char **p, int depth)
+{
+    const char *q = *p;
+    if (*q == '(') {
+        q++;
+        uint64_t n = depth >= REGEX_MAX_DEPTH ? REGEX_MAX_NODES + 1 : re_alternatives(&q, depth + 1);
+        if (*q == ')')
+            q++;
+        *p = q;
+        return re_cap(n + 1);
+    }
+    if (*q == '[') {
+        q++;
+        if (*q == '^')
+            q++;
+        if (*q == ']')
+            q++;
+        while (*q && *q != ']') {
+            if (*q == '[' && (q[1] == ':' || q[1] == '.' || q[1] == '=')) {
+                char end = q[1];
+                for (q += 2; *q && !(q[0] == end && q[1] == ']'); q++)
+                    ;
+                if (*q)
+                    q += 2;
+                continue;
+            }
+            q++;
+        }
+        if (*q == ']')
+            q++;
+        *p = q;
+        return 1;
+    }
+    if (*q == '\\' && q[1])
+        q++;
+    *p = q + 1;
+    return 1;
+}
+
+/* A bound of {m}, {m,} or {m,n}: the copies regcomp makes, or past
+ * REGEX_MAX_NODES when it is not one (regcomp refuses it too). */
+static uint64_t re_bound(const char **p)
+{
+    const char *q = *p + 1;
+    uint64_t m = 0, n = 0;
+    bool comma = false, more = false;
+    for (; *q >= '0' && *q <= '9'; q++)
+        m = re_cap(m * 10 + (uint64_t)(*q - '0'));
+    if (*q == ',') {
+        comma = true;
+        for (q++; *q >= '0' && *q <= '9'; q++) {
+            n = re_cap(n * 10 + (uint64_t)(*q - '0'));
+            more = true;
+        }
+    }
+    if (*q != '}')
+        return REGEX_MAX_NODES + 1;
+    *p = q + 1;
+    return !comma ? m : more ? (n > m ? n : m) : m + 1;
+}
+
+/* A run of atoms with their repetitions, up to '|' or ')'. */
+static uint64_t re_sequence(const char **p, int depth)
+{
+    uint64_t total = 0;
+    while (**p && **p != '|' && **p != ')' && total <= REGEX_MAX_NODES) {
+        uint64_t a = re_atom(p, depth);
+        for (;;) {
+            char c = **p;
+            if (c == '*' || c == '?') {
+                (*p)++;
+                a = re_cap(a + 1);
+            } else if (c == '+') {
+                (*p)++;
+                a = re_cap(2 * a + 1);
+            } else if (c == '{') {
+                uint64_t copies = re_bound(p);
+                if (copies > REGEX_MAX_NODES)
+                    return REGEX_MAX_NODES + 1;
+                a = re_cap(a * (copies + 1) + 1);
+            } else {
+                break;
+            }
+        }
+        total = re_cap(total + a);
+    }
+    return total;
+}
+
+static uint64_t re_alternatives(const char **p, int depth)
+{
+    uint64_t total = re_sequence(p, depth);
+    while (**p == '|' && total <= REGEX_MAX_NODES) {
+        (*p)++;
+        total = re_cap(total + re_sequence(p, depth) + 1);
+    }
+    return total;
+}
+
+/* Whether regcomp would build more than REGEX_MAX_NODES nodes of it. */
+static bool regex_too_costly(const char *pattern)
+{
+    if (strlen(pattern) > REGEX_MAX_BYTES)
+        return true;
+    const char *p = pattern;
+    uint64_t total = 0;
+    while (*p && total <= REGEX_MAX_NODES) {
+        total = re_cap(total + re_alternatives(&p, 0));
+        if (*p == ')')
+            p++; /* a stray one: regcomp reads it as a character */
+    }
+    return total > REGEX_MAX_NODES;
+}
+
 /* A regular expression as PostgreSQL's ~ reads the ones tools send
  * (psql's '^(name)$', '^pg_'): POSIX extended, which those are. */
 static bool regex_match(const char *s, const char *pattern, bool fold)
 {
     regex_t re;
-    if (regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB | (fold ? REG_ICASE : 0)))
+    if (regex_too_costly(pattern) ||
+        regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB | (fold ? REG_ICASE : 0)))
         return false;
     bool m = regexec(&re, s, 0, NULL, 0) == 0;
     regfree(&re);
