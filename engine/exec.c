@@ -693,12 +693,13 @@ static int fold_cell(struct exec *x, const struct seg_columns *c, uint32_t i, st
                 return ask_fail(err, 500, "internal", "out of memory");
             continue;
         }
-        /* A cell's runs, decoded, kept by position too when the value
-         * count is read by percentiles only: a pick then bisects across
-         * the group's cells (a week cell each of six months) rather than
-         * merging every run of them into a hash or a window. Their arrays
-         * stay alive until the answer, so the ask keeps at most
-         * EXEC_SOURCE_RUNS_MAX such runs; past that, cells merge. */
+        /* A long cell's runs (VC_SOURCE_MIN_RUNS and more), decoded, kept
+         * by position too when the value count is read by percentiles
+         * only, up to VC_MAX_DECODED_SOURCES a group: a pick then bisects
+         * across the group's cells rather than merging every run of them
+         * into a hash or a window. Their arrays stay alive until the
+         * answer, so the ask keeps at most EXEC_SOURCE_RUNS_MAX such runs;
+         * past that, cells are collected or merge. */
         if (x->rows_count[k] >= 0 && !sh->lazy && n >= VC_SOURCE_MIN_RUNS &&
             acc->nsrcs < VC_MAX_DECODED_SOURCES &&
             (sh->held || x->source_runs + sh->n <= EXEC_SOURCE_RUNS_MAX) &&
