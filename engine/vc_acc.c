@@ -426,7 +426,9 @@ int vc_acc_collect(struct vc_acc *a, const int64_t *codes, const int64_t *rows, 
     if (a->merges)
         return vc_acc_add_runs(a, NULL, codes, rows, n);
     if (a->ncoll + (uint64_t)n > a->coll_cap) {
-        uint64_t cap = a->coll_cap ? a->coll_cap : 64;
+        /* The first list's size, then doubling: most groups of an ask of
+         * a million groups collect one cell of a few runs. */
+        uint64_t cap = a->coll_cap ? a->coll_cap : n;
         while (cap < a->ncoll + (uint64_t)n)
             cap *= 2;
         if (cap > UINT32_MAX)
