@@ -55,6 +55,17 @@ static size_t inline_fold_from_env(void)
                                                                 : (size_t)2 << 20;
 }
 
+/* STRAUM_STORE_READER_MAP_MB lowers a reader's map below STORE_MAP_BYTES:
+ * the ThreadSanitizer tests set it, whose address space cannot hold a
+ * writer's and a reader's 1 TiB maps at once (their stores stay small). */
+static size_t reader_map_from_env(void)
+{
+    unsigned long long mb;
+    if (env_number("STRAUM_STORE_READER_MAP_MB", &mb) && mb > 0 && mb < STORE_MAP_BYTES >> 20)
+        return (size_t)mb << 20;
+    return STORE_MAP_BYTES;
+}
+
 static size_t max_map_from_env(void)
 {
     /* STRAUM_STORE_MAX_MAP_MB caps a writer's map: tests use it to simulate
@@ -92,7 +103,7 @@ static int open_env(struct store *s, const char *dir, struct store_error *err)
      * Address space, not memory: pages come in as they are read, and the
      * file grows only by the pages written (no MDB_WRITEMAP, so LMDB never
      * extends data.mdb to the map size). */
-    s->max_map_size = s->mode == STORE_READ_ONLY ? STORE_MAP_BYTES : max_map_from_env();
+    s->max_map_size = s->mode == STORE_READ_ONLY ? reader_map_from_env() : max_map_from_env();
     s->map_size = s->max_map_size;
     if ((rc = mdb_env_set_mapsize(s->env, s->map_size)))
         return store_lmdb_error(err, rc, "setting the map size");
