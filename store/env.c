@@ -55,26 +55,27 @@ static size_t inline_fold_from_env(void)
                                                                 : (size_t)2 << 20;
 }
 
-/* STRAUM_STORE_READER_MAP_MB lowers a reader's map below STORE_MAP_BYTES:
- * the ThreadSanitizer tests set it, whose address space cannot hold a
- * writer's and a reader's 1 TiB maps at once (their stores stay small). */
-static size_t reader_map_from_env(void)
+/* The map the environment variable `name` asks for, in MiB, when it is
+ * below STORE_MAP_BYTES; else STORE_MAP_BYTES. */
+static size_t map_from_env(const char *name)
 {
     unsigned long long mb;
-    if (env_number("STRAUM_STORE_READER_MAP_MB", &mb) && mb > 0 && mb < STORE_MAP_BYTES >> 20)
+    if (env_number(name, &mb) && mb > 0 && mb < STORE_MAP_BYTES >> 20)
         return (size_t)mb << 20;
     return STORE_MAP_BYTES;
 }
+
+/* STRAUM_STORE_READER_MAP_MB lowers a reader's map below STORE_MAP_BYTES:
+ * the ThreadSanitizer tests set it, whose address space cannot hold a
+ * writer's and a reader's 1 TiB maps at once (their stores stay small). */
+static size_t reader_map_from_env(void) { return map_from_env("STRAUM_STORE_READER_MAP_MB"); }
 
 static size_t max_map_from_env(void)
 {
     /* STRAUM_STORE_MAX_MAP_MB caps a writer's map: tests use it to simulate
      * a full disk without filling one. It cannot raise the cap past
-     * STORE_MAP_BYTES, the map every reader has. */
-    unsigned long long mb;
-    if (env_number("STRAUM_STORE_MAX_MAP_MB", &mb) && mb > 0 && mb < STORE_MAP_BYTES >> 20)
-        return (size_t)mb << 20;
-    return STORE_MAP_BYTES;
+     * STORE_MAP_BYTES, the map a reader has unless the tests lower it. */
+    return map_from_env("STRAUM_STORE_MAX_MAP_MB");
 }
 
 /* A process that dies inside a read transaction (a straum-serve replica
