@@ -999,7 +999,7 @@ static void quiet_check(struct chaos *c, const char *when)
     if (writing)
         writer_pause(c);
     double paused = now_s();
-    uint64_t target = oracle_current_lsn(c->db.pg);
+    uint64_t target = oracle_committed_lsn(c->db.pg);
     /* Bounded by progress, not by the clock alone: on a loaded machine (the
      * ASan tree beside other builds) ingest may get a few per cent of a
      * core and take minutes, still moving; a store whose position stands

@@ -61,6 +61,16 @@ uint64_t oracle_current_lsn(PGconn *pg)
     return (uint64_t)hi << 32 | lo;
 }
 
+uint64_t oracle_committed_lsn(PGconn *pg)
+{
+    /* A transaction flushes at commit only if it wrote WAL (an xid alone
+     * does not count): a transactional logical message is the smallest
+     * write, and decoding skips it (stream.c keeps no Message). */
+    oracle_exec(pg, "BEGIN; SET LOCAL synchronous_commit = on; "
+                    "SELECT pg_logical_emit_message(true, 'straum_oracle', ''); COMMIT");
+    return oracle_current_lsn(pg);
+}
+
 uint64_t oracle_store_position(const char *store_dir)
 {
     struct store *s;

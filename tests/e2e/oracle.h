@@ -30,8 +30,17 @@ struct oracle_deltas oracle_deltas(const char *store_dir);
  * the writer: ingest must not run). */
 void oracle_compact(const char *store_dir);
 
-/* pg_current_wal_lsn() */
+/* pg_current_wal_lsn(): where PostgreSQL's WAL is written to now. */
 uint64_t oracle_current_lsn(PGconn *pg);
+
+/* The target of a catch-up wait: an LSN at or past the end of every
+ * transaction committed before the call, in WAL that is flushed, so a
+ * walsender sends all of it. A commit made with synchronous_commit off (the
+ * test cluster's default, and so pgbench's) is visible before its WAL is
+ * written, and pg_current_wal_lsn() alone may stand below it. Commits a
+ * transaction of its own that writes WAL, synchronously, whose flush
+ * carries every earlier commit with it. */
+uint64_t oracle_committed_lsn(PGconn *pg);
 
 /* Waits until the store's position reaches lsn; false after timeout_ms. */
 bool oracle_wait_position(const char *store_dir, uint64_t lsn, int timeout_ms);

@@ -234,7 +234,7 @@ static char *scrape(int port)
  * follows; returns that scrape. */
 static char *scrape_caught_up(struct taxi_db *db, int port)
 {
-    uint64_t target = oracle_current_lsn(db->pg);
+    uint64_t target = oracle_committed_lsn(db->pg);
     for (int i = 0; i < 600; i++) {
         char *body = listening(port) ? scrape(port) : NULL;
         if (body && sample(body, "straum_store_position_lsn") >= (double)target &&

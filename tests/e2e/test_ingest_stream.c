@@ -143,7 +143,7 @@ static bool wal_past(PGconn *pg, uint64_t from, uint64_t bytes, int timeout_ms)
  * busy machine a stream's backlog takes longer than that to apply. */
 static void check_caught_up(struct taxi_db *db, const char *when)
 {
-    cr_assert(oracle_wait_position(db->store, oracle_current_lsn(db->pg), 300000),
+    cr_assert(oracle_wait_position(db->store, oracle_committed_lsn(db->pg), 300000),
               "%s: the store did not catch up with PostgreSQL within 300 s", when);
     taxi_check(db, when);
 }

@@ -517,7 +517,7 @@ static void change(const char *what, const char *sql)
     else
         taxi_db_add_trips(&R.db, 400, 0.77);
     pg_answers(g + 1);
-    uint64_t lsn = oracle_current_lsn(R.db.pg);
+    uint64_t lsn = oracle_committed_lsn(R.db.pg);
     cr_assert(oracle_wait_position(R.db.store, lsn, 60000),
               "%s: the store did not reach PostgreSQL's position within 60 s", what);
     atomic_store(&R.gen, g + 1);
@@ -614,7 +614,7 @@ Test(nginx_replicas, a_replica_killed_behind_nginx_loses_no_ask, .timeout = 600,
     taxi_db_create(&R.db, NULL, 3000);
     R.db_made = true;
     taxi_ingest_start(&R.db, NULL);
-    cr_assert(oracle_wait_position(R.db.store, oracle_current_lsn(R.db.pg), 120000),
+    cr_assert(oracle_wait_position(R.db.store, oracle_committed_lsn(R.db.pg), 120000),
               "straum-ingest did not load and catch up within 120 s");
     oracle_exec(R.db.pg, "SET TIME ZONE '" ASK_TZ "'");
     for (int i = 0; i < TAXI_NASKS; i++)
