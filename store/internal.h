@@ -83,6 +83,8 @@ struct store {
     bool has_id;
     uintptr_t map_lo, map_hi;         /* where data.mdb is mapped (pages.c), */
     size_t map_seen_size;             /* as found at this map size */
+    uintptr_t release_lo, release_hi; /* pages.c: decoded blocks' span not yet dropped, */
+    size_t release_bytes;             /* and the bytes of those blocks */
 };
 
 /* Sets err from an LMDB return code with what was being done. */
@@ -209,7 +211,7 @@ int cellmap_load_segment(struct cellmap *m, const MDB_val *blocks, int nblocks,
 int segment_blocks(struct store *s, MDB_txn *txn, const uint8_t key[SEG_KEY_BYTES],
                    MDB_val blocks[1 + STORE_MAX_DELTAS], int *n);
 /* Drops blocks read from the map, decoded now, out of this process's page
- * tables (pages.c). */
+ * tables (pages.c): at the latest once RELEASE_BATCH_BYTES of them wait. */
 void segment_blocks_release(struct store *s, const MDB_val *blocks, int n);
 /* Drops every page of the map out of this process's page tables; only
  * when no write transaction is open. */

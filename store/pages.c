@@ -15,10 +15,19 @@
  * whenever the map's size changes (LMDB maps anew then), and only ranges
  * inside it are dropped. Without /proc nothing is dropped.
  *
- * Segments decoded whole are dropped as soon as they are decoded, so that
- * a commit merging every segment does not hold them all; what else the
- * writer read (blocks' headers, B-tree pages) goes after each commit and
- * each compaction, with the whole map, when no transaction is open. */
+ * Segments decoded whole are dropped once RELEASE_BATCH_BYTES of them
+ * wait, so that a commit merging every segment does not hold them all;
+ * what else the writer read (blocks' headers, B-tree pages) goes after each
+ * commit and each compaction, with the whole map, when no transaction is
+ * open.
+ *
+ * Why in batches: each madvise flushes the TLB of every CPU the process
+ * has run on, by interrupts that a virtual machine makes dear. Dropping
+ * each segment's blocks as they were decoded was one call a block, and a
+ * follower committing a stream of small transactions (thousands of
+ * segments a commit) spent 17 % of its time there (perf, `taxi stream`,
+ * the insert script). One call over the span of a batch drops some
+ * neighbours' pages too, which costs them a refault from the page cache. */
 #include "store/internal.h"
 
 #include <stdio.h>
@@ -31,6 +40,11 @@
  * Pages of the map are the file's: dropping a neighbour's costs only a
  * refault. */
 enum { FAULT_WINDOW = 64 << 10 };
+
+/* Decoded blocks' bytes that may stay mapped before they are dropped: a
+ * bound on what a commit adds to the writer's RSS, and 8 MiB of blocks a
+ * call keeps the calls few (a few a second under a full-speed stream). */
+enum { RELEASE_BATCH_BYTES = 8 << 20 };
 
 /* Finds data.mdb's mapping in /proc/self/maps; false when it is not there. */
 static bool find_map(struct store *s, uintptr_t *lo, uintptr_t *hi)
@@ -75,10 +89,19 @@ static bool map_range(struct store *s)
     return s->map_hi > s->map_lo;
 }
 
+/* Forgets the batch waiting to be dropped. */
+static void release_reset(struct store *s)
+{
+    s->release_lo = s->release_hi = 0;
+    s->release_bytes = 0;
+}
+
 void segment_blocks_release(struct store *s, const MDB_val *blocks, int n)
 {
     if (n <= 0 || !map_range(s))
         return;
+    if (s->release_hi && (s->release_lo < s->map_lo || s->release_hi > s->map_hi))
+        release_reset(s); /* mapped anew since: the batch's addresses are gone */
     for (int i = 0; i < n; i++) {
         uintptr_t from = (uintptr_t)blocks[i].mv_data, to = from + blocks[i].mv_size;
         if (from < s->map_lo || to > s->map_hi)
@@ -87,12 +110,21 @@ void segment_blocks_release(struct store *s, const MDB_val *blocks, int n)
         to = (to + FAULT_WINDOW - 1) & ~(uintptr_t)(FAULT_WINDOW - 1);
         from = from < s->map_lo ? s->map_lo : from;
         to = to > s->map_hi ? s->map_hi : to;
-        madvise((void *)from, to - from, MADV_DONTNEED);
+        if (!s->release_hi || from < s->release_lo)
+            s->release_lo = from;
+        if (to > s->release_hi)
+            s->release_hi = to;
+        s->release_bytes += to - from;
+    }
+    if (s->release_bytes >= RELEASE_BATCH_BYTES) {
+        madvise((void *)s->release_lo, s->release_hi - s->release_lo, MADV_DONTNEED);
+        release_reset(s);
     }
 }
 
 void store_release_map(struct store *s)
 {
+    release_reset(s);
     if (map_range(s))
         madvise((void *)s->map_lo, s->map_hi - s->map_lo, MADV_DONTNEED);
 }
