@@ -210,22 +210,25 @@ static int rows_by_starts(const struct store_block *b, uint16_t base, uint32_t n
     return r->bucket ? 0 : no_memory(err);
 }
 
-static int rows_tables(const struct sql_view *v, struct store_rows *r, struct store_error *err)
+int store_rows_tables(const struct sql_view *v, struct store_rows *r)
 {
     size_t nk = (size_t)v->ncell_keys + 1, nc = (size_t)v->ncounts + 1,
            ns = (size_t)v->nsums + 1, nv = (size_t)v->nvalue_counts + 1;
-    r->keys = scratch_calloc(nk, sizeof *r->keys);
-    r->counts = scratch_calloc(nc, sizeof *r->counts);
-    r->sums = scratch_calloc(ns, sizeof *r->sums);
-    r->sum_real = scratch_calloc(ns, sizeof *r->sum_real);
-    r->vc_off = scratch_calloc(nv, sizeof *r->vc_off);
-    r->vc_codes = scratch_calloc(nv, sizeof *r->vc_codes);
-    r->vc_rows = scratch_calloc(nv, sizeof *r->vc_rows);
-    r->vc_n = scratch_calloc(nv, sizeof *r->vc_n);
-    r->vc_lazy = scratch_calloc(nv, sizeof *r->vc_lazy);
-    if (!r->keys || !r->counts || !r->sums || !r->sum_real || !r->vc_off || !r->vc_codes ||
-        !r->vc_rows || !r->vc_n || !r->vc_lazy)
-        return no_memory(err);
+    /* Pointers first, then the 4-byte and 1-byte tables: each aligned. */
+    size_t pointers = nk + nc + ns + 4 * nv;
+    char *block = scratch_calloc(1, pointers * sizeof(void *) + nv * sizeof(uint32_t) + ns);
+    if (!block)
+        return -1;
+    void **p = (void **)block;
+    r->keys = (int64_t **)p, p += nk;
+    r->counts = (int64_t **)p, p += nc;
+    r->sums = p, p += ns;
+    r->vc_off = (int64_t **)p, p += nv;
+    r->vc_codes = (int64_t **)p, p += nv;
+    r->vc_rows = (int64_t **)p, p += nv;
+    r->vc_lazy = (struct store_lazy_runs **)p, p += nv;
+    r->vc_n = (uint32_t *)p;
+    r->sum_real = (bool *)(r->vc_n + nv);
     return 0;
 }
 
@@ -235,8 +238,8 @@ int store_rows_load(const struct store_block *b, const struct store_want *w,
     const struct sql_view *v = b->v;
     uint16_t base = w->family;
     memset(r, 0, sizeof *r);
-    if (rows_tables(v, r, err))
-        return -1;
+    if (store_rows_tables(v, r))
+        return no_memory(err);
     uint32_t n;
     if (!store_block_family(b, base, NULL, &n))
         return store_fail(err, "segment block of span %lld lacks rollup family %u",
@@ -402,15 +405,7 @@ void store_rows_free(const struct sql_view *v, struct store_rows *r)
             scratch_free(r->vc_lazy[k]);
         }
     }
-    scratch_free(r->keys);
-    scratch_free(r->counts);
-    scratch_free(r->sums);
-    scratch_free(r->sum_real);
-    scratch_free(r->vc_off);
-    scratch_free(r->vc_codes);
-    scratch_free(r->vc_rows);
-    scratch_free(r->vc_n);
-    scratch_free(r->vc_lazy);
+    scratch_free(r->keys); /* the tables' one block (store_rows_tables) */
     memset(r, 0, sizeof *r);
 }
 

@@ -210,6 +210,13 @@ int cellmap_load_segment(struct cellmap *m, const MDB_val *blocks, int nblocks,
  * segment does not exist. blocks point into txn's snapshot. An LMDB code. */
 int segment_blocks(struct store *s, MDB_txn *txn, const uint8_t key[SEG_KEY_BYTES],
                    MDB_val blocks[1 + STORE_MAX_DELTAS], int *n);
+/* Allocates a rows' tables (per key, count, sum and value count: the
+ * column pointers, vc_n and sum_real) zeroed, in one block at r->keys that
+ * store_rows_free frees: decoding a segment costs one allocation for them,
+ * not nine, where serve's threads share one malloc arena (base/scratch.h)
+ * and each allocation past a thread's cache takes its lock. 0, or -1 out of
+ * memory (past the ask's budget). */
+int store_rows_tables(const struct sql_view *v, struct store_rows *r);
 /* Drops blocks read from the map, decoded now, out of this process's page
  * tables (pages.c): at the latest once RELEASE_BATCH_BYTES of them wait. */
 void segment_blocks_release(struct store *s, const MDB_val *blocks, int n);

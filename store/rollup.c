@@ -119,13 +119,7 @@ static int rows_alloc(const struct sql_view *v, struct store_rows *r)
 {
     memset(r, 0, sizeof *r);
     r->borrowed = true;
-    r->keys = calloc((size_t)v->ncell_keys + 1, sizeof *r->keys);
-    r->counts = calloc((size_t)v->ncounts + 1, sizeof *r->counts);
-    r->sums = calloc((size_t)v->nsums + 1, sizeof *r->sums);
-    r->vc_off = calloc((size_t)v->nvalue_counts + 1, sizeof *r->vc_off);
-    r->vc_codes = calloc((size_t)v->nvalue_counts + 1, sizeof *r->vc_codes);
-    r->vc_rows = calloc((size_t)v->nvalue_counts + 1, sizeof *r->vc_rows);
-    return r->keys && r->counts && r->sums && r->vc_off && r->vc_codes && r->vc_rows ? 0 : -1;
+    return store_rows_tables(v, r);
 }
 
 /* Whether a family holds its value counts (a marginal may leave them out). */
