@@ -39,6 +39,11 @@
 #include <time.h>
 #include <unistd.h>
 
+/* The longest a connection's blocking recv waits before its thread looks
+ * at its deadline and at stopping again: a stopping server and a timed-out
+ * client are noticed within this. */
+#define RECV_WAIT_MS 1000
+
 /* How long pg_server_stop waits for connection threads to finish. */
 #define STOP_GRACE_MS 10000
 
@@ -124,22 +129,23 @@ static int need(struct conn_node *k, size_t n, int64_t timeout_ms)
         k->in = p;
         k->in_cap = cap;
     }
+    /* The answers leave first: a client that waits for them sends nothing
+     * more until they arrive. Then recv blocks, for at most RECV_WAIT_MS
+     * (SO_RCVTIMEO, set at accept) between looks at the deadline and at
+     * stopping: one system call a message where a recv that would block,
+     * a poll and a recv again took three. Past the deadline, bytes already
+     * there are still taken, without waiting. */
+    if (c->out.len && flush_out(c))
+        return -1;
     int64_t deadline = timeout_ms < 0 ? -1 : mono_ms() + timeout_ms;
     while (k->in_len < n) {
-        ssize_t got = recv(c->fd, k->in + k->in_len, k->in_cap - k->in_len, MSG_DONTWAIT);
-        if (got > 0) {
+        bool last = (deadline >= 0 && mono_ms() >= deadline) || atomic_load(&c->srv->stopping);
+        ssize_t got = recv(c->fd, k->in + k->in_len, k->in_cap - k->in_len,
+                           last ? MSG_DONTWAIT : 0);
+        if (got > 0)
             k->in_len += (size_t)got;
-            continue;
-        }
-        if (got == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+        else if (got == 0 || last || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
             return -1;
-        if (c->out.len && flush_out(c))
-            return -1;
-        int64_t left = deadline < 0 ? 1000 : deadline - mono_ms();
-        if (left <= 0 || atomic_load(&c->srv->stopping))
-            return -1;
-        struct pollfd p = {.fd = c->fd, .events = POLLIN};
-        poll(&p, 1, (int)(left < 1000 ? left : 1000));
     }
     return 0;
 }
@@ -503,6 +509,8 @@ static void *accept_loop(void *arg)
         }
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        struct timeval wait = {RECV_WAIT_MS / 1000, RECV_WAIT_MS % 1000 * 1000};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
         pthread_mutex_lock(&s->lock);
         int total = s->nconns;
         pthread_mutex_unlock(&s->lock);
