@@ -688,9 +688,11 @@ int taxi_setup(struct taxi_env *e, struct taxi_opts *o, bool with_serve)
 
     int64_t t0 = taxi_now_ns();
     /* Reads run with defaults but shared_buffers; these only speed the load
-     * and the index build. */
+     * and the index build (full-page images, which the test clusters write
+     * for the physical WAL's follower, too). */
     static const char *const settings[] = {"max_wal_size=16GB", "maintenance_work_mem=1GB",
-                                           "checkpoint_timeout=30min", NULL};
+                                           "checkpoint_timeout=30min", "full_page_writes=off",
+                                           NULL};
     struct pgtmp_options po = {.shared_buffers = "2GB", .settings = settings};
     char err[512];
     if (pgtmp_start(&e->pg, &po, err, sizeof err) != 0) {

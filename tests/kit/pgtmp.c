@@ -490,10 +490,13 @@ static int write_conf(const struct pgtmp *pg, const struct pgtmp_options *opt, c
     const char *sb = opt && opt->shared_buffers ? opt->shared_buffers : "128MB";
     fprintf(f,
             "# Written by pgtmp for a throwaway test cluster: durability off for speed,\n"
-            "# logical decoding on for straum-ingest.\n"
+            "# logical decoding on for straum-ingest, two-phase commit allowed (its\n"
+            "# WAL records are decoded by ingest/pgwal.c; a slot costs a few kB), and\n"
+            "# full-page images on: the physical WAL's follower rebuilds pages from them.\n"
             "listen_addresses = '127.0.0.1'\nport = %d\n"
             "wal_level = logical\nmax_replication_slots = 20\nmax_wal_senders = 20\n"
-            "fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n",
+            "max_prepared_transactions = 10\n"
+            "fsync = off\nsynchronous_commit = off\nfull_page_writes = on\n",
             pg->port);
     put_setting(f, "unix_socket_directories", strlen("unix_socket_directories"), pg->dir);
     put_setting(f, "shared_buffers", strlen("shared_buffers"), sb);

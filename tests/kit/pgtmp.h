@@ -12,9 +12,11 @@
  * As root the server runs as the "postgres" user via runuser(1), because
  * PostgreSQL refuses to run as root.
  *
- * Durability is traded for speed (fsync, full_page_writes and
- * synchronous_commit off): a test that kills the postmaster and expects
- * recent commits to survive must commit with SET synchronous_commit = on.
+ * Durability is traded for speed (fsync and synchronous_commit off): a
+ * test that kills the postmaster and expects recent commits to survive
+ * must commit with SET synchronous_commit = on. full_page_writes stays on:
+ * the physical WAL's follower rebuilds heap pages from the images (the
+ * benchmarks turn it off in their settings).
  */
 #ifndef STRAUM_KIT_PGTMP_H
 #define STRAUM_KIT_PGTMP_H
