@@ -28,6 +28,7 @@
  * used); STRAUM_PGWAL_CORPUS=<dir> writes seed inputs for fuzz_pgwal
  * there (how tests/fuzz/corpus/pgwal was made). */
 #include "ingest/pgwal.h"
+#include "tests/e2e/walfiles.h"
 #include "tests/pg/pgtest.h"
 
 #include <criterion/criterion.h>
@@ -1393,73 +1394,10 @@ static void oracle_cleanup(void)
     oracle.admin = NULL;
 }
 
-/* Segment files of the cluster's pg_wal, read in pieces. */
-struct walsrc {
-    char dir[1024];
-    uint32_t seg, tli;
-    uint64_t pos, end;
-    int fd;
-    uint64_t fd_seg;
-    uint8_t *buf;
-};
-
-static void src_open(struct walsrc *s, const char *dir, uint32_t seg, uint32_t tli, uint64_t from,
-                     uint64_t end)
-{
-    memset(s, 0, sizeof *s);
-    snprintf(s->dir, sizeof s->dir, "%s", dir);
-    s->seg = seg;
-    s->tli = tli;
-    s->pos = from;
-    s->end = end;
-    s->fd = -1;
-    s->buf = malloc(1u << 20);
-    cr_assert_not_null(s->buf);
-}
-
-static void src_close(struct walsrc *s)
-{
-    if (s->fd >= 0)
-        close(s->fd);
-    free(s->buf);
-    s->buf = NULL;
-}
-
-/* Up to want bytes at s->pos (never past a segment's end or s->end): their
- * count, 0 at the end. */
-static size_t src_read(struct walsrc *s, size_t want, uint64_t *lsn)
-{
-    if (s->pos >= s->end)
-        return 0;
-    uint64_t segno = s->pos / s->seg;
-    if (s->fd < 0 || s->fd_seg != segno) {
-        if (s->fd >= 0)
-            close(s->fd);
-        uint64_t per = 0x100000000ull / s->seg;
-        char path[1200];
-        snprintf(path, sizeof path, "%s/%08X%08X%08X", s->dir, (unsigned)s->tli,
-                 (unsigned)(segno / per), (unsigned)(segno % per));
-        s->fd = open(path, O_RDONLY | O_CLOEXEC);
-        cr_assert_geq(s->fd, 0, "%s: %s", path, strerror(errno));
-        s->fd_seg = segno;
-    }
-    uint64_t seg_end = (segno + 1) * s->seg;
-    uint64_t lim = seg_end < s->end ? seg_end : s->end;
-    if (want > lim - s->pos)
-        want = (size_t)(lim - s->pos);
-    if (want > (1u << 20))
-        want = 1u << 20;
-    ssize_t n = pread(s->fd, s->buf, want, (off_t)(s->pos % s->seg));
-    cr_assert_eq(n, (ssize_t)want, "short read of WAL at %llX", (unsigned long long)s->pos);
-    *lsn = s->pos;
-    s->pos += want;
-    return want;
-}
-
 /* A reader over the files: the next record, 1, or 0 at the end. */
 struct feed {
     struct pgwal_reader r;
-    struct walsrc src;
+    struct walfiles src;
     int mode;
 };
 
@@ -1472,7 +1410,7 @@ static int feed_next(struct feed *f, struct pgwal_record *rec)
         if (rc == 1)
             return 1;
         uint64_t lsn;
-        size_t n = src_read(&f->src, piece(f->mode, 1u << 20), &lsn);
+        size_t n = walfiles_read(&f->src, piece(f->mode, 1u << 20), &lsn);
         if (n == 0)
             return 0;
         cr_assert_eq(pgwal_reader_feed(&f->r, lsn, f->src.buf, n, err, sizeof err), 0, "%s", err);
@@ -2222,7 +2160,7 @@ Test(pgwal_oracle, waldump, .fini = oracle_cleanup, .timeout = 600)
 
     struct feed f = {.mode = 5};
     cr_assert_eq(pgwal_reader_init(&f.r, seg, redo, 0, err, sizeof err), 0, "%s", err);
-    src_open(&f.src, waldir, seg, tli, redo, end);
+    walfiles_open_dir(&f.src, waldir, seg, tli, redo, end);
     struct seen seen = {0};
     struct str desc = {0};
     struct wd_rec w = {0};
@@ -2289,7 +2227,7 @@ Test(pgwal_oracle, waldump, .fini = oracle_cleanup, .timeout = 600)
                  (unsigned long long)rec.lsn);
     cr_assert_eq(pgwal_reader_want(&f.r), end);
     pgwal_reader_free(&f.r);
-    src_close(&f.src);
+    walfiles_close(&f.src);
     free(desc.p);
 
     fprintf(stderr,
@@ -2333,20 +2271,20 @@ Test(pgwal_oracle, waldump, .fini = oracle_cleanup, .timeout = 600)
      * that continues a record: the same records from the redo pointer on. */
     uint64_t starts[2] = {redo - redo % seg, 0};
     {
-        struct walsrc s;
-        src_open(&s, waldir, seg, tli, redo - redo % PAGE + PAGE, end);
+        struct walfiles s;
+        walfiles_open_dir(&s, waldir, seg, tli, redo - redo % PAGE + PAGE, end);
         uint64_t lsn;
-        for (size_t n; starts[1] == 0 && (n = src_read(&s, PAGE, &lsn)) > 0;)
+        for (size_t n; starts[1] == 0 && (n = walfiles_read(&s, PAGE, &lsn)) > 0;)
             if (n >= 24 && lsn % PAGE == 0 && (s.buf[2] & 1))
                 starts[1] = lsn;
-        src_close(&s);
+        walfiles_close(&s);
     }
     for (int k = 0; k < 2; k++) {
         if (starts[k] == 0)
             continue;
         struct feed g = {.mode = k == 0 ? 3 : 5};
         cr_assert_eq(pgwal_reader_init(&g.r, seg, starts[k], 0, err, sizeof err), 0, "%s", err);
-        src_open(&g.src, waldir, seg, tli, starts[k], end);
+        walfiles_open_dir(&g.src, waldir, seg, tli, starts[k], end);
         size_t i = 0;
         while (i < seen.n && seen.lsns[i] < starts[k])
             i++;
@@ -2363,27 +2301,27 @@ Test(pgwal_oracle, waldump, .fini = oracle_cleanup, .timeout = 600)
         cr_assert_eq(i, seen.n, "start %llX: %zu records of %zu", (unsigned long long)starts[k],
                      i - first, seen.n - first);
         pgwal_reader_free(&g.r);
-        src_close(&g.src);
+        walfiles_close(&g.src);
     }
     cr_assert_neq(starts[1], 0, "a page continuing a record (the 30 kB message)");
 
     /* Seeds for fuzz_pgwal: the first pages of the range, the pages of a
      * continued record, and the records of the kinds the workload made. */
     if (getenv("STRAUM_PGWAL_CORPUS") != NULL) {
-        struct walsrc s;
+        struct walfiles s;
         uint64_t lsn;
         uint64_t from[3] = {redo - redo % PAGE, starts[1] - PAGE, redo - redo % seg};
         const char *names[3] = {"wal_redo_pages", "wal_continued_pages", "wal_segment_start"};
         const size_t pages[3] = {2, 5, 2};
         for (int k = 0; k < 3; k++) {
-            src_open(&s, waldir, seg, tli, from[k], end);
-            size_t n = src_read(&s, pages[k] * PAGE, &lsn);
+            walfiles_open_dir(&s, waldir, seg, tli, from[k], end);
+            size_t n = walfiles_read(&s, pages[k] * PAGE, &lsn);
             corpus_write(names[k], 0x08, lsn, s.buf, n);
-            src_close(&s);
+            walfiles_close(&s);
         }
         struct feed g = {.mode = 4};
         cr_assert_eq(pgwal_reader_init(&g.r, seg, redo, 0, err, sizeof err), 0);
-        src_open(&g.src, waldir, seg, tli, redo, end);
+        walfiles_open_dir(&g.src, waldir, seg, tli, redo, end);
         bool done[64] = {false};
         while (feed_next(&g, &rec) == 1) {
             int kind = rec.rmid == PGWAL_RM_HEAP ? (rec.info >> 4) & 7
@@ -2410,7 +2348,7 @@ Test(pgwal_oracle, waldump, .fini = oracle_cleanup, .timeout = 600)
             corpus_write(name, 0x01, rec.lsn, rec.raw, rec.tot_len);
         }
         pgwal_reader_free(&g.r);
-        src_close(&g.src);
+        walfiles_close(&g.src);
     }
     free(seen.lsns);
     free(seen.crcs);

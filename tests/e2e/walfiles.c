@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { PIECE = 1 << 16 }; /* bytes fed at a time: records cross the pieces */
+enum { PIECE = 1 << 16 }; /* bytes walfiles_next feeds at a time: records cross them */
 
 static void one_value(PGconn *pg, const char *sql, char *out, size_t cap)
 {
@@ -28,24 +28,31 @@ uint64_t walfiles_lsn(PGconn *pg, const char *sql)
     return (uint64_t)hi << 32 | lo;
 }
 
-void walfiles_open(struct walfiles *w, PGconn *pg, uint64_t from, uint64_t end)
+void walfiles_open_dir(struct walfiles *w, const char *dir, uint32_t seg, uint32_t tli,
+                       uint64_t from, uint64_t end)
 {
     memset(w, 0, sizeof *w);
-    char v[1024];
-    one_value(pg, "SHOW data_directory", v, sizeof v);
-    cr_assert_lt(strlen(v) + sizeof "/pg_wal", sizeof w->dir, "data directory %s", v);
-    memcpy(w->dir, v, strlen(v));
-    memcpy(w->dir + strlen(v), "/pg_wal", sizeof "/pg_wal");
-    one_value(pg, "SELECT setting FROM pg_settings WHERE name = 'wal_segment_size'", v, sizeof v);
-    w->seg = (uint32_t)strtoul(v, NULL, 10);
-    one_value(pg, "SELECT timeline_id FROM pg_control_checkpoint()", v, sizeof v);
-    w->tli = (uint32_t)strtoul(v, NULL, 10);
-    w->pos = from;
+    cr_assert_lt(strlen(dir), sizeof w->dir, "pg_wal directory %s", dir);
+    memcpy(w->dir, dir, strlen(dir) + 1);
+    w->seg = seg;
+    w->tli = tli;
+    w->from = w->pos = from;
     w->end = end;
     w->fd = -1;
-    cr_assert_not_null(w->buf = malloc(PIECE));
-    char err[256];
-    cr_assert_eq(pgwal_reader_init(&w->reader, w->seg, from, 0, err, sizeof err), 0, "%s", err);
+    cr_assert_not_null(w->buf = malloc(WALFILES_BUF));
+}
+
+void walfiles_open(struct walfiles *w, PGconn *pg, uint64_t from, uint64_t end)
+{
+    char v[1024], dir[1100];
+    one_value(pg, "SHOW data_directory", v, sizeof v);
+    cr_assert_lt(strlen(v) + sizeof "/pg_wal", sizeof dir, "data directory %s", v);
+    memcpy(dir, v, strlen(v));
+    memcpy(dir + strlen(v), "/pg_wal", sizeof "/pg_wal");
+    one_value(pg, "SELECT setting FROM pg_settings WHERE name = 'wal_segment_size'", v, sizeof v);
+    uint32_t seg = (uint32_t)strtoul(v, NULL, 10);
+    one_value(pg, "SELECT timeline_id FROM pg_control_checkpoint()", v, sizeof v);
+    walfiles_open_dir(w, dir, seg, (uint32_t)strtoul(v, NULL, 10), from, end);
 }
 
 void walfiles_close(struct walfiles *w)
@@ -53,14 +60,13 @@ void walfiles_close(struct walfiles *w)
     if (w->fd >= 0)
         close(w->fd);
     free(w->buf);
-    pgwal_reader_free(&w->reader);
+    if (w->reading)
+        pgwal_reader_free(&w->reader);
     memset(w, 0, sizeof *w);
     w->fd = -1;
 }
 
-/* Up to PIECE bytes at w->pos, never past a segment's end or w->end: their
- * count, 0 at the end. */
-static size_t file_read(struct walfiles *w)
+size_t walfiles_read(struct walfiles *w, size_t want, uint64_t *lsn)
 {
     if (w->pos >= w->end)
         return 0;
@@ -78,25 +84,32 @@ static size_t file_read(struct walfiles *w)
     }
     uint64_t lim = (segno + 1) * w->seg;
     lim = lim < w->end ? lim : w->end;
-    size_t want = lim - w->pos < PIECE ? (size_t)(lim - w->pos) : PIECE;
+    want = want < WALFILES_BUF ? want : WALFILES_BUF;
+    want = lim - w->pos < want ? (size_t)(lim - w->pos) : want;
     ssize_t n = pread(w->fd, w->buf, want, (off_t)(w->pos % w->seg));
     cr_assert_eq(n, (ssize_t)want, "short read of WAL at %llX", (unsigned long long)w->pos);
+    *lsn = w->pos;
+    w->pos += want;
     return want;
 }
 
 int walfiles_next(struct walfiles *w, struct pgwal_record *rec)
 {
     char err[512];
+    if (!w->reading) {
+        cr_assert_eq(pgwal_reader_init(&w->reader, w->seg, w->from, 0, err, sizeof err), 0, "%s",
+                     err);
+        w->reading = true;
+    }
     for (;;) {
         int rc = pgwal_reader_next(&w->reader, rec, err, sizeof err);
         cr_assert_geq(rc, 0, "reading WAL: %s", err);
         if (rc == 1)
             return rec->end <= w->end ? 1 : 0;
-        uint64_t at = w->pos;
-        size_t n = file_read(w);
+        uint64_t at;
+        size_t n = walfiles_read(w, PIECE, &at);
         if (n == 0)
             return 0;
-        w->pos += n;
         cr_assert_eq(pgwal_reader_feed(&w->reader, at, w->buf, n, err, sizeof err), 0, "%s", err);
     }
 }
