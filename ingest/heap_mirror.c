@@ -316,6 +316,18 @@ static struct page *block_page(struct heap_mirror *m, const struct pgwal_record 
     return p;
 }
 
+/* Block 0's page: restored from the record's image (*restored: the
+ * record's change to it is not replayed), else the mirror's, for the
+ * change to be replayed onto (re-initialised first when init). */
+static struct page *block0_page(struct heap_mirror *m, const struct pgwal_record *rec, bool init,
+                                bool *restored, char *err, size_t errlen)
+{
+    if (restore_block(m, rec, 0, restored, err, errlen))
+        return NULL;
+    return *restored ? page_find(m, rec->blocks[0].node, rec->blocks[0].blkno)
+                     : block_page(m, rec, 0, init, err, errlen);
+}
+
 /* ---- Heap records ----------------------------------------------------------- */
 
 static struct heap_mirror_tuple wal_tuple(const struct pgwal_tuple *t)
@@ -348,10 +360,7 @@ static int heap_insert(struct heap_mirror *m, const struct pgwal_record *rec,
                        size_t errlen)
 {
     bool restored;
-    if (restore_block(m, rec, 0, &restored, err, errlen))
-        return -1;
-    struct page *p = restored ? page_find(m, rec->blocks[0].node, rec->blocks[0].blkno)
-                              : block_page(m, rec, 0, h->init_page, err, errlen);
+    struct page *p = block0_page(m, rec, h->init_page, &restored, err, errlen);
     if (!p)
         return -1;
     struct heap_mirror_tuple t;
@@ -372,12 +381,9 @@ static int heap_delete(struct heap_mirror *m, const struct pgwal_record *rec,
                        const struct pgwal_heap *h, heap_change_fn fn, void *ctx, char *err,
                        size_t errlen)
 {
-    bool restored;
-    if (restore_block(m, rec, 0, &restored, err, errlen))
-        return -1;
     /* The row stays on its page, marked deleted: nothing to replay. */
-    struct page *p = restored ? page_find(m, rec->blocks[0].node, rec->blocks[0].blkno)
-                              : block_page(m, rec, 0, false, err, errlen);
+    bool restored;
+    struct page *p = block0_page(m, rec, false, &restored, err, errlen);
     struct heap_mirror_tuple t;
     if (!p || item_get(p, h->offnum, &t, err, errlen))
         return -1;
@@ -520,24 +526,22 @@ static int replay_heap2(struct heap_mirror *m, const struct pgwal_record *rec, h
     if (pgwal_heap2_parse(rec, &h, err, errlen))
         return -1;
     bool restored;
-    if (restore_block(m, rec, 0, &restored, err, errlen))
+    if (h.op != PGWAL_HEAP2_PRUNE && h.op != PGWAL_HEAP2_VACUUM &&
+        h.op != PGWAL_HEAP2_MULTI_INSERT) /* FREEZE_PAGE, VISIBLE, LOCK_UPDATED, NEW_CID, */
+        return restore_block(m, rec, 0, &restored, err, errlen); /* REWRITE: no row changes */
+    struct page *p = block0_page(m, rec, h.op == PGWAL_HEAP2_MULTI_INSERT && h.init_page,
+                                 &restored, err, errlen);
+    if (!p)
         return -1;
-    if (h.op == PGWAL_HEAP2_PRUNE || h.op == PGWAL_HEAP2_VACUUM) {
+    if (h.op != PGWAL_HEAP2_MULTI_INSERT) {
         if (restored)
             return 0;
         if (!h.offsets_present)
             return error_fmt(err, errlen, "%s at %X/%08X carries neither its offsets nor an image",
                              pgwal_record_name(rec->rmid, rec->info), (unsigned)(rec->lsn >> 32),
                              (unsigned)rec->lsn);
-        struct page *p = block_page(m, rec, 0, false, err, errlen);
-        return p ? prune(m, p, &h, err, errlen) : -1;
+        return prune(m, p, &h, err, errlen);
     }
-    if (h.op != PGWAL_HEAP2_MULTI_INSERT)
-        return 0; /* FREEZE_PAGE, VISIBLE, LOCK_UPDATED, NEW_CID, REWRITE: no row changes */
-    struct page *p = restored ? page_find(m, b0->node, b0->blkno)
-                              : block_page(m, rec, 0, h.init_page, err, errlen);
-    if (!p)
-        return -1;
     if (!restored && !h.tuples_present)
         return error_fmt(err, errlen, "multi-insert at %X/%08X carries neither its rows nor an "
                                       "image",
