@@ -15,10 +15,15 @@
  *                same way, with the same message; every record yielded
  *                decodes again to the same, and every parser and image runs
  *                on it.
+ * The records (of the whole run, and the single one) are also replayed by
+ * a heap mirror (ingest/heap_mirror.c) that follows the relations their
+ * blocks name, within a 1 MiB bound: a refusal must leave a message, and
+ * every row it reports is read whole.
  * Nothing may crash, read outside its buffer (each piece is an exact-size
  * copy) or leak; a failure must leave a message. The seeds under
  * corpus/pgwal are real WAL of the test cluster and WAL laid out by
  * tests/e2e/test_pgwal.c (which writes them, STRAUM_PGWAL_CORPUS). */
+#include "ingest/heap_mirror.h"
 #include "ingest/pgwal.h"
 #include "tests/fuzz/fuzz_check.h"
 
@@ -175,6 +180,48 @@ struct outcome {
     char err[512];
 };
 
+/* ---- The heap mirror over the records ---------------------------------------- */
+
+struct mirror_run {
+    struct heap_mirror *m;
+    int follows;  /* relations followed, at most 16 */
+    bool failed;  /* refused once: not used again (heap_mirror.h) */
+};
+
+static int on_change(void *ctx, const struct heap_change *c)
+{
+    (void)ctx;
+    touch(c->old_tuple.data, c->old_tuple.data ? c->old_tuple.len : 0);
+    touch(c->new_tuple.data, c->new_tuple.data ? c->new_tuple.len : 0);
+    return 0;
+}
+
+static void mirror_replay(struct mirror_run *mr, const struct pgwal_record *rec)
+{
+    if (mr->failed)
+        return;
+    if (!mr->m)
+        CHECK((mr->m = heap_mirror_new(1u << 20)) != NULL);
+    for (int i = 0; i <= rec->max_block_id && mr->follows < 16; i++)
+        if (rec->blocks[i].in_use) {
+            CHECK(heap_mirror_follow(mr->m, rec->blocks[i].node) == 0);
+            mr->follows++;
+        }
+    char err[512] = "";
+    int rc = heap_mirror_replay(mr->m, rec, on_change, NULL, err, sizeof err);
+    CHECK(rc == 0 || (rc == -1 && err[0] != '\0'));
+    mr->failed = rc != 0;
+    CHECK(heap_mirror_bytes(mr->m) <= 1u << 20);
+}
+
+static void mirror_end(struct mirror_run *mr)
+{
+    if (mr->m && !mr->failed)
+        CHECK(heap_mirror_forget_before(mr->m, UINT64_MAX) >= 0 && heap_mirror_pages(mr->m) == 0);
+    heap_mirror_free(mr->m);
+    memset(mr, 0, sizeof *mr);
+}
+
 static void mix(uint64_t *h, uint64_t v)
 {
     *h = (*h ^ v) * 0x100000001B3ull;
@@ -204,6 +251,7 @@ static void run(uint32_t seg, bool crc, uint64_t lsn, const uint8_t *bytes, size
         return;
     }
     r.check_crc = crc;
+    struct mirror_run mr = {0};
     static const uint32_t caps[] = {1, 7, 100, 3000, 9000, 70000};
     uint32_t cap = seed ? caps[seed % 6] : 0;
     size_t off = 0;
@@ -235,10 +283,13 @@ static void run(uint32_t seg, bool crc, uint64_t lsn, const uint8_t *bytes, size
             CHECK(again.max_block_id == rec.max_block_id &&
                   again.main_data_len == rec.main_data_len && again.fpi_len == rec.fpi_len);
             exercise(&rec);
+            if (seed == 0)
+                mirror_replay(&mr, &rec);
         }
         free(piece);
         off += k;
     }
+    mirror_end(&mr);
     if (o->rc < 0)
         CHECK(o->err[0] != '\0');
     else
@@ -266,8 +317,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         char err[512] = "";
         int rc = pgwal_decode_record(n > 0 ? bytes : NULL, n, lsn, &rec, err, sizeof err);
         failed_with_message(rc, err);
-        if (rc == 0)
+        if (rc == 0) {
             exercise(&rec);
+            struct mirror_run mr = {0};
+            mirror_replay(&mr, &rec);
+            mirror_end(&mr);
+        }
     } else {
         static const uint32_t segs[] = {16u << 20, 1u << 20, 64u << 20, 1u << 30};
         uint32_t seg = segs[(flags >> 1) & 3];
