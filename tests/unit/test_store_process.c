@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <lmdb.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -190,12 +191,20 @@ Test(store_process, sigkill_mid_commit_keeps_the_last_whole_batch, .timeout = 12
             writer_child(dir, fds[1], position + 1, 1000 + (uint64_t)round);
         }
         close(fds[1]);
-        usleep((useconds_t)(20000 + fixture_rand(&rng) % 200000));
+        /* The kill lands at a random moment after the round's first commit,
+         * whatever the machine's load: a writer slowed by a busy machine
+         * (the sanitizer tree beside other tests) still moves on each round. */
+        uint64_t reported = position, lsn;
+        struct pollfd first = {.fd = fds[0], .events = POLLIN};
+        cr_assert_eq(poll(&first, 1, 60000), 1, "round %d: no commit within 60 s", round);
+        cr_assert_eq(read(fds[0], &lsn, sizeof lsn), (ssize_t)sizeof lsn,
+                     "round %d: the writer died before its first commit", round);
+        reported = lsn;
+        usleep((useconds_t)(fixture_rand(&rng) % 200000));
         kill(pid, SIGKILL);
         int status;
         waitpid(pid, &status, 0);
         cr_assert(WIFSIGNALED(status), "the writer died on its own: status %d", status);
-        uint64_t reported = position, lsn;
         while (read(fds[0], &lsn, sizeof lsn) == sizeof lsn)
             reported = lsn;
         close(fds[0]);
@@ -223,7 +232,7 @@ Test(store_process, sigkill_mid_commit_keeps_the_last_whole_batch, .timeout = 12
         store_close(s);
         position = stored;
     }
-    cr_assert_gt(position, 12, "the writer made progress between kills");
+    cr_assert_geq(position, 12, "each round committed at least once");
     fixture_remove(dir);
 }
 
