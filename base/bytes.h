@@ -1,6 +1,7 @@
 /* bytes.h -- integers as bytes at any address: big-endian (network order:
  * PostgreSQL's wire, binary COPY and send formats, TZif files, and LMDB keys,
- * which sort bytewise) and little-endian (the catalog's small values).
+ * which sort bytewise) and little-endian (the catalog's small values, and
+ * PostgreSQL's on-disk and WAL layouts, which a little-endian server writes).
  *
  * Byte by byte, so no unaligned load, no signed overflow and no
  * implementation-defined conversion is involved; compilers reduce each to
@@ -68,12 +69,34 @@ static inline void be_store_u64(uint8_t *p, uint64_t v)
     be_store_u32(p + 4, (uint32_t)v);
 }
 
+static inline uint16_t le_load_u16(const uint8_t *p)
+{
+    return (uint16_t)((unsigned)p[0] | (unsigned)p[1] << 8);
+}
+
+static inline uint32_t le_load_u32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
 static inline uint64_t le_load_u64(const uint8_t *p)
 {
     uint64_t v = 0;
     for (int i = 7; i >= 0; i--)
         v = v << 8 | p[i];
     return v;
+}
+
+static inline void le_store_u16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+
+static inline void le_store_u32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++, v >>= 8)
+        p[i] = (uint8_t)v;
 }
 
 static inline void le_store_u64(uint8_t *p, uint64_t v)

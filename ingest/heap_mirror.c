@@ -7,6 +7,7 @@
  * depends on. */
 #include "ingest/heap_mirror.h"
 
+#include "base/bytes.h"
 #include "base/error.h"
 #include "base/hashtab.h"
 
@@ -239,14 +240,12 @@ static int item_get(const struct page *p, unsigned off, struct heap_mirror_tuple
 
 /* ---- Page images ----------------------------------------------------------- */
 
-static uint16_t ld16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
-
 /* Makes page p what the image holds. */
 static int page_from_image(struct heap_mirror *m, struct page *p, const uint8_t *img, char *err,
                            size_t errlen)
 {
     page_clear(m, p);
-    uint16_t lower = ld16(img + 12), upper = ld16(img + 14);
+    uint16_t lower = le_load_u16(img + 12), upper = le_load_u16(img + 14);
     if (upper == 0)
         return 0; /* PageIsNew: an all-zero page, no line pointers */
     if (lower < 24 || (lower - 24) % 4 || (lower - 24) / 4 > HEAP_MIRROR_MAX_ITEMS)
@@ -266,8 +265,9 @@ static int page_from_image(struct heap_mirror *m, struct page *p, const uint8_t 
         uint16_t len;
         if (pgwal_page_tuple(img, (uint16_t)off, &tup, &len, err, errlen))
             return -1;
-        if (item_put(m, p, off, ld16(tup + 18), ld16(tup + 20), tup[22], tup + PGWAL_TUPLE_HEADER,
-                     len - PGWAL_TUPLE_HEADER, err, errlen))
+        /* t_infomask2 at 18, t_infomask 20, t_hoff 22 (HeapTupleHeaderData) */
+        if (item_put(m, p, off, le_load_u16(tup + 18), le_load_u16(tup + 20), tup[22],
+                     tup + PGWAL_TUPLE_HEADER, len - PGWAL_TUPLE_HEADER, err, errlen))
             return -1;
     }
     return 0;

@@ -5,14 +5,15 @@
  * with tupmacs.h's alignment macros; the varlena headers are varatt.h's
  * (postgres.h in 15); numeric's on-disk headers are numeric.c's
  * NUMERIC_SIGN, NUMERIC_WEIGHT and NUMERIC_DSCALE, and the send format
- * numeric_send's; pglz is pg_lzcompress.c's format, decompressed with a
- * check before every read. Offsets are relative to the tuple's data,
+ * numeric_send's; pglz is pg_lzcompress.c's format, decompressed by
+ * pglz.c (as pgwal.c's page images are). Offsets are relative to the tuple's data,
  * which PostgreSQL places MAXALIGNed (t_hoff), so aligning an offset is
  * aligning the address PostgreSQL aligned. */
 #include "ingest/heap_tuple.h"
 
 #include "base/bytes.h"
 #include "base/error.h"
+#include "ingest/pglz.h"
 #include "store/store.h"
 
 #include <lz4.h>
@@ -38,16 +39,6 @@
 #define NUMERIC_SHORT_WEIGHT_SIGN_MASK 0x0040
 #define NUMERIC_SHORT_WEIGHT_MASK 0x003F
 #define NUMERIC_DSCALE_MASK 0x3FFF
-
-static uint16_t le16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] | (unsigned)p[1] << 8);
-}
-
-static uint32_t le32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
 
 /* "column "x"" or "attribute 3" for messages. */
 static const char *col_name(const struct heap_attr *a, char *buf, size_t n)
@@ -172,8 +163,8 @@ int heap_tuple_split_page(const uint8_t *tuple, size_t len, struct heap_tuple_he
         return error_fmt(err, errlen, "a heap tuple of %zu bytes, shorter than its %d-byte header",
                          len, HEAP_TUPLE_HEADER_SIZE);
     /* t_choice (12), t_ctid (6), then these. */
-    h->infomask2 = le16(tuple + 18);
-    h->infomask = le16(tuple + 20);
+    h->infomask2 = le_load_u16(tuple + 18);
+    h->infomask = le_load_u16(tuple + 20);
     h->hoff = tuple[22];
     *body = tuple + HEAP_TUPLE_HEADER_SIZE;
     *body_len = len - HEAP_TUPLE_HEADER_SIZE;
@@ -187,8 +178,8 @@ int heap_tuple_split_xlog(const uint8_t *rec, size_t len, struct heap_tuple_head
         return error_fmt(err, errlen,
                          "a logged heap tuple of %zu bytes, shorter than its %d-byte header", len,
                          HEAP_XLOG_HEADER_SIZE);
-    h->infomask2 = le16(rec);
-    h->infomask = le16(rec + 2);
+    h->infomask2 = le_load_u16(rec);
+    h->infomask = le_load_u16(rec + 2);
     h->hoff = rec[4];
     *body = rec + HEAP_XLOG_HEADER_SIZE;
     *body_len = len - HEAP_XLOG_HEADER_SIZE;
@@ -217,7 +208,7 @@ static int read_varlena(const struct heap_attr *a, const uint8_t *p, size_t avai
                              COL(a));
         /* varatt_external, unaligned: va_rawsize, va_extinfo, va_valueid,
          * va_toastrelid. */
-        uint32_t rawsize = le32(p + 2), extinfo = le32(p + 6);
+        uint32_t rawsize = le_load_u32(p + 2), extinfo = le_load_u32(p + 6);
         if (rawsize < VARHDRSZ || rawsize - VARHDRSZ > EXTSIZE_MASK)
             return error_fmt(err, errlen, "%s: a TOAST pointer to a value of %u bytes", COL(a),
                              rawsize);
@@ -225,8 +216,8 @@ static int read_varlena(const struct heap_attr *a, const uint8_t *p, size_t avai
         out->raw_size = rawsize - VARHDRSZ;
         out->ext_size = extinfo & EXTSIZE_MASK;
         out->compression = out->ext_size < out->raw_size ? (uint8_t)(extinfo >> EXTSIZE_BITS) : 0;
-        out->value_id = le32(p + 10);
-        out->toast_relid = le32(p + 14);
+        out->value_id = le_load_u32(p + 10);
+        out->toast_relid = le_load_u32(p + 14);
         *size = 2 + TOAST_POINTER_SIZE;
         return 0;
     }
@@ -247,7 +238,7 @@ static int read_varlena(const struct heap_attr *a, const uint8_t *p, size_t avai
     if (avail < VARHDRSZ)
         return error_fmt(err, errlen, "%s: a 4-byte varlena header cut off by the tuple's end",
                          COL(a));
-    size_t n = (le32(p) >> 2) & EXTSIZE_MASK;
+    size_t n = (le_load_u32(p) >> 2) & EXTSIZE_MASK;
     bool compressed = (b0 & 0x03) == 0x02;
     size_t hdr = compressed ? VARHDRSZ + 4 : VARHDRSZ; /* VARHDRSZ_COMPRESSED: + va_tcinfo */
     if (n < hdr || n > avail)
@@ -257,7 +248,7 @@ static int read_varlena(const struct heap_attr *a, const uint8_t *p, size_t avai
     out->data = p + hdr;
     out->len = n - hdr;
     if (compressed) {
-        uint32_t tcinfo = le32(p + 4);
+        uint32_t tcinfo = le_load_u32(p + 4);
         out->kind = HEAP_DATUM_COMPRESSED;
         out->raw_size = tcinfo & EXTSIZE_MASK;
         out->compression = (uint8_t)(tcinfo >> EXTSIZE_BITS);
@@ -345,45 +336,6 @@ int heap_tuple_deform(const struct heap_desc *d, const struct heap_tuple_header 
     return 0;
 }
 
-/* ---- Decompression ------------------------------------------------------------ */
-
-/* pglz_decompress with check_complete (pg_lzcompress.c's format): a
- * control byte gives eight items, a clear bit a literal byte, a set bit a
- * tag of two bytes (length - 3 in the low nibble, a 12-bit offset back) and
- * a third byte of extra length when the nibble is 15. src must decode to
- * exactly rawsize bytes and end there. Every read is checked, every back
- * reference must lie inside what is already written. */
-static bool heap_pglz_decompress(const uint8_t *src, size_t slen, uint8_t *dst, size_t rawsize)
-{
-    size_t sp = 0, dp = 0;
-    while (sp < slen && dp < rawsize) {
-        unsigned ctrl = src[sp++];
-        for (int k = 0; k < 8 && sp < slen && dp < rawsize; k++, ctrl >>= 1) {
-            if (!(ctrl & 1)) {
-                dst[dp++] = src[sp++];
-                continue;
-            }
-            if (slen - sp < 2)
-                return false;
-            size_t len = (size_t)(src[sp] & 0x0F) + 3;
-            size_t off = (size_t)(src[sp] & 0xF0) << 4 | src[sp + 1];
-            sp += 2;
-            if (len == 18) {
-                if (sp >= slen)
-                    return false;
-                len += src[sp++];
-            }
-            if (off == 0 || off > dp)
-                return false;
-            if (len > rawsize - dp)
-                len = rawsize - dp;
-            for (; len > 0; len--, dp++)
-                dst[dp] = dst[dp - off]; /* overlapping copies repeat the pattern */
-        }
-    }
-    return dp == rawsize && sp == slen;
-}
-
 /* ---- Send format --------------------------------------------------------------- */
 
 size_t heap_datum_send_size(const struct heap_attr *a, const struct heap_datum *v)
@@ -433,7 +385,7 @@ static int numeric_send(const struct heap_attr *a, const uint8_t *p, size_t len,
     if (len < 2)
         return error_fmt(err, errlen, "%s: a numeric value of %zu bytes, shorter than its header",
                          COL(a), len);
-    uint16_t h = le16(p);
+    uint16_t h = le_load_u16(p);
     bool short_header = (h & 0x8000) != 0; /* NUMERIC_HEADER_IS_SHORT: short, NaN, Inf */
     size_t hdr = short_header ? 2 : 4;
     if (len < hdr || (len - hdr) % 2 != 0)
@@ -456,7 +408,7 @@ static int numeric_send(const struct heap_attr *a, const uint8_t *p, size_t len,
                             (h & NUMERIC_SHORT_WEIGHT_MASK));
     } else {
         dscale = h & NUMERIC_DSCALE_MASK;
-        weight = le16(p + 2);
+        weight = le_load_u16(p + 2);
     }
     size_t need = 8 + 2 * ndigits;
     if (need > cap)
@@ -468,7 +420,7 @@ static int numeric_send(const struct heap_attr *a, const uint8_t *p, size_t len,
     be_store_u16(dst + 4, sign);
     be_store_u16(dst + 6, dscale);
     for (size_t k = 0; k < ndigits; k++)
-        be_store_u16(dst + 8 + 2 * k, le16(p + hdr + 2 * k));
+        be_store_u16(dst + 8 + 2 * k, le_load_u16(p + hdr + 2 * k));
     *out_len = need;
     return 0;
 }
@@ -527,7 +479,9 @@ int heap_datum_send(const struct heap_attr *a, const struct heap_datum *v, uint8
         uint8_t *to = raw > 0 ? dst : none;
         bool ok;
         if (v->compression == HEAP_COMPRESSION_PGLZ) {
-            ok = heap_pglz_decompress(v->data, v->len, to, raw);
+            /* toast_decompress_datum's check_complete: the value is all
+             * of its stored size, no byte more or less. */
+            ok = pglz_decompress(v->data, v->len, to, raw, true) == (long)raw;
         } else if (v->compression == HEAP_COMPRESSION_LZ4) {
             int n = LZ4_decompress_safe((const char *)v->data, (char *)to, (int)v->len,
                                         raw > 0 ? (int)raw : 1);

@@ -5,13 +5,17 @@
  * access/xact.h, catalog/pg_control.h, catalog/storage_xlog.h,
  * storage/standbydefs.h) and the logic its xlogreader.c (XLogDecodeNextRecord,
  * XLogReaderValidatePageHeader, DecodeXLogRecord, RestoreBlockImage),
- * xactdesc.c (ParseCommitRecord, ParseAbortRecord, ParsePrepareRecord) and
- * pg_lzcompress.c (pglz_decompress); offsets in the comments are the C
- * structs' on a 64-bit little-endian server.
+ * xactdesc.c (ParseCommitRecord, ParseAbortRecord, ParsePrepareRecord);
+ * offsets in the comments are the C structs' on a 64-bit little-endian
+ * server. pglz page images are decoded by pglz.c, which heap_tuple.c's
+ * compressed values share.
  *
  * Every field is read through a bounds-checked cursor or after an explicit
- * length check; a record's fields are little-endian loads at any address. */
+ * length check; a record's fields are little-endian loads at any address
+ * (base/bytes.h). */
+#include "base/bytes.h"
 #include "base/error.h"
+#include "ingest/pglz.h"
 #include "ingest/pgwal.h"
 
 #include <lz4.h>
@@ -53,24 +57,9 @@ static inline uint64_t maxalign(uint64_t x)
     return (x + 7) & ~(uint64_t)7;
 }
 
-static inline uint16_t ld16(const uint8_t *p)
-{
-    return pgwal_u16_at(p, 0);
-}
-
-static inline uint32_t ld32(const uint8_t *p)
-{
-    return pgwal_u32_at(p, 0);
-}
-
-static inline uint64_t ld64(const uint8_t *p)
-{
-    return (uint64_t)ld32(p) | (uint64_t)ld32(p + 4) << 32;
-}
-
 static inline int64_t ld_i64(const uint8_t *p)
 {
-    uint64_t u = ld64(p);
+    uint64_t u = le_load_u64(p);
     return u <= INT64_MAX ? (int64_t)u : -(int64_t)(UINT64_MAX - u) - 1;
 }
 
@@ -114,7 +103,7 @@ uint32_t pgwal_crc32c(uint32_t crc, const void *buf, size_t len)
     pthread_once(&crc_once, crc_init);
     const uint8_t *p = buf;
     while (len >= 8) {
-        uint32_t lo = crc ^ ld32(p), hi = ld32(p + 4);
+        uint32_t lo = crc ^ le_load_u32(p), hi = le_load_u32(p + 4);
         crc = crc_table[7][lo & 0xFF] ^ crc_table[6][(lo >> 8) & 0xFF] ^
               crc_table[5][(lo >> 16) & 0xFF] ^ crc_table[4][lo >> 24] ^
               crc_table[3][hi & 0xFF] ^ crc_table[2][(hi >> 8) & 0xFF] ^
@@ -246,17 +235,17 @@ int pgwal_decode_record(const uint8_t *buf, size_t len, uint64_t lsn, struct pgw
     if (buf == NULL || len < PGWAL_RECORD_HEADER)
         return fail_at(err, errlen, lsn, "%zu bytes, less than a record header (%d)", len,
                        PGWAL_RECORD_HEADER);
-    uint32_t tot_len = ld32(buf);
+    uint32_t tot_len = le_load_u32(buf);
     if (tot_len != len)
         return fail_at(err, errlen, lsn, "xl_tot_len is %u, the record has %zu bytes", tot_len,
                        len);
     struct pgwal_record r = {.lsn = lsn,
                              .tot_len = tot_len,
-                             .xid = ld32(buf + 4),
-                             .prev = ld64(buf + 8),
+                             .xid = le_load_u32(buf + 4),
+                             .prev = le_load_u64(buf + 8),
                              .info = buf[16],
                              .rmid = buf[17],
-                             .crc = ld32(buf + 20),
+                             .crc = le_load_u32(buf + 20),
                              .max_block_id = -1,
                              .raw = buf};
     if (!rmid_valid(r.rmid))
@@ -289,7 +278,7 @@ int pgwal_decode_record(const uint8_t *buf, size_t len, uint64_t lsn, struct pgw
         }
         if (id == XLR_BLOCK_ID_DATA_LONG) {
             NEED(4, "main data length");
-            r.main_data_len = ld32(p);
+            r.main_data_len = le_load_u32(p);
             p += 4;
             remaining -= 4;
             datatotal += r.main_data_len;
@@ -298,14 +287,14 @@ int pgwal_decode_record(const uint8_t *buf, size_t len, uint64_t lsn, struct pgw
         if (id == XLR_BLOCK_ID_ORIGIN) {
             NEED(2, "origin");
             r.has_origin = true;
-            r.origin = ld16(p);
+            r.origin = le_load_u16(p);
             p += 2;
             remaining -= 2;
             continue;
         }
         if (id == XLR_BLOCK_ID_TOPLEVEL_XID) {
             NEED(4, "top-level xid");
-            r.toplevel_xid = ld32(p);
+            r.toplevel_xid = le_load_u32(p);
             p += 4;
             remaining -= 4;
             continue;
@@ -320,7 +309,7 @@ int pgwal_decode_record(const uint8_t *buf, size_t len, uint64_t lsn, struct pgw
         b->in_use = true;
         NEED(3, "block header");
         uint8_t fork_flags = p[0];
-        b->data_len = ld16(p + 1);
+        b->data_len = le_load_u16(p + 1);
         p += 3;
         remaining -= 3;
         b->fork = fork_flags & 0x0F;
@@ -341,8 +330,8 @@ int pgwal_decode_record(const uint8_t *buf, size_t len, uint64_t lsn, struct pgw
         datatotal += b->data_len;
         if (b->has_image) {
             NEED(5, "block image header");
-            b->bimg_len = ld16(p);
-            b->hole_offset = ld16(p + 2);
+            b->bimg_len = le_load_u16(p);
+            b->hole_offset = le_load_u16(p + 2);
             b->bimg_info = p[4];
             p += 5;
             remaining -= 5;
@@ -354,7 +343,7 @@ int pgwal_decode_record(const uint8_t *buf, size_t len, uint64_t lsn, struct pgw
             if (compressed) {
                 if (has_hole) {
                     NEED(2, "block image hole length");
-                    b->hole_length = ld16(p);
+                    b->hole_length = le_load_u16(p);
                     p += 2;
                     remaining -= 2;
                 }
@@ -387,9 +376,9 @@ int pgwal_decode_record(const uint8_t *buf, size_t len, uint64_t lsn, struct pgw
         }
         if (!(fork_flags & PGWAL_BKPBLOCK_SAME_REL)) {
             NEED(12, "relfilenode");
-            last_rel.spc = ld32(p);
-            last_rel.db = ld32(p + 4);
-            last_rel.rel = ld32(p + 8);
+            last_rel.spc = le_load_u32(p);
+            last_rel.db = le_load_u32(p + 4);
+            last_rel.rel = le_load_u32(p + 8);
             p += 12;
             remaining -= 12;
             have_rel = true;
@@ -400,7 +389,7 @@ int pgwal_decode_record(const uint8_t *buf, size_t len, uint64_t lsn, struct pgw
         }
         b->node = last_rel;
         NEED(4, "block number");
-        b->blkno = ld32(p);
+        b->blkno = le_load_u32(p);
         p += 4;
         remaining -= 4;
     }
@@ -435,47 +424,6 @@ int pgwal_decode_record(const uint8_t *buf, size_t len, uint64_t lsn, struct pgw
 
 /* ---- Page images ------------------------------------------------------------------ */
 
-/* pglz_decompress with check_complete: src must decode to exactly rawsize
- * bytes and be used up. Every byte is read after a bounds check. Returns
- * rawsize, or -1 for corrupt input. */
-static long pglz_decompress(const uint8_t *src, size_t slen, uint8_t *dst, size_t rawsize)
-{
-    const uint8_t *sp = src, *send = src + slen;
-    uint8_t *dp = dst, *dend = dst + rawsize;
-    while (sp < send && dp < dend) {
-        unsigned ctrl = *sp++;
-        for (int c = 0; c < 8 && sp < send && dp < dend; c++, ctrl >>= 1) {
-            if (ctrl & 1) {
-                /* A match: 4 bits of length - 3 (18 takes a further byte),
-                 * 12 bits of offset back into the output. */
-                if (send - sp < 2)
-                    return -1;
-                size_t len = (size_t)(sp[0] & 0x0F) + 3;
-                size_t off = (size_t)(sp[0] & 0xF0) << 4 | sp[1];
-                sp += 2;
-                if (len == 18) {
-                    if (sp >= send)
-                        return -1;
-                    len += *sp++;
-                }
-                if (off == 0 || off > (size_t)(dp - dst))
-                    return -1;
-                if (len > (size_t)(dend - dp))
-                    len = (size_t)(dend - dp);
-                const uint8_t *from = dp - off;
-                for (size_t i = 0; i < len; i++) /* may overlap: byte by byte */
-                    dp[i] = from[i];
-                dp += len;
-            } else {
-                *dp++ = *sp++;
-            }
-        }
-    }
-    if (dp != dend || sp != send)
-        return -1;
-    return (long)rawsize;
-}
-
 int pgwal_block_image(const struct pgwal_block *b, uint8_t page[PGWAL_PAGE_SIZE], char *err,
                       size_t errlen)
 {
@@ -496,7 +444,9 @@ int pgwal_block_image(const struct pgwal_block *b, uint8_t page[PGWAL_PAGE_SIZE]
                              (unsigned)b->bimg_len, (unsigned)b->hole_length);
         break;
     case PGWAL_BKPIMAGE_COMPRESS_PGLZ:
-        if (pglz_decompress(b->image, b->bimg_len, tmp, want) != (long)want)
+        /* RestoreBlockImage's check_complete: the image is the whole page
+         * but its hole, no byte more or less. */
+        if (pglz_decompress(b->image, b->bimg_len, tmp, want, true) != (long)want)
             return error_fmt(err, errlen,
                              "pglz page image of %u bytes does not decompress to %zu bytes",
                              (unsigned)b->bimg_len, want);
@@ -533,8 +483,9 @@ int pgwal_page_tuple(const uint8_t page[PGWAL_PAGE_SIZE], uint16_t offnum, const
     /* PageHeaderData: pd_lower at 12, pd_upper 14, pd_special 16,
      * pd_pagesize_version 18; the line pointers from 24, 4 bytes each:
      * lp_off 15 bits, lp_flags 2, lp_len 15. */
-    uint16_t lower = ld16(page + 12), upper = ld16(page + 14), special = ld16(page + 16);
-    uint16_t version = ld16(page + 18);
+    uint16_t lower = le_load_u16(page + 12), upper = le_load_u16(page + 14);
+    uint16_t special = le_load_u16(page + 16);
+    uint16_t version = le_load_u16(page + 18);
     if (version != (PGWAL_PAGE_SIZE | 4))
         return error_fmt(err, errlen,
                          "page size and version 0x%04X, not an 8192-byte page of layout 4",
@@ -546,7 +497,7 @@ int pgwal_page_tuple(const uint8_t page[PGWAL_PAGE_SIZE], uint16_t offnum, const
     if (offnum == 0 || offnum > nline)
         return error_fmt(err, errlen, "offset %u, the page has %u line pointers",
                          (unsigned)offnum, nline);
-    uint32_t lp = ld32(page + 24 + 4 * (offnum - 1));
+    uint32_t lp = le_load_u32(page + 24 + 4 * (offnum - 1));
     unsigned lp_off = lp & 0x7FFF, lp_flags = (lp >> 15) & 3, lp_len = lp >> 17;
     if (lp_flags != 1) {
         static const char *const kinds[] = {"unused", "normal", "a redirect", "dead"};
@@ -676,12 +627,12 @@ static size_t min_size(size_t a, size_t b)
 static int page_header(struct pgwal_reader *r, uint64_t page)
 {
     const uint8_t *h = r->page_hdr;
-    uint16_t info = ld16(h + 2);
-    uint32_t tli = ld32(h + 4), rem_len = ld32(h + 16);
-    uint64_t pageaddr = ld64(h + 8);
+    uint16_t info = le_load_u16(h + 2);
+    uint32_t tli = le_load_u32(h + 4), rem_len = le_load_u32(h + 16);
+    uint64_t pageaddr = le_load_u64(h + 8);
     if (info & XLP_LONG_HEADER) {
-        uint64_t sysid = ld64(h + 24);
-        uint32_t seg_size = ld32(h + 32), blcksz = ld32(h + 36);
+        uint64_t sysid = le_load_u64(h + 24);
+        uint32_t seg_size = le_load_u32(h + 32), blcksz = le_load_u32(h + 36);
         if (blcksz != PGWAL_PAGE_SIZE)
             return reader_fail(r, "WAL page at " LSN_FMT ": pages of %u bytes; only 8192-byte "
                                "pages (PostgreSQL's default XLOG_BLCKSZ) are supported",
@@ -777,7 +728,7 @@ static int read_page_header(struct pgwal_reader *r)
         r->page_hdr_got += (uint32_t)n;
     }
     uint64_t page = r->pos - r->page_hdr_got;
-    uint16_t magic = ld16(r->page_hdr), info = ld16(r->page_hdr + 2);
+    uint16_t magic = le_load_u16(r->page_hdr), info = le_load_u16(r->page_hdr + 2);
     if (magic != XLOG_PAGE_MAGIC)
         return reader_fail(r, "WAL page at " LSN_FMT ": magic 0x%04X, not PostgreSQL 15's 0x%04X "
                            "(WAL of another major version or byte order, or not WAL)",
@@ -824,7 +775,7 @@ static int record_header(struct pgwal_reader *r)
 {
     const uint8_t *h = r->buf;
     unsigned rmid = h[17];
-    uint64_t prev = ld64(h + 8);
+    uint64_t prev = le_load_u64(h + 8);
     if (!rmid_valid(rmid))
         return reader_fail(r, "WAL record at " LSN_FMT ": unknown resource manager id %u",
                            LSN_ARGS(r->rec_lsn), rmid);
@@ -845,7 +796,7 @@ static int finish_record(struct pgwal_reader *r, struct pgwal_record *out)
 {
     char msg[sizeof r->error];
     if (r->check_crc) {
-        uint32_t want = ld32(r->buf + 20), got = record_crc(r->buf, r->tot_len);
+        uint32_t want = le_load_u32(r->buf + 20), got = record_crc(r->buf, r->tot_len);
         if (want != got)
             return reader_fail(r, "WAL record at " LSN_FMT ": CRC-32C 0x%08X, the record says "
                                "0x%08X", LSN_ARGS(r->rec_lsn), (unsigned)got, (unsigned)want);
@@ -857,7 +808,7 @@ static int finish_record(struct pgwal_reader *r, struct pgwal_record *out)
         bool ok = out->rmid == PGWAL_RM_XLOG &&
                   (out->info & 0xF0) == PGWAL_XLOG_OVERWRITE_CONTRECORD &&
                   out->main_data_len == 16 &&
-                  (r->aborted_lsn == UINT64_MAX || ld64(out->main_data) == r->aborted_lsn);
+                  (r->aborted_lsn == UINT64_MAX || le_load_u64(out->main_data) == r->aborted_lsn);
         if (!ok) {
             memset(out, 0, sizeof *out);
             return reader_fail(r, "WAL record at " LSN_FMT ": the page overwrites the "
@@ -941,7 +892,7 @@ int pgwal_reader_next(struct pgwal_reader *r, struct pgwal_record *out, char *er
             take(r, r->buf + r->got, n);
             r->got += (uint32_t)n;
             if (r->tot_len == 0 && r->got >= 4) {
-                uint32_t tot = ld32(r->buf);
+                uint32_t tot = le_load_u32(r->buf);
                 if (tot == 0) {
                     reader_fail(r, "WAL record at " LSN_FMT ": length 0 (zeroed bytes: WAL not "
                                 "written yet, or not WAL)", LSN_ARGS(r->rec_lsn));
@@ -1078,7 +1029,7 @@ static bool cur_count(struct cur *c, const char *field, uint32_t *n)
     const uint8_t *p = cur_take(c, 4, field);
     if (p == NULL)
         return false;
-    *n = ld32(p);
+    *n = le_load_u32(p);
     if (*n > INT32_MAX) {
         cur_fail(c, "%s is negative (%d)", field, (int)(*n - 0x80000000u) - INT32_MAX - 1);
         return false;
@@ -1124,8 +1075,8 @@ static int read_tuple(struct cur *c, const uint8_t *p, size_t len, struct pgwal_
     if (len < 5)
         return cur_fail(c, "%s of %zu bytes, shorter than its 5-byte header", which, len);
     t->present = true;
-    t->infomask2 = ld16(p);
-    t->infomask = ld16(p + 2);
+    t->infomask2 = le_load_u16(p);
+    t->infomask = le_load_u16(p + 2);
     t->hoff = p[4];
     t->data = len > 5 ? p + 5 : NULL;
     t->len = (uint32_t)(len - 5);
@@ -1160,7 +1111,7 @@ int pgwal_heap_parse(const struct pgwal_record *rec, struct pgwal_heap *out, cha
         /* xl_heap_insert: offnum 0, flags 2; the tuple in block 0's data */
         if ((m = main_exact(&c, rec, 3)) == NULL || (b0 = need_block(&c, rec, 0)) == NULL)
             return -1;
-        h.offnum = ld16(m);
+        h.offnum = le_load_u16(m);
         h.flags = m[2];
         if (b0->has_data) {
             if (read_tuple(&c, b0->data, b0->data_len, &h.tuple, "tuple") != 0)
@@ -1174,8 +1125,8 @@ int pgwal_heap_parse(const struct pgwal_record *rec, struct pgwal_heap *out, cha
          * tuple or key after it */
         if ((m = main_atleast(&c, rec, 8)) == NULL || need_block(&c, rec, 0) == NULL)
             return -1;
-        h.xmax = ld32(m);
-        h.offnum = ld16(m + 4);
+        h.xmax = le_load_u32(m);
+        h.offnum = le_load_u16(m + 4);
         h.infobits = m[6];
         h.flags = m[7];
         if (h.flags & (PGWAL_XLH_DELETE_CONTAINS_OLD_TUPLE | PGWAL_XLH_DELETE_CONTAINS_OLD_KEY)) {
@@ -1193,12 +1144,12 @@ int pgwal_heap_parse(const struct pgwal_record *rec, struct pgwal_heap *out, cha
          * it. Block 0's data: prefix and suffix lengths, the new tuple. */
         if ((m = main_atleast(&c, rec, 14)) == NULL || (b0 = need_block(&c, rec, 0)) == NULL)
             return -1;
-        h.xmax = ld32(m);
-        h.offnum = ld16(m + 4);
+        h.xmax = le_load_u32(m);
+        h.offnum = le_load_u16(m + 4);
         h.infobits = m[6];
         h.flags = m[7];
-        h.new_xmax = ld32(m + 8);
-        h.new_offnum = ld16(m + 12);
+        h.new_xmax = le_load_u32(m + 8);
+        h.new_offnum = le_load_u16(m + 12);
         if (h.flags & (PGWAL_XLH_UPDATE_CONTAINS_OLD_TUPLE | PGWAL_XLH_UPDATE_CONTAINS_OLD_KEY)) {
             if (read_tuple(&c, m + 14, rec->main_data_len - 14, &h.old_tuple, "old tuple") != 0)
                 return -1;
@@ -1214,12 +1165,12 @@ int pgwal_heap_parse(const struct pgwal_record *rec, struct pgwal_heap *out, cha
             if (h.flags & PGWAL_XLH_UPDATE_PREFIX_FROM_OLD) {
                 if ((q = cur_take(&d, 2, "prefix length")) == NULL)
                     return -1;
-                h.prefix_len = ld16(q);
+                h.prefix_len = le_load_u16(q);
             }
             if (h.flags & PGWAL_XLH_UPDATE_SUFFIX_FROM_OLD) {
                 if ((q = cur_take(&d, 2, "suffix length")) == NULL)
                     return -1;
-                h.suffix_len = ld16(q);
+                h.suffix_len = le_load_u16(q);
             }
             if (read_tuple(&c, d.p + d.pos, cur_left(&d), &h.tuple, "new tuple") != 0)
                 return -1;
@@ -1234,8 +1185,8 @@ int pgwal_heap_parse(const struct pgwal_record *rec, struct pgwal_heap *out, cha
         /* xl_heap_truncate: dbId 0, nrelids 4, flags 8, relids from 12 */
         if ((m = main_atleast(&c, rec, 12)) == NULL)
             return -1;
-        h.db_id = ld32(m);
-        h.nrelids = ld32(m + 4);
+        h.db_id = le_load_u32(m);
+        h.nrelids = le_load_u32(m + 4);
         h.flags = m[8];
         c.pos = 12;
         bool ok = true;
@@ -1248,21 +1199,21 @@ int pgwal_heap_parse(const struct pgwal_record *rec, struct pgwal_heap *out, cha
     case PGWAL_HEAP_CONFIRM:
         if ((m = main_exact(&c, rec, 2)) == NULL || need_block(&c, rec, 0) == NULL)
             return -1;
-        h.offnum = ld16(m);
+        h.offnum = le_load_u16(m);
         break;
     case PGWAL_HEAP_LOCK:
         /* xl_heap_lock: locking_xid 0, offnum 4, infobits_set 6, flags 7 */
         if ((m = main_exact(&c, rec, 8)) == NULL || need_block(&c, rec, 0) == NULL)
             return -1;
-        h.xmax = ld32(m);
-        h.offnum = ld16(m + 4);
+        h.xmax = le_load_u32(m);
+        h.offnum = le_load_u16(m + 4);
         h.infobits = m[6];
         h.flags = m[7];
         break;
     case PGWAL_HEAP_INPLACE:
         if ((m = main_exact(&c, rec, 2)) == NULL || (b0 = need_block(&c, rec, 0)) == NULL)
             return -1;
-        h.offnum = ld16(m);
+        h.offnum = le_load_u16(m);
         if (b0->has_data) {
             h.inplace_data = b0->data;
             h.inplace_len = b0->data_len;
@@ -1296,21 +1247,21 @@ int pgwal_heap2_parse(const struct pgwal_record *rec, struct pgwal_heap2 *out, c
          * offset 16, num_mappings 24, start_lsn 32; the mappings after */
         if ((m = main_atleast(&c, rec, 40)) == NULL)
             return -1;
-        h.mapped_xid = ld32(m);
-        h.mapped_db = ld32(m + 4);
-        h.mapped_rel = ld32(m + 8);
+        h.mapped_xid = le_load_u32(m);
+        h.mapped_db = le_load_u32(m + 4);
+        h.mapped_rel = le_load_u32(m + 8);
         h.offset = ld_i64(m + 16);
-        h.num_mappings = ld32(m + 24);
-        h.start_lsn = ld64(m + 32);
+        h.num_mappings = le_load_u32(m + 24);
+        h.start_lsn = le_load_u64(m + 32);
         break;
     case PGWAL_HEAP2_PRUNE:
         /* xl_heap_prune (15): latestRemovedXid 0, nredirected 4, ndead 6;
          * the offsets in block 0's data */
         if ((m = main_exact(&c, rec, 8)) == NULL || (b0 = need_block(&c, rec, 0)) == NULL)
             return -1;
-        h.xid = ld32(m);
-        h.nredirected = ld16(m + 4);
-        h.ndead = ld16(m + 6);
+        h.xid = le_load_u32(m);
+        h.nredirected = le_load_u16(m + 4);
+        h.ndead = le_load_u16(m + 6);
         if (b0->has_data) {
             if (b0->data_len % 2 != 0)
                 return cur_fail(&c, "odd offset data of %u bytes", (unsigned)b0->data_len);
@@ -1334,7 +1285,7 @@ int pgwal_heap2_parse(const struct pgwal_record *rec, struct pgwal_heap2 *out, c
         /* xl_heap_vacuum: nunused 0; the offsets in block 0's data */
         if ((m = main_exact(&c, rec, 2)) == NULL || (b0 = need_block(&c, rec, 0)) == NULL)
             return -1;
-        h.nunused = ld16(m);
+        h.nunused = le_load_u16(m);
         if (b0->has_data) {
             if (b0->data_len != 2u * h.nunused)
                 return cur_fail(&c, "%u unused offsets, block data of %u bytes",
@@ -1352,8 +1303,8 @@ int pgwal_heap2_parse(const struct pgwal_record *rec, struct pgwal_heap2 *out, c
          * 0's data */
         if ((m = main_exact(&c, rec, 6)) == NULL || (b0 = need_block(&c, rec, 0)) == NULL)
             return -1;
-        h.xid = ld32(m);
-        h.ntuples = ld16(m + 4);
+        h.xid = le_load_u32(m);
+        h.ntuples = le_load_u16(m + 4);
         if (b0->has_data) {
             if (b0->data_len != (uint32_t)h.ntuples * PGWAL_FREEZE_TUPLE_SIZE)
                 return cur_fail(&c, "%u freeze plans, block data of %u bytes",
@@ -1371,7 +1322,7 @@ int pgwal_heap2_parse(const struct pgwal_record *rec, struct pgwal_heap2 *out, c
          * map's page, block 1 the heap's */
         if ((m = main_exact(&c, rec, 5)) == NULL || need_block(&c, rec, 0) == NULL)
             return -1;
-        h.xid = ld32(m);
+        h.xid = le_load_u32(m);
         h.flags = m[4];
         break;
     case PGWAL_HEAP2_MULTI_INSERT: {
@@ -1382,7 +1333,7 @@ int pgwal_heap2_parse(const struct pgwal_record *rec, struct pgwal_heap2 *out, c
         if ((m = main_atleast(&c, rec, 4)) == NULL || (b0 = need_block(&c, rec, 0)) == NULL)
             return -1;
         h.flags = m[0];
-        h.ntuples = ld16(m + 2);
+        h.ntuples = le_load_u16(m + 2);
         if (h.ntuples == 0 || h.ntuples > PGWAL_MAX_HEAP_TUPLES)
             return cur_fail(&c, "%u tuples: a page holds 1 to %d", (unsigned)h.ntuples,
                             PGWAL_MAX_HEAP_TUPLES);
@@ -1405,7 +1356,7 @@ int pgwal_heap2_parse(const struct pgwal_record *rec, struct pgwal_heap2 *out, c
                 off += off & 1;
                 if (off + 7 > len)
                     return cur_fail(&c, "tuple %u: truncated at its header", (unsigned)i + 1);
-                uint16_t datalen = ld16(b0->data + off);
+                uint16_t datalen = le_load_u16(b0->data + off);
                 uint8_t hoff = b0->data[off + 6];
                 if (off + 7 + datalen > len)
                     return cur_fail(&c, "tuple %u: %u bytes, %u left", (unsigned)i + 1,
@@ -1431,8 +1382,8 @@ int pgwal_heap2_parse(const struct pgwal_record *rec, struct pgwal_heap2 *out, c
         /* xl_heap_lock_updated: xmax 0, offnum 4, infobits_set 6, flags 7 */
         if ((m = main_exact(&c, rec, 8)) == NULL || need_block(&c, rec, 0) == NULL)
             return -1;
-        h.xid = ld32(m);
-        h.offnum = ld16(m + 4);
+        h.xid = le_load_u32(m);
+        h.offnum = le_load_u16(m + 4);
         h.infobits = m[6];
         h.flags = m[7];
         if (!offnum_valid(h.offnum))
@@ -1443,13 +1394,13 @@ int pgwal_heap2_parse(const struct pgwal_record *rec, struct pgwal_heap2 *out, c
          * target_node 16, target_tid 28 (block hi, lo, offset) */
         if ((m = main_exact(&c, rec, 34)) == NULL)
             return -1;
-        h.top_xid = ld32(m);
-        h.cmin = ld32(m + 4);
-        h.cmax = ld32(m + 8);
-        h.combocid = ld32(m + 12);
+        h.top_xid = le_load_u32(m);
+        h.cmin = le_load_u32(m + 4);
+        h.cmax = le_load_u32(m + 8);
+        h.combocid = le_load_u32(m + 12);
         h.target_node = pgwal_relfilenode_at(m + 16, 0);
-        h.target_block = (uint32_t)ld16(m + 28) << 16 | ld16(m + 30);
-        h.target_offnum = ld16(m + 32);
+        h.target_block = (uint32_t)le_load_u16(m + 28) << 16 | le_load_u16(m + 30);
+        h.target_offnum = le_load_u16(m + 32);
         break;
     }
     *out = h;
@@ -1466,12 +1417,12 @@ bool pgwal_multi_insert_tuple(const struct pgwal_heap2 *h, uint16_t i, uint32_t 
     if (off + 7 > h->tuple_data_len)
         return false;
     const uint8_t *p = h->tuple_data + off;
-    uint16_t datalen = ld16(p);
+    uint16_t datalen = le_load_u16(p);
     if (off + 7 + datalen > h->tuple_data_len)
         return false;
     t->present = true;
-    t->infomask2 = ld16(p + 2);
-    t->infomask = ld16(p + 4);
+    t->infomask2 = le_load_u16(p + 2);
+    t->infomask = le_load_u16(p + 4);
     t->hoff = p[6];
     t->data = datalen > 0 ? p + 7 : NULL;
     t->len = datalen;
@@ -1495,13 +1446,13 @@ static int xact_end(struct cur *c, const struct pgwal_record *rec, struct pgwal_
     if (rec->info & PGWAL_XACT_HAS_INFO) {
         if ((p = cur_take(c, 4, "xinfo")) == NULL)
             return -1;
-        x->xinfo = ld32(p);
+        x->xinfo = le_load_u32(p);
     }
     if (x->xinfo & PGWAL_XACT_XINFO_HAS_DBINFO) {
         if ((p = cur_take(c, 8, "dbinfo")) == NULL)
             return -1;
-        x->db_id = ld32(p);
-        x->ts_id = ld32(p + 4);
+        x->db_id = le_load_u32(p);
+        x->ts_id = le_load_u32(p + 4);
     }
     if (x->xinfo & PGWAL_XACT_XINFO_HAS_SUBXACTS) {
         if (!cur_count(c, "subtransaction count", &x->nsubxacts))
@@ -1528,7 +1479,7 @@ static int xact_end(struct cur *c, const struct pgwal_record *rec, struct pgwal_
     if (x->xinfo & PGWAL_XACT_XINFO_HAS_TWOPHASE) {
         if ((p = cur_take(c, 4, "two-phase xid")) == NULL)
             return -1;
-        x->twophase_xid = ld32(p);
+        x->twophase_xid = le_load_u32(p);
         if (x->xinfo & PGWAL_XACT_XINFO_HAS_GID) {
             const uint8_t *s = c->p + c->pos;
             const uint8_t *nul = memchr(s, 0, cur_left(c));
@@ -1542,7 +1493,7 @@ static int xact_end(struct cur *c, const struct pgwal_record *rec, struct pgwal_
         if ((p = cur_take(c, 16, "origin")) == NULL)
             return -1;
         x->has_origin = true;
-        x->origin_lsn = ld64(p);
+        x->origin_lsn = le_load_u64(p);
         x->origin_time = ld_i64(p + 8);
     }
     x->xid = (x->xinfo & PGWAL_XACT_XINFO_HAS_TWOPHASE) ? x->twophase_xid : rec->xid;
@@ -1561,25 +1512,25 @@ static int xact_prepare(struct cur *c, const struct pgwal_record *rec, struct pg
     const uint8_t *p = cur_take(c, 72, "xl_xact_prepare");
     if (p == NULL)
         return -1;
-    uint32_t magic = ld32(p);
+    uint32_t magic = le_load_u32(p);
     if (magic != TWOPHASE_MAGIC)
         return cur_fail(c, "magic 0x%08X, not 0x%08X", (unsigned)magic, TWOPHASE_MAGIC);
-    x->xid = x->twophase_xid = ld32(p + 8);
-    x->db_id = ld32(p + 12);
+    x->xid = x->twophase_xid = le_load_u32(p + 8);
+    x->db_id = le_load_u32(p + 12);
     x->time = ld_i64(p + 16);
-    x->owner = ld32(p + 24);
+    x->owner = le_load_u32(p + 24);
     uint32_t counts[6];
     static const char *const names[6] = {"subtransactions",    "commit relations",
                                          "abort relations",    "commit statistics",
                                          "abort statistics",   "invalidation messages"};
     for (int i = 0; i < 6; i++) {
-        counts[i] = ld32(p + 28 + 4 * i);
+        counts[i] = le_load_u32(p + 28 + 4 * i);
         if (counts[i] > INT32_MAX)
             return cur_fail(c, "negative count of %s", names[i]);
     }
     x->initfileinval = p[52] != 0;
-    uint16_t gidlen = ld16(p + 54);
-    x->origin_lsn = ld64(p + 56);
+    uint16_t gidlen = le_load_u16(p + 54);
+    x->origin_lsn = le_load_u64(p + 56);
     x->origin_time = ld_i64(p + 64);
     x->has_origin = rec->has_origin;
     const uint8_t *gid = cur_take(c, gidlen, "gid");
@@ -1648,7 +1599,7 @@ int pgwal_xact_parse(const struct pgwal_record *rec, struct pgwal_xact *out, cha
         const uint8_t *p = cur_take(&c, 4, "xtop");
         if (p == NULL || !cur_count(&c, "subtransaction count", &x.nsubxacts))
             return -1;
-        x.xtop = x.xid = ld32(p);
+        x.xtop = x.xid = le_load_u32(p);
         x.subxacts = cur_array(&c, x.nsubxacts, 4, "subtransactions", &ok);
         if (!ok || cur_done(&c) != 0)
             return -1;
@@ -1694,28 +1645,28 @@ int pgwal_xlog_parse(const struct pgwal_record *rec, struct pgwal_xlog *out, cha
         if ((m = main_exact(&c, rec, 88)) == NULL)
             return -1;
         struct pgwal_checkpoint *k = &x.checkpoint;
-        k->redo = ld64(m);
-        k->tli = ld32(m + 8);
-        k->prev_tli = ld32(m + 12);
+        k->redo = le_load_u64(m);
+        k->tli = le_load_u32(m + 8);
+        k->prev_tli = le_load_u32(m + 12);
         k->full_page_writes = m[16] != 0;
-        k->next_xid = ld64(m + 24);
-        k->next_oid = ld32(m + 32);
-        k->next_multi = ld32(m + 36);
-        k->next_multi_offset = ld32(m + 40);
-        k->oldest_xid = ld32(m + 44);
-        k->oldest_xid_db = ld32(m + 48);
-        k->oldest_multi = ld32(m + 52);
-        k->oldest_multi_db = ld32(m + 56);
+        k->next_xid = le_load_u64(m + 24);
+        k->next_oid = le_load_u32(m + 32);
+        k->next_multi = le_load_u32(m + 36);
+        k->next_multi_offset = le_load_u32(m + 40);
+        k->oldest_xid = le_load_u32(m + 44);
+        k->oldest_xid_db = le_load_u32(m + 48);
+        k->oldest_multi = le_load_u32(m + 52);
+        k->oldest_multi_db = le_load_u32(m + 56);
         k->time = ld_i64(m + 64);
-        k->oldest_commit_ts_xid = ld32(m + 72);
-        k->newest_commit_ts_xid = ld32(m + 76);
-        k->oldest_active_xid = ld32(m + 80);
+        k->oldest_commit_ts_xid = le_load_u32(m + 72);
+        k->newest_commit_ts_xid = le_load_u32(m + 76);
+        k->oldest_active_xid = le_load_u32(m + 80);
         break;
     }
     case PGWAL_XLOG_NEXTOID:
         if ((m = main_exact(&c, rec, 4)) == NULL)
             return -1;
-        x.next_oid = ld32(m);
+        x.next_oid = le_load_u32(m);
         break;
     case PGWAL_XLOG_FPW_CHANGE:
         if ((m = main_exact(&c, rec, 1)) == NULL)
@@ -1726,7 +1677,7 @@ int pgwal_xlog_parse(const struct pgwal_record *rec, struct pgwal_xlog *out, cha
         /* xl_overwrite_contrecord: overwritten_lsn 0, overwrite_time 8 */
         if ((m = main_exact(&c, rec, 16)) == NULL)
             return -1;
-        x.overwritten_lsn = ld64(m);
+        x.overwritten_lsn = le_load_u64(m);
         x.time = ld_i64(m + 8);
         break;
     case PGWAL_XLOG_END_OF_RECOVERY:
@@ -1734,8 +1685,8 @@ int pgwal_xlog_parse(const struct pgwal_record *rec, struct pgwal_xlog *out, cha
         if ((m = main_exact(&c, rec, 16)) == NULL)
             return -1;
         x.time = ld_i64(m);
-        x.tli = ld32(m + 8);
-        x.prev_tli = ld32(m + 12);
+        x.tli = le_load_u32(m + 8);
+        x.prev_tli = le_load_u32(m + 12);
         break;
     case PGWAL_XLOG_SWITCH:
     case PGWAL_XLOG_NOOP:
@@ -1771,7 +1722,7 @@ int pgwal_smgr_parse(const struct pgwal_record *rec, struct pgwal_smgr *out, cha
         if ((m = main_exact(&c, rec, 16)) == NULL)
             return -1;
         s.node = pgwal_relfilenode_at(m, 0);
-        uint32_t fork = ld32(m + 12);
+        uint32_t fork = le_load_u32(m + 12);
         if (fork > PGWAL_FORK_INIT)
             return cur_fail(&c, "unknown fork %u", (unsigned)fork);
         s.fork = (uint8_t)fork;
@@ -1781,9 +1732,9 @@ int pgwal_smgr_parse(const struct pgwal_record *rec, struct pgwal_smgr *out, cha
         /* xl_smgr_truncate: blkno 0, rnode 4, flags 16 */
         if ((m = main_exact(&c, rec, 20)) == NULL)
             return -1;
-        s.blkno = ld32(m);
+        s.blkno = le_load_u32(m);
         s.node = pgwal_relfilenode_at(m + 4, 0);
-        s.flags = ld32(m + 16);
+        s.flags = le_load_u32(m + 16);
         break;
     default:
         return cur_fail(&c, "unknown storage record kind 0x%02X", (unsigned)s.op);
@@ -1818,14 +1769,14 @@ int pgwal_standby_parse(const struct pgwal_record *rec, struct pgwal_standby *ou
          * nextXid 12, oldestRunningXid 16, latestCompletedXid 20, xids 24 */
         if ((p = cur_take(&c, 24, "xl_running_xacts")) == NULL)
             return -1;
-        s.xcnt = ld32(p);
-        s.subxcnt = ld32(p + 4);
+        s.xcnt = le_load_u32(p);
+        s.subxcnt = le_load_u32(p + 4);
         if (s.xcnt > INT32_MAX || s.subxcnt > INT32_MAX)
             return cur_fail(&c, "negative transaction counts");
         s.subxid_overflow = p[8] != 0;
-        s.next_xid = ld32(p + 12);
-        s.oldest_running_xid = ld32(p + 16);
-        s.latest_completed_xid = ld32(p + 20);
+        s.next_xid = le_load_u32(p + 12);
+        s.oldest_running_xid = le_load_u32(p + 16);
+        s.latest_completed_xid = le_load_u32(p + 20);
         s.xids = cur_array(&c, (uint64_t)s.xcnt + s.subxcnt, 4, "xids", &ok);
         break;
     }
@@ -1834,8 +1785,8 @@ int pgwal_standby_parse(const struct pgwal_record *rec, struct pgwal_standby *ou
          * nmsgs 12, msgs from 16 */
         if ((p = cur_take(&c, 12, "xl_invalidations")) == NULL)
             return -1;
-        s.db_id = ld32(p);
-        s.ts_id = ld32(p + 4);
+        s.db_id = le_load_u32(p);
+        s.ts_id = le_load_u32(p + 4);
         s.relcache_init_file_inval = p[8] != 0;
         if (!cur_count(&c, "invalidation count", &s.nmsgs))
             return -1;

@@ -32,6 +32,8 @@
 #ifndef STRAUM_INGEST_PGWAL_H
 #define STRAUM_INGEST_PGWAL_H
 
+#include "base/bytes.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -107,16 +109,16 @@ struct pgwal_relfilenode {
     uint32_t spc, db, rel; /* tablespace, database, relfilenode */
 };
 
+/* Element i of an array of 2- or 4-byte values left in a record (line
+ * pointer offsets, xids, relation numbers): at any alignment. */
 static inline uint16_t pgwal_u16_at(const uint8_t *arr, size_t i)
 {
-    const uint8_t *p = arr + 2 * i;
-    return (uint16_t)(p[0] | (unsigned)p[1] << 8);
+    return le_load_u16(arr + 2 * i);
 }
 
 static inline uint32_t pgwal_u32_at(const uint8_t *arr, size_t i)
 {
-    const uint8_t *p = arr + 4 * i;
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+    return le_load_u32(arr + 4 * i);
 }
 
 /* Element i of an array of RelFileNodes (12 bytes each). */

@@ -25,6 +25,7 @@
  *
  * STRAUM_HEAP_TUPLE_CORPUS=<dir> writes seed inputs for fuzz_heap_tuple
  * there (how tests/fuzz/corpus/heap_tuple was made). */
+#include "base/bytes.h"
 #include "ingest/heap_tuple.h"
 #include "ingest/pgvalue.h"
 #include "tests/pg/pgtest.h"
@@ -39,28 +40,6 @@
 #define MAX_ATTRS 64
 
 /* ---- small tools ------------------------------------------------------------------ */
-
-static void put16(uint8_t *p, uint16_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint16_t get16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
 
 static struct heap_attr attr(const char *name, int attnum, uint32_t oid, int16_t len, bool byval,
                              char align)
@@ -84,8 +63,8 @@ static void tup_start(struct tup *t, int natts, const bool *isnull)
         hasnull |= isnull[i];
     size_t hoff = 23 + (hasnull ? ((size_t)natts + 7) / 8 : 0);
     hoff = (hoff + 7) & ~(size_t)7;
-    put16(t->b + 18, (uint16_t)natts);
-    put16(t->b + 20, hasnull ? HEAP_HASNULL : 0);
+    le_store_u16(t->b + 18, (uint16_t)natts);
+    le_store_u16(t->b + 20, hasnull ? HEAP_HASNULL : 0);
     t->b[22] = (uint8_t)hoff;
     for (int i = 0; hasnull && i < natts; i++)
         if (!isnull[i])
@@ -155,7 +134,7 @@ Test(heap_tuple_crafted, walk_align_and_nulls)
     tup_put(&t, &n, 8);
     tup_align(&t, 4);
     uint8_t h4[4];
-    put32(h4, (200 + 4) << 2);
+    le_store_u32(h4, (200 + 4) << 2);
     tup_put(&t, h4, 4);
     uint8_t big[200];
     memset(big, 'z', sizeof big);
@@ -200,7 +179,7 @@ Test(heap_tuple_crafted, walk_align_and_nulls)
 
     /* The data ends after u: the tuple stored 5 of 6 attributes (f was
      * added later): f is NULL. */
-    put16(t.b + 18, 5);
+    le_store_u16(t.b + 18, 5);
     cr_assert_eq(deform(&d, t.b, t.len - 8, v, err, sizeof err), 0, "%s", err);
     cr_assert_eq(v[5].kind, HEAP_DATUM_NULL);
     /* ... unless it has a missing default. */
@@ -212,10 +191,10 @@ Test(heap_tuple_crafted, walk_align_and_nulls)
     at[5].atthasmissing = false;
 
     /* More attributes than the descriptor: stale. */
-    put16(t.b + 18, 7);
+    le_store_u16(t.b + 18, 7);
     cr_assert_eq(deform(&d, t.b, t.len, v, err, sizeof err), -1);
     cr_assert(strstr(err, "older"), "%s", err);
-    put16(t.b + 18, 6);
+    le_store_u16(t.b + 18, 6);
 
     /* t_hoff not aligned, or over the bitmap. */
     t.b[22] = 25;
@@ -260,7 +239,7 @@ Test(heap_tuple_crafted, dropped_and_layouts)
     struct heap_datum v[3];
     cr_assert_eq(deform(&d, t.b, t.len, v, err, sizeof err), 0, "%s", err);
     cr_assert_eq(v[1].kind, HEAP_DATUM_NULL);
-    cr_assert(v[2].kind == HEAP_DATUM_FIXED && get32(v[2].data) == 3);
+    cr_assert(v[2].kind == HEAP_DATUM_FIXED && le_load_u32(v[2].data) == 3);
 
     /* Broken layouts: cstring, bad alignment, by value of 3 bytes, a
      * supported type stored with another length. */
@@ -318,29 +297,29 @@ Test(heap_tuple_crafted, compressed_external_numeric)
     struct tup t;
     tup_start(&t, 4, NULL);
     uint8_t h[8];
-    put32(h, (uint32_t)((8 + sizeof pglz) << 2 | 0x02));
-    put32(h + 4, 17);
+    le_store_u32(h, (uint32_t)((8 + sizeof pglz) << 2 | 0x02));
+    le_store_u32(h + 4, 17);
     tup_put(&t, h, 8);
     tup_put(&t, pglz, sizeof pglz);
     tup_align(&t, 4);
-    put32(h, (uint32_t)((8 + lzn) << 2 | 0x02));
-    put32(h + 4, (uint32_t)sizeof raw | 1u << 30);
+    le_store_u32(h, (uint32_t)((8 + lzn) << 2 | 0x02));
+    le_store_u32(h + 4, (uint32_t)sizeof raw | 1u << 30);
     tup_put(&t, h, 8);
     tup_put(&t, lz, (size_t)lzn);
     /* e: a TOAST pointer, unaligned: 1, tag 18, rawsize, extinfo,
      * valueid, toastrelid. */
     uint8_t ptr[18] = {0x01, 18};
-    put32(ptr + 2, 100004);
-    put32(ptr + 6, 100000);
-    put32(ptr + 10, 777);
-    put32(ptr + 14, 888);
+    le_store_u32(ptr + 2, 100004);
+    le_store_u32(ptr + 6, 100000);
+    le_store_u32(ptr + 10, 777);
+    le_store_u32(ptr + 14, 888);
     tup_put(&t, ptr, sizeof ptr);
     /* n: -12.5 as NumericShort (1-byte varlena header): sign bit,
      * dscale 1, weight 0, digits 12, 5000. */
     uint8_t num[7] = {(uint8_t)(7 << 1 | 1)};
-    put16(num + 1, 0x8000 | 0x2000 | 1 << 7 | 0);
-    put16(num + 3, 12);
-    put16(num + 5, 5000);
+    le_store_u16(num + 1, 0x8000 | 0x2000 | 1 << 7 | 0);
+    le_store_u16(num + 3, 12);
+    le_store_u16(num + 5, 5000);
     tup_put(&t, num, sizeof num);
 
     struct heap_datum v[4];
@@ -402,7 +381,7 @@ Test(heap_tuple_crafted, compressed_external_numeric)
     } specials[] = {{0xC000, 0}, {0xD000, 32}, {0xF000, 32}};
     for (size_t i = 0; i < 3; i++) {
         uint8_t p[2];
-        put16(p, specials[i].h);
+        le_store_u16(p, specials[i].h);
         struct heap_datum nv = {.kind = HEAP_DATUM_PLAIN, .data = p, .len = 2};
         cr_assert_eq(send1(&at[3], &nv, &hv, &a, err, sizeof err), 0, "%s", err);
         uint8_t w[8] = {0, 0, 0, 0, (uint8_t)(specials[i].h >> 8), 0, 0, specials[i].dscale};
@@ -410,9 +389,9 @@ Test(heap_tuple_crafted, compressed_external_numeric)
         free(a);
     }
     uint8_t lp[6];
-    put16(lp, 0x4000 | 3);  /* negative, dscale 3 */
-    put16(lp + 2, 100);     /* weight */
-    put16(lp + 4, 7);
+    le_store_u16(lp, 0x4000 | 3);  /* negative, dscale 3 */
+    le_store_u16(lp + 2, 100);     /* weight */
+    le_store_u16(lp + 4, 7);
     struct heap_datum nv = {.kind = HEAP_DATUM_PLAIN, .data = lp, .len = 6};
     cr_assert_eq(send1(&at[3], &nv, &hv, &a, err, sizeof err), 0, "%s", err);
     const uint8_t lw[] = {0, 1, 0, 100, 0x40, 0, 0, 3, 0, 7};
@@ -528,8 +507,8 @@ static void write_seed(const struct table *t, int form, const uint8_t *tuple, si
     for (int i = 0; i < t->natts; i++) {
         const struct heap_attr *a = &t->attrs[i];
         uint8_t b[8];
-        put16(b, (uint16_t)a->type_oid);
-        put32(b + 2, (uint32_t)a->typmod);
+        le_store_u16(b, (uint16_t)a->type_oid);
+        le_store_u32(b + 2, (uint32_t)a->typmod);
         b[6] = (uint8_t)(int8_t)a->attlen;
         int align = a->attalign == 'c' ? 0 : a->attalign == 's' ? 1 : a->attalign == 'i' ? 2 : 3;
         b[7] = (uint8_t)((a->attbyval ? 1 : 0) | (a->attisdropped ? 2 : 0) |
@@ -644,9 +623,9 @@ static void check_table(PGconn *c, const char *rel, struct seen *seen)
                  rel, blk);
         PGresult *items = query(c, sql, 0);
         int nitems = PQntuples(items);
-        int lower = get16(page + 12), nlp = (lower - 24) / 4, item = 0;
+        int lower = le_load_u16(page + 12), nlp = (lower - 24) / 4, item = 0;
         for (int lp = 1; lp <= nlp; lp++) {
-            uint32_t w = get32(page + 24 + 4 * (lp - 1));
+            uint32_t w = le_load_u32(page + 24 + 4 * (lp - 1));
             unsigned off = w & 0x7FFF, flags = (w >> 15) & 3, len = w >> 17;
             if (flags != 1)
                 continue; /* LP_NORMAL only */
@@ -660,18 +639,18 @@ static void check_table(PGconn *c, const char *rel, struct seen *seen)
             struct heap_datum dv[MAX_ATTRS], dw[MAX_ATTRS];
             cr_assert_eq(deform(&t.desc, tuple, len, dv, err, sizeof err), 0,
                          "%s block %d lp %d: %s", rel, blk, lp, err);
-            int natts = get16(tuple + 18) & HEAP_NATTS_MASK;
+            int natts = le_load_u16(tuple + 18) & HEAP_NATTS_MASK;
             if (natts < t.natts)
                 seen->short_tuples++;
-            if (!(get16(tuple + 20) & HEAP_HASNULL))
+            if (!(le_load_u16(tuple + 20) & HEAP_HASNULL))
                 seen->no_bitmap++;
-            if (get16(tuple + 20) & 0x2000) /* HEAP_UPDATED */
+            if (le_load_u16(tuple + 20) & 0x2000) /* HEAP_UPDATED */
                 seen->updated++;
 
             /* As a WAL record logs it, rebuilt from heap_page_items. */
             uint8_t rec[BLCKSZ];
-            put16(rec, (uint16_t)atoi(PQgetvalue(items, item, 1)));
-            put16(rec + 2, (uint16_t)atoi(PQgetvalue(items, item, 2)));
+            le_store_u16(rec, (uint16_t)atoi(PQgetvalue(items, item, 1)));
+            le_store_u16(rec + 2, (uint16_t)atoi(PQgetvalue(items, item, 2)));
             rec[4] = (uint8_t)atoi(PQgetvalue(items, item, 3));
             size_t rl = 5;
             memset(rec + 5, 0, sizeof rec - 5);
@@ -915,8 +894,8 @@ Test(heap_tuple_oracle, missing_default, .timeout = 120)
     PGresult *pr = query(c, "SELECT get_raw_page('m', 0)", 1);
     const uint8_t *page = (const uint8_t *)PQgetvalue(pr, 0, 0);
     int refused = 0, read = 0;
-    for (int lp = 1; lp <= (get16(page + 12) - 24) / 4; lp++) {
-        uint32_t w = get32(page + 24 + 4 * (lp - 1));
+    for (int lp = 1; lp <= (le_load_u16(page + 12) - 24) / 4; lp++) {
+        uint32_t w = le_load_u32(page + 24 + 4 * (lp - 1));
         struct heap_datum dv[MAX_ATTRS];
         if (deform(&t.desc, page + (w & 0x7FFF), w >> 17, dv, err, sizeof err) == 0)
             read++;

@@ -27,6 +27,7 @@
  * STRAUM_PGWAL_SEED fixes the random pieces (each test prints the seed it
  * used); STRAUM_PGWAL_CORPUS=<dir> writes seed inputs for fuzz_pgwal
  * there (how tests/fuzz/corpus/pgwal was made). */
+#include "base/bytes.h"
 #include "ingest/pgwal.h"
 #include "tests/e2e/walfiles.h"
 #include "tests/pg/pgtest.h"
@@ -73,29 +74,6 @@ static uint64_t seed_once(void)
     return seed;
 }
 
-static void put16(uint8_t *p, uint16_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-    return pgwal_u32_at(p, 0);
-}
-
 /* A growable byte string. */
 struct bytes {
     uint8_t *p;
@@ -127,21 +105,21 @@ static void b_u8(struct bytes *b, uint8_t v)
 static void b_u16(struct bytes *b, uint16_t v)
 {
     uint8_t t[2];
-    put16(t, v);
+    le_store_u16(t, v);
     b_put(b, t, 2);
 }
 
 static void b_u32(struct bytes *b, uint32_t v)
 {
     uint8_t t[4];
-    put32(t, v);
+    le_store_u32(t, v);
     b_put(b, t, 4);
 }
 
 static void b_u64(struct bytes *b, uint64_t v)
 {
     uint8_t t[8];
-    put64(t, v);
+    le_store_u64(t, v);
     b_put(b, t, 8);
 }
 
@@ -189,7 +167,7 @@ static void rec_begin(struct bytes *r, uint8_t rmid, uint8_t info, uint32_t xid)
 {
     r->len = 0;
     uint8_t h[24] = {0};
-    put32(h + 4, xid);
+    le_store_u32(h + 4, xid);
     h[16] = info;
     h[17] = rmid;
     b_put(r, h, 24);
@@ -198,7 +176,7 @@ static void rec_begin(struct bytes *r, uint8_t rmid, uint8_t info, uint32_t xid)
 /* Sets xl_tot_len; xl_prev and xl_crc are the writer's. */
 static void rec_end(struct bytes *r)
 {
-    put32(r->p, (uint32_t)r->len);
+    le_store_u32(r->p, (uint32_t)r->len);
 }
 
 /* The main data header for n bytes (short or long form). */
@@ -265,15 +243,15 @@ static void ww_page_header(struct walw *w, uint16_t info, uint32_t rem)
     uint64_t lsn = ww_pos(w);
     bool lng = lsn % w->seg == 0;
     uint8_t h[40] = {0};
-    put16(h, 0xD110);
-    put16(h + 2, (uint16_t)(info | (lng ? 0x0002 : 0) | w->flags));
-    put32(h + 4, 1);
-    put64(h + 8, lsn);
-    put32(h + 16, rem);
+    le_store_u16(h, 0xD110);
+    le_store_u16(h + 2, (uint16_t)(info | (lng ? 0x0002 : 0) | w->flags));
+    le_store_u32(h + 4, 1);
+    le_store_u64(h + 8, lsn);
+    le_store_u32(h + 16, rem);
     if (lng) {
-        put64(h + 24, SYSID);
-        put32(h + 32, w->seg);
-        put32(h + 36, w->blcksz);
+        le_store_u64(h + 24, SYSID);
+        le_store_u32(h + 32, w->seg);
+        le_store_u32(h + 36, w->blcksz);
     }
     b_put(&w->out, h, lng ? 40 : 24);
     w->flags = 0;
@@ -287,10 +265,10 @@ static uint64_t ww_put_record(struct walw *w, struct bytes *r, uint64_t prev, bo
         ww_page_header(w, 0, 0);
     uint64_t lsn = ww_pos(w);
     uint32_t tot = (uint32_t)r->len;
-    put64(r->p + 8, prev);
+    le_store_u64(r->p + 8, prev);
     uint32_t crc = pgwal_crc32c(0xFFFFFFFFu, r->p + 24, tot - 24);
     crc = pgwal_crc32c(crc, r->p, 20) ^ 0xFFFFFFFFu;
-    put32(r->p + 20, crc);
+    le_store_u32(r->p + 20, crc);
     for (uint32_t i = 0; i < tot;) {
         if (ww_pos(w) % PAGE == 0) {
             if (partial)
@@ -457,8 +435,8 @@ static void corpus_write(const char *name, uint8_t flags, uint64_t lsn, const ui
     cr_assert_not_null(f, "%s: %s", path, strerror(errno));
     uint8_t h[13];
     h[0] = flags;
-    put64(h + 1, lsn);
-    put32(h + 9, 0x9E3779B9u ^ (uint32_t)n);
+    le_store_u64(h + 1, lsn);
+    le_store_u32(h + 9, 0x9E3779B9u ^ (uint32_t)n);
     cr_assert(fwrite(h, 1, sizeof h, f) == sizeof h && fwrite(p, 1, n, f) == n);
     cr_assert_eq(fclose(f), 0);
 }
@@ -805,11 +783,11 @@ Test(pgwal_crafted, refusals)
         noop_record(&r, 300, 2);
         size_t at = w.out.len;
         ww_record(&w, &r);
-        put32(w.out.p + at, PGWAL_MAX_RECORD + 8);
+        le_store_u32(w.out.p + at, PGWAL_MAX_RECORD + 8);
         refused(&w, SEG1M, base, "PGWAL_MAX_RECORD");
-        put32(w.out.p + at, 0);
+        le_store_u32(w.out.p + at, 0);
         refused(&w, SEG1M, base, "length 0");
-        put32(w.out.p + at, 12);
+        le_store_u32(w.out.p + at, 12);
         refused(&w, SEG1M, base, "less than a record header");
         free(r.p);
     }
@@ -883,13 +861,13 @@ static void make_page(uint8_t page[PAGE], int n)
         for (int k = 0; k < len; k++)
             page[upper + k] = (uint8_t)(k < 23 ? k * 7 + i : (i * 13 + k) % 5);
         page[upper + 22] = 24; /* t_hoff */
-        put32(page + 24 + 4 * i, (uint32_t)upper | 1u << 15 | (uint32_t)len << 17);
+        le_store_u32(page + 24 + 4 * i, (uint32_t)upper | 1u << 15 | (uint32_t)len << 17);
     }
-    put64(page, 0x12345678ull);
-    put16(page + 12, (uint16_t)(24 + 4 * n));
-    put16(page + 14, upper);
-    put16(page + 16, PAGE);
-    put16(page + 18, PAGE | 4);
+    le_store_u64(page, 0x12345678ull);
+    le_store_u16(page + 12, (uint16_t)(24 + 4 * n));
+    le_store_u16(page + 14, upper);
+    le_store_u16(page + 16, PAGE);
+    le_store_u16(page + 18, PAGE | 4);
 }
 
 /* A greedy pglz compressor (pg_lzcompress.c's format: a control byte for 8
@@ -1085,7 +1063,7 @@ Test(pgwal_crafted, record_headers)
         uint8_t *copy = malloc(n > 0 ? n : 1);
         memcpy(copy, r.p, n);
         if (n >= 4)
-            put32(copy, (uint32_t)n);
+            le_store_u32(copy, (uint32_t)n);
         err[0] = '\0';
         int rc = pgwal_decode_record(n > 0 ? copy : NULL, n, 0x3000028, &rec, err, sizeof err);
         cr_assert(rc == 0 || (rc == -1 && err[0] != '\0'), "%zu bytes of %zu", n, r.len);
@@ -1094,7 +1072,7 @@ Test(pgwal_crafted, record_headers)
             cr_assert_eq(rc, n == r.len - 1 ? -1 : 0, "%zu bytes: %s", n, err);
         free(copy);
     }
-    put32(r.p, (uint32_t)r.len + 1);
+    le_store_u32(r.p, (uint32_t)r.len + 1);
     b_u8(&r, 0);
     cr_assert_eq(pgwal_decode_record(r.p, r.len, 0x3000028, &rec, err, sizeof err), -1);
     cr_assert(strstr(err, "announce") != NULL, "%s", err);
@@ -1171,7 +1149,7 @@ Test(pgwal_crafted, parsers)
     cr_assert_eq(h.suffix_len, 22);
     cr_assert(h.tuple.present && h.tuple.len == 9 && h.tuple.hoff == 24);
     cr_assert(h.old_tuple.present && h.old_tuple.len == 4);
-    cr_assert_eq(get32(h.old_tuple.data), 0xABCDEF01u);
+    cr_assert_eq(le_load_u32(h.old_tuple.data), 0xABCDEF01u);
     corpus_write("record_update_prefix", 0x01, 0x4000028, r.p, r.len);
     /* main data shorter than xl_heap_update, or block data shorter than its
      * lengths and header: refused */
@@ -1473,15 +1451,15 @@ static void invals(struct str *s, uint32_t n, const uint8_t *msgs, uint32_t db, 
         if (id >= 0)
             s_printf(s, " catcache %d", id);
         else if (id == -1)
-            s_printf(s, " catalog %u", get32(m + 8));
+            s_printf(s, " catalog %u", le_load_u32(m + 8));
         else if (id == -2)
-            s_printf(s, " relcache %u", get32(m + 8));
+            s_printf(s, " relcache %u", le_load_u32(m + 8));
         else if (id == -3)
             s_printf(s, " smgr");
         else if (id == -4)
-            s_printf(s, " relmap db %u", get32(m + 4));
+            s_printf(s, " relmap db %u", le_load_u32(m + 4));
         else if (id == -5)
-            s_printf(s, " snapshot %u", get32(m + 8));
+            s_printf(s, " snapshot %u", le_load_u32(m + 8));
         else
             s_printf(s, " unrecognized id %d", id);
     }

@@ -33,4 +33,16 @@ Test(base_bytes, little_endian)
     const uint8_t want[8] = {8, 7, 6, 5, 4, 3, 2, 1};
     cr_assert(memcmp(o, want, 8) == 0);
     cr_assert_eq(le_load_u64(o), 0x0102030405060708ULL);
+    cr_assert_eq(le_load_u32(o), 0x05060708u);
+    cr_assert_eq(le_load_u16(o), 0x0708);
+    const uint8_t high[4] = {0xFF, 0x80, 0x01, 0xFE};
+    cr_assert_eq(le_load_u16(high), 0x80FF);
+    cr_assert_eq(le_load_u32(high), 0xFE0180FFu);
+    memset(o, 0, sizeof o);
+    le_store_u32(o, 0xFE0180FFu);
+    cr_assert(memcmp(o, high, 4) == 0);
+    memset(o, 0, sizeof o);
+    le_store_u16(o, 0x80FF);
+    cr_assert(memcmp(o, high, 2) == 0);
+    cr_assert_eq(o[2], 0, "a 2-byte store writes 2 bytes");
 }
