@@ -27,11 +27,15 @@ struct ingest_options {
     int64_t progress_interval_us; /* a load's progress line every this; 0: none
                                      (ingest/progress.h) */
     uint64_t max_store_bytes;    /* cap on data.mdb; 0: none (SPEC.md "Disk full") */
+    bool wal_physical;           /* --wal physical: follow a physical slot and
+                                    decode the heap WAL (ingest/physical.c)
+                                    instead of logical decoding */
     const char *metrics_listen;  /* "host:port" for GET /metrics and /healthz; NULL: none */
 };
 
 /* Prints the SQL an administrator runs once (publication, replica identity)
- * and a check list of the server's settings to out. Returns 0 when the
+ * and a check list of the server's settings to out (with wal_physical, no
+ * SQL: physical mode's checks only). Returns 0 when the
  * source is ready, 1 when something needs doing (still printed), -1 on an
  * error (message on stderr): a missing table or column, an unsupported type. */
 int ingest_plan(const struct ingest_options *opt, FILE *out);

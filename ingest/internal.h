@@ -7,7 +7,9 @@
 #include "base/error.h"
 #include "base/logfmt.h"
 #include "base/lsn.h"
+#include "ingest/heap_tuple.h"
 #include "ingest/ingest.h"
+#include "ingest/pgwal.h"
 #include "ingest/pgvalue.h"
 #include "store/store.h"
 
@@ -87,6 +89,17 @@ struct source_table {
     int nrelmap;
     bool relation_seen;
     void *scratch; /* decoded values of one row (rows.c); ingest is one thread */
+
+    /* --wal physical only (source_load_physical): where the table's rows
+     * live and how its tuples are laid out. */
+    struct pgwal_relfilenode node;  /* its main fork's file: tablespace (the
+                                       database's default resolved), database,
+                                       relfilenode */
+    struct heap_attr *heap_attrs;   /* every attribute 1..heap_natts, dropped
+                                       ones included (heap_tuple.h) */
+    int heap_natts;
+    int *col_attr;                  /* column index -> attribute index
+                                       (attnum - 1) in heap_attrs */
 };
 
 struct source {
@@ -104,6 +117,29 @@ struct source {
  * names the missing table or column or the unsupported type. */
 int source_load(PGconn *conn, const struct sql_view_list *views, struct source *out,
                 char *err, size_t errlen);
+/* --wal physical: for every table (after source_load), its relfilenode
+ * (pg_relation_filenode, with reltablespace 0 resolved to the database's
+ * dattablespace), and its attributes from pg_attribute (all of them, dropped
+ * ones included: their old values still take room in tuples), mapped to the
+ * table's columns; each descriptor passes heap_desc_check. Refuses, with a
+ * message saying what to run: an unlogged or temporary table (nothing of it
+ * is in the WAL), a partitioned table (its partitions' files are not
+ * followed), a table with atthasmissing columns (VACUUM FULL clears them). */
+int source_load_physical(PGconn *conn, struct source *src, char *err, size_t errlen);
+/* The relfilenode table t has now, as source_load_physical reads it; 0 when
+ * read, -1 with err (a lost connection, the table gone). */
+int source_relfilenode_now(PGconn *conn, const struct source_table *t,
+                           struct pgwal_relfilenode *out, char *err, size_t errlen);
+/* Whether table t's attributes in the catalog now are those
+ * source_load_physical read (the columns Straum reads: name, attnum, and a
+ * type with the same store type and scale; every attribute's length,
+ * by-value and alignment, since they place the values in a tuple). 0 when
+ * they are, or when only attributes were added (t's layout is then read
+ * again: the rows written before have fewer, read as NULL); -1 with a
+ * message naming the column and what to run when not (a column read
+ * dropped, renamed or retyped, an attribute stored differently); 1 when
+ * the catalog could not be asked (a lost connection: retry). */
+int source_check_physical(PGconn *conn, struct source_table *t, char *err, size_t errlen);
 /* Compiles view filters against the column types (after source_load). */
 int source_compile_filters(struct source *src, char *err, size_t errlen);
 void source_free(struct source *src);
@@ -172,10 +208,48 @@ PGconn *source_connect(const char *conninfo, bool replication, char *err, size_t
 
 /* ---- The follower ---------------------------------------------------------------- */
 
+/* Group commit (pace.c, for both followers). The time between store commits
+ * is at least the commit interval, and at least GROUP_COMMIT_RATIO times
+ * the last commit's own time (up to GROUP_COMMIT_MAX_US), so that commits
+ * take at most about a fifth of the follower's time whatever they cost. A
+ * commit costs about the segments it touches (a delta block each, and the
+ * folds after it), which a stream of small transactions spread over the
+ * buckets soon makes all of them: under a backlog, commits back to back
+ * every 5 ms held 550 transactions each and took 80% of ingest's time
+ * (perf, `taxi stream`); spaced this way each holds several times more for
+ * the same cost. A light stream's commits are cheap, so it keeps the 5 ms.
+ * A batch of GROUP_COMMIT_ROWS commits sooner, so its memory stays
+ * bounded; GROUP_COMMIT_MAX_US keeps the lag it adds well under 1 s. */
+#define GROUP_COMMIT_RATIO 4
+#define GROUP_COMMIT_MAX_US 500000
+#define GROUP_COMMIT_ROWS 200000
+int64_t pace_group_interval(int64_t commit_interval_us, int64_t last_commit_us);
+
+/* Delta blocks are folded into their bases once nothing has arrived for
+ * FOLD_IDLE_US, so that asks read bases and their rollups again (store.h).
+ * Not sooner: folding re-encodes whole segments, the very cost delta blocks
+ * spare a stream of small commits. A slice of FOLD_SLICE_US at a time: a
+ * transaction arriving meanwhile waits at most about that long.
+ * pace_fold_slice folds one slice; *more says whether blocks are left.
+ * 0, or -1 with serr (a failed store commit). */
+#define FOLD_IDLE_US 2000000
+#define FOLD_SLICE_US 50000
+int pace_fold_slice(struct store *st, bool *more, struct store_error *serr);
+
+/* Waits up to timeout_ms for the server's socket and reads what came
+ * (PQconsumeInput). 0 (EINTR and a timeout included), or -1 with err: the
+ * connection is lost. */
+int pace_wait_socket(PGconn *c, int timeout_ms, char *err, size_t errlen);
+
+
+struct physical_start;
+
 /* Creates the slot with an exported snapshot and loads every table into a
- * new store; the store's position becomes the slot's consistent point. */
+ * new store; the store's position becomes the slot's consistent point.
+ * With --wal physical, a physical slot and a snapshot made to fit it: the
+ * position stays 0 and ps says where the follower takes over. */
 int snapshot_load(const struct ingest_options *opt, struct source *src, struct store *st,
-                  char *err, size_t errlen);
+                  struct physical_start *ps, char *err, size_t errlen);
 
 /* Streams from the store's position until stopped. Returns 0 on a clean
  * stop, 1 when the connection was lost or a batch must be applied again
@@ -184,6 +258,31 @@ int snapshot_load(const struct ingest_options *opt, struct source *src, struct s
  * fatal error. */
 int stream_follow(const struct ingest_options *opt, struct source *src, struct store *st,
                   char *err, size_t errlen);
+
+/* --wal physical (physical.c): how the snapshot lines up with the slot,
+ * filled by snapshot_load and read by physical_follow.
+ *   start      the slot's restart_lsn: a checkpoint's redo pointer, where
+ *              reading begins;
+ *   snapshot   the COPY's snapshot (pg_current_snapshot in it): a commit
+ *              it sees is in the load and is not applied again;
+ *   after      pg_current_wal_insert_lsn() read in the snapshot: every
+ *              commit the snapshot sees ends before it, so the first store
+ *              commit at or past it makes the store's position mean what it
+ *              means in logical mode. Until then the store stays at position
+ *              0 (not loaded: a restart loads again). */
+struct physical_start {
+    bool loaded;               /* a load just ran in this process */
+    uint64_t start, after;
+    uint64_t xmin, xmax;       /* FullTransactionIds */
+    uint64_t *xip;
+    int nxip;
+};
+void physical_start_free(struct physical_start *ps);
+
+/* Follows the physical slot from its restart_lsn (ps when a load just ran)
+ * until stopped; the same contract as stream_follow. */
+int physical_follow(const struct ingest_options *opt, struct source *src, struct store *st,
+                    struct physical_start *ps, char *err, size_t errlen);
 
 /* Checks that the publication exists and holds every table the views read,
  * by the OIDs source_load found (upstream.c). 0 when it does; -1 with what

@@ -15,18 +15,22 @@
 
 static const char usage[] =
     "usage: straum-ingest plan --source CONNINFO --views FILE [--publication NAME]\n"
+    "                          [--wal logical|physical]\n"
     "       straum-ingest run --source CONNINFO --views FILE --store DIR [options]\n"
     "\n"
     "plan   prints the SQL to run once on PostgreSQL (publication, replica identity)\n"
     "       and checks the server's settings; exits 1 when something needs fixing.\n"
     "run    loads a consistent snapshot into a new store, then follows the\n"
-    "       database by logical decoding until SIGTERM or SIGINT.\n"
+    "       database by logical decoding (or, with --wal physical, its physical\n"
+    "       WAL) until SIGTERM or SIGINT.\n"
     "\n"
     "  --source CONNINFO      libpq connection string or URI; PG* variables apply\n"
     "  --views FILE           the CREATE VIEW statements\n"
     "  --store DIR            the store directory\n"
     "  --slot NAME            replication slot (default straum)\n"
     "  --publication NAME     publication (default straum)\n"
+    "  --wal MODE             logical (default) or physical: a physical slot, heap\n"
+    "                         WAL decoded by Straum; wal_level = replica is enough\n"
     "  --commit-interval DUR  group commit interval (default 5ms; at least 4x the last\n"
     "                         commit's time, up to 500ms, so a backlog commits less often)\n"
     "  --max-lag DUR          lag considered healthy (default 10s; for /readyz)\n"
@@ -100,6 +104,13 @@ int main(int argc, char **argv)
             opt.slot = v;
         else if (!strcmp(a, "--publication"))
             opt.publication = v;
+        else if (!strcmp(a, "--wal")) {
+            if (strcmp(v, "logical") && strcmp(v, "physical")) {
+                fprintf(stderr, "straum-ingest: --wal %s: give logical or physical\n", v);
+                return 2;
+            }
+            opt.wal_physical = !strcmp(v, "physical");
+        }
         else if (!strcmp(a, "--rebuild"))
             opt.rebuild = true;
         else if (!strcmp(a, "--exit-when-caught-up"))

@@ -177,13 +177,15 @@ static void backoff(int64_t *delay_us, int64_t max_us)
  * instead of ending ingest: each retry streams again from the stored
  * position (1 s doubling to 30 s apart), so room freed by the operator is
  * used within half a minute. */
-static int follow(const struct ingest_options *opt, struct source *src, struct store *st)
+static int follow(const struct ingest_options *opt, struct source *src, struct store *st,
+                  struct physical_start *ps)
 {
     int64_t delay = 100000, space_delay = 1000000;
     char err[1024];
     for (;;) {
         err[0] = '\0';
-        int rc = stream_follow(opt, src, st, err, sizeof err);
+        int rc = opt->wal_physical ? physical_follow(opt, src, st, ps, err, sizeof err)
+                                   : stream_follow(opt, src, st, err, sizeof err);
         if (rc == 0)
             return 0;
         if (rc < 0) {
@@ -239,6 +241,7 @@ int ingest_run(const struct ingest_options *opt)
         return -1;
     }
     struct source src = {0};
+    struct physical_start ps = {0};
     struct store *st = NULL;
     struct imetrics_server *ms = NULL;
     int rc = -1;
@@ -251,16 +254,18 @@ int ingest_run(const struct ingest_options *opt)
     if (!c && !err[0])
         rc = 0; /* stopped while waiting for PostgreSQL */
     if (!c || source_load(c, views, &src, err, sizeof err) ||
-        source_compile_filters(&src, err, sizeof err))
+        source_compile_filters(&src, err, sizeof err) ||
+        (opt->wal_physical && source_load_physical(c, &src, err, sizeof err)))
         goto done;
     bool fresh;
     uint64_t stored_lsn = 0;
     if (!(st = open_store(opt, views_text, &src, &fresh, &stored_lsn, err, sizeof err)))
         goto done;
-    if (!fresh && upstream_check_slot(c, opt, stored_lsn, err, sizeof err))
+    /* (physical mode has no publication; physical.c checks its slot) */
+    if (!opt->wal_physical && !fresh && upstream_check_slot(c, opt, stored_lsn, err, sizeof err))
         goto done;
     /* A load without the publication would only fail at the first change. */
-    if (fresh && upstream_check(c, &src, opt, false, 0, err, sizeof err))
+    if (!opt->wal_physical && fresh && upstream_check(c, &src, opt, false, 0, err, sizeof err))
         goto done;
     PQfinish(c);
     c = NULL;
@@ -272,10 +277,10 @@ int ingest_run(const struct ingest_options *opt)
     }
     if (fresh)
         imetrics_state(INGEST_SNAPSHOT);
-    if (fresh && snapshot_load(opt, &src, st, err, sizeof err))
+    if (fresh && snapshot_load(opt, &src, st, &ps, err, sizeof err))
         goto done;
     imetrics_state(INGEST_STARTING);
-    rc = follow(opt, &src, st);
+    rc = follow(opt, &src, st, &ps);
     err[0] = '\0';
 done:
     if (rc && err[0])
@@ -284,6 +289,7 @@ done:
     imetrics_stop(ms); /* before the store closes: a scrape reads data.mdb's size */
     store_close(st);
     source_free(&src);
+    physical_start_free(&ps);
     sql_view_list_free(views);
     free(views_text);
     return rc;

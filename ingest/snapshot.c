@@ -19,6 +19,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* What the writer may hold decoded while loading. */
@@ -735,34 +736,160 @@ static void drop_stale_slot(PGconn *repl, const char *slot)
     PQclear(r);
 }
 
+/* --wal physical: a physical slot has no snapshot to export, so the load's
+ * is made to fit it (SPEC.md §5.4). The slot is created first, reserving
+ * WAL from the redo pointer of the latest checkpoint (its restart_lsn);
+ * then any transaction that had an xid by then must end before the load's
+ * snapshot is taken: a transaction the snapshot does not see then has all
+ * its changes after the slot's start, where the follower reads them, and
+ * one it sees is in the load. That is: the snapshot's xmin at or past the
+ * xmax of a snapshot taken once the slot exists. Long transactions are
+ * waited for, with a line in the log saying which. On success *holder is
+ * a connection in a REPEATABLE READ transaction whose snapshot is
+ * exported as snapshot (kept open until the load is read), and ps says
+ * how the load lines up with the slot. */
+static int physical_slot(const struct ingest_options *opt, PGconn *repl, const char *slot_q,
+                         struct physical_start *ps, char *snapshot, size_t cap, PGconn **holder,
+                         char *err, size_t errlen)
+{
+    char sql[300];
+    snprintf(sql, sizeof sql, "CREATE_REPLICATION_SLOT %s PHYSICAL RESERVE_WAL", slot_q);
+    PGresult *r = PQexec(repl, sql);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        error_fmt(err, errlen, "creating the physical replication slot %s failed: %s", opt->slot,
+                  PQerrorMessage(repl));
+        PQclear(r);
+        return -1;
+    }
+    PQclear(r);
+    PGconn *c = source_connect(opt->source, false, err, errlen);
+    if (!c)
+        return -1;
+    const char *params[1] = {opt->slot};
+    r = PQexecParams(c, "SELECT restart_lsn, pg_snapshot_xmax(pg_current_snapshot())::text "
+                        "FROM pg_replication_slots WHERE slot_name = $1",
+                     1, NULL, params, NULL, NULL, 0);
+    uint64_t before = 0;
+    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1 ||
+        !lsn_parse(PQgetvalue(r, 0, 0), &ps->start)) {
+        error_fmt(err, errlen, "reading the new slot %s: %s", opt->slot, PQerrorMessage(c));
+        PQclear(r);
+        PQfinish(c);
+        return -1;
+    }
+    before = strtoull(PQgetvalue(r, 0, 1), NULL, 10);
+    PQclear(r);
+    int64_t waiting_since = now_usec(), said = 0;
+    for (;;) {
+        if (exec_ok(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", err, errlen))
+            break;
+        r = PQexec(c, "SELECT pg_export_snapshot(), pg_snapshot_xmin(s)::text, "
+                      "pg_snapshot_xmax(s)::text, "
+                      "(SELECT string_agg(x::text, ',') FROM pg_snapshot_xip(s) x), "
+                      "CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() "
+                      "ELSE pg_current_wal_insert_lsn() END FROM pg_current_snapshot() s");
+        if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1 ||
+            !lsn_parse(PQgetvalue(r, 0, 4), &ps->after)) {
+            error_fmt(err, errlen, "taking the load's snapshot: %s", PQerrorMessage(c));
+            PQclear(r);
+            break;
+        }
+        ps->xmin = strtoull(PQgetvalue(r, 0, 1), NULL, 10);
+        if (ps->xmin >= before) {
+            snprintf(snapshot, cap, "%s", PQgetvalue(r, 0, 0));
+            ps->xmax = strtoull(PQgetvalue(r, 0, 2), NULL, 10);
+            const char *xip = PQgetvalue(r, 0, 3);
+            ps->nxip = 0;
+            for (const char *p = xip; *p; p++)
+                ps->nxip += *p == ',';
+            ps->nxip += *xip != '\0';
+            ps->xip = calloc((size_t)ps->nxip + 1, sizeof *ps->xip);
+            if (!ps->xip) {
+                PQclear(r);
+                error_fmt(err, errlen, "out of memory");
+                break;
+            }
+            int n = 0;
+            for (const char *p = xip; *p && n < ps->nxip; n++) {
+                char *end;
+                ps->xip[n] = strtoull(p, &end, 10);
+                p = *end == ',' ? end + 1 : end;
+            }
+            PQclear(r);
+            ps->loaded = true;
+            *holder = c;
+            return 0;
+        }
+        PQclear(r);
+        if (exec_ok(c, "ROLLBACK", err, errlen))
+            break;
+        /* A transaction that began before the slot is still open. */
+        int64_t now = now_usec();
+        if (now - waiting_since > 1000000 && now - said > 10000000) {
+            said = now;
+            char q[300];
+            snprintf(q, sizeof q,
+                     "SELECT concat_ws(', ', (SELECT string_agg('pid ' || pid, ', ') FROM "
+                     "pg_stat_activity WHERE backend_xid IS NOT NULL AND "
+                     "backend_xid::text::bigint < %llu %% 4294967296), (SELECT "
+                     "string_agg('prepared ' || quote_literal(gid), ', ') FROM "
+                     "pg_prepared_xacts))", (unsigned long long)before);
+            r = PQexec(c, q);
+            log_info("waiting for transactions that began before the slot to end, so that the "
+                     "load lines up with the WAL (%s)",
+                     PQresultStatus(r) == PGRES_TUPLES_OK && !PQgetisnull(r, 0, 0)
+                         ? PQgetvalue(r, 0, 0) : "?");
+            PQclear(r);
+        }
+        if (ingest_stop_requested) {
+            error_fmt(err, errlen, "stopped while waiting to take the load's snapshot");
+            break;
+        }
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    PQfinish(c);
+    return -1;
+}
+
 int snapshot_load(const struct ingest_options *opt, struct source *src, struct store *st,
-                  char *err, size_t errlen)
+                  struct physical_start *ps, char *err, size_t errlen)
 {
     PGconn *repl = source_connect(opt->source, true, err, errlen);
     if (!repl)
         return -1;
-    PGconn *c = NULL, *more = NULL;
+    PGconn *c = NULL, *more = NULL, *holder = NULL;
     int rc = -1;
     struct store_error serr;
     drop_stale_slot(repl, opt->slot);
     char sql[300], q[200], snapshot[128];
     quote_ident(q, sizeof q, opt->slot);
-    /* The legacy EXPORT_SNAPSHOT form works from PostgreSQL 10 on. */
-    snprintf(sql, sizeof sql, "CREATE_REPLICATION_SLOT %s LOGICAL pgoutput EXPORT_SNAPSHOT", q);
-    PGresult *r = PQexec(repl, sql);
-    uint64_t consistent;
-    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1 ||
-        !lsn_parse(PQgetvalue(r, 0, 1), &consistent)) {
-        error_fmt(err, errlen, "creating the replication slot %s failed: %s", opt->slot,
-             PQerrorMessage(repl));
-        PQclear(r);
-        goto done;
-    }
-    snprintf(snapshot, sizeof snapshot, "%s", PQgetvalue(r, 0, 2));
-    PQclear(r);
+    uint64_t consistent = 0; /* physical: 0 until the follower reaches ps->after */
     char lsn[32];
-    log_info("created slot %s at %s; loading in snapshot %s", opt->slot,
-             lsn_text(consistent, lsn), snapshot);
+    if (opt->wal_physical) {
+        if (physical_slot(opt, repl, q, ps, snapshot, sizeof snapshot, &holder, err, errlen))
+            goto done;
+        char after[32];
+        log_info("created physical slot %s at %s; loading in snapshot %s, consistent with the "
+                 "WAL from %s", opt->slot, lsn_text(ps->start, lsn), snapshot,
+                 lsn_text(ps->after, after));
+    } else {
+        /* The legacy EXPORT_SNAPSHOT form works from PostgreSQL 10 on. */
+        snprintf(sql, sizeof sql, "CREATE_REPLICATION_SLOT %s LOGICAL pgoutput EXPORT_SNAPSHOT",
+                 q);
+        PGresult *r = PQexec(repl, sql);
+        if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1 ||
+            !lsn_parse(PQgetvalue(r, 0, 1), &consistent)) {
+            error_fmt(err, errlen, "creating the replication slot %s failed: %s", opt->slot,
+                      PQerrorMessage(repl));
+            PQclear(r);
+            goto done;
+        }
+        snprintf(snapshot, sizeof snapshot, "%s", PQgetvalue(r, 0, 2));
+        PQclear(r);
+        log_info("created slot %s at %s; loading in snapshot %s", opt->slot,
+                 lsn_text(consistent, lsn), snapshot);
+    }
 
     if (!(c = open_in_snapshot(opt, snapshot, err, errlen)))
         goto done;
@@ -778,7 +905,8 @@ int snapshot_load(const struct ingest_options *opt, struct source *src, struct s
     for (int i = 0; i < src->ntables; i++)
         if (load_table(c, more, &src->tables[i], src, st, opt, err, errlen))
             goto done;
-    if (exec_ok(c, "COMMIT", err, errlen) || (more && exec_ok(more, "COMMIT", err, errlen)))
+    if (exec_ok(c, "COMMIT", err, errlen) || (more && exec_ok(more, "COMMIT", err, errlen)) ||
+        (holder && exec_ok(holder, "COMMIT", err, errlen)))
         goto done;
     struct store_position pos = {consistent, now_usec(), now_usec(), 0};
     if (ingest_store_commit(st, &pos, NULL, &serr)) {
@@ -788,7 +916,9 @@ int snapshot_load(const struct ingest_options *opt, struct source *src, struct s
     struct logfmt_line l;
     char msg[200];
     snprintf(msg, sizeof msg, "snapshot loaded in %.1f s; position %s",
-             (double)(now_usec() - started) / 1e6, lsn_text(consistent, lsn));
+             (double)(now_usec() - started) / 1e6,
+             opt->wal_physical ? "set once the WAL reaches the snapshot"
+                               : lsn_text(consistent, lsn));
     if (logfmt_begin(&l, LOGFMT_INFO, msg)) {
         logfmt_str(&l, "lsn", lsn);
         logfmt_int(&l, "dur_ms", (now_usec() - started) / 1000);
@@ -800,6 +930,7 @@ done:
         rc = error_fmt(err, errlen, "%s", serr.message);
     PQfinish(more);
     PQfinish(c);
+    PQfinish(holder);
     PQfinish(repl);
     return rc;
 }

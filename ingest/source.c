@@ -369,6 +369,336 @@ int source_load(PGconn *conn, const struct sql_view_list *views, struct source *
     return 0;
 }
 
+/* ---- --wal physical: files and tuple layouts -------------------------------------- */
+
+/* Where the rows of table relid live: its relfilenode, as the WAL names
+ * its blocks. reltablespace 0 means the database's default tablespace,
+ * which WAL records name by its OID, so it is resolved here. */
+static int read_node(PGconn *c, const struct source_table *t, struct pgwal_relfilenode *out,
+                     char *persistence, char *err, size_t errlen)
+{
+    char relid[16];
+    snprintf(relid, sizeof relid, "%u", t->relid);
+    const char *params[] = {relid};
+    PGresult *r = query(c,
+                        "SELECT c.relpersistence, c.relfilenode, pg_relation_filenode(c.oid),"
+                        " CASE WHEN c.reltablespace = 0 THEN d.dattablespace"
+                        " ELSE c.reltablespace END, d.oid"
+                        " FROM pg_class c, pg_database d"
+                        " WHERE c.oid = $1 AND d.datname = current_database()",
+                        1, params, err, errlen);
+    if (!r)
+        return -1;
+    if (PQntuples(r) != 1) {
+        PQclear(r);
+        return error_fmt(err, errlen, "table %s (OID %u) does not exist any more; change the "
+                                      "views, and rerun with --rebuild",
+                         t->qualified, t->relid);
+    }
+    *persistence = PQgetvalue(r, 0, 0)[0];
+    /* A mapped catalog's file number is in the relation map, not in
+     * pg_class, and moves with map updates the follower does not read (a
+     * relation without storage has 0 there too, and no file at all). */
+    bool mapped = strcmp(PQgetvalue(r, 0, 1), "0") == 0 && !PQgetisnull(r, 0, 2);
+    if (mapped || PQgetisnull(r, 0, 2)) {
+        PQclear(r);
+        return error_fmt(err, errlen,
+                         mapped ? "%s is a mapped system catalog (pg_class.relfilenode 0), whose "
+                                  "file --wal physical cannot follow; make the views read user "
+                                  "tables, or use --wal logical"
+                                : "%s has no file of its own (pg_relation_filenode is NULL); "
+                                  "--wal physical follows plain tables",
+                         t->qualified);
+    }
+    out->rel = (uint32_t)strtoul(PQgetvalue(r, 0, 2), NULL, 10);
+    out->spc = (uint32_t)strtoul(PQgetvalue(r, 0, 3), NULL, 10);
+    out->db = (uint32_t)strtoul(PQgetvalue(r, 0, 4), NULL, 10);
+    PQclear(r);
+    return 0;
+}
+
+/* Only permanent tables are in the WAL: an unlogged table writes none of
+ * its rows there, a temporary one neither (and lives in one session). */
+static int check_persistence(const struct source_table *t, char persistence, char *err,
+                             size_t errlen)
+{
+    if (persistence == 'u')
+        return error_fmt(err, errlen,
+                         "%s is unlogged: its changes are not written to the WAL, so --wal "
+                         "physical cannot follow it; make it permanent with ALTER TABLE %s SET "
+                         "LOGGED", t->qualified, t->qualified);
+    if (persistence != 'p')
+        return error_fmt(err, errlen,
+                         "%s is a temporary table (relpersistence '%c'), whose changes are not "
+                         "in the WAL; Straum follows permanent tables", t->qualified, persistence);
+    return 0;
+}
+
+/* A partitioned table's rows live in its partitions' files: the refusal
+ * names them (the first few), since reading them is the way out. */
+static int refuse_partitioned(PGconn *c, const struct source_table *t, char *err, size_t errlen)
+{
+    char relid[16], why[200];
+    snprintf(relid, sizeof relid, "%u", t->relid);
+    const char *params[] = {relid};
+    PGresult *r = query(c,
+                        "SELECT string_agg(name, ', ' ORDER BY name), count(*) FROM"
+                        " (SELECT format('%I.%I', n.nspname, c.relname) AS name"
+                        " FROM pg_partition_tree($1::oid::regclass) p"
+                        " JOIN pg_class c ON c.oid = p.relid"
+                        " JOIN pg_namespace n ON n.oid = c.relnamespace"
+                        " WHERE p.isleaf) leaves",
+                        1, params, why, sizeof why);
+    const char *names = r && PQntuples(r) == 1 && !PQgetisnull(r, 0, 0) ? PQgetvalue(r, 0, 0)
+                                                                         : NULL;
+    char list[400] = "";
+    if (names) {
+        int n = atoi(PQgetvalue(r, 0, 1));
+        if (strlen(names) < 300)
+            snprintf(list, sizeof list, " (%s)", names);
+        else
+            snprintf(list, sizeof list, " (%.300s..., %d in all)", names, n);
+    }
+    PQclear(r);
+    return error_fmt(err, errlen,
+                     "%s is partitioned: its rows live in its partitions' files, and --wal "
+                     "physical follows plain tables; make the views read its partitions%s, or "
+                     "follow it with --wal logical", t->qualified, list);
+}
+
+/* Every attribute of table relid, dropped ones included, in attnum order:
+ * the domain's base type as load_columns resolves it; last, the declared
+ * type as SQL writes it, for messages. */
+static PGresult *query_attrs(PGconn *c, uint32_t relid, char *err, size_t errlen)
+{
+    char id[16];
+    snprintf(id, sizeof id, "%u", relid);
+    const char *params[] = {id};
+    /* A dropped attribute's atttypid is 0: hence the outer join. */
+    return query(c,
+                 "SELECT a.attnum, a.attname,"
+                 " CASE WHEN ty.typtype = 'd' THEN ty.typbasetype ELSE a.atttypid END,"
+                 " CASE WHEN ty.typtype = 'd' THEN ty.typtypmod ELSE a.atttypmod END,"
+                 " a.attlen, a.attbyval, a.attalign, a.attisdropped, a.atthasmissing,"
+                 " format_type(a.atttypid, a.atttypmod)"
+                 " FROM pg_attribute a LEFT JOIN pg_type ty ON ty.oid = a.atttypid"
+                 " WHERE a.attrelid = $1 AND a.attnum > 0"
+                 " ORDER BY a.attnum",
+                 1, params, err, errlen);
+}
+
+static struct heap_attr attr_of_row(const PGresult *r, int row)
+{
+    struct heap_attr a = {
+        .name = PQgetvalue(r, row, 1),
+        .attnum = (int16_t)atoi(PQgetvalue(r, row, 0)),
+        .type_oid = (uint32_t)strtoul(PQgetvalue(r, row, 2), NULL, 10),
+        .typmod = (int32_t)atoi(PQgetvalue(r, row, 3)),
+        .attlen = (int16_t)atoi(PQgetvalue(r, row, 4)),
+        .attbyval = PQgetvalue(r, row, 5)[0] == 't',
+        .attalign = PQgetvalue(r, row, 6)[0],
+        .attisdropped = PQgetvalue(r, row, 7)[0] == 't',
+        .atthasmissing = PQgetvalue(r, row, 8)[0] == 't',
+    };
+    return a;
+}
+
+static void free_heap_attrs(struct source_table *t)
+{
+    for (int i = 0; i < t->heap_natts; i++)
+        free((void *)t->heap_attrs[i].name);
+    free(t->heap_attrs);
+    free(t->col_attr);
+    t->heap_attrs = NULL;
+    t->col_attr = NULL;
+    t->heap_natts = 0;
+}
+
+static int load_heap_attrs(PGconn *c, struct source_table *t, char *err, size_t errlen)
+{
+    free_heap_attrs(t);
+    PGresult *r = query_attrs(c, t->relid, err, errlen);
+    if (!r)
+        return -1;
+    int n = PQntuples(r);
+    if (n > HEAP_MAX_ATTRS) {
+        PQclear(r);
+        return error_fmt(err, errlen, "table %s has %d attributes, more than PostgreSQL's %d",
+                         t->qualified, n, HEAP_MAX_ATTRS);
+    }
+    t->heap_attrs = calloc((size_t)n + 1, sizeof *t->heap_attrs);
+    t->col_attr = calloc((size_t)t->ncols + 1, sizeof *t->col_attr);
+    if (!t->heap_attrs || !t->col_attr) {
+        PQclear(r);
+        return error_fmt(err, errlen, "out of memory");
+    }
+    for (int i = 0; i < n; i++) {
+        t->heap_attrs[i] = attr_of_row(r, i);
+        if (!(t->heap_attrs[i].name = strdup(t->heap_attrs[i].name))) {
+            t->heap_natts = i;
+            PQclear(r);
+            return error_fmt(err, errlen, "out of memory");
+        }
+        t->heap_natts = i + 1;
+    }
+    PQclear(r);
+    /* load_columns read the live columns a moment ago; an ALTER TABLE in
+     * between shows as a mismatch here. */
+    for (int k = 0; k < t->ncols; k++) {
+        int at = t->cols[k].attnum - 1;
+        if (at < 0 || at >= t->heap_natts || t->heap_attrs[at].attisdropped ||
+            strcmp(t->heap_attrs[at].name, t->cols[k].name) != 0 ||
+            t->heap_attrs[at].type_oid != t->cols[k].type_oid)
+            return error_fmt(err, errlen, "column \"%s\" of table %s changed while it was "
+                                          "read (ALTER TABLE); run straum-ingest again",
+                             t->cols[k].name, t->qualified);
+        t->col_attr[k] = at;
+    }
+    /* A column added with a DEFAULT (PostgreSQL 11's fast default) leaves
+     * the rows written before without it: their value lives only in
+     * pg_attribute.attmissingval, and heap_tuple refuses such an attribute
+     * (atthasmissing). The rows' other values are placed as ever, so an
+     * attribute the views do not read is taken as NULL where a row lacks
+     * it: its value is never used. A column the views read keeps the flag,
+     * and is refused by heap_desc_check (VACUUM FULL writes it into every
+     * row). */
+    for (int i = 0; i < t->heap_natts; i++) {
+        bool read = false;
+        for (int k = 0; k < t->ncols && !read; k++)
+            read = t->col_attr[k] == i;
+        if (!read)
+            t->heap_attrs[i].atthasmissing = false;
+    }
+    char why[600];
+    struct heap_desc d = {t->heap_natts, t->heap_attrs};
+    if (heap_desc_check(&d, why, sizeof why))
+        return error_fmt(err, errlen, "table %s: %s", t->qualified, why);
+    return 0;
+}
+
+int source_load_physical(PGconn *conn, struct source *src, char *err, size_t errlen)
+{
+    /* pgwal.c decodes 15's WAL: another version's would only fail at its
+     * first page, after the load. */
+    if (src->server_version / 10000 != 15)
+        return error_fmt(err, errlen,
+                         "--wal physical reads PostgreSQL 15's WAL, and the server is "
+                         "PostgreSQL %d.%d; follow it with --wal logical",
+                         src->server_version / 10000, src->server_version % 10000);
+    for (int i = 0; i < src->ntables; i++) {
+        struct source_table *t = &src->tables[i];
+        if (t->partitioned)
+            return refuse_partitioned(conn, t, err, errlen);
+        char persistence;
+        if (read_node(conn, t, &t->node, &persistence, err, errlen) ||
+            check_persistence(t, persistence, err, errlen) ||
+            load_heap_attrs(conn, t, err, errlen))
+            return -1;
+    }
+    return 0;
+}
+
+int source_relfilenode_now(PGconn *conn, const struct source_table *t,
+                           struct pgwal_relfilenode *out, char *err, size_t errlen)
+{
+    /* ALTER TABLE ... SET UNLOGGED gives the table a new file too: taken
+     * for a TRUNCATE's, it would empty the table in the store while its
+     * rows stopped coming. */
+    char persistence;
+    if (read_node(conn, t, out, &persistence, err, errlen))
+        return -1;
+    if (persistence != 'p')
+        return error_fmt(err, errlen,
+                         "%s is not a permanent table any more (relpersistence '%c': ALTER TABLE "
+                         "... SET UNLOGGED), so its changes are not in the WAL; run ALTER TABLE %s "
+                         "SET LOGGED, then straum-ingest run --rebuild",
+                         t->qualified, persistence, t->qualified);
+    return 0;
+}
+
+/* Whether a column Straum reads, retyped in place (no rewrite: the stored
+ * bytes are those read before), still means what it meant: the same store
+ * type and scale (varchar(20) to varchar(40) or text, numeric(9,2) to
+ * numeric(12,2)), as logical mode follows such changes. */
+static bool same_meaning(const struct source_column *col, const struct heap_attr *now)
+{
+    struct store_column_type type;
+    char why[200];
+    return pgvalue_store_type(now->type_oid, now->typmod, &type, why, sizeof why) == 0 &&
+           type.type == col->type.type && type.scale == col->type.scale;
+}
+
+static int check_attrs(const struct source_table *t, const PGresult *r, char *err, size_t errlen)
+{
+    int n = PQntuples(r);
+    if (n == 0)
+        return error_fmt(err, errlen, "table %s was dropped; change the views, and rerun with "
+                                      "--rebuild", t->qualified);
+    for (int k = 0; k < t->ncols; k++) {
+        const struct source_column *col = &t->cols[k];
+        int at = t->col_attr[k];
+        struct heap_attr now = at < n ? attr_of_row(r, at) : (struct heap_attr){0};
+        if (at >= n || now.attisdropped || strcmp(now.name, col->name) != 0)
+            return error_fmt(err, errlen,
+                             "column \"%s\" of table %s is gone (dropped or renamed); the views "
+                             "need it: change the views, and rerun with --rebuild",
+                             col->name, t->qualified);
+        const struct heap_attr *was = &t->heap_attrs[at];
+        if (now.type_oid == was->type_oid && now.typmod == was->typmod)
+            continue;
+        if (now.attlen == was->attlen && now.attbyval == was->attbyval &&
+            now.attalign == was->attalign && same_meaning(col, &now)) {
+            log_debug("column \"%s\" of table %s changed type in place (to %s); its values "
+                      "keep their codes, so Straum follows it", col->name, t->qualified,
+                      PQgetvalue(r, at, 9));
+            continue;
+        }
+        return error_fmt(err, errlen,
+                         "column \"%s\" of table %s changed type (to %s) and its values would "
+                         "change meaning in the store; rerun with --rebuild to reload it",
+                         col->name, t->qualified, PQgetvalue(r, at, 9));
+    }
+    /* Every attribute places the ones after it in a tuple: a dropped one
+     * keeps its length and alignment, so only a retype changes them. */
+    for (int i = 0; i < n && i < t->heap_natts; i++) {
+        struct heap_attr now = attr_of_row(r, i);
+        const struct heap_attr *was = &t->heap_attrs[i];
+        if (now.attlen != was->attlen || now.attbyval != was->attbyval ||
+            now.attalign != was->attalign)
+            return error_fmt(err, errlen,
+                             "attribute %d (\"%s\") of table %s changed how it is stored "
+                             "(attlen %d to %d, attalign '%c' to '%c'), which moves the values "
+                             "after it in every row; rerun with --rebuild",
+                             i + 1, now.name, t->qualified, (int)was->attlen, (int)now.attlen,
+                             was->attalign, now.attalign);
+    }
+    /* Columns added (and maybe dropped since): the views read none of
+     * them, and the attributes before them stand where they stood. */
+    if (n > t->heap_natts)
+        return 2;
+    if (n < t->heap_natts)
+        return error_fmt(err, errlen,
+                         "table %s has %d attributes where %d were read when ingest started; "
+                         "rerun with --rebuild", t->qualified, n, t->heap_natts);
+    return 0;
+}
+
+int source_check_physical(PGconn *conn, struct source_table *t, char *err, size_t errlen)
+{
+    PGresult *r = query_attrs(conn, t->relid, err, errlen);
+    if (!r)
+        return PQstatus(conn) == CONNECTION_OK ? -1 : 1;
+    int rc = check_attrs(t, r, err, errlen);
+    PQclear(r);
+    if (rc == 2) { /* columns added: their layout is read again */
+        rc = load_heap_attrs(conn, t, err, errlen);
+        if (rc == 0)
+            log_info("table %s has %d attributes now; following its new rows", t->qualified,
+                     t->heap_natts);
+    }
+    return rc;
+}
+
 static void free_filter(struct row_filter *f)
 {
     if (!f)
@@ -399,6 +729,7 @@ void source_free(struct source *src)
         free(t->dims);
         free(t->relmap);
         free(t->scratch);
+        free_heap_attrs(t);
         free(t->schema);
         free(t->name);
         free(t->qualified);

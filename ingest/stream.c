@@ -168,35 +168,14 @@ static int send_feedback(struct follower *f, bool ask_reply)
     return 0;
 }
 
-/* The time between group commits, given what the last one took: at least
- * the commit interval, and at least GROUP_COMMIT_RATIO times the last
- * commit's own time (up to GROUP_COMMIT_MAX_US), so that commits take at
- * most about a fifth of the follower's time whatever they cost. A commit
- * costs about the segments it touches (a delta block each, and the folds
- * after it), which a stream of small transactions spread over the buckets
- * soon makes all of them: under a backlog, commits back to back every
- * 5 ms held 550 transactions each and took 80% of ingest's time (perf,
- * `taxi stream`); spaced this way each holds several times more for the
- * same cost. A light stream's commits are cheap, so it keeps the 5 ms. */
-#define GROUP_COMMIT_RATIO 4
-#define GROUP_COMMIT_MAX_US 500000 /* the lag it adds stays well under 1 s */
-#define GROUP_COMMIT_ROWS 200000   /* sooner: the batch's memory stays bounded */
-
-static int64_t group_interval(const struct follower *f)
-{
-    int64_t spaced = GROUP_COMMIT_RATIO * f->last_commit_us;
-    if (spaced > GROUP_COMMIT_MAX_US)
-        spaced = GROUP_COMMIT_MAX_US;
-    return spaced > f->opt->commit_interval_us ? spaced : f->opt->commit_interval_us;
-}
-
-/* Group commit: whole transactions only, every group_interval or sooner
- * when many rows wait. */
+/* Group commit (internal.h, pace.c): whole transactions only, every
+ * pace_group_interval or sooner when many rows wait. */
 static int maybe_store(struct follower *f, bool force)
 {
     if (!f->dirty || f->in_txn)
         return 0;
-    int64_t due = f->last_store + group_interval(f);
+    int64_t due = f->last_store + pace_group_interval(f->opt->commit_interval_us,
+                                                      f->last_commit_us);
     if (!force && now_usec() < due && f->pending_rows < GROUP_COMMIT_ROWS)
         return 0;
     if (store_position_now(f, f->applied_lsn, f->applied_time))
@@ -625,17 +604,6 @@ static int start(struct follower *f)
     return 0;
 }
 
-static int wait_socket(struct follower *f, int timeout_ms)
-{
-    struct pollfd p = {PQsocket(f->repl), POLLIN, 0};
-    int rc = poll(&p, 1, timeout_ms);
-    if (rc < 0 && errno != EINTR)
-        return fail(f, "waiting for the server: %s", strerror(errno));
-    if (rc > 0 && !PQconsumeInput(f->repl))
-        return fail(f, "reading from the server: %s", PQerrorMessage(f->repl));
-    return 0;
-}
-
 static bool caught_up(const struct follower *f)
 {
     return f->opt->exit_when_caught_up && !f->dirty && !f->in_txn &&
@@ -663,22 +631,13 @@ static int check_upstream(struct follower *f)
     return rc == 1 ? 1 : -1; /* 0: err still holds the first answer */
 }
 
-/* Folds delta blocks into their bases once nothing has arrived for a
- * while, so that asks read bases and their rollups again (store.h). Not
- * sooner: folding re-encodes whole segments, the very cost delta blocks
- * spare a stream of small commits. A slice at a time: a transaction
- * arriving meanwhile waits at most about that long. */
+/* Folds delta blocks once the stream is idle (internal.h, FOLD_IDLE_US). */
 static int compact_when_idle(struct follower *f, int64_t now)
 {
-    enum { IDLE_BEFORE_US = 2000000, SLICE_US = 50000 };
-    if (!f->compact || f->in_txn || f->dirty || f->nstreams || now - f->last_data < IDLE_BEFORE_US)
+    if (!f->compact || f->in_txn || f->dirty || f->nstreams || now - f->last_data < FOLD_IDLE_US)
         return 0;
-    int left;
     struct store_error serr;
-    if (store_compact(f->st, SLICE_US, false, &left, &serr))
-        return store_failed(f, &serr);
-    f->compact = left > 0;
-    return 0;
+    return pace_fold_slice(f->st, &f->compact, &serr) ? store_failed(f, &serr) : 0;
 }
 
 /* Housekeeping between messages: commits, feedback, folding delta blocks
@@ -726,7 +685,7 @@ static int loop(struct follower *f)
             if (rc)
                 return strstr(f->err, "sending feedback") ? 1 : -1;
         } else if (n == 0) {
-            if (wait_socket(f, 5))
+            if (pace_wait_socket(f->repl, 5, f->err, f->errlen))
                 return 1;
         } else {
             fail(f, "the replication stream ended: %s", PQerrorMessage(f->repl));

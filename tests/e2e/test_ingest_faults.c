@@ -244,6 +244,91 @@ Test(ingest_faults, plan_refuses_a_bad_filter_constant_with_its_place, .timeout 
     taxi_db_destroy(&db);
 }
 
+/* straum-ingest plan --wal physical against db with the taxi views; its
+ * exit status, stdout and stderr in out. */
+static int plan_physical(struct taxi_db *db, char *out, size_t len)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "%s plan --wal physical --source '%s' --views '%s/bench/taxi_views.sql' 2>&1",
+             STRAUM_INGEST_BIN, db->conninfo, STRAUM_SOURCE_DIR);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    size_t n = fread(out, 1, len - 1, p);
+    out[n] = '\0';
+    return WEXITSTATUS(pclose(p));
+}
+
+/* plan --wal physical checks what following the physical WAL needs, not
+ * logical decoding's publication and replica identity: the shared
+ * cluster (wal_level = logical, full_page_writes on, a superuser) is ready
+ * with neither. What run --wal physical refuses at its start, plan shows
+ * as a fix and run stops on, with the statement to run: an unlogged
+ * table, a column added with a default its old rows do not store, a
+ * partitioned table (whose partitions the message names). */
+Test(ingest_faults, plan_and_run_wal_physical_refuse_what_the_wal_lacks, .timeout = 180)
+{
+    struct taxi_db db;
+    taxi_db_create(&db, NULL, 10);
+    taxi_exec(db.pg, "DROP PUBLICATION straum;"
+                     "ALTER TABLE yellow_trips REPLICA IDENTITY DEFAULT;"
+                     "ALTER TABLE taxi_zones REPLICA IDENTITY DEFAULT");
+    char out[8192], log[8192];
+    cr_assert_eq(plan_physical(&db, out, sizeof out), 0, "%s", out);
+    cr_assert(strstr(out, "no publication and no replica identity to set up") &&
+                  !strstr(out, "CREATE PUBLICATION") && !strstr(out, "FIX") &&
+                  strstr(out, "ok   wal_level = logical") &&
+                  strstr(out, "ok   full_page_writes = on") &&
+                  strstr(out, "ok   \"public\".\"yellow_trips\" is a permanent table") &&
+                  strstr(out, "ok   every table's rows decode from the WAL") &&
+                  strstr(out, "Ready: straum-ingest run can start."),
+              "%s", out);
+
+    taxi_exec(db.pg, "ALTER TABLE yellow_trips SET UNLOGGED");
+    cr_assert_eq(plan_physical(&db, out, sizeof out), 1, "%s", out);
+    cr_assert(strstr(out, "FIX  \"public\".\"yellow_trips\" is a permanent table (not unlogged): "
+                          "an unlogged table's changes are not in the WAL: ALTER TABLE "
+                          "\"public\".\"yellow_trips\" SET LOGGED"),
+              "%s", out);
+    const char *physical[] = {"--wal", "physical", NULL};
+    cr_assert_neq(taxi_ingest_once_with(&db, physical, log, sizeof log), 0, "%s", log);
+    cr_assert(strstr(log, "\\\"public\\\".\\\"yellow_trips\\\" is unlogged") &&
+                  strstr(log, "SET LOGGED"),
+              "%s", log);
+
+    /* A column added with a DEFAULT leaves the older rows without it
+     * (atthasmissing): one the views do not read is taken as NULL there and
+     * never used; one they read is refused until VACUUM FULL writes it
+     * into every row. */
+    taxi_exec(db.pg, "ALTER TABLE yellow_trips SET LOGGED;"
+                     "ALTER TABLE yellow_trips ADD COLUMN note int DEFAULT 7");
+    cr_assert_eq(plan_physical(&db, out, sizeof out), 0, "%s", out);
+    taxi_exec(db.pg, "ALTER TABLE yellow_trips DROP COLUMN tip_amount;"
+                     "ALTER TABLE yellow_trips ADD COLUMN tip_amount numeric(9,2) DEFAULT 1");
+    cr_assert_eq(plan_physical(&db, out, sizeof out), 1, "%s", out);
+    cr_assert(strstr(out, "FIX  every table's rows decode from the WAL") &&
+                  strstr(out, "tip_amount") && strstr(out, "VACUUM FULL"),
+              "%s", out);
+    taxi_exec(db.pg, "VACUUM FULL yellow_trips");
+    cr_assert_eq(plan_physical(&db, out, sizeof out), 0, "%s", out);
+
+    taxi_exec(db.pg, "ALTER TABLE yellow_trips RENAME TO trips_plain;"
+                     "CREATE TABLE yellow_trips (LIKE trips_plain) PARTITION BY RANGE (pickup_at);"
+                     "CREATE TABLE trips_q1 PARTITION OF yellow_trips"
+                     " FOR VALUES FROM ('2024-01-01') TO ('2024-04-01');"
+                     "CREATE TABLE trips_rest PARTITION OF yellow_trips DEFAULT;"
+                     "INSERT INTO yellow_trips SELECT * FROM trips_plain");
+    cr_assert_eq(plan_physical(&db, out, sizeof out), 1, "%s", out);
+    cr_assert(strstr(out, "FIX  \"public\".\"yellow_trips\" is a plain table, not partitioned") &&
+                  strstr(out, "--wal logical"),
+              "%s", out);
+    cr_assert_neq(taxi_ingest_once_with(&db, physical, log, sizeof log), 0, "%s", log);
+    cr_assert(strstr(log, "is partitioned") && strstr(log, "public.trips_q1, public.trips_rest") &&
+                  strstr(log, "--wal logical"),
+              "%s", log);
+    taxi_db_destroy(&db);
+}
+
 Test(ingest_faults, column_type_changes_are_followed_or_stop_ingest, .timeout = 180)
 {
     struct taxi_db db;

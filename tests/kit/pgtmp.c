@@ -1,9 +1,10 @@
 /* pgtmp: throwaway PostgreSQL 15 clusters for tests (see pgtmp.h).
  *
  * Layout of a cluster's temp dir:
- *   data/          the data directory (initdb)
+ *   data/          the data directory (initdb, or pg_basebackup for a standby)
  *   server.log     postmaster output (pg_ctl -l)
- *   commands.log   output of initdb and pg_ctl, quoted in error messages
+ *   commands.log   output of initdb, pg_basebackup and pg_ctl, quoted in
+ *                  error messages
  *   .s.PGSQL.N     unix socket, so local tools need no TCP
  */
 #include "tests/kit/pgtmp.h"
@@ -637,6 +638,55 @@ int pgtmp_start(struct pgtmp *pg, const struct pgtmp_options *opt, char *err, si
         make_tempdir(pg, err, errlen) != 0 || spawn_reaper(pg, err, errlen) != 0 ||
         run_initdb(pg, err, errlen) != 0 || start_on_free_port(pg, opt, err, errlen) != 0) {
         pgtmp_stop(pg);
+        return -1;
+    }
+    return 0;
+}
+
+/* pg_basebackup -R into the standby's data dir: a fast checkpoint on the
+ * primary (no waiting for a timed one), the WAL streamed beside the copy,
+ * no fsync (pgtmp trades durability for speed). -R writes standby.signal
+ * and primary_conninfo; the copied straum.conf, the primary's, is written
+ * anew by start_on_free_port with the standby's port and socket dir. */
+static int run_basebackup(struct pgtmp *standby, const struct pgtmp *primary, char *err,
+                          size_t errlen)
+{
+    char port[16];
+    snprintf(port, sizeof port, "%d", primary->port);
+    const char *args[] = {"-D",         standby->datadir,   "-h",       "127.0.0.1", "-p",
+                          port,         "-U",               "postgres", "-R",        "-X",
+                          "stream",     "--checkpoint=fast", "--no-sync", NULL};
+    int rc = run_pg(standby, "pg_basebackup", args);
+    if (rc != 0) {
+        char tail[PGTMP_TAIL_BYTES + 1];
+        file_tail(standby->cmdlog, tail, sizeof tail);
+        return set_err(err, errlen, "pg_basebackup from port %d failed (exit %d):\n%s",
+                       primary->port, rc, tail);
+    }
+    return 0;
+}
+
+int pgtmp_start_standby(const struct pgtmp *primary, struct pgtmp *standby,
+                        const struct pgtmp_options *opt, char *err, size_t errlen)
+{
+    memset(standby, 0, sizeof *standby);
+    standby->reaper_fd = -1;
+    standby->owner = getpid();
+    standby->start_timeout_s =
+        opt && opt->start_timeout_s > 0 ? opt->start_timeout_s : PGTMP_DEFAULT_TIMEOUT_S;
+    if (!primary->active || !postmaster_alive(primary))
+        return set_err(err, errlen, "the primary of a standby must be running");
+    /* The primary's binaries (the same major version, which streaming
+     * replication requires) and user. */
+    snprintf(standby->bindir, sizeof standby->bindir, "%s", primary->bindir);
+    snprintf(standby->runuser, sizeof standby->runuser, "%s", primary->runuser);
+    standby->as_postgres = primary->as_postgres;
+    standby->pg_uid = primary->pg_uid;
+    standby->pg_gid = primary->pg_gid;
+    if (make_tempdir(standby, err, errlen) != 0 || spawn_reaper(standby, err, errlen) != 0 ||
+        run_basebackup(standby, primary, err, errlen) != 0 ||
+        start_on_free_port(standby, opt, err, errlen) != 0) {
+        pgtmp_stop(standby);
         return -1;
     }
     return 0;

@@ -62,6 +62,20 @@ struct pgtmp {
  * pgtmp_stop is then a no-op. Returns 0 on success. */
 int pgtmp_start(struct pgtmp *pg, const struct pgtmp_options *opt, char *err, size_t errlen);
 
+/* Creates and starts a hot standby of primary (which must run, at
+ * wal_level replica or logical): a base backup of it taken by
+ * pg_basebackup -R (WAL streamed with it, so nothing needs archiving) into
+ * a temp dir of its own, started on another free loopback port, then
+ * following primary by streaming replication, read-only queries allowed
+ * (hot_standby is on by default). opt is applied as by pgtmp_start and
+ * should be primary's: a hot standby refuses to start with a smaller
+ * max_connections, max_prepared_transactions, max_wal_senders, ... than
+ * its primary. Removed however the process ends, like any cluster; stop it
+ * (pgtmp_stop) before primary, or it logs reconnection attempts until it
+ * is stopped. Returns 0, or -1 with a message in err and nothing left. */
+int pgtmp_start_standby(const struct pgtmp *primary, struct pgtmp *standby,
+                        const struct pgtmp_options *opt, char *err, size_t errlen);
+
 /* Fast clean shutdown, removes the temp dir, and waits for the reaper.
  * Called from a forked child (not the owner) it only drops the child's hold
  * on the cluster. Idempotent. */

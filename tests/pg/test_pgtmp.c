@@ -1,7 +1,7 @@
 /* Tests for the throwaway PostgreSQL harness: that the cluster has what
  * straum-ingest needs (logical decoding, replication connections), that
- * private clusters restart and vanish, and that a test dying without cleanup
- * still leaves nothing behind. */
+ * private clusters restart and vanish, that a standby replays its primary,
+ * and that a test dying without cleanup still leaves nothing behind. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -179,6 +179,53 @@ Test(pgtmp, bad_setting_fails_cleanly, .timeout = 120)
     snprintf(dir, sizeof dir, "%s", pgtmp_dir(&pg));
     cr_expect(path_gone(dir), "%s left behind after a failed start", dir);
     pgtmp_stop(&pg); /* no-op after failure */
+}
+
+/* A standby made from a private primary: in recovery, on a port and in a
+ * dir of its own, replaying what the primary commits, read-only; both
+ * removed by pgtmp_stop. */
+Test(pgtmp, standby_replays_its_primary_and_vanishes, .timeout = 180)
+{
+    const char *settings[] = {"wal_level=replica", NULL};
+    struct pgtmp_options opt = {.settings = settings};
+    struct pgtmp primary, standby;
+    char err[4096], v[64], sql[256], dir[PGTMP_PATH_MAX];
+    cr_assert_eq(pgtmp_start(&primary, &opt, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(pgtmp_start_standby(&primary, &standby, &opt, err, sizeof err), 0, "%s", err);
+    snprintf(dir, sizeof dir, "%s", pgtmp_dir(&standby));
+    cr_expect_neq(pgtmp_port(&standby), pgtmp_port(&primary));
+    cr_expect_str_neq(dir, pgtmp_dir(&primary));
+
+    PGconn *p = connect_or_fail(pgtmp_conninfo(&primary));
+    PGconn *s = connect_or_fail(pgtmp_conninfo(&standby));
+    query1(s, "SELECT pg_is_in_recovery()", v, sizeof v);
+    cr_expect_str_eq(v, "t");
+    query1(s, "SHOW port", v, sizeof v);
+    cr_expect_eq(atoi(v), pgtmp_port(&standby), "the standby's own port, not the copied one");
+    query1(p, "SELECT count(*) FROM pg_stat_replication", v, sizeof v);
+    cr_expect_str_eq(v, "1", "the primary streams to the standby");
+
+    PQclear(PQexec(p, "CREATE TABLE replayed AS SELECT 42 AS x"));
+    query1(p, "SELECT pg_current_wal_lsn()", v, sizeof v);
+    snprintf(sql, sizeof sql, "SELECT pg_last_wal_replay_lsn() >= '%s'", v);
+    for (int i = 0; i < 600; i++) {
+        query1(s, sql, v, sizeof v);
+        if (strcmp(v, "t") == 0)
+            break;
+        usleep(50 * 1000);
+    }
+    cr_assert_str_eq(v, "t", "the standby did not replay within 30 s");
+    query1(s, "SELECT x FROM replayed", v, sizeof v);
+    cr_expect_str_eq(v, "42");
+    PGresult *res = PQexec(s, "CREATE TABLE refused (x int)");
+    cr_expect_eq(PQresultStatus(res), PGRES_FATAL_ERROR, "a standby is read-only");
+    PQclear(res);
+    PQfinish(s);
+    PQfinish(p);
+
+    pgtmp_stop(&standby);
+    cr_expect(path_gone(dir), "%s still exists after pgtmp_stop", dir);
+    pgtmp_stop(&primary);
 }
 
 /* In a child: start a cluster, report where it lives, then die without
