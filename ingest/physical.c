@@ -95,6 +95,7 @@ struct pfollower {
     uint64_t sysid;
     uint64_t start_lsn;       /* where this reading began (the slot's restart_lsn) */
     uint64_t read_lsn;        /* end of the last record handled */
+    uint64_t received;        /* end of the WAL received */
     uint64_t server_lsn;
     uint64_t flushed;         /* the restart point last told the slot */
 
@@ -939,12 +940,22 @@ static uint64_t restart_point(const struct pfollower *f)
     return best;
 }
 
-static int send_feedback(struct pfollower *f, bool ask_reply)
+/* A standby status update: written = the WAL received; flushed (and
+ * applied) = the restart point (invariant 3), which a physical slot takes
+ * as its restart_lsn. Except in answer to the server's ping (answer): a
+ * walsender shutting down waits until its client's flush position, or the
+ * written one where no flush position is given, equals what it sent
+ * (WalSndDone), and the restart point stays behind by design; so a ping
+ * is answered with no flush position (0, which leaves the slot where it
+ * is: PhysicalConfirmReceivedLocation is only called for a valid one) and
+ * the server can stop. Found by test_ingest_physical: pg_ctl stop timed
+ * out under a following ingest. */
+static int send_feedback(struct pfollower *f, bool answer)
 {
     uint8_t msg[WAL_STATUS_BYTES];
     f->flushed = restart_point(f);
-    wal_status_encode(msg, f->read_lsn, f->flushed, f->flushed,
-                      now_usec() - PG_EPOCH_OFFSET_US, ask_reply);
+    uint64_t flush = answer ? 0 : f->flushed;
+    wal_status_encode(msg, f->received, flush, flush, now_usec() - PG_EPOCH_OFFSET_US, false);
     if (PQputCopyData(f->repl, (const char *)msg, sizeof msg) != 1 || PQflush(f->repl))
         return fail(f, "sending feedback: %s", PQerrorMessage(f->repl));
     f->last_feedback = now_usec();
@@ -1098,7 +1109,7 @@ static int start(struct pfollower *f)
     char why[300];
     if (pgwal_reader_init(&f->rd, f->seg_size, start, f->sysid, why, sizeof why))
         return fail(f, "%s", why);
-    f->start_lsn = f->read_lsn = f->flushed = start;
+    f->start_lsn = f->read_lsn = f->flushed = f->received = start;
     size_t max_bytes = MIRROR_MAX_BYTES;
     const char *env = getenv("STRAUM_MIRROR_MAX_MB");
     if (env && *env)
@@ -1136,7 +1147,9 @@ static int on_frame(struct pfollower *f, const uint8_t *buf, size_t len)
         imetrics_source_lsn(fr.wal_end);
     }
     if (fr.kind == 'k')
-        return fr.reply_requested ? send_feedback(f, false) : 0;
+        return fr.reply_requested ? send_feedback(f, true) : 0;
+    if (fr.wal_start + fr.payload_len > f->received)
+        f->received = fr.wal_start + fr.payload_len;
     if (pgwal_reader_feed(&f->rd, fr.wal_start, fr.payload, fr.payload_len, why, sizeof why))
         return fail(f, "%s", why);
     for (;;) {
