@@ -32,6 +32,7 @@
  *      page whose image it missed) stops it with a message saying what to
  *      run; nothing is guessed. */
 #include "base/error.h"
+#include "base/hashtab.h"
 #include "ingest/heap_mirror.h"
 #include "ingest/heap_tuple.h"
 #include "ingest/internal.h"
@@ -68,6 +69,7 @@ struct ptxn {
     int nsubs, capsubs;
     uint32_t *aborted;        /* subtransactions rolled back (their changes are skipped) */
     int naborted, capaborted;
+    int at;                   /* its place in the follower's txns */
 };
 
 /* A relation file created lately (smgr CREATE): a followed table's file
@@ -99,8 +101,10 @@ struct pfollower {
     uint64_t server_lsn;
     uint64_t flushed;         /* the restart point last told the slot */
 
-    struct ptxn *txns;
+    struct ptxn **txns;       /* open transactions, in no order */
     int ntxns, captxns;
+    struct hashtab index;     /* xid -> struct xid_entry (below) */
+    size_t index_dead;
     uint64_t redos[MAX_REDOS];
     int nredos;
     struct created_file *created;
@@ -161,43 +165,90 @@ static struct source_table *table_of(struct pfollower *f, struct pgwal_relfileno
 
 /* ---- Transactions ------------------------------------------------------------------ */
 
+/* The index's entry of an xid: the transaction holding its own spool (a
+ * top-level one, or a subtransaction whose owner was not known when it
+ * made its first change) and the owner it is known to belong to. A
+ * dropped transaction leaves its entries dead (both NULL) rather than
+ * removed (base/hashtab.h removes nothing): the index is rebuilt from the
+ * live transactions once the dead outnumber them. So every lookup is
+ * O(1), even for a transaction of a million subtransactions (a PL/pgSQL
+ * loop with an exception block makes one per iteration). */
+struct xid_entry {
+    struct ptxn *own, *owner;
+};
+
+static struct xid_entry *xid_entry(struct pfollower *f, uint32_t xid, bool create)
+{
+    uint64_t key = xid;
+    uint64_t h = hashtab_hash(&f->index, &key);
+    if (!create)
+        return hashtab_find(&f->index, &key, h);
+    bool added;
+    struct xid_entry *e = hashtab_upsert(&f->index, &key, h, &added);
+    if (e && added)
+        *e = (struct xid_entry){NULL, NULL};
+    return e;
+}
+
 static struct ptxn *txn_find(struct pfollower *f, uint32_t xid)
 {
-    for (int i = f->ntxns - 1; i >= 0; i--)
-        if (f->txns[i].xid == xid)
-            return &f->txns[i];
-    return NULL;
+    struct xid_entry *e = xid_entry(f, xid, false);
+    return e ? e->own : NULL;
 }
 
 /* The transaction a subtransaction is known to belong to. */
 static struct ptxn *txn_owning(struct pfollower *f, uint32_t sub)
 {
-    for (int i = f->ntxns - 1; i >= 0; i--)
-        for (int k = 0; k < f->txns[i].nsubs; k++)
-            if (f->txns[i].subs[k] == sub)
-                return &f->txns[i];
-    return NULL;
+    struct xid_entry *e = xid_entry(f, sub, false);
+    return e ? e->owner : NULL;
+}
+
+/* Builds the index again from the live transactions. 0, or -1 out of
+ * memory. */
+static int index_rebuild(struct pfollower *f)
+{
+    hashtab_clear(&f->index);
+    f->index_dead = 0;
+    for (int i = 0; i < f->ntxns; i++) {
+        struct ptxn *t = f->txns[i];
+        struct xid_entry *e = xid_entry(f, t->xid, true);
+        if (!e)
+            return -1;
+        e->own = t;
+        for (int k = 0; k < t->nsubs; k++) {
+            if (!(e = xid_entry(f, t->subs[k], true)))
+                return -1;
+            e->owner = t;
+        }
+    }
+    return 0;
 }
 
 static struct ptxn *txn_get(struct pfollower *f, uint32_t xid, uint64_t lsn)
 {
-    struct ptxn *t = txn_find(f, xid);
-    if (!t)
-        t = txn_owning(f, xid);
-    if (t)
-        return t;
+    struct xid_entry *e = xid_entry(f, xid, true);
+    if (!e)
+        return NULL;
+    if (e->owner)
+        return e->owner;
+    if (e->own)
+        return e->own;
     if (f->ntxns == f->captxns) {
         int cap = f->captxns ? f->captxns * 2 : 16;
-        struct ptxn *n = realloc(f->txns, sizeof *n * (size_t)cap);
+        struct ptxn **n = realloc(f->txns, sizeof *n * (size_t)cap);
         if (!n)
             return NULL;
         f->txns = n;
         f->captxns = cap;
     }
-    t = &f->txns[f->ntxns++];
-    memset(t, 0, sizeof *t);
+    struct ptxn *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
     t->xid = xid;
     t->first_lsn = lsn;
+    t->at = f->ntxns;
+    f->txns[f->ntxns++] = t;
+    e->own = t;
     return t;
 }
 
@@ -215,12 +266,29 @@ static int push_xid(uint32_t **arr, int *n, int *cap, uint32_t xid)
     return 0;
 }
 
-static void txn_drop(struct pfollower *f, struct ptxn *t)
+/* Drops transaction t (and its spool); its index entries die. Returns 0,
+ * or -1 when the index could not be rebuilt (out of memory). */
+static int txn_drop(struct pfollower *f, struct ptxn *t)
 {
+    struct xid_entry *e = xid_entry(f, t->xid, false);
+    if (e && e->own == t) {
+        e->own = NULL;
+        f->index_dead++;
+    }
+    for (int k = 0; k < t->nsubs; k++)
+        if ((e = xid_entry(f, t->subs[k], false)) && e->owner == t) {
+            e->owner = NULL;
+            f->index_dead++;
+        }
+    f->txns[t->at] = f->txns[--f->ntxns];
+    f->txns[t->at]->at = t->at;
     spool_free(&t->spool);
     free(t->subs);
     free(t->aborted);
-    *t = f->txns[--f->ntxns];
+    free(t);
+    if (f->index_dead > 1024 && f->index_dead > (size_t)f->index.count / 2)
+        return index_rebuild(f);
+    return 0;
 }
 
 /* Records that sub belongs to top (a record's top-level xid, an
@@ -231,10 +299,12 @@ static int txn_assign(struct pfollower *f, uint32_t top, uint32_t sub, uint64_t 
 {
     if (top == sub || txn_owning(f, sub))
         return 0;
-    struct ptxn *t = txn_find(f, top);
-    if (!t && !(t = txn_get(f, top, lsn)))
+    struct ptxn *t = txn_get(f, top, lsn);
+    struct xid_entry *e = t ? xid_entry(f, sub, true) : NULL;
+    if (!e || push_xid(&t->subs, &t->nsubs, &t->capsubs, sub))
         return fail(f, "out of memory");
-    return push_xid(&t->subs, &t->nsubs, &t->capsubs, sub) ? fail(f, "out of memory") : 0;
+    e->owner = t;
+    return 0;
 }
 
 /* ---- Spooled changes -----------------------------------------------------------------
@@ -743,11 +813,11 @@ static int txn_end(struct pfollower *f, const struct pgwal_record *rec,
     }
     if (rc == 0 && commit && x->nmsgs && rec->end > f->stored_lsn)
         rc = check_layouts(f, rec, x);
-    /* drop the spools: parts may move as txn_drop swaps the last one in */
+    /* drop the spools (each looked up again: a drop may rebuild the index) */
     for (int i = 0; i < nids; i++) {
         struct ptxn *p = txn_find(f, ids[i]);
-        if (p)
-            txn_drop(f, p);
+        if (p && txn_drop(f, p) && rc == 0)
+            rc = fail(f, "out of memory");
     }
     free(parts);
     free(ids);
@@ -931,8 +1001,8 @@ static uint64_t restart_point(const struct pfollower *f)
 {
     uint64_t bound = f->loading ? f->start_lsn : f->stored_lsn;
     for (int i = 0; i < f->ntxns; i++)
-        if (f->txns[i].first_lsn < bound)
-            bound = f->txns[i].first_lsn;
+        if (f->txns[i]->first_lsn < bound)
+            bound = f->txns[i]->first_lsn;
     uint64_t best = f->flushed;
     for (int i = 0; i < f->nredos; i++)
         if (f->redos[i] <= bound && f->redos[i] > best)
@@ -1227,6 +1297,7 @@ int physical_follow(const struct ingest_options *opt, struct source *src, struct
 {
     struct pfollower f = {.opt = opt, .src = src, .st = st, .ps = ps, .err = err,
                           .errlen = errlen, .compact = true};
+    hashtab_init(&f.index, 1, sizeof(struct xid_entry));
     struct store_read *r;
     struct store_catalog cat;
     struct store_error serr;
@@ -1259,7 +1330,8 @@ int physical_follow(const struct ingest_options *opt, struct source *src, struct
     else if (f.repl && PQstatus(f.repl) == CONNECTION_OK)
         send_feedback(&f, false);
     while (f.ntxns)
-        txn_drop(&f, &f.txns[f.ntxns - 1]);
+        txn_drop(&f, f.txns[f.ntxns - 1]);
+    hashtab_free(&f.index);
     free(f.txns);
     free(f.created);
     free(f.datums);
