@@ -254,12 +254,30 @@ def targets_section(modes):
         tps = pt["throughput"]["pgbench_tps"]
         rows.append(["Light asks over 64 PostgreSQL connections", "≥ 50,000/s", "pg-time",
                      f"{count(tps)}/s (pgbench on the same 2 cores)", met(tps >= 50000)])
+    if "wal" in modes:
+        w = modes["wal"]["wal"]
+        overall = w["all"]["physical"]["against_postgres"]
+        low = [p for p in w["phases"] if p["physical"]["against_postgres"] < 2]
+        rows.append(["Physical WAL read against PostgreSQL's write time, four phases of "
+                     f"{count(w['rows_per_phase'])} changed trips",
+                     "≥ 5x overall, ≥ 2x on every phase, one core", "wal",
+                     f"{ratio(overall)} overall; " + "; ".join(
+                         f"{p['phase']} {ratio(p['physical']['against_postgres'])}"
+                         for p in w["phases"]) +
+                     f" (CPU seconds: {ratio(w['all']['physical']['against_postgres_cpu'])} "
+                     "overall)",
+                     met(overall >= 5 and not low,
+                         "missed" + (" overall" if overall < 5 else "") +
+                         (" and" if overall < 5 and low else "") +
+                         (" on " + ", ".join(p["phase"] for p in low) if low else ""))])
+    missing = ("" if "random" in modes else "a generated workload of any ask, ") + "large"
+    last = ("answers streamed." if "wal" in modes else
+            "answers streamed and the physical WAL read.")
     return ["## Against the targets (DESIGN.md §6)", ""] + table(
         ["Target", "Goal", "Mode", "Figure", "Result"], rows) + [
         "",
-        "Not measured by any mode yet: " + ("" if "random" in modes else
-                                             "a generated workload of any ask, ") + "large",
-        "answers streamed and the physical WAL read.",
+        "Not measured by any mode yet: " + missing,
+        last,
         "",
     ]
 
@@ -477,6 +495,107 @@ def stream_section(modes):
         "sampled every second. A",
         f"client asks a light and a percentile ask in turn, one every {t['ask_every_ms']} ms.",
         f"straum-ingest runs at nice {t['ingest_nice']}, as PostgreSQL and pg_recvlogical do.",
+        "",
+    ]
+
+
+def wal_section(modes):
+    run = modes["wal"]
+    w = run["wal"]
+    rows = []
+    for p in w["phases"] + [w["all"]]:
+        ph, lo = p["physical"], p["logical"]
+        name = f"`{p['phase']}`" if p["phase"] != "all" else "all"
+        rows.append([name, count(p["rows"]), count(p["transactions"]), mib(p["wal_bytes"]),
+                     count(p["wal_records"]), count(p["wal_fpi"]), dur_s(p["postgres_s"]),
+                     dur_s(ph["read_s"]), f"{ph['read_mib_per_s']:.1f} MiB/s",
+                     count(ph["rows_per_s"]), f"**{ratio(ph['against_postgres'])}**",
+                     dur_s(lo["read_s"]), f"{lo['read_mib_per_s']:.1f} MiB/s",
+                     count(lo["rows_per_s"]), f"**{ratio(lo['against_postgres'])}**"])
+    cpu = []
+    for p in w["phases"] + [w["all"]]:
+        ph, lo = p["physical"], p["logical"]
+        name = f"`{p['phase']}`" if p["phase"] != "all" else "all"
+        cpu.append([name, f"{p['postgres_cpu_s']:.2f} s", f"{ph['ingest_cpu_s']:.2f} s",
+                    f"**{ratio(ph['against_postgres_cpu'])}**", f"{lo['ingest_cpu_s']:.2f} s",
+                    f"**{ratio(lo['against_postgres_cpu'])}**",
+                    f"{ph['walsender_cpu_s']:.2f} s", f"{lo['walsender_cpu_s']:.2f} s",
+                    kib_mib(ph["ingest_hwm_kib"]), kib_mib(lo["ingest_hwm_kib"])])
+    phases = w["phases"]
+    pg_wins = [p for p in phases if p["physical"]["against_postgres"] < 1]
+    logical_wins = [p for p in phases if p["logical"]["read_s"] < p["physical"]["read_s"]]
+    a = w["all"]
+    if pg_wins:
+        pg_line = ("PostgreSQL wrote faster than the physical follower read on " +
+                   ", ".join(f"{p['phase']} ({ratio(p['physical']['against_postgres'])})"
+                             for p in pg_wins) +
+                   ": a writer keeping that pace leaves Straum behind.")
+    else:
+        pg_line = "The physical follower read every phase faster than PostgreSQL wrote it."
+    if logical_wins:
+        lo_line = ("Logical decoding caught up sooner than the physical WAL on " +
+                   ", ".join(f"{p['phase']} ({dur_s(p['logical']['read_s'])} against "
+                             f"{dur_s(p['physical']['read_s'])})" for p in logical_wins) + ".")
+    else:
+        lo_line = "The physical WAL caught up sooner than logical decoding on every phase."
+    cost = (f"The primary's walsender spent {a['logical']['walsender_cpu_s']:.2f} CPU s on "
+            f"logical decoding and {a['physical']['walsender_cpu_s']:.2f} s sending the "
+            "physical WAL.")
+    return ["## Physical WAL", "", run_line(run), ""] + table(
+        ["Phase", "Rows", "Txns", "WAL", "Records", "Images", "PostgreSQL wrote",
+         "Physical: read", "WAL read", "Rows/s", "Against PostgreSQL",
+         "Logical: read", "WAL read", "Rows/s", "Against PostgreSQL"], rows) + [
+        "",
+        "Where PostgreSQL or logical mode wins: " + pg_line + " " + lo_line + " " + cost,
+        "",
+        "CPU seconds, which compare where the wall times above hold the scheduler's share",
+        "of two cores this machine's other work used too:",
+        "",
+    ] + table(["Phase", "PostgreSQL's writer", "Ingest, physical", "Against PostgreSQL",
+               "Ingest, logical", "Against PostgreSQL", "Walsender, physical",
+               "Walsender, logical", "Ingest VmHWM, physical", "Ingest VmHWM, logical"],
+              cpu) + [
+        "",
+        f"The physical store's load (`run --wal physical` on a new physical slot): "
+        f"{dur_s(w['physical_load_s'])}, peak RSS {kib_mib(w['physical_load_hwm_kib'])}. "
+        f"After the phases both stores answered the ten asks as PostgreSQL did. "
+        f"Load average (1 min) {w['loadavg_1m_before']:.2f} before the phases, "
+        f"{w['loadavg_1m_after']:.2f} after.",
+        "",
+        "How: after the setup, `full_page_writes` goes back on (the physical follower",
+        "rebuilds pages from their images), autovacuum off and `checkpoint_timeout` to an",
+        "hour, so that each phase writes only its own records; a second store is loaded",
+        "by `straum-ingest run --wal physical` on a physical slot of its own. The cluster",
+        "runs at `wal_level = logical` for the logical column, and the trips carry",
+        "`REPLICA IDENTITY FULL` for it: updates and deletes log the whole old row, in the",
+        "WAL both modes read. Each phase changes",
+        f"{count(w['rows_per_phase'])} trips on one connection with `synchronous_commit = on`"
+        " (pgtmp's `fsync` stays off):",
+        f"`copy` new trips by COPY, {count(w['copy_transaction_rows'])} rows a transaction;",
+        "`insert` new trips by INSERT ... SELECT from a temporary table (which writes no",
+        f"WAL), `update` loaded trips' fare and `delete` other loaded trips, "
+        f"{count(w['transaction_rows'])} rows a transaction.",
+        "Before each phase a CHECKPOINT, which each store then reads past (a physical",
+        "slot restarts at a checkpoint's redo pointer), so the first change to each old",
+        "page brings an image. The trips have two indexes, the id key and `pickup_at`: each",
+        "row inserted, updated (the fare is in no index, but full pages leave no room for",
+        "a HOT update) or copied writes an entry in both, and the first entry on each",
+        "`pickup_at` page after the checkpoint (the times fall all over the index) brings",
+        "that page's image; the physical follower reads past them, following heap pages only. *WAL* is the difference of the insert positions, *Records*",
+        "and *Images* pg_stat_wal's counters (the writer's statistics flushed before each",
+        "reading), *PostgreSQL wrote* the first statement to the last commit. Both ingests",
+        "are stopped during the phase, then each runs `--exit-when-caught-up` on the",
+        "backlog (the physical one with `--wal physical`); *read* is its log's first",
+        "\"streaming\" line to its exit, less the same with nothing to read (the median of",
+        f"{w['startup_runs']} runs before the phase): the records to the store's last",
+        "commit, the seed's *pipeline read* with the store's commits in it (the seed's",
+        "*records read*, pages split into records only, is not measured apart).",
+        "*Against PostgreSQL* divides PostgreSQL's time by that. The walsender's CPU is",
+        "utime + stime from /proc/PID/stat (the slot's active_pid), read every 2 ms while",
+        "ingest runs, the last reading less an empty run's; ingest's from wait4, less",
+        "an empty run's; PostgreSQL's writer's from its backend's /proc/PID/stat over the",
+        "phase. Ingest follows on one thread (only its load encodes on a second): its",
+        "CPU is the one core of the goal.",
         "",
     ]
 
@@ -951,7 +1070,8 @@ def house_section(modes):
 SECTIONS = [
     ("asks", asks_section), ("asks", load_section), ("memory", memory_section), ("dashboard", dashboard_section),
     ("random", random_section),
-    ("cold-start", cold_section), ("transactions", txn_section), ("stream", stream_section), ("load", throughput_section),
+    ("cold-start", cold_section), ("transactions", txn_section), ("stream", stream_section), ("wal", wal_section),
+    ("load", throughput_section),
     ("pg-time", pg_time_section),
     ("scaling", scaling_section), ("duckdb", duckdb_section), ("fuzz", fuzz_section),
     ("chaos", chaos_section), ("warehouse", warehouse_section),

@@ -7,7 +7,7 @@
  *   taxi shell [--trips N] [...]              the setup, then straum-shell on it
  *   taxi duckdb [--pg CONNINFO] [...]         the ten asks on in-memory DuckDB (node)
  *   taxi load [--connections N] [--duration S] [...]  serve under wrk's load
- *   taxi asks|dashboard|random|cold-start|memory|transactions|stream|all [--trips N] [...]
+ *   taxi asks|dashboard|random|cold-start|memory|transactions|stream|wal|all [--trips N] [...]
  *   taxi warehouse [--tasks N] [...]          the warehouse workload, the same way
  *   taxi wide [--trips N] [...]               the trips under the seed's wide key
  *        the benchmark: sets up PostgreSQL, ingest and serve itself
@@ -57,6 +57,11 @@ static const struct mode MODES[] = {
      "[--trips N] [--load-seconds S] [--scripts LIST] [--clients N] [...]\n"
      "        pgbench streams of small transactions (bench/stream): PostgreSQL's tps,\n"
      "        pg_recvlogical's floor, ingest's apply of the backlog and its lag beside the load"},
+    {"wal", taxi_wal_main,
+     "[--trips N] [--rows N] [...]\n"
+     "        four phases of --rows changed trips (COPY, INSERT, UPDATE, DELETE): the WAL\n"
+     "        PostgreSQL wrote and its time, then ingest's catch-up on each backlog by the\n"
+     "        physical WAL (--wal physical) and by logical decoding, two stores, two slots"},
     {"scaling", taxi_scaling_main,
      "[--trips N] [--factors 1,2,4] [--seconds S] [...]\n"
      "        store size, initial load and ask latency at multiples of --trips\n"

@@ -30,6 +30,7 @@ int taxi_cold_main(int argc, char **argv);
 int taxi_memory_main(int argc, char **argv);
 int taxi_txn_main(int argc, char **argv);
 int taxi_stream_main(int argc, char **argv);
+int taxi_wal_main(int argc, char **argv);
 int taxi_all_main(int argc, char **argv);
 int taxi_warehouse_main(int argc, char **argv);
 int taxi_wide_main(int argc, char **argv);

@@ -1,5 +1,5 @@
 /* taxi_bench.h -- what the benchmark modes (asks, cold-start, memory,
- * transactions, all) share: the options every mode takes, the environment
+ * transactions, stream, wal, all) share: the options every mode takes, the environment
  * taxi_setup.c builds (a throwaway PostgreSQL loaded with generated trips,
  * a store built by straum-ingest, the following ingest and straum-serve as
  * children), process helpers (taxi_proc.c) and the JSON report and plots
@@ -45,6 +45,7 @@ struct taxi_opts {
     double load_seconds;   /* stream: pgbench's -T per script and phase (60) */
     const char *scripts;   /* stream: "measure,key,bucket,insert,delete,mixed,txn10" */
     int clients;           /* stream: pgbench's -c (8) */
+    long long wal_rows;    /* wal: trips changed per phase (1,000,000) */
     int argc;
     char **argv;
 };
@@ -168,5 +169,6 @@ int taxi_txn_run(struct taxi_env *e);
 int taxi_warehouse_run(struct taxi_env *e);
 int taxi_wide_run(struct taxi_env *e);
 int taxi_stream_run(struct taxi_env *e);
+int taxi_wal_run(struct taxi_env *e);
 
 #endif

@@ -88,6 +88,7 @@ static const struct {
     {"cold_start", "cold-start"},
     {"transactions", "transactions"},
     {"stream", "stream"},
+    {"wal", "wal"},
     {"load", "load"},
     {"warehouse", "warehouse"},
     {"wide", "wide"},
@@ -337,6 +338,12 @@ int taxi_stream_main(int argc, char **argv)
 {
     int (*const runs[])(struct taxi_env *) = {taxi_stream_run};
     return run_modes(argc, argv, "stream", runs, 1);
+}
+
+int taxi_wal_main(int argc, char **argv)
+{
+    int (*const runs[])(struct taxi_env *) = {taxi_wal_run};
+    return run_modes(argc, argv, "wal", runs, 1);
 }
 
 int taxi_all_main(int argc, char **argv)

@@ -33,7 +33,7 @@ static int opts_usage(const char *mode)
             "       [--bin DIR] [--source-dir DIR] [--check-only] [--trials N] [--seconds S]\n"
             "       [--restarts N] [--sizes N,N,...] [--factors N,N,...] [--skip-asks]\n"
             "       [--count N] [--check N] [--no-duckdb]\n"
-            "       [--load-seconds S] [--scripts LIST] [--clients N]\n"
+            "       [--load-seconds S] [--scripts LIST] [--clients N] [--rows N]\n"
             "  --trips N        trips generated (default the full scale, 20,332,093)\n"
             "  --tasks N        warehouse: tasks generated (default the seed's 13,116,878),\n"
             "                   groups and locations in the seed's ratios\n"
@@ -65,7 +65,10 @@ static int opts_usage(const char *mode)
             "  --load-seconds S stream: seconds of pgbench per script and phase (60)\n"
             "  --scripts LIST   stream: the scripts run (measure,key,bucket,insert,delete,\n"
             "                   mixed,txn10)\n"
-            "  --clients N      stream: pgbench clients (8)\n",
+            "  --clients N      stream: pgbench clients (8)\n"
+            "  --rows N         wal: trips changed per phase (1,000,000); the update and\n"
+            "                   delete phases change loaded trips, so --trips is at least\n"
+            "                   twice it\n",
             mode);
     return 2;
 }
@@ -87,6 +90,7 @@ int taxi_opts_parse(struct taxi_opts *o, int argc, char **argv, const char *mode
     o->load_seconds = 60;
     o->scripts = "measure,key,bucket,insert,delete,mixed,txn10";
     o->clients = 8;
+    o->wal_rows = 1000000;
     o->src_dir = STRAUM_SOURCE_DIR;
     o->argc = argc;
     o->argv = argv;
@@ -141,13 +145,20 @@ int taxi_opts_parse(struct taxi_opts *o, int argc, char **argv, const char *mode
             o->scripts = v;
         else if (!strcmp(a, "--clients"))
             o->clients = atoi(v);
+        else if (!strcmp(a, "--rows"))
+            o->wal_rows = atoll(v);
         else
             return opts_usage(mode);
     }
     if (o->trips < 1 || o->tasks < 1 || o->trials < 1 || o->restarts < 1 || o->min_seconds < 0 ||
         o->random_count < 1 || o->random_check < 0 ||
-        o->load_seconds < 1 || o->clients < 1)
+        o->load_seconds < 1 || o->clients < 1 || o->wal_rows < 1)
         return opts_usage(mode);
+    if (!strcmp(mode, "wal") && o->trips < 2 * o->wal_rows) {
+        fprintf(stderr, "taxi wal: the update and delete phases change loaded trips 1 to %lld: "
+                        "--trips %lld is fewer\n", 2 * o->wal_rows, o->trips);
+        return 2;
+    }
     if (o->results_file && o->check_only) {
         fprintf(stderr, "taxi %s: --results records timed figures, and --check-only times "
                         "nothing; leave one out\n", mode);
