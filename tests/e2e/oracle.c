@@ -11,6 +11,7 @@
 
 #include <criterion/criterion.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,48 @@ void oracle_exec(PGconn *pg, const char *sql)
     ExecStatusType s = PQresultStatus(r);
     PQclear(r);
     cr_assert(s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK, "%s\n%s", sql, PQerrorMessage(pg));
+}
+
+void oracle_execf(PGconn *pg, const char *fmt, ...)
+{
+    char sql[16384];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(sql, sizeof sql, fmt, ap);
+    va_end(ap);
+    cr_assert_lt(n, (int)sizeof sql, "statement too long for the test's buffer");
+    oracle_exec(pg, sql);
+}
+
+void oracle_value(PGconn *pg, char *out, size_t cap, const char *fmt, ...)
+{
+    char sql[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(sql, sizeof sql, fmt, ap);
+    va_end(ap);
+    PGresult *r = PQexec(pg, sql);
+    cr_assert_eq(PQresultStatus(r), PGRES_TUPLES_OK, "%s: %s", sql, PQerrorMessage(pg));
+    cr_assert_geq(PQntuples(r), 1, "%s: no row", sql);
+    snprintf(out, cap, "%s", PQgetisnull(r, 0, 0) ? "" : PQgetvalue(r, 0, 0));
+    PQclear(r);
+}
+
+uint64_t oracle_lsn(PGconn *pg, const char *sql)
+{
+    char v[64];
+    oracle_value(pg, v, sizeof v, "%s", sql);
+    unsigned hi = 0, lo = 0;
+    if (sscanf(v, "%X/%X", &hi, &lo) != 2)
+        return 0;
+    return (uint64_t)hi << 32 | lo;
+}
+
+PGconn *oracle_connect(const char *conninfo)
+{
+    PGconn *c = PQconnectdb(conninfo);
+    cr_assert_eq(PQstatus(c), CONNECTION_OK, "%s", PQerrorMessage(c));
+    return c;
 }
 
 uint64_t oracle_current_lsn(PGconn *pg)

@@ -48,4 +48,19 @@ bool oracle_wait_position(const char *store_dir, uint64_t lsn, int timeout_ms);
 /* Runs a statement (or several); aborts the test with the error otherwise. */
 void oracle_exec(PGconn *pg, const char *sql);
 
+/* oracle_exec of a statement formatted by printf (at most 16 KiB; longer
+ * aborts the test). */
+void oracle_execf(PGconn *pg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The first value of a query's first row as text, into out ("" for NULL);
+ * aborts the test when the query fails or returns no row. */
+void oracle_value(PGconn *pg, char *out, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* The LSN ("X/X") a query returns first, or 0 when it is not one. */
+uint64_t oracle_lsn(PGconn *pg, const char *sql);
+
+/* A connection to conninfo; aborts the test when it fails. */
+PGconn *oracle_connect(const char *conninfo);
+
 #endif

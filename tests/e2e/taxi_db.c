@@ -244,6 +244,14 @@ void taxi_exec(PGconn *pg, const char *fmt, ...)
     oracle_exec(pg, sql);
 }
 
+void taxi_insert_trips(PGconn *pg, long long first, int n)
+{
+    oracle_execf(pg,
+                 "INSERT INTO yellow_trips SELECT " TAXI_TRIP_OF_G
+                 " FROM generate_series(%lld::bigint, %lld::bigint) g",
+                 first, first + n - 1);
+}
+
 /* One random committed change batch; returns what it did. */
 const char *taxi_random_batch(struct taxi_db *db)
 {

@@ -31,6 +31,21 @@ struct taxi_db {
 void taxi_db_create(struct taxi_db *db, const char *cluster_conninfo, int trips);
 void taxi_db_destroy(struct taxi_db *db);
 
+/* A trip whose every column is a function of its id g (NULLs in some), so
+ * that the same rows go in whichever way they are inserted: the select list
+ * of an INSERT INTO yellow_trips over a g, for printf-formatted SQL
+ * (oracle_execf, taxi_exec): its % are doubled. */
+#define TAXI_TRIP_OF_G                                                                             \
+    "g, 1 + g %% 2, timestamptz '2024-02-01 00:00:00+00' + (g %% 4000) * interval '37 minutes', "  \
+    "timestamptz '2024-02-01 00:00:00+00' + (g %% 4000) * interval '37 minutes' + interval "       \
+    "'19 minutes', CASE WHEN g %% 11 = 0 THEN NULL ELSE 1 + g %% 4 END, (g %% 900) / 37.0, "       \
+    "1 + (g * 7) %% 270, 1 + (g * 13) %% 265, g %% 6, CASE WHEN g %% 29 = 0 THEN NULL ELSE "       \
+    "round(((g %% 700) - 40) / 9.0, 2) END, (g %% 300) / 100.0, (g %% 500) / 10.0"
+
+/* Trips first..first+n-1 (TAXI_TRIP_OF_G) in one INSERT ... SELECT over
+ * generate_series; fails the test on an error. */
+void taxi_insert_trips(PGconn *pg, long long first, int n);
+
 /* Inserts n more generated trips. */
 void taxi_db_add_trips(struct taxi_db *db, int n, double seed);
 

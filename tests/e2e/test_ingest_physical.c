@@ -17,88 +17,22 @@
  * process's exit), bounded; a failure shows the oracle's first difference
  * and the end of ingest's log. */
 #include "ingest/pgwal.h"
+#include "tests/e2e/follower.h"
 #include "tests/e2e/oracle.h"
 #include "tests/e2e/taxi_db.h"
 #include "tests/e2e/walfiles.h"
 #include "tests/kit/pgtmp.h"
 
 #include <criterion/criterion.h>
-#include <fcntl.h>
 #include <pthread.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 /* ---- SQL ------------------------------------------------------------------------------ */
-
-static void sqlf(PGconn *pg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sqlf(PGconn *pg, const char *fmt, ...)
-{
-    char sql[16384];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(sql, sizeof sql, fmt, ap);
-    va_end(ap);
-    cr_assert_lt(n, (int)sizeof sql, "statement too long for the test's buffer");
-    oracle_exec(pg, sql);
-}
-
-/* The first value of a query's first row as text, into out ("" for NULL). */
-static void value_of(PGconn *pg, char *out, size_t cap, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void value_of(PGconn *pg, char *out, size_t cap, const char *fmt, ...)
-{
-    char sql[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(sql, sizeof sql, fmt, ap);
-    va_end(ap);
-    PGresult *r = PQexec(pg, sql);
-    cr_assert_eq(PQresultStatus(r), PGRES_TUPLES_OK, "%s: %s", sql, PQerrorMessage(pg));
-    cr_assert_geq(PQntuples(r), 1, "%s: no row", sql);
-    snprintf(out, cap, "%s", PQgetisnull(r, 0, 0) ? "" : PQgetvalue(r, 0, 0));
-    PQclear(r);
-}
-
-static uint64_t lsn_of(PGconn *pg, const char *sql)
-{
-    char v[64];
-    value_of(pg, v, sizeof v, "%s", sql);
-    unsigned hi = 0, lo = 0;
-    if (sscanf(v, "%X/%X", &hi, &lo) != 2)
-        return 0;
-    return (uint64_t)hi << 32 | lo;
-}
-
-static PGconn *connect_to(const char *conninfo)
-{
-    PGconn *c = PQconnectdb(conninfo);
-    cr_assert_eq(PQstatus(c), CONNECTION_OK, "%s", PQerrorMessage(c));
-    return c;
-}
-
-/* A trip whose every column is a function of its id g (NULLs in some), so
- * that the same rows go in whichever way they are inserted. For sqlf. */
-#define TRIP_OF_G                                                                                  \
-    "g, 1 + g %% 2, timestamptz '2024-02-01 00:00:00+00' + (g %% 4000) * interval '37 minutes', "  \
-    "timestamptz '2024-02-01 00:00:00+00' + (g %% 4000) * interval '37 minutes' + interval "       \
-    "'19 minutes', CASE WHEN g %% 11 = 0 THEN NULL ELSE 1 + g %% 4 END, (g %% 900) / 37.0, "       \
-    "1 + (g * 7) %% 270, 1 + (g * 13) %% 265, g %% 6, CASE WHEN g %% 29 = 0 THEN NULL ELSE "       \
-    "round(((g %% 700) - 40) / 9.0, 2) END, (g %% 300) / 100.0, (g %% 500) / 10.0"
-
-/* Trips first..first+n-1 in one INSERT ... SELECT over generate_series. */
-static void insert_trips(PGconn *pg, long long first, int n)
-{
-    sqlf(pg, "INSERT INTO yellow_trips SELECT " TRIP_OF_G " FROM generate_series(%lld::bigint, "
-             "%lld::bigint) g", first, first + n - 1);
-}
 
 /* Trips first..first+n-1 by COPY FROM STDIN (heap multi-inserts). */
 static void copy_trips(PGconn *pg, long long first, int n)
@@ -137,170 +71,12 @@ static void copy_trips(PGconn *pg, long long first, int n)
 
 /* ---- The follower ------------------------------------------------------------------------ */
 
-/* straum-ingest run --wal physical on one database; the stderr of every
- * run goes to one log file, appended. */
-struct follower {
-    const char *conninfo;
-    char views[4096];
-    const char *store;
-    const char *slot;
-    char log[64];
-    off_t run_from; /* where the current (or last) run's lines begin */
-    pid_t pid;      /* 0 when not running */
-};
-
-static void follower_init(struct follower *f, const char *conninfo, const char *views,
-                          const char *store, const char *slot)
-{
-    memset(f, 0, sizeof *f);
-    f->conninfo = conninfo;
-    snprintf(f->views, sizeof f->views, "%s", views);
-    f->store = store;
-    f->slot = slot;
-    snprintf(f->log, sizeof f->log, "/tmp/straum-physical-log-XXXXXX");
-    int fd = mkstemp(f->log);
-    cr_assert_geq(fd, 0);
-    close(fd);
-}
-
-static off_t log_size(const struct follower *f)
-{
-    struct stat st;
-    return stat(f->log, &st) == 0 ? st.st_size : 0;
-}
-
-/* The log from byte `from` on, its last cap-1 bytes when longer. */
-static void log_text(const struct follower *f, off_t from, char *out, size_t cap)
-{
-    out[0] = '\0';
-    int fd = open(f->log, O_RDONLY);
-    if (fd < 0)
-        return;
-    off_t size = lseek(fd, 0, SEEK_END);
-    if (size - from > (off_t)cap - 1)
-        from = size - ((off_t)cap - 1);
-    ssize_t n = pread(fd, out, cap - 1, from);
-    out[n > 0 ? n : 0] = '\0';
-    close(fd);
-}
-
-/* The end of the whole log, for failure messages. */
-static const char *log_tail(const struct follower *f)
-{
-    static char tail[6000];
-    log_text(f, 0, tail, sizeof tail);
-    return tail;
-}
-
-static pid_t follower_spawn(struct follower *f, bool once, const char *const *extra)
-{
-    const char *argv[40] = {STRAUM_INGEST_BIN, "run",     "--wal",   "physical",
-                            "--source",        f->conninfo, "--views", f->views,
-                            "--store",         f->store,  "--slot",  f->slot,
-                            /* nice 0: ingest's default of 10 starves it on a busy test machine */
-                            "--commit-interval", "5ms",   "--nice",  "0"};
-    int n = 16;
-    if (once)
-        argv[n++] = "--exit-when-caught-up";
-    for (int i = 0; extra && extra[i] && n < 38; i++)
-        argv[n++] = extra[i];
-    argv[n] = NULL;
-    f->run_from = log_size(f);
-    int fd = open(f->log, O_WRONLY | O_APPEND);
-    cr_assert_geq(fd, 0);
-    pid_t pid = fork();
-    cr_assert_geq(pid, 0);
-    if (pid == 0) {
-        /* A failed assertion ends the test without cleanup: the follower
-         * must not outlive it. */
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        dup2(fd, 1);
-        dup2(fd, 2);
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    close(fd);
-    return pid;
-}
-
-static void follower_start(struct follower *f)
-{
-    cr_assert_eq(f->pid, 0, "ingest already running");
-    f->pid = follower_spawn(f, false, NULL);
-}
-
-static const char *status_text(int status)
-{
-    static char s[64];
-    if (WIFEXITED(status))
-        snprintf(s, sizeof s, "exit status %d", WEXITSTATUS(status));
-    else if (WIFSIGNALED(status))
-        snprintf(s, sizeof s, "killed by signal %d", WTERMSIG(status));
-    else
-        snprintf(s, sizeof s, "status %d", status);
-    return s;
-}
-
-/* Waits (bounded) for the running follower to exit; its wait status. */
-static int follower_wait_exit(struct follower *f, int timeout_ms, const char *when)
-{
-    int status = 0;
-    for (int waited = 0;; waited += 20) {
-        pid_t got = waitpid(f->pid, &status, WNOHANG);
-        if (got == f->pid)
-            break;
-        cr_assert_lt(waited, timeout_ms, "%s: ingest did not exit within %d s\n--- its log:\n%s",
-                     when, timeout_ms / 1000, log_tail(f));
-        usleep(20000);
-    }
-    f->pid = 0;
-    return status;
-}
-
-/* SIGTERM: a clean stop, exit status 0. */
-static void follower_stop(struct follower *f)
-{
-    kill(f->pid, SIGTERM);
-    int status = follower_wait_exit(f, 30000, "stopping on SIGTERM");
-    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-              "ingest did not stop cleanly on SIGTERM (%s)\n--- its log:\n%s",
-              status_text(status), log_tail(f));
-}
-
-static void follower_kill(struct follower *f)
-{
-    kill(f->pid, SIGKILL);
-    waitpid(f->pid, NULL, 0);
-    f->pid = 0;
-}
-
 /* A run with --exit-when-caught-up (extra appended): its exit status (128 +
  * the signal when killed), its log lines in out. */
 static int follower_once(struct follower *f, const char *const *extra, char *out, size_t cap)
 {
-    cr_assert_eq(f->pid, 0, "ingest already running");
-    f->pid = follower_spawn(f, true, extra);
-    int status = follower_wait_exit(f, 120000, "a run with --exit-when-caught-up");
-    log_text(f, f->run_from, out, cap);
+    int status = follower_run(f, extra, 120000, "a run with --exit-when-caught-up", out, cap);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-static void follower_end(struct follower *f)
-{
-    if (f->pid)
-        follower_kill(f);
-    unlink(f->log);
-}
-
-/* Fails the test at once when the running follower has exited. */
-static void assert_running(struct follower *f, const char *when)
-{
-    int status;
-    if (f->pid && waitpid(f->pid, &status, WNOHANG) == f->pid) {
-        f->pid = 0;
-        cr_assert_fail("%s: ingest exited (%s)\n--- its log:\n%s", when, status_text(status),
-                       log_tail(f));
-    }
 }
 
 /* How long a catch-up may take: the store's apply under AddressSanitizer
@@ -320,17 +96,7 @@ static void assert_running(struct follower *f, const char *when)
 /* Waits until the store's position reaches lsn, while the follower runs. */
 static void wait_position(struct follower *f, uint64_t lsn, const char *when)
 {
-    for (int waited = 0; oracle_store_position(f->store) < lsn; waited += 20) {
-        assert_running(f, when);
-        uint64_t at = oracle_store_position(f->store);
-        cr_assert_lt(waited, CATCH_UP_MS,
-                     "%s: the store did not reach %X/%08X within %d s (it is at %X/%08X)\n"
-                     "--- ingest's log:\n%s",
-                     when, (unsigned)(lsn >> 32), (unsigned)lsn, CATCH_UP_MS / 1000,
-                     (unsigned)(at >> 32),
-                     (unsigned)at, log_tail(f));
-        usleep(20000);
-    }
+    follower_wait_position(f, lsn, CATCH_UP_MS, when);
 }
 
 /* Waits until the follower's current run has logged text; false after
@@ -339,14 +105,14 @@ static bool wait_log(struct follower *f, const char *text, int timeout_ms)
 {
     static char buf[1 << 16];
     for (int waited = 0; waited < timeout_ms; waited += 20) {
-        log_text(f, f->run_from, buf, sizeof buf);
+        follower_log_text(f, f->run_from, buf, sizeof buf);
         if (strstr(buf, text))
             return true;
         int status;
         if (f->pid && waitpid(f->pid, &status, WNOHANG) == f->pid) {
             f->pid = 0;
             cr_assert_fail("ingest exited (%s) before logging \"%s\"\n--- its log:\n%s",
-                           status_text(status), text, log_tail(f));
+                           follower_status_text(status), text, follower_log_tail(f));
         }
         usleep(20000);
     }
@@ -363,20 +129,20 @@ static void check(struct follower *f, PGconn *pg, const char *when)
     char diff[4096];
     int rc = oracle_compare(pg, f->store, diff, sizeof diff);
     cr_assert_eq(rc, 0, "%s: the store differs from PostgreSQL: %s\n--- ingest's log:\n%s", when,
-                 diff, log_tail(f));
+                 diff, follower_log_tail(f));
 }
 
 static void wait_slot(struct follower *f, PGconn *pg)
 {
     for (int waited = 0;; waited += 20) {
         char n[16];
-        value_of(pg, n, sizeof n, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = '%s'",
-                 f->slot);
+        oracle_value(pg, n, sizeof n,
+                     "SELECT count(*) FROM pg_replication_slots WHERE slot_name = '%s'", f->slot);
         if (atoi(n) > 0)
             return;
-        assert_running(f, "waiting for the slot");
+        follower_assert_running(f, "waiting for the slot");
         cr_assert_lt(waited, 60000, "no slot %s after 60 s\n--- ingest's log:\n%s", f->slot,
-                     log_tail(f));
+                     follower_log_tail(f));
         usleep(20000);
     }
 }
@@ -393,9 +159,9 @@ static const char *replica_cluster(void)
     struct pgtmp_options o = {.settings = settings};
     char err[1024];
     cr_assert_eq(pgtmp_start(&replica, &o, err, sizeof err), 0, "%s", err);
-    PGconn *c = connect_to(pgtmp_conninfo(&replica));
+    PGconn *c = oracle_connect(pgtmp_conninfo(&replica));
     char v[32];
-    value_of(c, v, sizeof v, "SHOW wal_level");
+    oracle_value(c, v, sizeof v, "SHOW wal_level");
     cr_assert_str_eq(v, "replica");
     PQfinish(c);
     return pgtmp_conninfo(&replica);
@@ -412,11 +178,12 @@ static void views_path(char *out, size_t cap)
 static void taxi_physical(struct taxi_db *db, const char *cluster, int trips, struct follower *f)
 {
     taxi_db_create(db, cluster, trips);
-    sqlf(db->pg, "DROP PUBLICATION straum; ALTER TABLE yellow_trips REPLICA IDENTITY DEFAULT; "
+    oracle_execf(db->pg,
+                 "DROP PUBLICATION straum; ALTER TABLE yellow_trips REPLICA IDENTITY DEFAULT; "
                  "ALTER TABLE taxi_zones REPLICA IDENTITY DEFAULT");
     char views[4096];
     views_path(views, sizeof views);
-    follower_init(f, db->conninfo, views, db->store, db->slot);
+    follower_init(f, "physical", db->conninfo, views, db->store, db->slot);
 }
 
 static void taxi_end(struct taxi_db *db, struct follower *f)
@@ -429,8 +196,8 @@ static long long hot_updates(PGconn *pg)
 {
     char v[32];
     oracle_exec(pg, "SELECT pg_stat_force_next_flush()");
-    value_of(pg, v, sizeof v,
-             "SELECT n_tup_hot_upd FROM pg_stat_user_tables WHERE relname = 'yellow_trips'");
+    oracle_value(pg, v, sizeof v,
+                 "SELECT n_tup_hot_upd FROM pg_stat_user_tables WHERE relname = 'yellow_trips'");
     return atoll(v);
 }
 
@@ -444,166 +211,185 @@ static void core(const char *cluster)
     PGconn *pg = db.pg;
     /* Room on every page, so that measure updates are HOT; the bucket
      * column and a key indexed, so that updates of them are not. */
-    sqlf(pg, "ALTER TABLE yellow_trips SET (fillfactor = 70)");
-    sqlf(pg, "VACUUM FULL yellow_trips");
-    sqlf(pg, "CREATE INDEX trips_pickup ON yellow_trips (pickup_at);"
-             "CREATE INDEX trips_pu ON yellow_trips (pu_location_id)");
+    oracle_execf(pg, "ALTER TABLE yellow_trips SET (fillfactor = 70)");
+    oracle_execf(pg, "VACUUM FULL yellow_trips");
+    oracle_execf(pg, "CREATE INDEX trips_pickup ON yellow_trips (pickup_at);"
+                     "CREATE INDEX trips_pu ON yellow_trips (pu_location_id)");
 
     follower_start(&f);
     check(&f, pg, "after the load");
     char v[64];
-    value_of(pg, v, sizeof v, "SELECT slot_type FROM pg_replication_slots WHERE slot_name = '%s'",
-             db.slot);
+    oracle_value(pg, v, sizeof v,
+                 "SELECT slot_type FROM pg_replication_slots WHERE slot_name = '%s'", db.slot);
     cr_assert_str_eq(v, "physical", "the slot %s is %s", db.slot, v);
 
     /* Inserts: single rows, one INSERT ... SELECT, one COPY. */
     for (int i = 0; i < 3; i++)
-        sqlf(pg, "INSERT INTO yellow_trips SELECT " TRIP_OF_G " FROM (SELECT %d::bigint AS g) x",
-             100000 + i);
+        oracle_execf(pg,
+                     "INSERT INTO yellow_trips SELECT " TAXI_TRIP_OF_G
+                     " FROM (SELECT %d::bigint AS g) x",
+                     100000 + i);
     check(&f, pg, "after single-row inserts");
-    insert_trips(pg, 101000, 500);
+    taxi_insert_trips(pg, 101000, 500);
     check(&f, pg, "after INSERT ... SELECT generate_series");
     copy_trips(pg, 102000, 300);
     check(&f, pg, "after COPY FROM STDIN");
 
     /* Updates: measures (HOT), then keys and the bucket (not HOT). */
-    sqlf(pg, "CHECKPOINT");
+    oracle_execf(pg, "CHECKPOINT");
     long long hot = hot_updates(pg);
-    sqlf(pg, "UPDATE yellow_trips SET fare_amount = fare_amount + 1.5, tip_amount = tip_amount * 2 "
-             "WHERE id %% 10 = 0");
-    sqlf(pg, "UPDATE yellow_trips SET payment_type = (payment_type + 1) %% 6 WHERE id %% 14 = 0");
+    oracle_execf(
+        pg, "UPDATE yellow_trips SET fare_amount = fare_amount + 1.5, tip_amount = tip_amount * 2 "
+            "WHERE id %% 10 = 0");
+    oracle_execf(
+        pg, "UPDATE yellow_trips SET payment_type = (payment_type + 1) %% 6 WHERE id %% 14 = 0");
     long long hot_now = hot;
     for (int i = 0; i < 100 && (hot_now = hot_updates(pg)) <= hot; i++)
         usleep(50000);
     cr_assert_gt(hot_now, hot, "the measure updates were HOT updates");
     check(&f, pg, "after HOT updates of measures and of a key");
-    sqlf(pg, "UPDATE yellow_trips SET pu_location_id = 1 + (id * 11) %% 265 WHERE id %% 13 = 0");
+    oracle_execf(
+        pg, "UPDATE yellow_trips SET pu_location_id = 1 + (id * 11) %% 265 WHERE id %% 13 = 0");
     check(&f, pg, "after non-HOT updates of an indexed key");
-    sqlf(pg, "UPDATE yellow_trips SET pickup_at = pickup_at + interval '3 hours 7 minutes' "
-             "WHERE id %% 17 = 0");
+    oracle_execf(pg, "UPDATE yellow_trips SET pickup_at = pickup_at + interval '3 hours 7 minutes' "
+                     "WHERE id %% 17 = 0");
     check(&f, pg, "after non-HOT updates of the bucket column");
-    sqlf(pg, "UPDATE yellow_trips SET id = id + 20000000 WHERE id %% 19 = 0");
+    oracle_execf(pg, "UPDATE yellow_trips SET id = id + 20000000 WHERE id %% 19 = 0");
     check(&f, pg, "after updates of the primary key");
-    sqlf(pg, "DELETE FROM yellow_trips WHERE id %% 23 = 0");
+    oracle_execf(pg, "DELETE FROM yellow_trips WHERE id %% 23 = 0");
     check(&f, pg, "after deletes");
     /* VACUUM prunes the dead rows and frees their line pointers, which the
      * inserts and updates after it take again: the mirror must have freed
      * them as PostgreSQL did. */
-    sqlf(pg, "VACUUM yellow_trips");
-    sqlf(pg, "UPDATE yellow_trips SET fare_amount = fare_amount - 0.25 WHERE id %% 29 = 0");
-    insert_trips(pg, 7000000, 200);
+    oracle_execf(pg, "VACUUM yellow_trips");
+    oracle_execf(pg, "UPDATE yellow_trips SET fare_amount = fare_amount - 0.25 WHERE id %% 29 = 0");
+    taxi_insert_trips(pg, 7000000, 200);
     check(&f, pg, "after VACUUM, then updates and inserts into the space it freed");
-    sqlf(pg, "CHECKPOINT");
+    oracle_execf(pg, "CHECKPOINT");
 
     /* Savepoints: what was rolled back to must not apply, released ones
      * must; d is released into c, which is rolled back, so d goes too. */
-    sqlf(pg, "BEGIN;"
-             "INSERT INTO yellow_trips SELECT " TRIP_OF_G " FROM generate_series(300000, 300019) g;"
-             "SAVEPOINT a;"
-             "INSERT INTO yellow_trips SELECT " TRIP_OF_G " FROM generate_series(300020, 300039) g;"
-             "UPDATE yellow_trips SET fare_amount = 99.99 WHERE id BETWEEN 300000 AND 300009;"
-             "SAVEPOINT b;"
-             "DELETE FROM yellow_trips WHERE id BETWEEN 300010 AND 300014;"
-             "UPDATE yellow_trips SET pu_location_id = 4 WHERE id BETWEEN 100 AND 140;"
-             "RELEASE b;"
-             "SAVEPOINT c;"
-             "INSERT INTO yellow_trips SELECT " TRIP_OF_G " FROM generate_series(300040, 300059) g;"
-             "UPDATE yellow_trips SET fare_amount = -1 WHERE id BETWEEN 300020 AND 300029;"
-             "DELETE FROM yellow_trips WHERE id BETWEEN 200 AND 260;"
-             "SAVEPOINT d;"
-             "UPDATE yellow_trips SET payment_type = 5 WHERE id BETWEEN 1 AND 400;"
-             "RELEASE d;"
-             "ROLLBACK TO c;"
-             "RELEASE a;"
-             "SAVEPOINT e;"
-             "DELETE FROM yellow_trips;"
-             "ROLLBACK TO e;"
-             "UPDATE yellow_trips SET tip_amount = 7.77 WHERE id BETWEEN 300030 AND 300035;"
-             "COMMIT");
+    oracle_execf(
+        pg,
+        "BEGIN;"
+        "INSERT INTO yellow_trips SELECT " TAXI_TRIP_OF_G " FROM generate_series(300000, 300019) g;"
+        "SAVEPOINT a;"
+        "INSERT INTO yellow_trips SELECT " TAXI_TRIP_OF_G " FROM generate_series(300020, 300039) g;"
+        "UPDATE yellow_trips SET fare_amount = 99.99 WHERE id BETWEEN 300000 AND 300009;"
+        "SAVEPOINT b;"
+        "DELETE FROM yellow_trips WHERE id BETWEEN 300010 AND 300014;"
+        "UPDATE yellow_trips SET pu_location_id = 4 WHERE id BETWEEN 100 AND 140;"
+        "RELEASE b;"
+        "SAVEPOINT c;"
+        "INSERT INTO yellow_trips SELECT " TAXI_TRIP_OF_G " FROM generate_series(300040, 300059) g;"
+        "UPDATE yellow_trips SET fare_amount = -1 WHERE id BETWEEN 300020 AND 300029;"
+        "DELETE FROM yellow_trips WHERE id BETWEEN 200 AND 260;"
+        "SAVEPOINT d;"
+        "UPDATE yellow_trips SET payment_type = 5 WHERE id BETWEEN 1 AND 400;"
+        "RELEASE d;"
+        "ROLLBACK TO c;"
+        "RELEASE a;"
+        "SAVEPOINT e;"
+        "DELETE FROM yellow_trips;"
+        "ROLLBACK TO e;"
+        "UPDATE yellow_trips SET tip_amount = 7.77 WHERE id BETWEEN 300030 AND 300035;"
+        "COMMIT");
     check(&f, pg, "after a transaction with savepoints rolled back to and released");
     /* 150 subtransactions, every third rolled back: past 64 of them the
      * server logs their owner in an XLOG_XACT_ASSIGNMENT record. */
-    sqlf(pg, "DO $$ BEGIN FOR i IN 0..149 LOOP BEGIN "
-             "INSERT INTO yellow_trips SELECT " TRIP_OF_G " FROM (SELECT 310000 + i AS g) x;"
-             "UPDATE yellow_trips SET fare_amount = fare_amount + 1 WHERE id = 500 + i;"
-             "IF i %% 3 = 0 THEN RAISE EXCEPTION 'rolled back'; END IF;"
-             "EXCEPTION WHEN raise_exception THEN NULL; END; END LOOP; END $$");
+    oracle_execf(pg, "DO $$ BEGIN FOR i IN 0..149 LOOP BEGIN "
+                     "INSERT INTO yellow_trips SELECT " TAXI_TRIP_OF_G
+                     " FROM (SELECT 310000 + i AS g) x;"
+                     "UPDATE yellow_trips SET fare_amount = fare_amount + 1 WHERE id = 500 + i;"
+                     "IF i %% 3 = 0 THEN RAISE EXCEPTION 'rolled back'; END IF;"
+                     "EXCEPTION WHEN raise_exception THEN NULL; END; END LOOP; END $$");
     check(&f, pg, "after 150 subtransactions, a third rolled back");
 
     /* Aborted transactions: by ROLLBACK, and by an error. */
-    sqlf(pg, "BEGIN;"
-             "INSERT INTO yellow_trips SELECT " TRIP_OF_G " FROM generate_series(320000, 320099) g;"
-             "UPDATE yellow_trips SET fare_amount = 0;"
-             "DELETE FROM yellow_trips WHERE id %% 2 = 0;"
-             "UPDATE taxi_zones SET borough = 'Nowhere';"
-             "ROLLBACK");
+    oracle_execf(pg, "BEGIN;"
+                     "INSERT INTO yellow_trips SELECT " TAXI_TRIP_OF_G
+                     " FROM generate_series(320000, 320099) g;"
+                     "UPDATE yellow_trips SET fare_amount = 0;"
+                     "DELETE FROM yellow_trips WHERE id %% 2 = 0;"
+                     "UPDATE taxi_zones SET borough = 'Nowhere';"
+                     "ROLLBACK");
     char failing[2048];
     snprintf(failing, sizeof failing,
-             "BEGIN; INSERT INTO yellow_trips SELECT " TRIP_OF_G " FROM generate_series(321000, "
+             "BEGIN; INSERT INTO yellow_trips SELECT " TAXI_TRIP_OF_G
+             " FROM generate_series(321000, "
              "321049) g; INSERT INTO yellow_trips SELECT * FROM yellow_trips LIMIT 1");
     PGresult *r = PQexec(pg, failing);
     cr_assert_eq(PQresultStatus(r), PGRES_FATAL_ERROR, "a duplicate key fails the transaction");
     PQclear(r);
-    sqlf(pg, "ROLLBACK");
+    oracle_execf(pg, "ROLLBACK");
     check(&f, pg, "after aborted transactions");
 
     /* Two-phase commit: nothing applies at PREPARE; COMMIT PREPARED (from
      * another connection) applies it, ROLLBACK PREPARED drops it. */
-    PGconn *other = connect_to(db.conninfo);
-    sqlf(pg, "BEGIN;"
-             "INSERT INTO yellow_trips SELECT " TRIP_OF_G " FROM generate_series(330000, 330029) g;"
-             "UPDATE yellow_trips SET fare_amount = fare_amount * 2 WHERE id BETWEEN 300 AND 330;"
-             "DELETE FROM yellow_trips WHERE id BETWEEN 331 AND 350;"
-             "UPDATE taxi_zones SET zone = 'Prepared zone' WHERE location_id = 43;"
-             "PREPARE TRANSACTION 'straum_phys_%d_1'", (int)getpid());
-    insert_trips(other, 330100, 5);
+    PGconn *other = oracle_connect(db.conninfo);
+    oracle_execf(
+        pg,
+        "BEGIN;"
+        "INSERT INTO yellow_trips SELECT " TAXI_TRIP_OF_G " FROM generate_series(330000, 330029) g;"
+        "UPDATE yellow_trips SET fare_amount = fare_amount * 2 WHERE id BETWEEN 300 AND 330;"
+        "DELETE FROM yellow_trips WHERE id BETWEEN 331 AND 350;"
+        "UPDATE taxi_zones SET zone = 'Prepared zone' WHERE location_id = 43;"
+        "PREPARE TRANSACTION 'straum_phys_%d_1'",
+        (int)getpid());
+    taxi_insert_trips(other, 330100, 5);
     check(&f, pg, "with a transaction prepared but not committed");
-    sqlf(other, "COMMIT PREPARED 'straum_phys_%d_1'", (int)getpid());
+    oracle_execf(other, "COMMIT PREPARED 'straum_phys_%d_1'", (int)getpid());
     check(&f, pg, "after COMMIT PREPARED");
-    sqlf(pg, "BEGIN;"
-             "INSERT INTO yellow_trips SELECT " TRIP_OF_G " FROM generate_series(330200, 330229) g;"
-             "DELETE FROM yellow_trips WHERE id BETWEEN 400 AND 450;"
-             "SAVEPOINT s; UPDATE yellow_trips SET pickup_at = pickup_at - interval '1 day' "
-             "WHERE id BETWEEN 451 AND 470; RELEASE s;"
-             "PREPARE TRANSACTION 'straum_phys_%d_2'", (int)getpid());
-    sqlf(pg, "CHECKPOINT");
-    sqlf(other, "ROLLBACK PREPARED 'straum_phys_%d_2'", (int)getpid());
+    oracle_execf(pg,
+                 "BEGIN;"
+                 "INSERT INTO yellow_trips SELECT " TAXI_TRIP_OF_G
+                 " FROM generate_series(330200, 330229) g;"
+                 "DELETE FROM yellow_trips WHERE id BETWEEN 400 AND 450;"
+                 "SAVEPOINT s; UPDATE yellow_trips SET pickup_at = pickup_at - interval '1 day' "
+                 "WHERE id BETWEEN 451 AND 470; RELEASE s;"
+                 "PREPARE TRANSACTION 'straum_phys_%d_2'",
+                 (int)getpid());
+    oracle_execf(pg, "CHECKPOINT");
+    oracle_execf(other, "ROLLBACK PREPARED 'straum_phys_%d_2'", (int)getpid());
     check(&f, pg, "after ROLLBACK PREPARED");
     PQfinish(other);
 
     /* The dim: attributes changed, a row added, one deleted, a key changed. */
-    sqlf(pg, "UPDATE taxi_zones SET borough = 'Queens' WHERE location_id IN (4, 13, 48)");
-    sqlf(pg, "UPDATE taxi_zones SET zone = zone || ' (renamed)' WHERE location_id = 161");
-    sqlf(pg, "BEGIN; INSERT INTO taxi_zones VALUES (266, 'Nowhere', 'New zone', 'Boro Zone');"
-             "DELETE FROM taxi_zones WHERE location_id = 100;"
-             "UPDATE taxi_zones SET location_id = 1101 WHERE location_id = 101; COMMIT");
+    oracle_execf(pg, "UPDATE taxi_zones SET borough = 'Queens' WHERE location_id IN (4, 13, 48)");
+    oracle_execf(pg, "UPDATE taxi_zones SET zone = zone || ' (renamed)' WHERE location_id = 161");
+    oracle_execf(pg,
+                 "BEGIN; INSERT INTO taxi_zones VALUES (266, 'Nowhere', 'New zone', 'Boro Zone');"
+                 "DELETE FROM taxi_zones WHERE location_id = 100;"
+                 "UPDATE taxi_zones SET location_id = 1101 WHERE location_id = 101; COMMIT");
     check(&f, pg, "after dim changes");
 
     /* TRUNCATE, in a transaction of its own, then rows into the new file. */
-    sqlf(pg, "CHECKPOINT");
-    sqlf(pg, "TRUNCATE yellow_trips");
+    oracle_execf(pg, "CHECKPOINT");
+    oracle_execf(pg, "TRUNCATE yellow_trips");
     check(&f, pg, "after TRUNCATE of the fact table");
-    insert_trips(pg, 400000, 400);
+    taxi_insert_trips(pg, 400000, 400);
     copy_trips(pg, 401000, 100);
-    sqlf(pg, "INSERT INTO yellow_trips SELECT " TRIP_OF_G " FROM (SELECT 402000::bigint AS g) x");
+    oracle_execf(pg, "INSERT INTO yellow_trips SELECT " TAXI_TRIP_OF_G
+                     " FROM (SELECT 402000::bigint AS g) x");
     check(&f, pg, "after inserts into the truncated table");
-    sqlf(pg, "UPDATE yellow_trips SET fare_amount = fare_amount - 2 WHERE id %% 3 = 0;"
-             "DELETE FROM yellow_trips WHERE id %% 7 = 0");
+    oracle_execf(pg, "UPDATE yellow_trips SET fare_amount = fare_amount - 2 WHERE id %% 3 = 0;"
+                     "DELETE FROM yellow_trips WHERE id %% 7 = 0");
     check(&f, pg, "after changes to the truncated table's new rows");
-    sqlf(pg, "TRUNCATE taxi_zones");
-    sqlf(pg, "INSERT INTO taxi_zones VALUES (161, 'Manhattan', 'Midtown Center', 'Yellow Zone')");
+    oracle_execf(pg, "TRUNCATE taxi_zones");
+    oracle_execf(
+        pg, "INSERT INTO taxi_zones VALUES (161, 'Manhattan', 'Midtown Center', 'Yellow Zone')");
     check(&f, pg, "after TRUNCATE of the dim and a zone back");
 
     /* Stopped, changed meanwhile, started again: it resumes, no load. */
     follower_stop(&f);
-    insert_trips(pg, 410000, 50);
-    sqlf(pg, "UPDATE yellow_trips SET tip_amount = 1 WHERE id %% 5 = 0");
-    sqlf(pg, "CHECKPOINT");
-    sqlf(pg, "DELETE FROM yellow_trips WHERE id %% 11 = 0");
+    taxi_insert_trips(pg, 410000, 50);
+    oracle_execf(pg, "UPDATE yellow_trips SET tip_amount = 1 WHERE id %% 5 = 0");
+    oracle_execf(pg, "CHECKPOINT");
+    oracle_execf(pg, "DELETE FROM yellow_trips WHERE id %% 11 = 0");
     follower_start(&f);
     check(&f, pg, "after a restart");
     cr_assert_eq(taxi_log_count(f.log, "snapshot loaded"), 1, "a restart resumes:\n%s",
-                 log_tail(&f));
+                 follower_log_tail(&f));
     follower_stop(&f);
     taxi_end(&db, &f);
 }
@@ -632,43 +418,50 @@ Test(ingest_physical, transactions_open_across_the_load, .timeout = 300)
     struct taxi_db db;
     struct follower f;
     taxi_physical(&db, replica_cluster(), 2000, &f);
-    PGconn *open = connect_to(db.conninfo), *prepared = connect_to(db.conninfo),
-           *late = connect_to(db.conninfo), *after = connect_to(db.conninfo);
-    sqlf(open, "BEGIN;"
-               "INSERT INTO yellow_trips SELECT " TRIP_OF_G " FROM generate_series(700000, 700049) g;"
-               "UPDATE yellow_trips SET fare_amount = fare_amount * 3 WHERE id BETWEEN 10 AND 60;"
-               "DELETE FROM yellow_trips WHERE id BETWEEN 61 AND 90;"
-               "UPDATE taxi_zones SET borough = 'Bronx' WHERE location_id = 4");
-    sqlf(prepared, "BEGIN;"
-                   "INSERT INTO yellow_trips SELECT " TRIP_OF_G
-                   " FROM generate_series(710000, 710019) g;"
-                   "DELETE FROM yellow_trips WHERE id BETWEEN 91 AND 100;"
-                   "PREPARE TRANSACTION 'straum_open_%d'", (int)getpid());
+    PGconn *open = oracle_connect(db.conninfo), *prepared = oracle_connect(db.conninfo),
+           *late = oracle_connect(db.conninfo), *after = oracle_connect(db.conninfo);
+    oracle_execf(open,
+                 "BEGIN;"
+                 "INSERT INTO yellow_trips SELECT " TAXI_TRIP_OF_G
+                 " FROM generate_series(700000, 700049) g;"
+                 "UPDATE yellow_trips SET fare_amount = fare_amount * 3 WHERE id BETWEEN 10 AND 60;"
+                 "DELETE FROM yellow_trips WHERE id BETWEEN 61 AND 90;"
+                 "UPDATE taxi_zones SET borough = 'Bronx' WHERE location_id = 4");
+    oracle_execf(prepared,
+                 "BEGIN;"
+                 "INSERT INTO yellow_trips SELECT " TAXI_TRIP_OF_G
+                 " FROM generate_series(710000, 710019) g;"
+                 "DELETE FROM yellow_trips WHERE id BETWEEN 91 AND 100;"
+                 "PREPARE TRANSACTION 'straum_open_%d'",
+                 (int)getpid());
     follower_start(&f);
     wait_slot(&f, db.pg);
-    sqlf(late, "BEGIN;"
-               "INSERT INTO yellow_trips SELECT " TRIP_OF_G " FROM generate_series(720000, 720019) g;"
-               "UPDATE yellow_trips SET tip_amount = 1 WHERE id BETWEEN 101 AND 120; COMMIT");
+    oracle_execf(late,
+                 "BEGIN;"
+                 "INSERT INTO yellow_trips SELECT " TAXI_TRIP_OF_G
+                 " FROM generate_series(720000, 720019) g;"
+                 "UPDATE yellow_trips SET tip_amount = 1 WHERE id BETWEEN 101 AND 120; COMMIT");
     /* Ingest waits for the transactions older than its slot and says so
      * (SPEC.md §5.4); while it waits, a transaction begins. Were ingest to
      * take its snapshot without waiting, that transaction would simply be
      * one more the WAL brings. */
     bool waits = wait_log(&f, "waiting for transactions that began before the slot", 10000);
     if (waits)
-        sqlf(after, "BEGIN;"
-                    "INSERT INTO yellow_trips SELECT " TRIP_OF_G
-                    " FROM generate_series(730000, 730019) g;"
-                    "UPDATE yellow_trips SET pu_location_id = 7 WHERE id BETWEEN 121 AND 140");
-    sqlf(open, "COMMIT");
-    sqlf(db.pg, "COMMIT PREPARED 'straum_open_%d'", (int)getpid());
+        oracle_execf(after,
+                     "BEGIN;"
+                     "INSERT INTO yellow_trips SELECT " TAXI_TRIP_OF_G
+                     " FROM generate_series(730000, 730019) g;"
+                     "UPDATE yellow_trips SET pu_location_id = 7 WHERE id BETWEEN 121 AND 140");
+    oracle_execf(open, "COMMIT");
+    oracle_execf(db.pg, "COMMIT PREPARED 'straum_open_%d'", (int)getpid());
     cr_assert(wait_log(&f, "snapshot loaded", 60000), "the load did not end\n--- its log:\n%s",
-              log_tail(&f));
+              follower_log_tail(&f));
     if (waits)
-        sqlf(after, "COMMIT");
+        oracle_execf(after, "COMMIT");
     cr_log_info("ingest %s for the transactions older than its slot",
                 waits ? "waited" : "did not wait");
     check(&f, db.pg, "after transactions open across the load");
-    insert_trips(db.pg, 740000, 10);
+    taxi_insert_trips(db.pg, 740000, 10);
     check(&f, db.pg, "after a later insert");
     follower_stop(&f);
     PQfinish(open);
@@ -714,8 +507,10 @@ static void *stream_main(void *arg)
         switch (r % 10) {
         case 0:
         case 1:
-            snprintf(sql, sizeof sql, "INSERT INTO yellow_trips SELECT " TRIP_OF_G
-                                      " FROM (SELECT %lld::bigint AS g) x", s->next_id++);
+            snprintf(sql, sizeof sql,
+                     "INSERT INTO yellow_trips SELECT " TAXI_TRIP_OF_G
+                     " FROM (SELECT %lld::bigint AS g) x",
+                     s->next_id++);
             break;
         case 2:
             snprintf(sql, sizeof sql, "UPDATE yellow_trips SET fare_amount = fare_amount + 0.25 "
@@ -738,11 +533,13 @@ static void *stream_main(void *arg)
                      1 + r % 263);
             break;
         case 7:
-            snprintf(sql, sizeof sql, "BEGIN; INSERT INTO yellow_trips SELECT " TRIP_OF_G
-                                      " FROM (SELECT %lld::bigint AS g) x; SAVEPOINT s; "
-                                      "DELETE FROM yellow_trips WHERE id = %lld; ROLLBACK TO s; "
-                                      "UPDATE yellow_trips SET tip_amount = 2 WHERE id = %lld; "
-                                      "COMMIT", s->next_id, id, s->next_id);
+            snprintf(sql, sizeof sql,
+                     "BEGIN; INSERT INTO yellow_trips SELECT " TAXI_TRIP_OF_G
+                     " FROM (SELECT %lld::bigint AS g) x; SAVEPOINT s; "
+                     "DELETE FROM yellow_trips WHERE id = %lld; ROLLBACK TO s; "
+                     "UPDATE yellow_trips SET tip_amount = 2 WHERE id = %lld; "
+                     "COMMIT",
+                     s->next_id, id, s->next_id);
             s->next_id++;
             break;
         case 8:
@@ -751,8 +548,9 @@ static void *stream_main(void *arg)
                                       "%lld; ROLLBACK", id, id + 50, id + 51);
             break;
         default:
-            snprintf(sql, sizeof sql, "INSERT INTO yellow_trips SELECT " TRIP_OF_G
-                                      " FROM generate_series(%lld::bigint, %lld::bigint) g",
+            snprintf(sql, sizeof sql,
+                     "INSERT INTO yellow_trips SELECT " TAXI_TRIP_OF_G
+                     " FROM generate_series(%lld::bigint, %lld::bigint) g",
                      s->next_id, s->next_id + 9);
             s->next_id += 10;
             break;
@@ -778,7 +576,7 @@ static uint64_t slot_restart_lsn(PGconn *pg, const char *slot)
     char sql[256];
     snprintf(sql, sizeof sql,
              "SELECT restart_lsn FROM pg_replication_slots WHERE slot_name = '%s'", slot);
-    return lsn_of(pg, sql);
+    return oracle_lsn(pg, sql);
 }
 
 /* kill -9 of ingest while transactions stream, twelve times, each at a
@@ -803,7 +601,7 @@ Test(ingest_physical, kill9_while_transactions_stream, .timeout = 600)
     uint64_t first_restart = slot_restart_lsn(pg, db.slot);
     struct stream s = {.conninfo = db.conninfo, .next_id = 800000};
     cr_assert_eq(pthread_create(&s.thread, NULL, stream_main, &s), 0);
-    PGconn *open = connect_to(db.conninfo);
+    PGconn *open = oracle_connect(db.conninfo);
     /* Each kill lands a random 0 to 250 ms after the store moved on: in a
      * group commit, between them, mid-transaction in the stream. The seed
      * is printed with a failure's message through `when`. */
@@ -816,13 +614,14 @@ Test(ingest_physical, kill9_while_transactions_stream, .timeout = 600)
          * store's position, which would otherwise grow round after round
          * (past what a sanitized build re-reads in the waits' time). */
         if (round != 2)
-            sqlf(pg, "CHECKPOINT");
+            oracle_execf(pg, "CHECKPOINT");
         if (round == 2) {
-            sqlf(open, "BEGIN;"
-                       "INSERT INTO yellow_trips SELECT " TRIP_OF_G
-                       " FROM generate_series(5000000, 5000099) g;"
-                       "UPDATE yellow_trips SET fare_amount = 12.34 WHERE id BETWEEN 1000 AND 1100");
-            sqlf(pg, "CHECKPOINT");
+            oracle_execf(
+                open, "BEGIN;"
+                      "INSERT INTO yellow_trips SELECT " TAXI_TRIP_OF_G
+                      " FROM generate_series(5000000, 5000099) g;"
+                      "UPDATE yellow_trips SET fare_amount = 12.34 WHERE id BETWEEN 1000 AND 1100");
+            oracle_execf(pg, "CHECKPOINT");
         }
         /* The store moves on with the stream before each kill. */
         wait_position(&f, oracle_committed_lsn(pg), when);
@@ -831,14 +630,15 @@ Test(ingest_physical, kill9_while_transactions_stream, .timeout = 600)
         follower_kill(&f);
         uint64_t at_kill = oracle_committed_lsn(pg);
         if (round == 2) {
-            sqlf(open, "UPDATE yellow_trips SET tip_amount = 3.21 WHERE id BETWEEN 1101 AND 1200");
-            sqlf(pg, "CHECKPOINT");
+            oracle_execf(
+                open, "UPDATE yellow_trips SET tip_amount = 3.21 WHERE id BETWEEN 1101 AND 1200");
+            oracle_execf(pg, "CHECKPOINT");
         }
         follower_start(&f);
         snprintf(when, sizeof when, "after restart %d", round + 1);
         wait_position(&f, at_kill, when);
         if (round == 2)
-            sqlf(open, "COMMIT");
+            oracle_execf(open, "COMMIT");
     }
     long before_stop = __atomic_load_n(&s.txns, __ATOMIC_ACQUIRE);
     __atomic_store_n(&s.stop, 1, __ATOMIC_RELEASE);
@@ -851,21 +651,21 @@ Test(ingest_physical, kill9_while_transactions_stream, .timeout = 600)
     char err[512];
     cr_assert_eq(pgtmp_restart(&replica, err, sizeof err), 0, "%s", err);
     PQfinish(db.pg);
-    db.pg = pg = connect_to(db.conninfo);
+    db.pg = pg = oracle_connect(db.conninfo);
     PQfinish(open);
     open = NULL;
-    insert_trips(pg, 5200000, 50);
-    sqlf(pg, "UPDATE yellow_trips SET fare_amount = fare_amount + 1 WHERE id %% 17 = 0");
+    taxi_insert_trips(pg, 5200000, 50);
+    oracle_execf(pg, "UPDATE yellow_trips SET fare_amount = fare_amount + 1 WHERE id %% 17 = 0");
     check(&f, pg, "after a PostgreSQL restart");
     /* The slot moves on too (feedback once a second, to a checkpoint's redo
      * pointer), or the server would keep its WAL for ever. */
-    sqlf(pg, "CHECKPOINT");
-    insert_trips(pg, 5100000, 5);
+    oracle_execf(pg, "CHECKPOINT");
+    taxi_insert_trips(pg, 5100000, 5);
     uint64_t restart = first_restart;
     for (int i = 0; i < 300 && (restart = slot_restart_lsn(pg, db.slot)) <= first_restart; i++)
         usleep(100000);
     cr_assert_gt(restart, first_restart, "the slot's restart_lsn never moved on\n%s",
-                 log_tail(&f));
+                 follower_log_tail(&f));
     follower_stop(&f);
     PQfinish(open);
     taxi_end(&db, &f);
@@ -882,12 +682,12 @@ Test(ingest_physical, kill9_during_the_load, .timeout = 300)
     taxi_physical(&db, replica_cluster(), 20000, &f);
     follower_start(&f);
     wait_slot(&f, db.pg);
-    insert_trips(db.pg, 600000, 100);
+    taxi_insert_trips(db.pg, 600000, 100);
     follower_kill(&f);
-    sqlf(db.pg, "DELETE FROM yellow_trips WHERE id %% 9 = 0");
+    oracle_execf(db.pg, "DELETE FROM yellow_trips WHERE id %% 9 = 0");
     follower_start(&f);
     check(&f, db.pg, "after a kill -9 during the load");
-    insert_trips(db.pg, 610000, 100);
+    taxi_insert_trips(db.pg, 610000, 100);
     check(&f, db.pg, "after inserts past a load killed");
     follower_stop(&f);
     taxi_end(&db, &f);
@@ -908,20 +708,20 @@ static void rewrite_stops(struct taxi_db *db, struct follower *f, const char *wh
     PGconn *pg = db->pg;
     char when[256], log[16384];
     follower_start(f);
-    insert_trips(pg, (long long)db->next_id + 1000000, 20);
+    taxi_insert_trips(pg, (long long)db->next_id + 1000000, 20);
     db->next_id += 1000;
-    sqlf(pg, "UPDATE yellow_trips SET fare_amount = fare_amount + 1 WHERE id %% 50 = 0");
+    oracle_execf(pg, "UPDATE yellow_trips SET fare_amount = fare_amount + 1 WHERE id %% 50 = 0");
     snprintf(when, sizeof when, "before %s", what);
     check(f, pg, when);
     uint64_t before = oracle_store_position(f->store);
     oracle_exec(pg, sql);
-    uint64_t rewritten = lsn_of(pg, "SELECT pg_current_wal_insert_lsn()");
+    uint64_t rewritten = oracle_lsn(pg, "SELECT pg_current_wal_insert_lsn()");
     snprintf(when, sizeof when, "after %s", what);
     int status = follower_wait_exit(f, 60000, when);
-    log_text(f, f->run_from, log, sizeof log);
+    follower_log_text(f, f->run_from, log, sizeof log);
     cr_assert(WIFEXITED(status) && WEXITSTATUS(status) != 0,
               "%s: ingest must stop with an error (%s)\n--- its log:\n%s", when,
-              status_text(status), log);
+              follower_status_text(status), log);
     cr_assert(strstr(log, "yellow_trips") && strstr(log, "--rebuild"),
               "%s: the message names the table and --rebuild:\n%s", when, log);
     uint64_t pos = oracle_store_position(f->store);
@@ -951,20 +751,20 @@ Test(ingest_physical, rewrites_stop_it_with_a_message, .timeout = 300)
     struct taxi_db db;
     struct follower f;
     taxi_physical(&db, replica_cluster(), 2000, &f);
-    sqlf(db.pg, "CREATE INDEX trips_pickup ON yellow_trips (pickup_at)");
+    oracle_execf(db.pg, "CREATE INDEX trips_pickup ON yellow_trips (pickup_at)");
     rewrite_stops(&db, &f, "VACUUM FULL", "VACUUM FULL yellow_trips", true);
     rewrite_stops(&db, &f, "CLUSTER", "CLUSTER yellow_trips USING trips_pickup", true);
     rewrite_stops(&db, &f, "ALTER TABLE ... TYPE",
                   "ALTER TABLE yellow_trips ALTER COLUMN vendor_id TYPE integer", true);
     char truncate_and_insert[2048];
     snprintf(truncate_and_insert, sizeof truncate_and_insert,
-             "BEGIN; TRUNCATE yellow_trips; INSERT INTO yellow_trips SELECT " TRIP_OF_G
+             "BEGIN; TRUNCATE yellow_trips; INSERT INTO yellow_trips SELECT " TAXI_TRIP_OF_G
              " FROM generate_series(1, 300) g; COMMIT");
     rewrite_stops(&db, &f, "TRUNCATE and inserts in one transaction", truncate_and_insert,
                   false);
     /* Followed again after the last --rebuild. */
     follower_start(&f);
-    insert_trips(db.pg, 5000, 30);
+    taxi_insert_trips(db.pg, 5000, 30);
     check(&f, db.pg, "following after the rebuilds");
     follower_stop(&f);
     taxi_end(&db, &f);
@@ -1018,20 +818,21 @@ static int borrowing_updates(PGconn *pg, struct pgwal_relfilenode node, uint64_t
 Test(ingest_physical, long_texts_updated_in_the_middle, .timeout = 300)
 {
     const char *cluster = replica_cluster();
-    PGconn *admin = connect_to(cluster);
-    sqlf(admin, "CREATE DATABASE notes");
+    PGconn *admin = oracle_connect(cluster);
+    oracle_execf(admin, "CREATE DATABASE notes");
     PQfinish(admin);
     char conninfo[512];
     snprintf(conninfo, sizeof conninfo, "%s dbname=notes", cluster);
-    PGconn *pg = connect_to(conninfo);
-    sqlf(pg, "SET synchronous_commit = on");
+    PGconn *pg = oracle_connect(conninfo);
+    oracle_execf(pg, "SET synchronous_commit = on");
     /* Two rows a page, with room beside them for their new versions. */
-    sqlf(pg, "CREATE TABLE notes (id int PRIMARY KEY, body text, label text, "
-             "at timestamptz NOT NULL, amount numeric(12,2)) WITH (fillfactor = 40);"
-             "INSERT INTO notes SELECT i, (SELECT string_agg(md5((i * 1000 + j)::text), '') "
-             "FROM generate_series(1, 40) j), 'label ' || (i %% 7), "
-             "timestamptz '2024-01-01 00:00:00+00' + i * interval '13 minutes', i * 1.25 "
-             "FROM generate_series(1, 300) i");
+    oracle_execf(pg,
+                 "CREATE TABLE notes (id int PRIMARY KEY, body text, label text, "
+                 "at timestamptz NOT NULL, amount numeric(12,2)) WITH (fillfactor = 40);"
+                 "INSERT INTO notes SELECT i, (SELECT string_agg(md5((i * 1000 + j)::text), '') "
+                 "FROM generate_series(1, 40) j), 'label ' || (i %% 7), "
+                 "timestamptz '2024-01-01 00:00:00+00' + i * interval '13 minutes', i * 1.25 "
+                 "FROM generate_series(1, 300) i");
     char views[] = "/tmp/straum-notes-views-XXXXXX", store[] = "/tmp/straum-notes-XXXXXX";
     int fd = mkstemp(views);
     cr_assert_geq(fd, 0);
@@ -1039,61 +840,65 @@ Test(ingest_physical, long_texts_updated_in_the_middle, .timeout = 300)
     close(fd);
     cr_assert_not_null(mkdtemp(store));
     struct follower f;
-    follower_init(&f, conninfo, views, store, "straum_notes");
+    follower_init(&f, "physical", conninfo, views, store, "straum_notes");
     follower_start(&f);
     check(&f, pg, "after the load");
 
-    sqlf(pg, "CHECKPOINT");
-    uint64_t redo = lsn_of(pg, "SELECT redo_lsn FROM pg_control_checkpoint()");
+    oracle_execf(pg, "CHECKPOINT");
+    uint64_t redo = oracle_lsn(pg, "SELECT redo_lsn FROM pg_control_checkpoint()");
     char v[64];
     struct pgwal_relfilenode node;
-    value_of(pg, v, sizeof v, "SELECT oid FROM pg_tablespace WHERE spcname = 'pg_default'");
+    oracle_value(pg, v, sizeof v, "SELECT oid FROM pg_tablespace WHERE spcname = 'pg_default'");
     node.spc = (uint32_t)strtoul(v, NULL, 10);
-    value_of(pg, v, sizeof v, "SELECT oid FROM pg_database WHERE datname = current_database()");
+    oracle_value(pg, v, sizeof v, "SELECT oid FROM pg_database WHERE datname = current_database()");
     node.db = (uint32_t)strtoul(v, NULL, 10);
-    value_of(pg, v, sizeof v, "SELECT pg_relation_filenode('notes')");
+    oracle_value(pg, v, sizeof v, "SELECT pg_relation_filenode('notes')");
     node.rel = (uint32_t)strtoul(v, NULL, 10);
 
-    sqlf(pg, "UPDATE notes SET body = overlay(body placing 'in the middle, 1' from 600 for 16) "
-             "WHERE id %% 2 = 0");
+    oracle_execf(pg,
+                 "UPDATE notes SET body = overlay(body placing 'in the middle, 1' from 600 for 16) "
+                 "WHERE id %% 2 = 0");
     check(&f, pg, "after texts changed in their middle");
-    sqlf(pg, "UPDATE notes SET label = 'relabelled ' || (id %% 3) WHERE id %% 3 = 0");
+    oracle_execf(pg, "UPDATE notes SET label = 'relabelled ' || (id %% 3) WHERE id %% 3 = 0");
     check(&f, pg, "after a key after the long text changed");
-    sqlf(pg, "UPDATE notes SET amount = amount + 0.01, at = at + interval '2 hours' "
-             "WHERE id %% 5 = 0");
+    oracle_execf(pg, "UPDATE notes SET amount = amount + 0.01, at = at + interval '2 hours' "
+                     "WHERE id %% 5 = 0");
     check(&f, pg, "after the bucket and a measure after the long text changed");
-    sqlf(pg, "UPDATE notes SET body = overlay(body placing 'zz' from 2 for 2) WHERE id %% 4 = 1");
+    oracle_execf(
+        pg, "UPDATE notes SET body = overlay(body placing 'zz' from 2 for 2) WHERE id %% 4 = 1");
     check(&f, pg, "after texts changed near their start");
-    sqlf(pg, "UPDATE notes SET body = body || ' and a tail' WHERE id %% 6 = 0");
+    oracle_execf(pg, "UPDATE notes SET body = body || ' and a tail' WHERE id %% 6 = 0");
     check(&f, pg, "after texts made longer");
-    sqlf(pg, "UPDATE notes SET body = left(body, 1000) WHERE id %% 7 = 0");
+    oracle_execf(pg, "UPDATE notes SET body = left(body, 1000) WHERE id %% 7 = 0");
     check(&f, pg, "after texts made shorter");
-    sqlf(pg, "UPDATE notes SET body = overlay(body placing 'in the middle, 2' from 640 for 16), "
-             "amount = amount * 2 WHERE id %% 2 = 0");
+    oracle_execf(
+        pg, "UPDATE notes SET body = overlay(body placing 'in the middle, 2' from 640 for 16), "
+            "amount = amount * 2 WHERE id %% 2 = 0");
     check(&f, pg, "after texts changed in their middle again");
     oracle_committed_lsn(pg);
-    uint64_t end = lsn_of(pg, "SELECT pg_current_wal_flush_lsn()");
+    uint64_t end = oracle_lsn(pg, "SELECT pg_current_wal_flush_lsn()");
     int borrowing = borrowing_updates(pg, node, redo, end);
     cr_assert_gt(borrowing, 0, "no update in the WAL left out a prefix and a suffix: the case "
                                "tested nothing");
 
     /* Long texts compressed inline (pglz): their bytes in the WAL are the
      * compressed ones. */
-    sqlf(pg, "UPDATE notes SET body = repeat('compressible ' || id || ' ', 400) WHERE id %% 10 = 0");
+    oracle_execf(
+        pg, "UPDATE notes SET body = repeat('compressible ' || id || ' ', 400) WHERE id %% 10 = 0");
     check(&f, pg, "after texts compressed inline");
 
     /* A text stored out of line (TOAST): the WAL holds only its pointer.
      * Ingest stops, naming the column, and applies nothing of it. */
-    sqlf(pg, "ALTER TABLE notes ALTER COLUMN body SET STORAGE EXTERNAL");
+    oracle_execf(pg, "ALTER TABLE notes ALTER COLUMN body SET STORAGE EXTERNAL");
     check(&f, pg, "after SET STORAGE");
     uint64_t before = oracle_store_position(store);
-    sqlf(pg, "UPDATE notes SET body = repeat('y', 5000) WHERE id = 7");
-    uint64_t toasted = lsn_of(pg, "SELECT pg_current_wal_insert_lsn()");
+    oracle_execf(pg, "UPDATE notes SET body = repeat('y', 5000) WHERE id = 7");
+    uint64_t toasted = oracle_lsn(pg, "SELECT pg_current_wal_insert_lsn()");
     int status = follower_wait_exit(&f, 60000, "after a text stored out of line");
     char log[16384];
-    log_text(&f, f.run_from, log, sizeof log);
+    follower_log_text(&f, f.run_from, log, sizeof log);
     cr_assert(WIFEXITED(status) && WEXITSTATUS(status) != 0,
-              "a value out of line must stop ingest (%s)\n%s", status_text(status), log);
+              "a value out of line must stop ingest (%s)\n%s", follower_status_text(status), log);
     cr_assert(strstr(log, "body") && strstr(log, "TOAST"), "the message names the column:\n%s",
               log);
     uint64_t pos = oracle_store_position(store);
