@@ -109,6 +109,8 @@ struct pfollower {
     int nredos;
     struct created_file *created;
     int ncreated, capcreated;
+    struct hashtab created_index; /* node -> its place in created (one lookup
+                                     a block of every record: note_writes) */
 
     uint64_t applied_lsn;     /* end of the last transaction applied */
     int64_t applied_time;
@@ -161,6 +163,39 @@ static struct source_table *table_of(struct pfollower *f, struct pgwal_relfileno
         if (same_node(f->src->tables[i].node, node))
             return &f->src->tables[i];
     return NULL;
+}
+
+/* ---- Files created lately ----------------------------------------------------------- */
+
+static void node_key(struct pgwal_relfilenode n, uint64_t key[2])
+{
+    key[0] = (uint64_t)n.db << 32 | n.rel;
+    key[1] = n.spc;
+}
+
+/* The file created lately at node, or NULL. */
+static struct created_file *created_of(struct pfollower *f, struct pgwal_relfilenode node)
+{
+    if (!f->ncreated)
+        return NULL;
+    uint64_t key[2];
+    node_key(node, key);
+    int *at = hashtab_find(&f->created_index, key, hashtab_hash(&f->created_index, key));
+    return at ? &f->created[*at] : NULL;
+}
+
+/* Indexes created[i] by its node. 0, or -1 out of memory. */
+static int created_index_put(struct pfollower *f, int i)
+{
+    uint64_t key[2];
+    node_key(f->created[i].node, key);
+    bool added;
+    int *at = hashtab_upsert(&f->created_index, key, hashtab_hash(&f->created_index, key),
+                             &added);
+    if (!at)
+        return -1;
+    *at = i;
+    return 0;
 }
 
 /* ---- Transactions ------------------------------------------------------------------ */
@@ -720,10 +755,9 @@ static int file_switched(struct pfollower *f, struct source_table *t,
                        "be read from the catalog (%s); if the table was dropped, change the "
                        "views and rerun with --rebuild",
                     t->qualified, (unsigned)(commit_lsn >> 32), (unsigned)commit_lsn, why);
-    struct created_file *cf = NULL;
-    for (int i = 0; i < f->ncreated; i++)
-        if (same_node(f->created[i].node, now) && f->created[i].lsn < commit_lsn)
-            cf = &f->created[i];
+    struct created_file *cf = created_of(f, now);
+    if (cf && cf->lsn >= commit_lsn)
+        cf = NULL;
     if (!cf || cf->written)
         return fail(f, "table %s was %s at %X/%08X: its rows moved to a new file that the "
                        "physical WAL fills without row changes, which --wal physical cannot "
@@ -902,11 +936,17 @@ static int on_xlog(struct pfollower *f, const struct pgwal_record *rec)
      * switched to by now belong to something else (indexes, other tables):
      * a transaction that makes a file and commits after MAX_REDOS
      * checkpoints is not one that truncates a followed table. */
+    if (f->nredos < MAX_REDOS || !f->ncreated || f->created[0].lsn >= f->redos[0])
+        return 0;
     int k = 0;
     for (int i = 0; i < f->ncreated; i++)
-        if (f->nredos < MAX_REDOS || f->created[i].lsn >= f->redos[0])
+        if (f->created[i].lsn >= f->redos[0])
             f->created[k++] = f->created[i];
     f->ncreated = k;
+    hashtab_clear(&f->created_index);
+    for (int i = 0; i < f->ncreated; i++)
+        if (created_index_put(f, i))
+            return fail(f, "out of memory");
     return 0;
 }
 
@@ -935,7 +975,10 @@ static int on_smgr(struct pfollower *f, const struct pgwal_record *rec)
         f->created = c;
         f->capcreated = cap;
     }
-    f->created[f->ncreated++] = (struct created_file){s.node, rec->lsn, false};
+    f->created[f->ncreated] = (struct created_file){s.node, rec->lsn, false};
+    /* a file number used again (OIDs wrap) names its newest file */
+    if (created_index_put(f, f->ncreated++))
+        return fail(f, "out of memory");
     return 0;
 }
 
@@ -949,9 +992,9 @@ static void note_writes(struct pfollower *f, const struct pgwal_record *rec)
         const struct pgwal_block *blk = &rec->blocks[b];
         if (!blk->in_use || blk->fork != PGWAL_FORK_MAIN)
             continue;
-        for (int i = 0; i < f->ncreated; i++)
-            if (same_node(f->created[i].node, blk->node))
-                f->created[i].written = true;
+        struct created_file *cf = created_of(f, blk->node);
+        if (cf)
+            cf->written = true;
     }
 }
 
@@ -1298,6 +1341,7 @@ int physical_follow(const struct ingest_options *opt, struct source *src, struct
     struct pfollower f = {.opt = opt, .src = src, .st = st, .ps = ps, .err = err,
                           .errlen = errlen, .compact = true};
     hashtab_init(&f.index, 1, sizeof(struct xid_entry));
+    hashtab_init(&f.created_index, 2, sizeof(int));
     struct store_read *r;
     struct store_catalog cat;
     struct store_error serr;
@@ -1334,6 +1378,7 @@ int physical_follow(const struct ingest_options *opt, struct source *src, struct
     hashtab_free(&f.index);
     free(f.txns);
     free(f.created);
+    hashtab_free(&f.created_index);
     free(f.datums);
     free(f.values);
     free(f.old_arena.bytes);
