@@ -1225,8 +1225,14 @@ static int start(struct pfollower *f)
     f->start_lsn = f->read_lsn = f->flushed = f->received = start;
     size_t max_bytes = MIRROR_MAX_BYTES;
     const char *env = getenv("STRAUM_MIRROR_MAX_MB");
-    if (env && *env)
-        max_bytes = (size_t)strtoull(env, NULL, 10) << 20;
+    if (env && *env) {
+        char *end;
+        unsigned long long mb = strtoull(env, &end, 10);
+        if (*end || mb == 0 || mb > ((size_t)1 << 44) || env[0] == '-')
+            return fail(f, "STRAUM_MIRROR_MAX_MB=%s: give a whole number of MiB from 1 to 2^44 "
+                           "(or leave it unset for 4096)", env);
+        max_bytes = (size_t)mb << 20;
+    }
     if (!(f->mirror = heap_mirror_new(max_bytes)))
         return fail(f, "out of memory");
     for (int i = 0; i < f->src->ntables; i++)
@@ -1375,6 +1381,10 @@ int physical_follow(const struct ingest_options *opt, struct source *src, struct
         send_feedback(&f, false);
     while (f.ntxns)
         txn_drop(&f, f.txns[f.ntxns - 1]);
+    /* A full filesystem may get room back: the slot resends from the
+     * restart point (run.c waits, then follows again). */
+    if (rc < 0 && f.store_failure == STORE_ERR_NO_SPACE && !opt->exit_when_caught_up)
+        rc = 2;
     hashtab_free(&f.index);
     free(f.txns);
     free(f.created);
