@@ -70,6 +70,9 @@ struct ptxn {
     uint32_t *aborted;        /* subtransactions rolled back (their changes are skipped) */
     int naborted, capaborted;
     int at;                   /* its place in the follower's txns */
+    bool unordered;           /* holds a subtransaction's spool appended late:
+                                 its entries are not in LSN order */
+    bool gathered;            /* taken into an ending transaction's parts */
 };
 
 /* A relation file created lately (smgr CREATE): a followed table's file
@@ -104,6 +107,7 @@ struct pfollower {
     struct ptxn **txns;       /* open transactions, in no order */
     int ntxns, captxns;
     struct hashtab index;     /* xid -> struct xid_entry (below) */
+    struct ptxn *merging;     /* txn_assign: the spool appended to */
     size_t index_dead;
     uint64_t redos[MAX_REDOS];
     int nredos;
@@ -326,17 +330,40 @@ static int txn_drop(struct pfollower *f, struct ptxn *t)
     return 0;
 }
 
+static int append_message(void *ctx, const uint8_t *msg, size_t len)
+{
+    struct pfollower *f = ctx;
+    return spool_append(&f->merging->spool, msg, len, f->err, f->errlen);
+}
+
 /* Records that sub belongs to top (a record's top-level xid, an
  * assignment, a prepare's list): its later changes go to top's spool, and
- * a spool it has of its own stays apart until top ends (its changes are
- * older than top's later ones; the end gathers both). */
+ * a spool it made of its own before (under wal_level replica a
+ * subtransaction's owner is named only every 64 subtransactions, by
+ * XLOG_XACT_ASSIGNMENT) is appended to top's, which is then out of LSN
+ * order (apply_spools orders its dim changes). So a transaction holds at
+ * most 64 spools of unnamed subtransactions besides its own, whatever
+ * their number: a spool's memory part starts at 64 KiB. */
 static int txn_assign(struct pfollower *f, uint32_t top, uint32_t sub, uint64_t lsn)
 {
     if (top == sub || txn_owning(f, sub))
         return 0;
     struct ptxn *t = txn_get(f, top, lsn);
-    struct xid_entry *e = t ? xid_entry(f, sub, true) : NULL;
-    if (!e || push_xid(&t->subs, &t->nsubs, &t->capsubs, sub))
+    if (!t || push_xid(&t->subs, &t->nsubs, &t->capsubs, sub))
+        return fail(f, "out of memory");
+    struct ptxn *own = txn_find(f, sub);
+    if (own) {
+        f->merging = t;
+        if (spool_replay(&own->spool, append_message, f, f->err, f->errlen))
+            return -1;
+        if (own->first_lsn < t->first_lsn)
+            t->first_lsn = own->first_lsn;
+        t->unordered = true;
+        if (txn_drop(f, own))
+            return fail(f, "out of memory");
+    }
+    struct xid_entry *e = xid_entry(f, sub, true);
+    if (!e)
         return fail(f, "out of memory");
     e->owner = t;
     return 0;
@@ -573,8 +600,8 @@ static int apply_entry(struct pfollower *f, const struct entry *e, bool facts, b
 /* Replaying the spools of one ending transaction. Fact deltas add up the
  * same in any order, so each spool is applied as it is read; a dim's
  * projection rows are put and deleted, which does not commute, so with
- * more than one spool (subtransactions whose owner was learnt late) the dim
- * changes are gathered and applied in LSN order. */
+ * more than one spool or one out of LSN order (subtransactions whose owner
+ * was learnt late) the dim changes are gathered and applied in LSN order. */
 struct gather {
     struct pfollower *f;
     const uint32_t *skip;     /* rolled-back subtransactions */
@@ -627,7 +654,10 @@ static int by_lsn(const void *a, const void *b)
 static int apply_spools(struct pfollower *f, struct ptxn **parts, int nparts, const uint32_t *skip,
                         int nskip)
 {
-    struct gather g = {f, skip, nskip, nparts > 1, NULL, 0, 0};
+    bool unordered = nparts > 1;
+    for (int i = 0; i < nparts; i++)
+        unordered |= parts[i]->unordered;
+    struct gather g = {f, skip, nskip, unordered, NULL, 0, 0};
     int rc = 0;
     for (int i = 0; i < nparts && rc == 0; i++)
         rc = spool_replay(&parts[i]->spool, replay_entry, &g, f->err, f->errlen);
@@ -823,11 +853,10 @@ static int txn_end(struct pfollower *f, const struct pgwal_record *rec,
     /* gather (own spools of listed subtransactions included) */
     for (int i = 0; i < nids; i++) {
         struct ptxn *p = txn_find(f, ids[i]);
-        bool dup = false;
-        for (int k = 0; k < nparts; k++)
-            dup |= parts[k] == p;
-        if (p && !dup)
+        if (p && !p->gathered) {
+            p->gathered = true;
             parts[nparts++] = p;
+        }
     }
     bool skip = !commit || rec->end <= f->stored_lsn ||
                 (f->loading && f->ps && snapshot_sees(f->ps, xid));

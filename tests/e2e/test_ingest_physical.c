@@ -296,13 +296,23 @@ static void core(const char *cluster)
         "COMMIT");
     check(&f, pg, "after a transaction with savepoints rolled back to and released");
     /* 150 subtransactions, every third rolled back: past 64 of them the
-     * server logs their owner in an XLOG_XACT_ASSIGNMENT record. */
-    oracle_execf(pg, "DO $$ BEGIN FOR i IN 0..149 LOOP BEGIN "
+     * server logs their owner in an XLOG_XACT_ASSIGNMENT record, and at
+     * wal_level replica the spools they made before it are appended to
+     * their owner's, out of LSN order. The top-level transaction and each
+     * subtransaction rename one zone in turn, and the top-level one last:
+     * the zone ends with that name only if the dim's changes are applied
+     * in LSN order (applied spool by spool, the subtransactions' last
+     * spools would come after it). */
+    oracle_execf(pg, "DO $$ BEGIN FOR i IN 0..149 LOOP "
+                     "UPDATE taxi_zones SET borough = 'Top ' || i WHERE location_id = 7;"
+                     "BEGIN "
                      "INSERT INTO yellow_trips SELECT " TAXI_TRIP_OF_G
                      " FROM (SELECT 310000 + i AS g) x;"
                      "UPDATE yellow_trips SET fare_amount = fare_amount + 1 WHERE id = 500 + i;"
+                     "UPDATE taxi_zones SET borough = 'Sub ' || i WHERE location_id = 7;"
                      "IF i %% 3 = 0 THEN RAISE EXCEPTION 'rolled back'; END IF;"
-                     "EXCEPTION WHEN raise_exception THEN NULL; END; END LOOP; END $$");
+                     "EXCEPTION WHEN raise_exception THEN NULL; END; END LOOP;"
+                     "UPDATE taxi_zones SET borough = 'Top, last' WHERE location_id = 7; END $$");
     check(&f, pg, "after 150 subtransactions, a third rolled back");
 
     /* Aborted transactions: by ROLLBACK, and by an error. */
