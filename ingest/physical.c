@@ -116,6 +116,8 @@ struct pfollower {
     struct hashtab created_index; /* node -> its place in created (one lookup
                                      a block of every record: note_writes) */
 
+    uint32_t *switch_xid;     /* per table: the transaction that made its
+                                 current file, met at a restart (on_smgr) */
     uint64_t applied_lsn;     /* end of the last transaction applied */
     int64_t applied_time;
     uint64_t stored_lsn;
@@ -817,6 +819,9 @@ static int file_switched(struct pfollower *f, struct source_table *t,
 
 /* The end of transaction xid (with subtransactions subs): applied when
  * commit and not already in the store, else dropped. */
+static int switch_ended(struct pfollower *f, const uint32_t *xids, int nxids, bool commit,
+                        const struct pgwal_record *rec);
+
 static int txn_end(struct pfollower *f, const struct pgwal_record *rec,
                    const struct pgwal_xact *x, bool commit)
 {
@@ -860,6 +865,8 @@ static int txn_end(struct pfollower *f, const struct pgwal_record *rec,
     }
     bool skip = !commit || rec->end <= f->stored_lsn ||
                 (f->loading && f->ps && snapshot_sees(f->ps, xid));
+    if (rc == 0 && !is_sub)
+        rc = switch_ended(f, ids, nids, commit, rec);
     if (rc == 0 && commit && is_sub)
         rc = fail(f, "a commit record at %X/%08X ends transaction %u, known as a subtransaction",
                   (unsigned)(rec->lsn >> 32), (unsigned)rec->lsn, xid);
@@ -979,6 +986,36 @@ static int on_xlog(struct pfollower *f, const struct pgwal_record *rec)
     return 0;
 }
 
+static int switched_while_stopped(struct pfollower *f, const struct source_table *t,
+                                  uint64_t lsn)
+{
+    return fail(f, "table %s was given a new file (TRUNCATE or a rewrite) at %X/%08X, after the "
+                   "store's position, before straum-ingest last stopped: the changes made to its "
+                   "old file since are not known; rerun with --rebuild",
+                t->qualified, (unsigned)(lsn >> 32), (unsigned)lsn);
+}
+
+/* The end of a transaction (xids: it and its subtransactions) that made a
+ * followed table's current file, met at a restart (on_smgr): a commit
+ * after the store's position switched the table while ingest was stopped
+ * (an ALTER TABLE or VACUUM FULL in progress when it stopped, or run
+ * since), and the rows of the old file between are unknown. */
+static int switch_ended(struct pfollower *f, const uint32_t *xids, int nxids, bool commit,
+                        const struct pgwal_record *rec)
+{
+    for (int k = 0; k < f->src->ntables; k++) {
+        bool ended = false;
+        for (int i = 0; i < nxids && f->switch_xid[k] && !ended; i++)
+            ended = f->switch_xid[k] == xids[i];
+        if (!ended)
+            continue;
+        f->switch_xid[k] = 0;
+        if (commit && rec->end > f->stored_lsn)
+            return switched_while_stopped(f, &f->src->tables[k], rec->lsn);
+    }
+    return 0;
+}
+
 static int on_smgr(struct pfollower *f, const struct pgwal_record *rec)
 {
     struct pgwal_smgr s;
@@ -987,15 +1024,19 @@ static int on_smgr(struct pfollower *f, const struct pgwal_record *rec)
         return fail(f, "%s", why);
     if (s.op != PGWAL_SMGR_CREATE || s.fork != PGWAL_FORK_MAIN)
         return 0;
-    /* invariant 5 at a restart: a followed table's file made after the
-     * stored position means the catalog's file is not the one the changes
-     * since that position went to. */
+    /* Invariant 5 at a restart: the file the catalog names for a followed
+     * table was made in the WAL read again. Whether the commit that
+     * switched the table to it lies before the store's position (then it
+     * was applied, and all is well) is known at the end of the
+     * transaction that made it (switch_ended); one whose xid the record
+     * does not give is judged now, by the record's own place. */
     struct source_table *t = table_of(f, s.node);
-    if (t && !f->loading && rec->end > f->stored_lsn)
-        return fail(f, "table %s was given a new file (TRUNCATE or a rewrite) at %X/%08X, after "
-                       "the store's position, before straum-ingest last stopped: the changes "
-                       "made to its old file since are not known; rerun with --rebuild",
-                    t->qualified, (unsigned)(rec->lsn >> 32), (unsigned)rec->lsn);
+    if (t && !f->loading) {
+        if (rec->xid)
+            f->switch_xid[t - f->src->tables] = rec->xid;
+        else if (rec->end > f->stored_lsn)
+            return switched_while_stopped(f, t, rec->lsn);
+    }
     if (f->ncreated == f->capcreated) {
         int cap = f->capcreated ? f->capcreated * 2 : 16;
         struct created_file *c = realloc(f->created, sizeof *c * (size_t)cap);
@@ -1376,6 +1417,10 @@ int physical_follow(const struct ingest_options *opt, struct source *src, struct
     struct pfollower f = {.opt = opt, .src = src, .st = st, .ps = ps, .err = err,
                           .errlen = errlen, .compact = true};
     hashtab_init(&f.index, 1, sizeof(struct xid_entry));
+    if (!(f.switch_xid = calloc((size_t)src->ntables + 1, sizeof *f.switch_xid))) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
     hashtab_init(&f.created_index, 2, sizeof(int));
     struct store_read *r;
     struct store_catalog cat;
@@ -1417,6 +1462,7 @@ int physical_follow(const struct ingest_options *opt, struct source *src, struct
     hashtab_free(&f.index);
     free(f.txns);
     free(f.created);
+    free(f.switch_xid);
     hashtab_free(&f.created_index);
     free(f.datums);
     free(f.values);
