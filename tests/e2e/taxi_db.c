@@ -304,7 +304,8 @@ const char *taxi_random_batch(struct taxi_db *db)
         taxi_exec(pg, "BEGIN; INSERT INTO yellow_trips SELECT id + 5000000, vendor_id, pickup_at, "
                      "dropoff_at, passenger_count, trip_distance, pu_location_id, do_location_id, "
                      "payment_type, fare_amount, tip_amount, total_amount FROM yellow_trips "
-                     "WHERE id BETWEEN %d AND %d; SAVEPOINT s; DELETE FROM yellow_trips; "
+                     "WHERE id BETWEEN %d AND %d ON CONFLICT DO NOTHING; SAVEPOINT s; "
+                     "DELETE FROM yellow_trips; "
                      "ROLLBACK TO s; UPDATE yellow_trips SET payment_type = 4 WHERE id = %d; "
                      "COMMIT", lo, hi, lo);
         return "a rolled-back subtransaction";
