@@ -9,6 +9,7 @@
 #include "base/lsn.h"
 #include "ingest/heap_tuple.h"
 #include "ingest/ingest.h"
+#include "ingest/metrics.h"
 #include "ingest/pgwal.h"
 #include "ingest/pgvalue.h"
 #include "store/store.h"
@@ -224,6 +225,36 @@ PGconn *source_connect(const char *conninfo, bool replication, char *err, size_t
 #define GROUP_COMMIT_MAX_US 500000
 #define GROUP_COMMIT_ROWS 200000
 int64_t pace_group_interval(int64_t commit_interval_us, int64_t last_commit_us);
+
+/* What a follower has applied into the store's open write since its last
+ * store commit, and how that commit went: both followers keep one and
+ * commit it with pace_commit. */
+struct pace_group {
+    struct ingest_batch batch;     /* its transactions and changes, for /metrics */
+    int64_t rows;                  /* rows applied (GROUP_COMMIT_ROWS bounds them) */
+    bool dirty;                    /* whole transactions applied, not yet stored */
+    bool compact;                  /* the store may hold delta blocks to fold */
+    uint64_t stored_lsn;           /* the position the store holds */
+    int64_t first_applied;         /* when its first transaction began to be applied */
+    int64_t last_store;            /* when the last commit ended (now_usec) */
+    int64_t last_commit_us;        /* the last commit's own time, when it held transactions */
+    enum store_error_kind failure; /* why the last store write failed */
+};
+
+/* A transaction starts being applied: the group's first one times it. */
+void pace_applying(struct pace_group *g);
+
+/* Commits the group's changes with pos in one store commit and starts the
+ * next group at pos->lsn; logs what the group held ("applied", debug).
+ * 0, or -1 through pace_failed. */
+int pace_commit(struct pace_group *g, struct store *st, const struct store_position *pos,
+                const struct ingest_options *opt, char *err, size_t errlen);
+
+/* A store write (commit or fold) failed and wrote nothing: puts in err what
+ * happened, where the store stands and what to do, by why it failed (a
+ * limit, a full filesystem), and keeps why in g->failure. Returns -1. */
+int pace_failed(struct pace_group *g, const struct store_error *serr,
+                const struct ingest_options *opt, char *err, size_t errlen);
 
 /* Delta blocks are folded into their bases once nothing has arrived for
  * FOLD_IDLE_US, so that asks read bases and their rollups again (store.h).

@@ -1,12 +1,94 @@
 /* pace.c -- what both followers (stream.c for logical decoding, physical.c
- * for the physical WAL) do between transactions: how far apart group
- * commits go, folding delta blocks once the stream is idle, and waiting for
- * the server's socket. One place, so the two keep the same rhythm. */
+ * for the physical WAL) do between transactions: the group of transactions
+ * applied and its store commit, how far apart group commits go, folding
+ * delta blocks once the stream is idle, and waiting for the server's
+ * socket. One place, so the two keep the same rhythm and say the same. */
 #include "ingest/internal.h"
 
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
+
+/* A store write failed for want of space, and none has succeeded since:
+ * the next commit that does says so. Ingest runs one follower a process. */
+static bool waiting_for_room;
+
+void pace_applying(struct pace_group *g)
+{
+    if (!g->dirty)
+        g->first_applied = now_usec();
+}
+
+int pace_failed(struct pace_group *g, const struct store_error *serr,
+                const struct ingest_options *opt, char *err, size_t errlen)
+{
+    char lsn[32];
+    lsn_text(g->stored_lsn, lsn);
+    g->failure = serr->kind;
+    const char *kept = "Nothing of the batch was written: the store keeps its last commit";
+    switch (serr->kind) {
+    case STORE_ERR_LIMIT:
+        error_fmt(err, errlen,
+                  "%s. %s (%s), straum-serve goes on serving it and the slot keeps every "
+                  "change since. %s and start straum-ingest again: it resumes from %s",
+                  serr->message, kept, lsn,
+                  opt->max_store_bytes ? "Raise --max-store-size"
+                                       : "Raise STRAUM_STORE_MAX_MAP_MB (or unset it)",
+                  lsn);
+        break;
+    case STORE_ERR_NO_SPACE:
+        waiting_for_room = true;
+        error_fmt(err, errlen,
+                  "%s. %s (%s), straum-serve goes on serving it and the slot keeps every "
+                  "change since. Make room for data.mdb: %s %s",
+                  serr->message, kept, lsn,
+                  opt->exit_when_caught_up ? "then run straum-ingest again; it resumes from"
+                                           : "straum-ingest retries by itself and resumes from",
+                  lsn);
+        break;
+    default:
+        error_fmt(err, errlen, "%s", serr->message);
+    }
+    return -1;
+}
+
+int pace_commit(struct pace_group *g, struct store *st, const struct store_position *pos,
+                const struct ingest_options *opt, char *err, size_t errlen)
+{
+    struct store_error serr;
+    int64_t t0 = now_usec();
+    if (ingest_store_commit(st, pos, &g->batch, &serr))
+        return pace_failed(g, &serr, opt, err, errlen);
+    int64_t t1 = now_usec();
+    if (g->batch.txns)
+        g->last_commit_us = t1 - t0;
+    struct logfmt_line l;
+    if (g->batch.txns && logfmt_begin(&l, LOGFMT_DEBUG, "applied")) {
+        char text[32];
+        logfmt_str(&l, "lsn", lsn_text(pos->lsn, text));
+        logfmt_int(&l, "txns", (int64_t)g->batch.txns);
+        logfmt_int(&l, "rows", g->rows);
+        logfmt_int(&l, "inserts", (int64_t)g->batch.changes[CHANGE_INSERT]);
+        logfmt_int(&l, "updates", (int64_t)g->batch.changes[CHANGE_UPDATE]);
+        logfmt_int(&l, "deletes", (int64_t)g->batch.changes[CHANGE_DELETE]);
+        logfmt_printf(&l, "txn_ms", "%.3f", (double)(t1 - g->first_applied) / 1e3);
+        logfmt_printf(&l, "commit_ms", "%.3f", (double)(t1 - t0) / 1e3);
+        logfmt_end(&l);
+    }
+    if (waiting_for_room) {
+        char text[32];
+        log_info("the store at %s has room again; resumed at %s", store_dir(st),
+                 lsn_text(pos->lsn, text));
+        waiting_for_room = false;
+    }
+    g->batch = (struct ingest_batch){0};
+    g->compact |= g->dirty;
+    g->stored_lsn = pos->lsn;
+    g->dirty = false;
+    g->rows = 0;
+    g->last_store = now_usec();
+    return 0;
+}
 
 int64_t pace_group_interval(int64_t commit_interval_us, int64_t last_commit_us)
 {

@@ -120,14 +120,10 @@ struct pfollower {
                                  current file, met at a restart (on_smgr) */
     uint64_t applied_lsn;     /* end of the last transaction applied */
     int64_t applied_time;
-    uint64_t stored_lsn;
+    struct pace_group g;      /* applied, and what the store holds */
     bool loading;             /* invariant 4: the store is at position 0 */
-    bool dirty, compact;
-    int64_t pending_rows;
-    struct ingest_batch batch;
-    int64_t last_commit_us, last_store, last_feedback, last_data, last_check;
+    int64_t last_feedback, last_data, last_check;
     uint64_t target_lsn;
-    enum store_error_kind store_failure;
 
     /* One change's columns, reused (rows.c takes them per row). */
     struct heap_datum *datums;
@@ -590,8 +586,8 @@ static int apply_entry(struct pfollower *f, const struct entry *e, bool facts, b
     }
     if (!facts && t->nfacts)
         return rc; /* counted when its facts were applied */
-    f->pending_rows++;
-    f->batch.changes[e->kind == HEAP_CHANGE_INSERT   ? CHANGE_INSERT
+    f->g.rows++;
+    f->g.batch.changes[e->kind == HEAP_CHANGE_INSERT   ? CHANGE_INSERT
                      : e->kind == HEAP_CHANGE_UPDATE ? CHANGE_UPDATE
                                                      : CHANGE_DELETE]++;
     return rc;
@@ -808,7 +804,7 @@ static int file_switched(struct pfollower *f, struct source_table *t,
         for (int k = 0; k < t->ndims; k++)
             if (store_projection_truncate(f->st, t->dims[k].view, t->dims[k].join, &serr))
                 return fail(f, "%s", serr.message);
-        f->batch.changes[CHANGE_TRUNCATE]++;
+        f->g.batch.changes[CHANGE_TRUNCATE]++;
         log_info("TRUNCATE of %s applied", t->qualified);
     }
     t->node = now;
@@ -863,7 +859,7 @@ static int txn_end(struct pfollower *f, const struct pgwal_record *rec,
             parts[nparts++] = p;
         }
     }
-    bool skip = !commit || rec->end <= f->stored_lsn ||
+    bool skip = !commit || rec->end <= f->g.stored_lsn ||
                 (f->loading && f->ps && snapshot_sees(f->ps, xid));
     if (rc == 0 && !is_sub)
         rc = switch_ended(f, ids, nids, commit, rec);
@@ -871,17 +867,18 @@ static int txn_end(struct pfollower *f, const struct pgwal_record *rec,
         rc = fail(f, "a commit record at %X/%08X ends transaction %u, known as a subtransaction",
                   (unsigned)(rec->lsn >> 32), (unsigned)rec->lsn, xid);
     if (rc == 0 && !skip && nparts) {
-        if (!f->dirty)
+        if (!f->g.dirty)
             f->last_data = now_usec();
+        pace_applying(&f->g);
         rc = apply_spools(f, parts, nparts, top ? top->aborted : NULL, top ? top->naborted : 0);
     }
     /* Files the commit dropped (a TRUNCATE, a rewrite, a DROP). */
     for (uint32_t i = 0; rc == 0 && commit && i < x->nrels; i++) {
         struct source_table *t = table_of(f, pgwal_relfilenode_at(x->rels, i));
-        if (t && rec->end > f->stored_lsn)
+        if (t && rec->end > f->g.stored_lsn)
             rc = file_switched(f, t, rec, xid, !skip);
     }
-    if (rc == 0 && commit && x->nmsgs && rec->end > f->stored_lsn)
+    if (rc == 0 && commit && x->nmsgs && rec->end > f->g.stored_lsn)
         rc = check_layouts(f, rec, x);
     /* drop the spools (each looked up again: a drop may rebuild the index) */
     for (int i = 0; i < nids; i++) {
@@ -894,8 +891,8 @@ static int txn_end(struct pfollower *f, const struct pgwal_record *rec,
     if (rc == 0 && commit && !skip) {
         f->applied_lsn = rec->end;
         f->applied_time = x->time + PG_EPOCH_OFFSET_US;
-        f->dirty = true;
-        f->batch.txns++;
+        f->g.dirty = true;
+        f->g.batch.txns++;
         imetrics_applied_lsn(rec->end);
     }
     return rc;
@@ -1010,7 +1007,7 @@ static int switch_ended(struct pfollower *f, const uint32_t *xids, int nxids, bo
         if (!ended)
             continue;
         f->switch_xid[k] = 0;
-        if (commit && rec->end > f->stored_lsn)
+        if (commit && rec->end > f->g.stored_lsn)
             return switched_while_stopped(f, &f->src->tables[k], rec->lsn);
     }
     return 0;
@@ -1034,7 +1031,7 @@ static int on_smgr(struct pfollower *f, const struct pgwal_record *rec)
     if (t && !f->loading) {
         if (rec->xid)
             f->switch_xid[t - f->src->tables] = rec->xid;
-        else if (rec->end > f->stored_lsn)
+        else if (rec->end > f->g.stored_lsn)
             return switched_while_stopped(f, t, rec->lsn);
     }
     if (f->ncreated == f->capcreated) {
@@ -1096,15 +1093,10 @@ static int on_record(struct pfollower *f, const struct pgwal_record *rec)
 
 /* ---- Store commits and feedback ----------------------------------------------------------- */
 
+/* A failed store write wrote nothing (pace_failed). */
 static int store_failed(struct pfollower *f, const struct store_error *serr)
 {
-    f->store_failure = serr->kind;
-    char lsn[32];
-    lsn_text(f->stored_lsn, lsn);
-    return fail(f, "%s. Nothing of the batch was written: the store keeps its last commit (%s) "
-                   "and the slot every change since; make room or raise the limit and start "
-                   "straum-ingest again: it resumes from there",
-                serr->message, lsn);
+    return pace_failed(&f->g, serr, f->opt, f->err, f->errlen);
 }
 
 /* The restart point (invariant 3): the newest checkpoint's redo pointer at
@@ -1112,7 +1104,7 @@ static int store_failed(struct pfollower *f, const struct store_error *serr)
  * never behind what the slot was told already. */
 static uint64_t restart_point(const struct pfollower *f)
 {
-    uint64_t bound = f->loading ? f->start_lsn : f->stored_lsn;
+    uint64_t bound = f->loading ? f->start_lsn : f->g.stored_lsn;
     for (int i = 0; i < f->ntxns; i++)
         if (f->txns[i]->first_lsn < bound)
             bound = f->txns[i]->first_lsn;
@@ -1147,16 +1139,10 @@ static int send_feedback(struct pfollower *f, bool answer)
 
 static int store_at(struct pfollower *f, uint64_t lsn, int64_t commit_time)
 {
-    struct store_error serr;
     struct store_position pos = {lsn, commit_time, now_usec(),
                                  f->server_lsn > lsn ? f->server_lsn - lsn : 0};
-    int64_t t0 = now_usec();
-    if (ingest_store_commit(f->st, &pos, &f->batch, &serr))
-        return store_failed(f, &serr);
-    if (f->batch.txns)
-        f->last_commit_us = now_usec() - t0;
-    f->batch = (struct ingest_batch){0};
-    f->compact |= f->dirty;
+    if (pace_commit(&f->g, f->st, &pos, f->opt, f->err, f->errlen))
+        return -1;
     if (f->loading) {
         char text[32];
         log_info("the load is consistent with the WAL at %s; following", lsn_text(lsn, text));
@@ -1164,10 +1150,6 @@ static int store_at(struct pfollower *f, uint64_t lsn, int64_t commit_time)
         if (f->ps)
             f->ps->loaded = false;
     }
-    f->stored_lsn = lsn;
-    f->dirty = false;
-    f->pending_rows = 0;
-    f->last_store = now_usec();
     return 0;
 }
 
@@ -1180,13 +1162,13 @@ static int store_at(struct pfollower *f, uint64_t lsn, int64_t commit_time)
 static int maybe_store(struct pfollower *f, bool force)
 {
     uint64_t at = f->read_lsn;
-    if (at <= f->stored_lsn || (f->loading && at < f->ps->after))
+    if (at <= f->g.stored_lsn || (f->loading && at < f->ps->after))
         return 0;
     int64_t now = now_usec();
-    int64_t every = pace_group_interval(f->opt->commit_interval_us, f->last_commit_us);
-    if (!f->dirty && !f->loading && !f->opt->exit_when_caught_up)
+    int64_t every = pace_group_interval(f->opt->commit_interval_us, f->g.last_commit_us);
+    if (!f->g.dirty && !f->loading && !f->opt->exit_when_caught_up)
         every = every > 1000000 ? every : 1000000;
-    if (!force && now < f->last_store + every && f->pending_rows < GROUP_COMMIT_ROWS)
+    if (!force && now < f->g.last_store + every && f->g.rows < GROUP_COMMIT_ROWS)
         return 0;
     if (store_at(f, at, f->applied_time ? f->applied_time : now))
         return -1;
@@ -1245,7 +1227,7 @@ static int slot_start(struct pfollower *f, uint64_t *out)
     else if (PQntuples(r) != 1)
         rc = fail(f, "the replication slot \"%s\" does not exist any more, so the changes since "
                      "%s are lost to Straum; rerun with --rebuild to load the tables again",
-                  f->opt->slot, lsn_text(f->stored_lsn, lsn));
+                  f->opt->slot, lsn_text(f->g.stored_lsn, lsn));
     else if (strcmp(PQgetvalue(r, 0, 1), "physical") != 0)
         rc = fail(f, "the replication slot \"%s\" is a %s slot; the store was made with --wal "
                      "physical: rerun with the same --wal, or with --rebuild",
@@ -1283,12 +1265,12 @@ static int start(struct pfollower *f)
                        "%X/%08X); rerun with --rebuild",
                     (unsigned)(start >> 32), (unsigned)start, (unsigned)(f->ps->start >> 32),
                     (unsigned)f->ps->start);
-    if (!f->loading && start > f->stored_lsn)
+    if (!f->loading && start > f->g.stored_lsn)
         return fail(f, "the replication slot \"%s\" starts at %X/%08X, past the store's "
                        "position %X/%08X: the store went back (a copy restored, another "
                        "store); rerun with --rebuild",
                     f->opt->slot, (unsigned)(start >> 32), (unsigned)start,
-                    (unsigned)(f->stored_lsn >> 32), (unsigned)f->stored_lsn);
+                    (unsigned)(f->g.stored_lsn >> 32), (unsigned)f->g.stored_lsn);
     char why[300];
     if (pgwal_reader_init(&f->rd, f->seg_size, start, f->sysid, why, sizeof why))
         return fail(f, "%s", why);
@@ -1352,7 +1334,7 @@ static int on_frame(struct pfollower *f, const uint8_t *buf, size_t len)
         if (rc)
             return rc;
         /* whole transactions only: a batch is stored between records */
-        if (f->dirty && f->pending_rows >= GROUP_COMMIT_ROWS && maybe_store(f, true))
+        if (f->g.dirty && f->g.rows >= GROUP_COMMIT_ROWS && maybe_store(f, true))
             return -1;
     }
 }
@@ -1360,18 +1342,18 @@ static int on_frame(struct pfollower *f, const uint8_t *buf, size_t len)
 /* Folds delta blocks once the stream is idle (internal.h, FOLD_IDLE_US). */
 static int compact_when_idle(struct pfollower *f, int64_t now)
 {
-    if (!f->compact || f->dirty || now - f->last_data < FOLD_IDLE_US)
+    if (!f->g.compact || f->g.dirty || now - f->last_data < FOLD_IDLE_US)
         return 0;
     struct store_error serr;
-    return pace_fold_slice(f->st, &f->compact, &serr) ? store_failed(f, &serr) : 0;
+    return pace_fold_slice(f->st, &f->g.compact, &serr) ? store_failed(f, &serr) : 0;
 }
 
 static int loop(struct pfollower *f)
 {
     for (;;) {
         if (ingest_stop_requested ||
-            (f->opt->exit_when_caught_up && !f->dirty && !f->loading &&
-             f->stored_lsn >= f->target_lsn))
+            (f->opt->exit_when_caught_up && !f->g.dirty && !f->loading &&
+             f->g.stored_lsn >= f->target_lsn))
             return 0;
         char *buf;
         int n = PQgetCopyData(f->repl, &buf, 1);
@@ -1415,7 +1397,7 @@ int physical_follow(const struct ingest_options *opt, struct source *src, struct
                     struct physical_start *ps, char *err, size_t errlen)
 {
     struct pfollower f = {.opt = opt, .src = src, .st = st, .ps = ps, .err = err,
-                          .errlen = errlen, .compact = true};
+                          .errlen = errlen, .g.compact = true};
     hashtab_init(&f.index, 1, sizeof(struct xid_entry));
     if (!(f.switch_xid = calloc((size_t)src->ntables + 1, sizeof *f.switch_xid))) {
         snprintf(err, errlen, "out of memory");
@@ -1430,7 +1412,7 @@ int physical_follow(const struct ingest_options *opt, struct source *src, struct
         return -1;
     }
     store_read_end(r);
-    f.stored_lsn = f.applied_lsn = cat.position.lsn;
+    f.g.stored_lsn = f.applied_lsn = cat.position.lsn;
     f.applied_time = cat.position.commit_time;
     f.loading = cat.position.lsn == 0;
     if (f.loading && (!ps || !ps->loaded)) {
@@ -1439,7 +1421,7 @@ int physical_follow(const struct ingest_options *opt, struct source *src, struct
         return -1;
     }
     imetrics_position(&cat.position);
-    f.last_store = f.last_feedback = f.last_data = now_usec();
+    f.g.last_store = f.last_feedback = f.last_data = now_usec();
     int rc = start(&f);
     if (rc == 0 && opt->exit_when_caught_up && !(f.target_lsn = insert_lsn(f.catalog)))
         rc = (fail(&f, "reading the server's WAL position: %s", PQerrorMessage(f.catalog)), 1);
@@ -1457,7 +1439,7 @@ int physical_follow(const struct ingest_options *opt, struct source *src, struct
         txn_drop(&f, f.txns[f.ntxns - 1]);
     /* A full filesystem may get room back: the slot resends from the
      * restart point (run.c waits, then follows again). */
-    if (rc < 0 && f.store_failure == STORE_ERR_NO_SPACE && !opt->exit_when_caught_up)
+    if (rc < 0 && f.g.failure == STORE_ERR_NO_SPACE && !opt->exit_when_caught_up)
         rc = 2;
     hashtab_free(&f.index);
     free(f.txns);

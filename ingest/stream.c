@@ -47,18 +47,12 @@ struct follower {
 
     uint64_t applied_lsn;      /* end of the last transaction applied (maybe not stored) */
     int64_t applied_time;      /* its commit time, Unix µs */
-    uint64_t stored_lsn;       /* what the store holds */
+    struct pace_group g;       /* applied, and what the store holds */
     uint64_t received_lsn;
     uint64_t server_lsn;       /* the server's sent / WAL end position */
-    bool dirty;                /* whole transactions applied, not yet stored */
-    bool compact;              /* the store may hold delta blocks to fold */
     bool in_txn;               /* between Begin and Commit */
-    int64_t pending_rows;
-    struct ingest_batch batch;  /* what the pending changes hold, for /metrics */
     uint64_t spool_total;      /* bytes in the streams' spools */
-    int64_t first_pending;     /* when the batch's first transaction began to be applied */
-    int64_t last_commit_us;    /* how long the last commit of transactions took */
-    int64_t last_store, last_feedback, last_contact, last_data, last_ask;
+    int64_t last_feedback, last_contact, last_data, last_ask;
 
     struct streamed_txn streams[MAX_STREAMS];
     int nstreams;
@@ -66,14 +60,9 @@ struct follower {
     uint32_t stream_xid;
 
     uint64_t target_lsn;       /* exit_when_caught_up: stop once stored >= this */
-    enum store_error_kind store_failure; /* why the last store commit failed */
     char *err;
     size_t errlen;
 };
-
-/* A store commit failed for want of space, and none has succeeded since:
- * the next one that does says so. Ingest is one follower per process. */
-static bool waiting_for_room;
 
 static int fail(struct follower *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int fail(struct follower *f, const char *fmt, ...)
@@ -87,79 +76,24 @@ static int fail(struct follower *f, const char *fmt, ...)
 
 /* ---- Store commits and feedback ----------------------------------------------- */
 
-/* A failed commit wrote nothing: says so, where the store stands and what
- * to do, by why it failed. */
+/* A failed store write wrote nothing (pace_failed). */
 static int store_failed(struct follower *f, const struct store_error *serr)
 {
-    char lsn[32];
-    lsn_text(f->stored_lsn, lsn);
-    f->store_failure = serr->kind;
-    const char *kept = "Nothing of the batch was written: the store keeps its last commit";
-    switch (serr->kind) {
-    case STORE_ERR_LIMIT:
-        return fail(f, "%s. %s (%s), straum-serve goes on serving it and the slot keeps every "
-                       "change since. %s and start straum-ingest again: it resumes from %s",
-                    serr->message, kept, lsn,
-                    f->opt->max_store_bytes ? "Raise --max-store-size"
-                                            : "Raise STRAUM_STORE_MAX_MAP_MB (or unset it)",
-                    lsn);
-    case STORE_ERR_NO_SPACE:
-        waiting_for_room = true;
-        return fail(f, "%s. %s (%s), straum-serve goes on serving it and the slot keeps every "
-                       "change since. Make room for data.mdb: %s %s",
-                    serr->message, kept, lsn,
-                    f->opt->exit_when_caught_up ? "then run straum-ingest again; it resumes from"
-                                                : "straum-ingest retries by itself and resumes from",
-                    lsn);
-    default:
-        return fail(f, "%s", serr->message);
-    }
+    return pace_failed(&f->g, serr, f->opt, f->err, f->errlen);
 }
 
 static int store_position_now(struct follower *f, uint64_t lsn, int64_t commit_time)
 {
-    struct store_error serr;
     struct store_position pos = {lsn, commit_time, f->last_contact,
                                  f->server_lsn > lsn ? f->server_lsn - lsn : 0};
-    int64_t t0 = now_usec();
-    if (ingest_store_commit(f->st, &pos, &f->batch, &serr))
-        return store_failed(f, &serr);
-    int64_t t1 = now_usec();
-    if (f->batch.txns)
-        f->last_commit_us = t1 - t0;
-    struct logfmt_line l;
-    if (f->batch.txns && logfmt_begin(&l, LOGFMT_DEBUG, "applied")) {
-        char text[32];
-        logfmt_str(&l, "lsn", lsn_text(lsn, text));
-        logfmt_int(&l, "txns", (int64_t)f->batch.txns);
-        logfmt_int(&l, "rows", f->pending_rows);
-        logfmt_int(&l, "inserts", (int64_t)f->batch.changes[CHANGE_INSERT]);
-        logfmt_int(&l, "updates", (int64_t)f->batch.changes[CHANGE_UPDATE]);
-        logfmt_int(&l, "deletes", (int64_t)f->batch.changes[CHANGE_DELETE]);
-        logfmt_printf(&l, "txn_ms", "%.3f", (double)(t1 - f->first_pending) / 1e3);
-        logfmt_printf(&l, "commit_ms", "%.3f", (double)(t1 - t0) / 1e3);
-        logfmt_end(&l);
-    }
-    f->batch = (struct ingest_batch){0};
-    f->compact |= f->dirty;
-    if (waiting_for_room) {
-        char text[32];
-        log_info("the store at %s has room again; resumed at %s", store_dir(f->st),
-                 lsn_text(lsn, text));
-        waiting_for_room = false;
-    }
-    f->stored_lsn = lsn;
-    f->dirty = false;
-    f->pending_rows = 0;
-    f->last_store = now_usec();
-    return 0;
+    return pace_commit(&f->g, f->st, &pos, f->opt, f->err, f->errlen);
 }
 
 static int send_feedback(struct follower *f, bool ask_reply)
 {
     uint8_t msg[WAL_STATUS_BYTES];
-    wal_status_encode(msg, f->received_lsn > f->stored_lsn ? f->received_lsn : f->stored_lsn,
-                      f->stored_lsn, f->stored_lsn, now_usec() - PG_EPOCH_OFFSET_US, ask_reply);
+    wal_status_encode(msg, f->received_lsn > f->g.stored_lsn ? f->received_lsn : f->g.stored_lsn,
+                      f->g.stored_lsn, f->g.stored_lsn, now_usec() - PG_EPOCH_OFFSET_US, ask_reply);
     if (PQputCopyData(f->repl, (const char *)msg, sizeof msg) != 1 || PQflush(f->repl))
         return fail(f, "sending feedback: %s", PQerrorMessage(f->repl));
     f->last_feedback = now_usec();
@@ -172,11 +106,11 @@ static int send_feedback(struct follower *f, bool ask_reply)
  * pace_group_interval or sooner when many rows wait. */
 static int maybe_store(struct follower *f, bool force)
 {
-    if (!f->dirty || f->in_txn)
+    if (!f->g.dirty || f->in_txn)
         return 0;
-    int64_t due = f->last_store + pace_group_interval(f->opt->commit_interval_us,
-                                                      f->last_commit_us);
-    if (!force && now_usec() < due && f->pending_rows < GROUP_COMMIT_ROWS)
+    int64_t due = f->g.last_store + pace_group_interval(f->opt->commit_interval_us,
+                                                      f->g.last_commit_us);
+    if (!force && now_usec() < due && f->g.rows < GROUP_COMMIT_ROWS)
         return 0;
     if (store_position_now(f, f->applied_lsn, f->applied_time))
         return -1;
@@ -309,8 +243,8 @@ static int on_change(struct follower *f, const struct pgo_message *m)
     }
     free(old_row);
     free(new_row);
-    f->pending_rows++;
-    f->batch.changes[m->kind == PGO_INSERT ? CHANGE_INSERT
+    f->g.rows++;
+    f->g.batch.changes[m->kind == PGO_INSERT ? CHANGE_INSERT
                      : m->kind == PGO_UPDATE ? CHANGE_UPDATE
                                              : CHANGE_DELETE]++;
     return rc;
@@ -328,7 +262,7 @@ static int on_truncate(struct follower *f, const struct pgo_message *m)
             if (store_projection_truncate(f->st, t->dims[k].view, t->dims[k].join, &serr))
                 return fail(f, "%s", serr.message);
         if (t) {
-            f->batch.changes[CHANGE_TRUNCATE]++;
+            f->g.batch.changes[CHANGE_TRUNCATE]++;
             log_info("TRUNCATE of %s applied", t->qualified);
         }
     }
@@ -350,20 +284,14 @@ static int apply_message(struct follower *f, const struct pgo_message *m)
     }
 }
 
-/* A transaction starts being applied: the batch's first one times it. */
-static void applying(struct follower *f)
-{
-    if (!f->dirty)
-        f->first_pending = now_usec();
-}
 
 /* A whole transaction has been applied to the pending changes. */
 static void committed(struct follower *f, uint64_t end_lsn, int64_t pg_time)
 {
     f->applied_lsn = end_lsn;
     f->applied_time = pg_time + PG_EPOCH_OFFSET_US;
-    f->dirty = true;
-    f->batch.txns++;
+    f->g.dirty = true;
+    f->g.batch.txns++;
     imetrics_applied_lsn(end_lsn);
 }
 
@@ -429,7 +357,7 @@ static int on_stream_message(struct follower *f, const uint8_t *raw, size_t len)
 static int on_stream_commit(struct follower *f, const struct pgo_message *m)
 {
     struct streamed_txn *s = stream_for(f, m->xid, false);
-    applying(f);
+    pace_applying(&f->g);
     if (s) {
         struct replay r = {f, s};
         uint64_t bytes = spool_bytes(&s->spool);
@@ -482,7 +410,7 @@ static int on_message(struct follower *f, const uint8_t *raw, size_t len)
     switch (m.kind) {
     case PGO_BEGIN:
         f->in_txn = true;
-        applying(f);
+        pace_applying(&f->g);
         break;
     case PGO_COMMIT:
         f->in_txn = false;
@@ -533,10 +461,10 @@ static int on_frame(struct follower *f, const uint8_t *buf, size_t len)
          * Stored also when it has not moved, once a second, so that the
          * store's time of contact (serve's lag on an idle database) stays
          * fresh while PostgreSQL writes nothing. */
-        bool idle = !f->in_txn && !f->dirty && f->nstreams == 0;
-        bool moved = fr.wal_end > f->stored_lsn;
-        if (idle && (moved || now_usec() - f->last_store >= 1000000) &&
-            store_position_now(f, moved ? fr.wal_end : f->stored_lsn, f->applied_time))
+        bool idle = !f->in_txn && !f->g.dirty && f->nstreams == 0;
+        bool moved = fr.wal_end > f->g.stored_lsn;
+        if (idle && (moved || now_usec() - f->g.last_store >= 1000000) &&
+            store_position_now(f, moved ? fr.wal_end : f->g.stored_lsn, f->applied_time))
             return -1;
         return fr.reply_requested ? send_feedback(f, false) : 0;
     }
@@ -574,7 +502,7 @@ static int start(struct follower *f)
     snprintf(sql, sizeof sql,
              "START_REPLICATION SLOT %s LOGICAL %s (proto_version '%d', publication_names "
              "'\"%s\"'%s)",
-             slot, lsn_text(f->stored_lsn, lsn), f->proto, pub,
+             slot, lsn_text(f->g.stored_lsn, lsn), f->proto, pub,
              f->binary ? ", binary 'true', streaming 'on'" : "");
     PGresult *r = PQexec(f->repl, sql);
     if (PQresultStatus(r) != PGRES_COPY_BOTH) {
@@ -583,9 +511,9 @@ static int start(struct follower *f)
         if (strstr(f->err, "replication slot") && strstr(f->err, "does not exist"))
             fail(f, "the replication slot \"%s\" does not exist any more, so the changes since "
                     "%s are lost to Straum; rerun with --rebuild to load the tables again",
-                 f->opt->slot, lsn_text(f->stored_lsn, lsn));
+                 f->opt->slot, lsn_text(f->g.stored_lsn, lsn));
         else if (publication_gone(f->err))
-            upstream_publication_gone(f->opt, f->stored_lsn, f->err, f->errlen);
+            upstream_publication_gone(f->opt, f->g.stored_lsn, f->err, f->errlen);
         return fatal_server_error(f->err) ? -1 : 1;
     }
     PQclear(r);
@@ -606,8 +534,8 @@ static int start(struct follower *f)
 
 static bool caught_up(const struct follower *f)
 {
-    return f->opt->exit_when_caught_up && !f->dirty && !f->in_txn &&
-           f->stored_lsn >= f->target_lsn;
+    return f->opt->exit_when_caught_up && !f->g.dirty && !f->in_txn &&
+           f->g.stored_lsn >= f->target_lsn;
 }
 
 /* How often the follower asks the catalog whether the tables and the
@@ -620,24 +548,24 @@ static bool caught_up(const struct follower *f)
 static int check_upstream(struct follower *f)
 {
     f->last_check = now_usec();
-    int rc = upstream_check(f->catalog, f->src, f->opt, true, f->stored_lsn, f->err, f->errlen);
+    int rc = upstream_check(f->catalog, f->src, f->opt, true, f->g.stored_lsn, f->err, f->errlen);
     if (rc >= 0)
         return rc;
-    if (!f->dirty)
+    if (!f->g.dirty)
         return -1;
     if (maybe_store(f, true)) /* so the message names the position stored */
         return -1;
-    rc = upstream_check(f->catalog, f->src, f->opt, true, f->stored_lsn, f->err, f->errlen);
+    rc = upstream_check(f->catalog, f->src, f->opt, true, f->g.stored_lsn, f->err, f->errlen);
     return rc == 1 ? 1 : -1; /* 0: err still holds the first answer */
 }
 
 /* Folds delta blocks once the stream is idle (internal.h, FOLD_IDLE_US). */
 static int compact_when_idle(struct follower *f, int64_t now)
 {
-    if (!f->compact || f->in_txn || f->dirty || f->nstreams || now - f->last_data < FOLD_IDLE_US)
+    if (!f->g.compact || f->in_txn || f->g.dirty || f->nstreams || now - f->last_data < FOLD_IDLE_US)
         return 0;
     struct store_error serr;
-    return pace_fold_slice(f->st, &f->compact, &serr) ? store_failed(f, &serr) : 0;
+    return pace_fold_slice(f->st, &f->g.compact, &serr) ? store_failed(f, &serr) : 0;
 }
 
 /* Housekeeping between messages: commits, feedback, folding delta blocks
@@ -690,7 +618,7 @@ static int loop(struct follower *f)
         } else {
             fail(f, "the replication stream ended: %s", PQerrorMessage(f->repl));
             if (publication_gone(f->err)) /* decoding cannot go past it: stop */
-                return upstream_publication_gone(f->opt, f->stored_lsn, f->err, f->errlen);
+                return upstream_publication_gone(f->opt, f->g.stored_lsn, f->err, f->errlen);
             return 1;
         }
         int rc = tick(f);
@@ -719,7 +647,7 @@ int stream_follow(const struct ingest_options *opt, struct source *src, struct s
                   char *err, size_t errlen)
 {
     struct follower f = {.opt = opt, .src = src, .st = st, .err = err, .errlen = errlen,
-                         .compact = true};
+                         .g.compact = true};
     struct store_read *r;
     struct store_catalog cat;
     struct store_error serr;
@@ -728,7 +656,7 @@ int stream_follow(const struct ingest_options *opt, struct source *src, struct s
         return -1;
     }
     store_read_end(r);
-    f.stored_lsn = f.applied_lsn = cat.position.lsn;
+    f.g.stored_lsn = f.applied_lsn = cat.position.lsn;
     f.applied_time = cat.position.commit_time;
     imetrics_position(&cat.position);
     imetrics_applied_lsn(cat.position.lsn);
@@ -736,7 +664,7 @@ int stream_follow(const struct ingest_options *opt, struct source *src, struct s
         return 1;
     for (int i = 0; i < src->ntables; i++)
         src->tables[i].relation_seen = false; /* a new stream sends Relations again */
-    f.last_store = f.last_feedback = f.last_data = now_usec();
+    f.g.last_store = f.last_feedback = f.last_data = now_usec();
     if (!(f.catalog = source_connect(opt->source, false, err, errlen)))
         return 1;
     int rc = check_upstream(&f);
@@ -761,7 +689,7 @@ int stream_follow(const struct ingest_options *opt, struct source *src, struct s
     PQfinish(f.catalog);
     /* A full filesystem may get room back: the server resends from the
      * stored position. */
-    if (rc < 0 && f.store_failure == STORE_ERR_NO_SPACE && !opt->exit_when_caught_up)
+    if (rc < 0 && f.g.failure == STORE_ERR_NO_SPACE && !opt->exit_when_caught_up)
         return 2;
     return rc;
 }
