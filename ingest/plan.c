@@ -90,6 +90,32 @@ static void print_sql(FILE *out, PGconn *conn, const struct source *src, const c
         fprintf(out, "-- (and REPLICA IDENTITY FULL on each partition made later)\n");
 }
 
+/* The checks both modes make: a free replication slot and a WAL sender for
+ * ingest's replication connection. */
+static void check_slots_and_senders(struct checks *c, PGconn *conn, const struct source *src)
+{
+    char what[128];
+    int used = slots_in_use(conn);
+    snprintf(what, sizeof what, "max_replication_slots = %d (%d in use)",
+             src->max_replication_slots, used);
+    check(c, src->max_replication_slots > used, what, "raise max_replication_slots and restart");
+    snprintf(what, sizeof what, "max_wal_senders = %d", src->max_wal_senders);
+    check(c, src->max_wal_senders > 0, what, "raise max_wal_senders and restart");
+}
+
+/* A dim table's join key must be unique, in both modes: a dim row maps one
+ * key. */
+static void check_dim_key(struct checks *c, const struct source_table *t)
+{
+    if (!t->ndims)
+        return;
+    char what[512];
+    snprintf(what, sizeof what, "%s has a unique index on its join key \"%s\"", t->qualified,
+             t->cols[t->dims[0].key_col].name);
+    check(c, t->has_unique_key, what,
+          "a dim's key must be unique: add a primary key or unique index on it");
+}
+
 static void print_checks(struct checks *c, PGconn *conn, const struct source *src,
                          const struct ingest_options *opt)
 {
@@ -98,12 +124,7 @@ static void print_checks(struct checks *c, PGconn *conn, const struct source *sr
     snprintf(what, sizeof what, "wal_level = %s", src->wal_level);
     check(c, strcmp(src->wal_level, "logical") == 0, what,
           "set wal_level = logical in postgresql.conf and restart PostgreSQL");
-    int used = slots_in_use(conn);
-    snprintf(what, sizeof what, "max_replication_slots = %d (%d in use)",
-             src->max_replication_slots, used);
-    check(c, src->max_replication_slots > used, what, "raise max_replication_slots and restart");
-    snprintf(what, sizeof what, "max_wal_senders = %d", src->max_wal_senders);
-    check(c, src->max_wal_senders > 0, what, "raise max_wal_senders and restart");
+    check_slots_and_senders(c, conn, src);
     snprintf(what, sizeof what, "PostgreSQL %d.%d", src->server_version / 10000,
              src->server_version % 10000);
     check(c, src->server_version >= 100000, what, "Straum needs PostgreSQL 10 or later");
@@ -127,12 +148,7 @@ static void print_checks(struct checks *c, PGconn *conn, const struct source *sr
                   "ALTER TABLE ... REPLICA IDENTITY FULL on each (see above)");
             PQclear(r);
         }
-        if (t->ndims) {
-            snprintf(what, sizeof what, "%s has a unique index on its join key \"%s\"",
-                     t->qualified, t->cols[t->dims[0].key_col].name);
-            check(c, t->has_unique_key, what,
-                  "a dim's key must be unique: add a primary key or unique index on it");
-        }
+        check_dim_key(c, t);
     }
 }
 
@@ -194,12 +210,7 @@ static void print_physical_checks(struct checks *c, PGconn *conn, struct source 
                               "and streamed over a replication connection", role);
     check(c, role_ok && strcmp(PQgetvalue(r, 0, 1), "t") == 0, what, fix);
     PQclear(r);
-    int used = slots_in_use(conn);
-    snprintf(what, sizeof what, "max_replication_slots = %d (%d in use)",
-             src->max_replication_slots, used);
-    check(c, src->max_replication_slots > used, what, "raise max_replication_slots and restart");
-    snprintf(what, sizeof what, "max_wal_senders = %d", src->max_wal_senders);
-    check(c, src->max_wal_senders > 0, what, "raise max_wal_senders and restart");
+    check_slots_and_senders(c, conn, src);
     snprintf(what, sizeof what, "PostgreSQL %d.%d", src->server_version / 10000,
              src->server_version % 10000);
     bool ready = src->server_version / 10000 == 15;
@@ -224,12 +235,7 @@ static void print_physical_checks(struct checks *c, PGconn *conn, struct source 
               "--wal physical follows plain tables (a partitioned table's rows live in its "
               "partitions' files): make the views read its partitions, or use --wal logical");
         ready = ready && p == 'p' && !t->partitioned;
-        if (t->ndims) {
-            snprintf(what, sizeof what, "%s has a unique index on its join key \"%s\"",
-                     t->qualified, t->cols[t->dims[0].key_col].name);
-            check(c, t->has_unique_key, what,
-                  "a dim's key must be unique: add a primary key or unique index on it");
-        }
+        check_dim_key(c, t);
     }
     /* What is left to refuse (a column added with a default, a layout
      * heap_tuple.c does not read) is source_load_physical's, as run meets it;
