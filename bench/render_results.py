@@ -1049,24 +1049,6 @@ def wide_section(modes):
     return out
 
 
-def house_section(modes):
-    """The one-hash-table change (base/hashtab.h): the ten asks and the
-    initial load before and after, in turn on one machine at one scale."""
-    run = modes["house"]
-    h = run["house"]
-    out = ["## One hash table: before and after", "", run_line(run), "", h["how"], ""]
-    asks = [r for r in h["rows"] if r["what"].endswith(": Straum median")]
-    rest = [r for r in h["rows"] if r not in asks]
-    if asks:
-        out += ["Straum's median per ask, before → after (after / before): " + "; ".join(
-            f"{r['what'][:-len(': Straum median')]} {r['before']} → {r['after']} "
-            f"({r['after_over_before']:.2f})" for r in asks) + ".", ""]
-    rows = [[r["what"], r["before"], r["after"], f"{r['after_over_before']:.2f}"] for r in rest]
-    if rows:
-        out += table(["", "Before", "After", "After / before"], rows) + [""]
-    return out
-
-
 SECTIONS = [
     ("asks", asks_section), ("asks", load_section), ("memory", memory_section), ("dashboard", dashboard_section),
     ("random", random_section),
@@ -1075,7 +1057,7 @@ SECTIONS = [
     ("pg-time", pg_time_section),
     ("scaling", scaling_section), ("duckdb", duckdb_section), ("fuzz", fuzz_section),
     ("chaos", chaos_section), ("warehouse", warehouse_section),
-    ("wide", wide_section), ("reliability", reliability_section), ("house", house_section),
+    ("wide", wide_section), ("reliability", reliability_section),
 ]
 
 

@@ -88,8 +88,9 @@ void taxi_serve_stop(struct taxi_env *e);
 int taxi_ingest_follow(struct taxi_env *e);
 void taxi_ingest_stop(struct taxi_env *e);
 
-/* The store's applied source position (catalog), or 0 on error. */
-uint64_t taxi_store_lsn(struct taxi_env *e);
+/* The applied source position (catalog) of the store at store_dir, or 0
+ * on error. */
+uint64_t taxi_store_lsn(const char *store_dir);
 /* Polls the store's catalog until its position passes lsn: the time it
  * did (taxi_now_ns), or 0 after timeout_s. */
 int64_t taxi_wait_store_lsn(struct taxi_env *e, uint64_t lsn, double timeout_s);

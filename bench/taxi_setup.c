@@ -285,25 +285,37 @@ static double copy_out_seconds(PGconn *c, bool warehouse)
 
 /* ---- Store position ------------------------------------------------------- */
 
-uint64_t taxi_store_lsn(struct taxi_env *e)
+/* The position in the catalog of the open store s; -1 when it cannot be
+ * read. */
+static int catalog_lsn(struct store *s, uint64_t *lsn)
+{
+    struct store_error err;
+    struct store_read *r;
+    if (store_read_begin(s, &r, &err) != 0)
+        return -1;
+    struct store_catalog cat;
+    int rc = store_read_catalog(r, &cat, &err);
+    if (rc == 0)
+        *lsn = cat.position.lsn;
+    store_read_end(r);
+    return rc == 0 ? 0 : -1;
+}
+
+uint64_t taxi_store_lsn(const char *store_dir)
 {
     struct store *s;
     struct store_error err;
-    if (store_open(e->store, STORE_READ_ONLY, &s, &err) != 0)
-        return 0;
     uint64_t lsn = 0;
-    struct store_read *r;
-    if (store_read_begin(s, &r, &err) == 0) {
-        struct store_catalog cat;
-        if (store_read_catalog(r, &cat, &err) == 0)
-            lsn = cat.position.lsn;
-        store_read_end(r);
-    }
+    if (store_open(store_dir, STORE_READ_ONLY, &s, &err) != 0)
+        return 0;
+    if (catalog_lsn(s, &lsn) != 0)
+        lsn = 0;
     store_close(s);
     return lsn;
 }
 
-/* Polls the store's position until it passes lsn; returns when, or 0. */
+/* Polls the store's position until it passes lsn; returns when, or 0. The
+ * store stays open between polls (reopened after a failed read). */
 int64_t taxi_wait_store_lsn(struct taxi_env *e, uint64_t lsn, double timeout_s)
 {
     struct store *s = NULL;
@@ -312,24 +324,15 @@ int64_t taxi_wait_store_lsn(struct taxi_env *e, uint64_t lsn, double timeout_s)
     while (taxi_now_ns() < deadline) {
         if (!s && store_open(e->store, STORE_READ_ONLY, &s, &err) != 0)
             s = NULL;
-        if (s) {
-            struct store_read *r;
-            uint64_t pos = 0;
-            if (store_read_begin(s, &r, &err) == 0) {
-                struct store_catalog cat;
-                if (store_read_catalog(r, &cat, &err) == 0)
-                    pos = cat.position.lsn;
-                store_read_end(r);
-            } else {
-                store_close(s);
-                s = NULL;
-            }
-            if (pos > lsn) {
-                int64_t t = taxi_now_ns();
-                if (s)
-                    store_close(s);
-                return t;
-            }
+        uint64_t pos = 0;
+        if (s && catalog_lsn(s, &pos) != 0) {
+            store_close(s);
+            s = NULL;
+        }
+        if (pos > lsn) {
+            int64_t t = taxi_now_ns();
+            store_close(s);
+            return t;
         }
         usleep(500);
     }

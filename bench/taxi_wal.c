@@ -360,24 +360,6 @@ static int startup(struct taxi_env *e, const struct side *s, struct catch_up *ou
     return 0;
 }
 
-static uint64_t store_lsn_at(const char *dir)
-{
-    struct store *s;
-    struct store_error err;
-    if (store_open(dir, STORE_READ_ONLY, &s, &err) != 0)
-        return 0;
-    uint64_t lsn = 0;
-    struct store_read *r;
-    if (store_read_begin(s, &r, &err) == 0) {
-        struct store_catalog cat;
-        if (store_read_catalog(r, &cat, &err) == 0)
-            lsn = cat.position.lsn;
-        store_read_end(r);
-    }
-    store_close(s);
-    return lsn;
-}
-
 /* ---- The phases -------------------------------------------------------------------- */
 
 struct wal_data {
@@ -548,7 +530,7 @@ static int one_phase(struct taxi_env *e, PGconn *w, const struct wal_data *d, st
         f->slot_start = slot_restart(e->conn, sides[s].slot);
         if (catch_up(e, &sides[s], &f->backlog))
             return -1;
-        uint64_t at = store_lsn_at(sides[s].store);
+        uint64_t at = taxi_store_lsn(sides[s].store);
         if (at < p->lsn1) {
             fprintf(stderr, "taxi wal: the %s store stands at %X/%X after catching up, before "
                             "the phase's end %X/%X\n", sides[s].name, (unsigned)(at >> 32),
