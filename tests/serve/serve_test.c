@@ -391,6 +391,13 @@ void hc_read(int fd, struct hc_response *r, int timeout_ms)
 void hc_request(int fd, const char *method, const char *path, const char *extra,
                 const char *body, size_t body_len, struct hc_response *r)
 {
+    hc_request_within(fd, method, path, extra, body, body_len, 10000, r);
+}
+
+void hc_request_within(int fd, const char *method, const char *path, const char *extra,
+                       const char *body, size_t body_len, int timeout_ms,
+                       struct hc_response *r)
+{
     char head[16384];
     int n = snprintf(head, sizeof head, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\n%s", method, path,
                      extra ? extra : "");
@@ -400,7 +407,7 @@ void hc_request(int fd, const char *method, const char *path, const char *extra,
     n += snprintf(head + n, sizeof head - (size_t)n, "\r\n");
     cr_assert_lt((size_t)n, sizeof head);
     bool sent = hc_send(fd, head, (size_t)n) && (!body || hc_send(fd, body, body_len));
-    hc_read(fd, r, 10000);
+    hc_read(fd, r, timeout_ms);
     if (!sent && r->status == 0)
         r->closed = true;
 }

@@ -76,9 +76,14 @@ bool hc_send(int fd, const void *data, size_t len);
 /* Reads one response within timeout_ms. */
 void hc_read(int fd, struct hc_response *r, int timeout_ms);
 /* One request on an open connection: method, path, extra header lines
- * ("Name: value\r\n"...; may be NULL), body (may be NULL). */
+ * ("Name: value\r\n"...; may be NULL), body (may be NULL); its answer
+ * within 10 s (status 0 past that). */
 void hc_request(int fd, const char *method, const char *path, const char *extra,
                 const char *body, size_t body_len, struct hc_response *r);
+/* The same, the answer within timeout_ms. */
+void hc_request_within(int fd, const char *method, const char *path, const char *extra,
+                       const char *body, size_t body_len, int timeout_ms,
+                       struct hc_response *r);
 /* The same on a fresh connection, closed afterwards. */
 void hc_once(int port, const char *method, const char *path, const char *extra,
              const char *body, struct hc_response *r);
