@@ -588,8 +588,8 @@ static int apply_entry(struct pfollower *f, const struct entry *e, bool facts, b
         return rc; /* counted when its facts were applied */
     f->g.rows++;
     f->g.batch.changes[e->kind == HEAP_CHANGE_INSERT   ? CHANGE_INSERT
-                     : e->kind == HEAP_CHANGE_UPDATE ? CHANGE_UPDATE
-                                                     : CHANGE_DELETE]++;
+                       : e->kind == HEAP_CHANGE_UPDATE ? CHANGE_UPDATE
+                                                       : CHANGE_DELETE]++;
     return rc;
 }
 

@@ -245,8 +245,8 @@ static int on_change(struct follower *f, const struct pgo_message *m)
     free(new_row);
     f->g.rows++;
     f->g.batch.changes[m->kind == PGO_INSERT ? CHANGE_INSERT
-                     : m->kind == PGO_UPDATE ? CHANGE_UPDATE
-                                             : CHANGE_DELETE]++;
+                       : m->kind == PGO_UPDATE ? CHANGE_UPDATE
+                                               : CHANGE_DELETE]++;
     return rc;
 }
 
@@ -562,7 +562,8 @@ static int check_upstream(struct follower *f)
 /* Folds delta blocks once the stream is idle (internal.h, FOLD_IDLE_US). */
 static int compact_when_idle(struct follower *f, int64_t now)
 {
-    if (!f->g.compact || f->in_txn || f->g.dirty || f->nstreams || now - f->last_data < FOLD_IDLE_US)
+    if (!f->g.compact || f->in_txn || f->g.dirty || f->nstreams ||
+        now - f->last_data < FOLD_IDLE_US)
         return 0;
     struct store_error serr;
     return pace_fold_slice(f->st, &f->g.compact, &serr) ? store_failed(f, &serr) : 0;
