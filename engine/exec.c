@@ -244,14 +244,32 @@ static inline bool keys_equal(const int64_t *a, const int64_t *b, int n)
     return true;
 }
 
+/* A key's slot in group_map.recent: a multiply-xor mix of its words, not
+ * the table's hash (which costs as much as the probe it would save). */
+static inline uint32_t recent_slot(const int64_t *key, int n)
+{
+    uint64_t h = 0;
+    for (int i = 0; i < n; i++)
+        h = (h ^ (uint64_t)key[i]) * 0x9E3779B97F4A7C15ull;
+    return (uint32_t)(h >> 60) & (GROUP_RECENT - 1);
+}
+
 /* The group of a key. Cells come sorted, so the last group is often the
- * next one's too (always, for an ask without groups). */
+ * next one's too (always, for an ask without groups); else one found
+ * lately often is (group_map.recent). NULL with err. */
 static inline struct group *group_for(struct exec *x, const int64_t *key, struct ask_error *err)
 {
     struct group_map *m = &x->groups;
     if (m->last && keys_equal(m->last->key, key, m->nkey))
         return m->last;
-    return m->last = group_find_or_add(x, key, err);
+    uint32_t slot = recent_slot(key, m->nkey);
+    struct group *g = m->recent[slot];
+    if (!g || !keys_equal(g->key, key, m->nkey)) {
+        if (!(g = group_find_or_add(x, key, err)))
+            return NULL;
+        m->recent[slot] = g;
+    }
+    return m->last = g;
 }
 
 static struct group *group_find_or_add(struct exec *x, const int64_t *key, struct ask_error *err)
@@ -1322,6 +1340,7 @@ static int drop_empty_groups(struct exec *x, struct ask_error *err)
     }
     m->n = kept;
     m->last = NULL;
+    memset(m->recent, 0, sizeof m->recent);
     hashtab_clear(&m->table); /* as many slots as before: the re-adds cannot fail */
     for (uint32_t i = 0; i < m->n; i++) {
         const uint64_t *k = (const uint64_t *)m->all[i]->key;

@@ -253,12 +253,21 @@ struct group {
     struct vc_acc *vcs;
 };
 
+/* Slots of group_map.recent: a power of two; a month's or a day's groups
+ * by a dim column (a few boroughs) fit without colliding much. */
+#define GROUP_RECENT 16
+
 struct group_map {
     struct hashtab table;  /* group key (nkey words) -> struct group * */
     struct group **all;    /* in creation order */
     uint32_t n, cap;
     int nkey;
     struct group *last;       /* the group found last */
+    /* Groups found lately, by a cheap mix of their key (exec.c group_for):
+     * cells of one bucket map to a few groups in turn (each zone's marginal
+     * row to its borough), which `last` misses every time and the table
+     * would hash for. */
+    struct group *recent[GROUP_RECENT];
     /* The groups' memory (exec.c group_new): slabs of gsize-byte groups,
      * each slab twice the last up to a bound; slab_at the next free one. */
     char **slabs;
