@@ -205,7 +205,14 @@ Test(pgtmp, standby_replays_its_primary_and_vanishes, .timeout = 180)
     query1(p, "SELECT count(*) FROM pg_stat_replication", v, sizeof v);
     cr_expect_str_eq(v, "1", "the primary streams to the standby");
 
-    PQclear(PQexec(p, "CREATE TABLE replayed AS SELECT 42 AS x"));
+    /* Committed synchronously: the cluster runs synchronous_commit=off, and
+     * an asynchronous commit's record may not be written yet, so
+     * pg_current_wal_lsn() could stand below it and the standby would
+     * "catch up" without it (seen failing under ASan: no such table). */
+    PGresult *made = PQexec(p, "SET synchronous_commit = on; "
+                               "CREATE TABLE replayed AS SELECT 42 AS x");
+    cr_assert_eq(PQresultStatus(made), PGRES_COMMAND_OK, "%s", PQerrorMessage(p));
+    PQclear(made);
     query1(p, "SELECT pg_current_wal_lsn()", v, sizeof v);
     snprintf(sql, sizeof sql, "SELECT pg_last_wal_replay_lsn() >= '%s'", v);
     for (int i = 0; i < 600; i++) {
