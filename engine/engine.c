@@ -330,6 +330,8 @@ int engine_answer_open(struct engine *e, const struct ask_request *req,
     }
     if (rc == 0)
         rc = exec_scan(&a->x, err);
+    if (rc == 0 && req->stats)
+        *req->stats = (struct ask_stats){a->x.cells_read, a->x.npieces, a->x.npieces_minus};
     if (rc == 0)
         rc = answer_prepare(&a->x, err);
     if (rc && a->budget.exceeded)

@@ -26,6 +26,14 @@ struct ask_value {
     size_t len;
 };
 
+/* What an ask read, for tests and diagnostics. */
+struct ask_stats {
+    uint64_t cells;           /* cells and rollup rows folded into groups */
+    uint32_t pieces;          /* (width, sub-range) pieces the range was covered by */
+    uint32_t pieces_taken_away; /* of them, read to be taken away: a span read
+                                   whole less what lies outside the range */
+};
+
 struct ask_request {
     const char *ask;
     const struct ask_value *params;
@@ -35,6 +43,7 @@ struct ask_request {
      * the time budget (every 1024 cells and between segments), the ask
      * then fails with code "cancelled" (503). */
     const atomic_bool *cancel;
+    struct ask_stats *stats;  /* NULL, or filled once the ask has scanned */
 };
 
 struct engine_snapshot;

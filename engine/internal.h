@@ -145,6 +145,7 @@ int vc_shared_code(struct vc_shared *s, uint32_t i, int64_t *code, struct ask_er
 struct vc_source {
     struct vc_shared *shared;
     uint32_t at, n;
+    bool minus;               /* its rows are taken away (a piece read to subtract) */
 };
 
 /* A group's value counts (vc_acc.c): rows per code, first a sorted list
@@ -204,8 +205,10 @@ struct vc_shared *vc_acc_lazy(const struct vc_acc *a);
 int vc_acc_runs(struct vc_acc *a, struct vc_sorted *out);
 void vc_acc_free(struct vc_acc *a);
 /* Keeps runs [at, at + n) of a list that seeks as a source of the group
- * (a reference to it). -1 when out of memory. */
-int vc_acc_add_source(struct vc_acc *a, struct vc_shared *shared, uint32_t at, uint32_t n);
+ * (a reference to it), its rows taken away when minus. -1 when out of
+ * memory. */
+int vc_acc_add_source(struct vc_acc *a, struct vc_shared *shared, uint32_t at, uint32_t n,
+                      bool minus);
 /* Sources a group keeps before it merges the rest: each costs a pick a
  * binary search per step, a merge costs every run once. */
 enum { VC_MAX_SOURCES = 1024 };
@@ -319,7 +322,21 @@ struct exec {
     uint64_t cells_read;
     uint64_t source_runs;     /* runs of decoded lists groups keep as sources */
     uint64_t collected_runs;  /* runs groups collected (vc_acc_collect) */
-    bool folded_deltas;       /* a delta block was folded: groups may be empty */
+    bool folded_deltas;       /* a delta block was folded, or a piece taken
+                                 away: groups may be empty */
+    bool subtract;            /* pieces may be taken away (exec.c may_subtract) */
+    bool subtract_edges;      /* and at the edges of every width (plan_time) */
+    int64_t *width_cost;      /* per width: a bucket's cost (exec.c piece_cost) */
+    int64_t cover_from, cover_to, cover_key; /* the calendar bucket being covered */
+    /* The run of pieces being read (exec.c scan_run): one width and sign,
+     * in time order; the piece of the cell at hand found from run_hint. */
+    const struct scan_piece *run;
+    uint32_t nrun, run_hint;
+    bool minus;               /* the run is taken away */
+    int64_t piece_key;        /* the cell's piece's calendar key, or NO_PIECE_KEY */
+    uint32_t npieces_minus;   /* pieces taken away (struct ask_stats) */
+    int64_t *minus_rows;      /* a taken-away list's rows, negated */
+    uint32_t minus_cap;
     bool filters_cells;       /* conditions or inner joins may drop cells */
     bool where_all_and;       /* the conditions are leaves under AND only */
     bool any_vc;              /* some value count is needed */
@@ -328,8 +345,15 @@ struct exec {
     struct ask_error answer_err;
 };
 
+/* A piece's cells add to their groups, or, minus set, are taken away from
+ * them: a range read as a whole bucket or span less what lies outside it
+ * (exec.c cover_at, cover_spans). A piece that lies outside the calendar
+ * bucket it serves carries that bucket's key; others NO_PIECE_KEY. */
+#define NO_PIECE_KEY INT64_MIN
 struct scan_piece {
     int width;
+    bool minus;
+    int64_t key;
     int64_t from, to;
 };
 

@@ -449,7 +449,8 @@ int vc_acc_collect(struct vc_acc *a, const int64_t *codes, const int64_t *rows, 
     return 0;
 }
 
-int vc_acc_add_source(struct vc_acc *a, struct vc_shared *shared, uint32_t at, uint32_t n)
+int vc_acc_add_source(struct vc_acc *a, struct vc_shared *shared, uint32_t at, uint32_t n,
+                      bool minus)
 {
     if (a->nsrcs == a->srcs_cap) {
         uint32_t cap = a->srcs_cap ? a->srcs_cap * 2 : 8;
@@ -459,7 +460,7 @@ int vc_acc_add_source(struct vc_acc *a, struct vc_shared *shared, uint32_t at, u
         a->srcs = s;
         a->srcs_cap = cap;
     }
-    a->srcs[a->nsrcs++] = (struct vc_source){shared, at, n};
+    a->srcs[a->nsrcs++] = (struct vc_source){shared, at, n, minus};
     shared->refs++;
     return 0;
 }
@@ -484,6 +485,7 @@ struct pick_list {
     uint32_t at;              /* codes <= mid */
     int64_t base;             /* running rows before run 0 (a decoded list's
                                  cum runs from the list's start) */
+    int64_t sign;             /* -1: a source taken away (vc_source.minus) */
 };
 
 /* The number of codes <= v in [l->lo, l->hi] (codes below lo are <= v,
@@ -503,7 +505,7 @@ static inline uint32_t count_at_most(const struct pick_list *l, int64_t v)
 
 static inline int64_t rows_through(const struct pick_list *l, uint32_t count)
 {
-    return count ? format_seek_get(&l->cum, l->first + count - 1) - l->base : 0;
+    return count ? l->sign * (format_seek_get(&l->cum, l->first + count - 1) - l->base) : 0;
 }
 
 /* F(v) over the lists, each one's count of codes <= v into its at. */
@@ -726,7 +728,8 @@ int vc_acc_select(struct vc_acc *a, const struct vc_sorted *merged, int64_t row,
         if (i < a->nsrcs && a->srcs[i].shared->seeks) {
             const struct vc_source *s = &a->srcs[i];
             *l = (struct pick_list){s->shared->seek.codes, s->shared->seek.cum,
-                                    s->shared->seek_first + s->at, 0, s->n, 0, 0};
+                                    s->shared->seek_first + s->at, 0, s->n, 0, 0,
+                                    s->minus ? -1 : 1};
         } else if (i < a->nsrcs) {
             const struct vc_source *s = &a->srcs[i];
             struct vc_shared *sh = s->shared;
@@ -737,7 +740,8 @@ int vc_acc_select(struct vc_acc *a, const struct vc_sorted *merged, int64_t row,
             }
             struct format_seek c = {(const uint8_t *)sh->codes, 0, UINT64_MAX, sh->n, 64};
             struct format_seek r = {(const uint8_t *)sh->cum, 0, UINT64_MAX, sh->n, 64};
-            *l = (struct pick_list){c, r, s->at, 0, s->n, 0, s->at ? sh->cum[s->at - 1] : 0};
+            *l = (struct pick_list){c, r, s->at, 0, s->n, 0, s->at ? sh->cum[s->at - 1] : 0,
+                                    s->minus ? -1 : 1};
         } else {
             if (!merged->n)
                 break;
@@ -746,7 +750,7 @@ int vc_acc_select(struct vc_acc *a, const struct vc_sorted *merged, int64_t row,
                 merged_cum[j] = sum += merged->rows[j];
             struct format_seek c = {(const uint8_t *)merged->codes, 0, UINT64_MAX, merged->n, 64};
             struct format_seek r = {(const uint8_t *)merged_cum, 0, UINT64_MAX, merged->n, 64};
-            *l = (struct pick_list){c, r, 0, 0, merged->n, 0, 0};
+            *l = (struct pick_list){c, r, 0, 0, merged->n, 0, 0, 1};
         }
         if (l->hi == 0)
             continue;

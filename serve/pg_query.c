@@ -262,7 +262,8 @@ static int run_ask(struct pg_conn *c, const char *text, const struct ask_value *
         /* A cancel that came between asks is for no ask: PostgreSQL too
          * drops one that arrives while idle. */
     }
-    struct ask_request req = {text, params, nparams, c->time_zone, &c->cancel};
+    struct ask_request req = {.ask = text, .params = params, .nparams = nparams,
+                              .time_zone = c->time_zone, .cancel = &c->cancel};
     struct answer_sink as = {sink_columns, sink_row, sink};
     return engine_ask_rows(c->engine, &req, c->snapshot, &as, err);
 }

@@ -11,7 +11,7 @@ char *straum_json(struct engine *e, const char *ask, int nparams, const char *co
     struct ask_value vals[16];
     for (int i = 0; i < nparams; i++)
         vals[i] = (struct ask_value){ASK_STRING, false, params[i], strlen(params[i])};
-    struct ask_request req = {ask, vals, nparams, tz, NULL};
+    struct ask_request req = {.ask = ask, .params = vals, .nparams = nparams, .time_zone = tz};
     struct buf b = {0};
     struct ask_error err;
     int rc = engine_ask(e, &req, &b, &err);

@@ -63,7 +63,7 @@ static void check_round(struct engine *e, PGconn *pg, const char *when, struct t
         struct ask_value vals[TAXI_RANDOM_MAX_PARAMS];
         for (int p = 0; p < a.nparams; p++)
             vals[p] = (struct ask_value){ASK_STRING, false, a.params[p], strlen(a.params[p])};
-        struct ask_request req = {a.ask, vals, a.nparams, TAXI_RANDOM_TZ, NULL};
+        struct ask_request req = {.ask = a.ask, .params = vals, .nparams = a.nparams, .time_zone = TAXI_RANDOM_TZ};
         struct buf b = {0};
         struct ask_error err;
         if (engine_ask(e, &req, &b, &err) != 0) {

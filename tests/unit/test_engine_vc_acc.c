@@ -417,13 +417,13 @@ static void check_picks(int nsources, int nmerged, int64_t range, bool deltas, i
             uint32_t at = 0;
             struct vc_shared *sh = rnd(2) ? source_of(codes, rows, k)
                                           : decoded_source_of(codes, rows, k, &at);
-            cr_assert_eq(vc_acc_add_source(&a, sh, at, (uint32_t)k), 0);
+            cr_assert_eq(vc_acc_add_source(&a, sh, at, (uint32_t)k, false), 0);
             vc_shared_release(sh);
             if (deltas && k && rnd(2)) {
                 size_t d = delta_of(codes, rows, k, &m);
                 at = 0;
                 sh = rnd(2) ? source_of(codes, rows, d) : decoded_source_of(codes, rows, d, &at);
-                cr_assert_eq(vc_acc_add_source(&a, sh, at, (uint32_t)d), 0);
+                cr_assert_eq(vc_acc_add_source(&a, sh, at, (uint32_t)d, false), 0);
                 vc_shared_release(sh);
             }
         } else if (collect == 1 || (collect == 2 && rnd(2))) {
@@ -507,7 +507,7 @@ Test(vc_acc, codes_far_apart_are_bisected_without_overflow)
     int64_t codes[] = {INT64_MIN + 1, -5, 0, INT64_MAX - 1}, rows[] = {2, 1, 3, 4};
     struct vc_acc a = {0};
     struct vc_shared *sh = source_of(codes, rows, 4);
-    cr_assert_eq(vc_acc_add_source(&a, sh, 0, 4), 0);
+    cr_assert_eq(vc_acc_add_source(&a, sh, 0, 4, false), 0);
     vc_shared_release(sh);
     struct vc_sorted merged;
     cr_assert_eq(vc_acc_runs(&a, &merged), 0);

@@ -271,7 +271,8 @@ int backend_ask(struct backend *b, const char *ask, const struct ask_value *para
 {
     *out = NULL;
     if (b->engine) {
-        struct ask_request req = {ask, params, nparams, time_zone, NULL};
+        struct ask_request req = {.ask = ask, .params = params, .nparams = nparams,
+                                  .time_zone = time_zone};
         struct buf answer = {0};
         struct ask_error aerr = {0};
         int rc = engine_ask(b->engine, &req, &answer, &aerr);
