@@ -25,30 +25,29 @@ int pace_failed(struct pace_group *g, const struct store_error *serr,
     char lsn[32];
     lsn_text(g->stored_lsn, lsn);
     g->failure = serr->kind;
-    const char *kept = "Nothing of the batch was written: the store keeps its last commit";
+    /* One message whatever stopped the commit; what to do depends on it. */
+    const char *todo;
     switch (serr->kind) {
     case STORE_ERR_LIMIT:
-        error_fmt(err, errlen,
-                  "%s. %s (%s), straum-serve goes on serving it and the slot keeps every "
-                  "change since. %s and start straum-ingest again: it resumes from %s",
-                  serr->message, kept, lsn,
-                  opt->max_store_bytes ? "Raise --max-store-size"
-                                       : "Raise STRAUM_STORE_MAX_MAP_MB (or unset it)",
-                  lsn);
+        todo = opt->max_store_bytes
+                   ? "Raise --max-store-size and start straum-ingest again: it resumes from"
+                   : "Raise STRAUM_STORE_MAX_MAP_MB (or unset it) and start straum-ingest "
+                     "again: it resumes from";
         break;
     case STORE_ERR_NO_SPACE:
         waiting_for_room = true;
-        error_fmt(err, errlen,
-                  "%s. %s (%s), straum-serve goes on serving it and the slot keeps every "
-                  "change since. Make room for data.mdb: %s %s",
-                  serr->message, kept, lsn,
-                  opt->exit_when_caught_up ? "then run straum-ingest again; it resumes from"
-                                           : "straum-ingest retries by itself and resumes from",
-                  lsn);
+        todo = opt->exit_when_caught_up
+                   ? "Make room for data.mdb, then run straum-ingest again: it resumes from"
+                   : "Make room for data.mdb: straum-ingest retries by itself and resumes from";
         break;
     default:
         error_fmt(err, errlen, "%s", serr->message);
+        return -1;
     }
+    error_fmt(err, errlen,
+              "%s. Nothing of the batch was written: the store keeps its last commit (%s), "
+              "straum-serve goes on serving it and the slot keeps every change since. %s %s",
+              serr->message, lsn, todo, lsn);
     return -1;
 }
 
