@@ -51,7 +51,7 @@ struct scratch_budget {
  * 256 KiB is past every per-cell and per-group block of a light ask (a key
  * array, a run list of a block) and covers the group maps, merged value
  * counts and decoded columns of a heavy one. */
-#define SCRATCH_MMAP_THRESHOLD ((size_t)256 << 10)
+#define SCRATCH_MMAP_THRESHOLD ((size_t)32 << 20)
 /* An ask whose scratch peaked past 4 MiB trims the arenas when it ends:
  * trimming costs a walk of the arenas' free lists (tens of microseconds at
  * rest, about a millisecond after a heavy ask), nothing a light ask should

@@ -93,7 +93,7 @@ static int cmp_outval(const struct outval *a, const struct outval *b)
 /* ---- Value counts ------------------------------------------------------------------ */
 
 struct vc_entry {
-    struct vc_run run;
+    struct code_run run;
     struct outval v;
 };
 
@@ -268,6 +268,9 @@ static struct outval ordered_measure(struct exec *x, const struct sql_measure *m
          text_order(x, col, &runs, &by_text_codes, &by_text_rows))) {
         scratch_free(by_text_codes);
         scratch_free(by_text_rows);
+        if (!x->answer_failed) /* never a NULL where the value is */
+            ask_fail(&x->answer_err, 500, "internal", "out of memory");
+        x->answer_failed = true;
         return o;
     }
     uint32_t n = runs.n;
@@ -346,8 +349,33 @@ static struct outval measure(struct exec *x, const struct sql_measure *m, struct
         return o;
     }
     default:
+        for (int j = 0; g->settled_values && j < x->nsettle; j++)
+            if (x->settle_measures[j] == m)
+                return g->settled_values[j];
         return ordered_measure(x, m, g);
     }
+}
+
+int answer_settle(struct exec *x, struct group *g, struct ask_error *err)
+{
+    /* Every measure is finished before any value count goes: two may read
+     * one (a median and a p99 of the same column). */
+    struct outval *vals = scratch_malloc(sizeof *vals * ((size_t)x->nsettle + 1));
+    if (!vals)
+        return ask_fail(err, 500, "internal", "out of memory");
+    for (int j = 0; j < x->nsettle; j++)
+        vals[j] = ordered_measure(x, x->settle_measures[j], g);
+    if (x->answer_failed) {
+        scratch_free(vals);
+        *err = x->answer_err;
+        return -1;
+    }
+    for (int k = 0; k < x->v->nvalue_counts; k++) {
+        x->collected_runs -= g->vcs[k].ncoll; /* their room is the next groups' */
+        vc_acc_free(&g->vcs[k]);
+    }
+    g->settled_values = vals;
+    return 0;
 }
 
 /* ---- Rows ---------------------------------------------------------------------------- */

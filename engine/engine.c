@@ -330,10 +330,15 @@ int engine_answer_open(struct engine *e, const struct ask_request *req,
     }
     if (rc == 0)
         rc = exec_scan(&a->x, err);
-    if (rc == 0 && req->stats)
-        *req->stats = (struct ask_stats){a->x.cells_read, a->x.npieces, a->x.npieces_minus};
     if (rc == 0)
         rc = answer_prepare(&a->x, err);
+    if (rc == 0 && req->stats)
+        *req->stats = (struct ask_stats){.cells = a->x.cells_read,
+                                         .pieces = a->x.npieces,
+                                         .pieces_taken_away = a->x.npieces_minus,
+                                         .groups_settled = a->x.nsettled,
+                                         .map_emptied = a->x.map_forgot,
+                                         .scratch_peak = a->budget.peak};
     if (rc && a->budget.exceeded)
         scratch_refusal(a, err);
     scratch_leave(outer);

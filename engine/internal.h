@@ -5,6 +5,7 @@
 
 #include "base/decimal.h"
 #include "base/hashtab.h"
+#include "base/runs.h"
 #include "engine/engine.h"
 #include "engine/tz.h"
 #include "base/scratch.h"
@@ -84,11 +85,6 @@ void bound_free(struct bound *b);
 
 /* ---- Scanning -------------------------------------------------------------- */
 
-/* One value code and its rows. */
-struct vc_run {
-    int64_t code, rows;
-};
-
 /* Decoded value-count columns of a block that groups may hold without
  * copying (vc_acc.c): freed when the last holder lets go. One ask's, so
  * one thread's: the count is plain. While lazy is set, codes holds n
@@ -115,10 +111,12 @@ struct vc_shared {
     /* A list that does not seek (cells' runs, decoded) may still be a
      * group's source (exec.c fold_cell): cum is then its running rows,
      * cum[i] the rows of runs 0..i of the whole list, made at the first
-     * pick (vc_shared_cum); held, once its arrays count against the ask's
-     * EXEC_SOURCE_RUNS_MAX. */
+     * pick (vc_shared_cum). held_runs: once its arrays count against the
+     * ask's EXEC_SOURCE_RUNS_MAX, where they are counted (exec.source_runs);
+     * freed, they are taken off again, so a scan whose groups settle
+     * (exec.c settle_groups) goes on holding lists as its first groups did. */
     int64_t *cum;
-    bool held;
+    uint64_t *held_runs;
 };
 
 /* Takes the arrays (malloc'd) of n runs and lazy (malloc'd or NULL); one
@@ -175,6 +173,8 @@ struct vc_acc {
     int64_t *coll_codes, *coll_rows;
     uint32_t ncoll, coll_cap;
     bool merges;              /* collected past VC_COLLECT_MAX: merges since */
+    bool coll_sorted;         /* the collected runs are ascending, each code
+                                 once (vc_acc_select sorted them for a pick) */
 };
 
 /* A group's values in code order, each with rows != 0. */
@@ -248,12 +248,20 @@ int vc_acc_collect(struct vc_acc *a, const int64_t *codes, const int64_t *rows, 
 int vc_acc_select(struct vc_acc *a, const struct vc_sorted *merged, int64_t row,
                   int64_t *code);
 
+struct outval; /* answer.c */
+
 struct group {
     int64_t *key;          /* bucket, then one id per group key */
     int64_t *counts;
     __int128 *exact;
     double *real;
-    struct vc_acc *vcs;
+    struct vc_acc *vcs;    /* NULL when the ask reads none; empty once settled */
+    /* Settled (exec.c settle_groups): no cell can reach the group any more.
+     * settled_values: the measures read from its value counts
+     * (exec.settle_measures), in that order, finished by answer_settle;
+     * they own no memory but this array. */
+    bool settled;
+    struct outval *settled_values;
 };
 
 /* Slots of group_map.recent: a power of two; a month's or a day's groups
@@ -340,6 +348,21 @@ struct exec {
     bool filters_cells;       /* conditions or inner joins may drop cells */
     bool where_all_and;       /* the conditions are leaves under AND only */
     bool any_vc;              /* some value count is needed */
+    /* Settling (exec.c settle_groups): an ask grouped by time whose cells
+     * come in time order settles each group once no cell to come can reach
+     * it: its value-count measures are finished and its value counts let
+     * go, and the group map forgets it, so what the scan holds and probes
+     * follows the groups of a segment, not of the range. The measures so
+     * finished (view columns' measures read from value counts, each once),
+     * the groups before settle_from, all settled, and whether the map was
+     * emptied of settled groups. */
+    bool settle;
+    uint32_t map_forgot;      /* times the map was emptied (struct ask_stats) */
+    bool settle_in_block;     /* and within the block at hand (no deltas) */
+    const struct sql_measure **settle_measures;
+    int nsettle;
+    uint32_t settle_from;
+    uint32_t nsettled;        /* groups settled (struct ask_stats) */
     bool answer_failed;       /* a lazy code failed to decode while answering */
     struct answer_state *answer; /* answer_prepare's rows (answer.c) */
     struct ask_error answer_err;
@@ -379,6 +402,10 @@ int answer_prepare(struct exec *x, struct ask_error *err);
 int answer_next(struct exec *x, const struct answer_sink *sink, int64_t max_rows, bool *done,
                 struct ask_error *err);
 void answer_release(struct exec *x);
+/* Finishes group g's measures read from value counts (x->settle_measures)
+ * into g->settled and frees its value counts: no cell may reach g after.
+ * Returns 0, or -1 with err (out of memory, a code that failed to decode). */
+int answer_settle(struct exec *x, struct group *g, struct ask_error *err);
 /* answer_prepare, then every row to sink; answer_release stays the
  * caller's. */
 int answer_emit(struct exec *x, const struct answer_sink *sink, struct ask_error *err);

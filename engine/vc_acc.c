@@ -293,7 +293,7 @@ struct vc_shared *vc_shared_new(int64_t *codes, int64_t *rows, uint32_t n,
     struct vc_shared *s = scratch_malloc(sizeof *s);
     if (!s)
         return NULL;
-    *s = (struct vc_shared){codes, rows, 1, n, lazy, false, 0, {{0}, {0}}, NULL, false};
+    *s = (struct vc_shared){.codes = codes, .rows = rows, .refs = 1, .n = n, .lazy = lazy};
     return s;
 }
 
@@ -314,6 +314,8 @@ static int vc_shared_cum(struct vc_shared *s)
 void vc_shared_release(struct vc_shared *s)
 {
     if (s && --s->refs == 0) {
+        if (s->held_runs)
+            *s->held_runs -= s->n;
         scratch_free(s->codes);
         scratch_free(s->rows);
         scratch_free(s->lazy);
@@ -322,18 +324,12 @@ void vc_shared_release(struct vc_shared *s)
     }
 }
 
-static int cmp_run(const void *p, const void *q)
-{
-    const struct vc_run *x = p, *y = q;
-    return x->code < y->code ? -1 : x->code > y->code;
-}
-
 /* The hash and the window into one owned sorted list, zero rows left out. */
 static int hash_to_sorted(struct vc_acc *a)
 {
     uint32_t cap = a->hash.count + (a->win ? a->nwin : 0);
     int64_t *oc = scratch_malloc(8 * ((size_t)cap + 1)), *orows = scratch_malloc(8 * ((size_t)cap + 1));
-    struct vc_run *hashed = scratch_malloc(sizeof *hashed * (a->hash.count + 1));
+    struct code_run *hashed = scratch_malloc(sizeof *hashed * (a->hash.count + 1));
     if (!oc || !orows || !hashed) {
         scratch_free(oc);
         scratch_free(orows);
@@ -344,9 +340,14 @@ static int hash_to_sorted(struct vc_acc *a)
     for (uint64_t *slot; (slot = hashtab_next(&a->hash, &at));) {
         int64_t rows = *(int64_t *)hashtab_value_of(&a->hash, slot);
         if (rows != 0)
-            hashed[nh++] = (struct vc_run){(int64_t)*hashtab_key_of(slot), rows};
+            hashed[nh++] = (struct code_run){(int64_t)*hashtab_key_of(slot), rows};
     }
-    qsort(hashed, nh, sizeof *hashed, cmp_run);
+    if (code_runs_merge(hashed, nh) < 0) { /* distinct codes: sorted only */
+        scratch_free(oc);
+        scratch_free(orows);
+        scratch_free(hashed);
+        return -1;
+    }
     /* Hashed codes below the window, the window, those above. */
     for (; h < nh && a->win && hashed[h].code < a->lo; h++, o++) {
         oc[o] = hashed[h].code;
@@ -446,6 +447,7 @@ int vc_acc_collect(struct vc_acc *a, const int64_t *codes, const int64_t *rows, 
     memcpy(a->coll_codes + a->ncoll, codes, 8 * (size_t)n);
     memcpy(a->coll_rows + a->ncoll, rows, 8 * (size_t)n);
     a->ncoll += n;
+    a->coll_sorted = false;
     return 0;
 }
 
@@ -627,39 +629,29 @@ static int64_t collect_select(int64_t *codes, int64_t *rows, uint32_t n, int64_t
     return largest;
 }
 
-static int cmp_pair_code(const void *p, const void *q)
+/* The collected runs sorted in place, each code once (coll_sorted): for a
+ * pick across other lists too, which bisects them. A group's second pick
+ * (percentile_cont reads two rows; a median beside a p99) finds them
+ * sorted. -1 when out of memory. */
+static int sort_collected(struct vc_acc *a)
 {
-    const int64_t *x = p, *y = q;
-    return x[0] < y[0] ? -1 : x[0] > y[0];
-}
-
-/* The collected runs as one sorted list of distinct codes (owned arrays,
- * *n of them): for a pick across other lists too. -1 when out of memory. */
-static int collect_sorted(const struct vc_acc *a, int64_t **codes, int64_t **rows, uint32_t *n)
-{
-    int64_t *pairs = scratch_malloc(16 * ((size_t)a->ncoll + 1));
-    *codes = scratch_malloc(8 * ((size_t)a->ncoll + 1));
-    *rows = scratch_malloc(8 * ((size_t)a->ncoll + 1));
-    if (!pairs || !*codes || !*rows) {
-        scratch_free(pairs);
+    if (a->coll_sorted)
+        return 0;
+    struct code_run *runs = scratch_malloc(sizeof *runs * ((size_t)a->ncoll + 1));
+    if (!runs)
         return -1;
+    for (uint32_t i = 0; i < a->ncoll; i++)
+        runs[i] = (struct code_run){a->coll_codes[i], a->coll_rows[i]};
+    int64_t m = code_runs_merge(runs, a->ncoll);
+    for (int64_t i = 0; i < m; i++) {
+        a->coll_codes[i] = runs[i].code;
+        a->coll_rows[i] = runs[i].rows;
     }
-    for (uint32_t i = 0; i < a->ncoll; i++) {
-        pairs[2 * i] = a->coll_codes[i];
-        pairs[2 * i + 1] = a->coll_rows[i];
-    }
-    qsort(pairs, a->ncoll, 16, cmp_pair_code);
-    uint32_t m = 0;
-    for (uint32_t i = 0; i < a->ncoll; i++) {
-        if (m && (*codes)[m - 1] == pairs[2 * i]) {
-            (*rows)[m - 1] += pairs[2 * i + 1];
-        } else {
-            (*codes)[m] = pairs[2 * i];
-            (*rows)[m++] = pairs[2 * i + 1];
-        }
-    }
-    scratch_free(pairs);
-    *n = m;
+    scratch_free(runs);
+    if (m < 0) /* out of memory; a sum past 64 bits cannot be: rows are rows */
+        return -1;
+    a->ncoll = (uint32_t)m;
+    a->coll_sorted = true;
     return 0;
 }
 
@@ -667,24 +659,21 @@ int vc_acc_select(struct vc_acc *a, const struct vc_sorted *merged, int64_t row,
                   int64_t *code)
 {
     if (a->ncoll && a->nsrcs == 0 && merged->n == 0) {
+        a->coll_sorted = false; /* the selection reorders them */
         *code = collect_select(a->coll_codes, a->coll_rows, a->ncoll, row);
         return 0;
     }
     if (a->ncoll) { /* folded into the merged list: one more list to bisect */
-        int64_t *cc, *cr, *mc = NULL, *mr = NULL;
-        uint32_t cn;
-        if (collect_sorted(a, &cc, &cr, &cn)) {
-            scratch_free(cc);
-            scratch_free(cr);
+        int64_t *mc = NULL, *mr = NULL;
+        if (sort_collected(a))
             return -1;
-        }
+        const int64_t *cc = a->coll_codes, *cr = a->coll_rows;
+        uint32_t cn = a->ncoll;
         struct vc_sorted both = *merged;
         if (merged->n) { /* merge the two sorted lists */
             mc = scratch_malloc(8 * ((size_t)cn + merged->n + 1));
             mr = scratch_malloc(8 * ((size_t)cn + merged->n + 1));
             if (!mc || !mr) {
-                scratch_free(cc);
-                scratch_free(cr);
                 scratch_free(mc);
                 scratch_free(mr);
                 return -1;
@@ -708,8 +697,6 @@ int vc_acc_select(struct vc_acc *a, const struct vc_sorted *merged, int64_t row,
         a->ncoll = 0;
         int rc = vc_acc_select(a, &both, row, code);
         a->ncoll = ncoll;
-        scratch_free(cc);
-        scratch_free(cr);
         scratch_free(mc);
         scratch_free(mr);
         return rc;

@@ -329,11 +329,11 @@ int bulk_add(struct bulk *b, int64_t time, const struct store_delta *d, struct s
 
 /* The entries ordered by (cell, value count): a counting sort, whose group
  * g = cell * nvcs + vc starts at (*start)[g]. */
-static struct store_run *group_entries(const struct bulk *b, size_t **start)
+static struct code_run *group_entries(const struct bulk *b, size_t **start)
 {
     size_t ngroups = (size_t)b->ncells * (size_t)b->nvcs;
     size_t *at = calloc(ngroups + 1, sizeof *at);
-    struct store_run *runs = malloc(sizeof *runs * (b->nentries + 1));
+    struct code_run *runs = malloc(sizeof *runs * (b->nentries + 1));
     if (!at || !runs) {
         free(at);
         free(runs);
@@ -345,7 +345,7 @@ static struct store_run *group_entries(const struct bulk *b, size_t **start)
         at[g + 1] += at[g];
     for (size_t i = 0; i < b->nentries; i++) {
         const struct bulk_entry *e = &b->entries[i];
-        runs[at[(size_t)e->cell * b->nvcs + e->vc]++] = (struct store_run){e->code, e->rows};
+        runs[at[(size_t)e->cell * b->nvcs + e->vc]++] = (struct code_run){e->code, e->rows};
     }
     /* at[g] is now the end of group g: shift to starts */
     memmove(at + 1, at, sizeof *at * ngroups);
@@ -361,7 +361,7 @@ int bulk_drain(struct bulk *b, const struct bulk_sink *sink, struct store_error 
         return -1;
     }
     size_t *start = NULL;
-    struct store_run *runs = group_entries(b, &start);
+    struct code_run *runs = group_entries(b, &start);
     int64_t *codes = malloc(8 * (b->nentries + 1)), *rows = malloc(8 * (b->nentries + 1));
     struct vc_runs *vcs = calloc((size_t)b->nvcs + 1, sizeof *vcs);
     int rc = runs && codes && rows && vcs ? 0 : store_fail(err, "out of memory");

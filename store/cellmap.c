@@ -319,7 +319,7 @@ static int settle_runs(struct cellmap *m, struct vc_runs *r, struct store_error 
     uint32_t t = r->n - r->sorted;
     if (t == 0)
         return 0;
-    struct store_run *tail = malloc(sizeof *tail * t);
+    struct code_run *tail = malloc(sizeof *tail * t);
     int64_t *mem = malloc(2 * sizeof *mem * t);
     if (!tail || !mem) {
         free(tail);
@@ -327,7 +327,7 @@ static int settle_runs(struct cellmap *m, struct vc_runs *r, struct store_error 
         return store_fail(err, "out of memory");
     }
     for (uint32_t i = 0; i < t; i++)
-        tail[i] = (struct store_run){r->codes[r->sorted + i], r->rows[r->sorted + i]};
+        tail[i] = (struct code_run){r->codes[r->sorted + i], r->rows[r->sorted + i]};
     int64_t k = store_runs_merge(tail, t, err);
     struct vc_runs add = {mem, mem + t, (uint32_t)(k > 0 ? k : 0), t, (uint32_t)(k > 0 ? k : 0)};
     for (int64_t i = 0; i < k; i++) {

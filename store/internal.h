@@ -3,6 +3,7 @@
 #ifndef STRAUM_STORE_INTERNAL_H
 #define STRAUM_STORE_INTERNAL_H
 
+#include "base/runs.h"
 #include "base/bytes.h"
 #include "base/hashtab.h"
 #include "store/bytemap.h"
@@ -248,14 +249,9 @@ int rollup_build(const struct sql_view *v, const struct store_column_type *types
 
 /* ---- Run lists (runs.c) ------------------------------------------------- */
 
-struct store_run {
-    int64_t code, rows;
-};
-
-/* Sums rows per code over runs[0..n) in place and drops codes whose rows
- * sum to zero; returns how many are left, ascending by code, or -1 with
- * err when out of memory or a sum overflows. */
-int64_t store_runs_merge(struct store_run *runs, size_t n, struct store_error *err);
+/* code_runs_merge (base/runs.h): how many runs are left, or -1 with err when
+ * out of memory or a sum overflows. */
+int64_t store_runs_merge(struct code_run *runs, size_t n, struct store_error *err);
 
 /* ---- Bulk staging (bulk.c) -----------------------------------------------
  * An initial load's rows of one view, summed per finest-width cell before

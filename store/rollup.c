@@ -221,7 +221,7 @@ static int build_vc(const struct grouping *gr, int k, const uint32_t *perm, cons
     int64_t *off = block_column_add(bc, base + STORE_ROLE_VC_OFFSETS, (uint16_t)k, FORMAT_I64, ng + 1);
     int64_t *codes = off ? block_column_add(bc, base + STORE_ROLE_VC_VALUES, (uint16_t)k, FORMAT_I64, total) : NULL;
     int64_t *rows = codes ? block_column_add(bc, base + STORE_ROLE_VC_COUNTS, (uint16_t)k, FORMAT_I64, total) : NULL;
-    struct store_run *scratch = NULL;
+    struct code_run *scratch = NULL;
     size_t cap = 0, used = 0;
     int rc = FAILED;
     if (!rows)
@@ -240,7 +240,7 @@ static int build_vc(const struct grouping *gr, int k, const uint32_t *perm, cons
         for (uint32_t i = start[g]; i < start[g + 1]; i++) {
             uint32_t r = perm[i];
             for (int64_t j = src->vc_off[k][r]; j < src->vc_off[k][r + 1]; j++)
-                scratch[n++] = (struct store_run){src->vc_codes[k][j], src->vc_rows[k][j]};
+                scratch[n++] = (struct code_run){src->vc_codes[k][j], src->vc_rows[k][j]};
         }
         struct store_error err;
         int64_t m = store_runs_merge(scratch, n, &err);

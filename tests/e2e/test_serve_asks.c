@@ -694,25 +694,179 @@ static void check_span_asks(struct taxi_db *db, const char *views, const char *w
     engine_close(e);
 }
 
-Test(serve_asks, spans_read_whole_less_their_outside_equal_postgresql, .timeout = 600)
+/* The benchmark's views and `parties` over that many trips: check after
+ * the snapshot, then after six random batches streamed in (delta blocks
+ * among what they leave). */
+static void check_before_and_after_changes(int trips,
+                                           void (*check)(struct taxi_db *db, const char *views,
+                                                         const char *when))
 {
     struct taxi_db db;
-    taxi_db_create(&db, NULL, 5000);
+    taxi_db_create(&db, NULL, trips);
     char *taxi = taxi_read_source("bench/taxi_views.sql"), views[96], *both;
     cr_assert_geq(asprintf(&both, "%s\n%s", taxi, SPAN_VIEW), 0);
     write_views(&db, both, views, sizeof views);
-    check_span_asks(&db, views, "after the snapshot");
+    check(&db, views, "after the snapshot");
     for (int i = 0; i < 6; i++)
         taxi_random_batch(&db);
     const char *extra[] = {"--views", views, NULL};
     char log[8192];
     cr_assert_eq(taxi_ingest_once_with(&db, extra, log, sizeof log), 0, "%s", log);
     cr_assert_gt(oracle_delta_blocks(db.store), 0, "the changes left delta blocks to fold");
-    check_span_asks(&db, views, "after streamed changes");
+    check(&db, views, "after streamed changes");
     remove(views);
     free(both);
     free(taxi);
     taxi_db_destroy(&db);
+}
+
+Test(serve_asks, spans_read_whole_less_their_outside_equal_postgresql, .timeout = 600)
+{
+    check_before_and_after_changes(5000, check_span_asks);
+}
+
+/* ---- Series that settle as they go ------------------------------------------------
+ * An ask grouped by hour buckets or bins of hours reads one width in time
+ * order, and settles each group once the scan has passed its bin (SPEC.md
+ * §6.1 "Settling"): its value-count measures (percentiles, min, max,
+ * distinct counts) finished and its value counts let go, and, once the
+ * group map holds thousands of settled groups, the map emptied. Bucket by
+ * bucket within a segment without deltas, segment by segment where delta
+ * blocks follow the base. The answers must equal PostgreSQL's and the
+ * cells-only reference's, after the snapshot and after streamed changes,
+ * and the groups must have settled; an ask whose pieces lie in several
+ * widths (day bins over a range with hours at its edges) must not settle. And an ask refused for its
+ * scratch is refused, never answered with a NULL where a value is: under
+ * every --ask-memory from nothing up to what it needs, the answer is
+ * either 422 ask_memory or the whole one. */
+
+static const struct {
+    const char *ask, *sql;
+    bool settles;
+    bool forgets; /* so many groups that the map forgets settled ones
+                     (SETTLED_MAP_FORGET) */
+} SERIES_ASKS[] = {
+    {"SELECT bucket, pu_location_id, payment_type, trips, fare, avg_fare FROM trips "
+     "GROUP BY bucket, pu_location_id, payment_type",
+     "SELECT date_bin('1 hour', t.pickup_at, timestamptz 'epoch'), t.pu_location_id, "
+     "t.payment_type, count(*), sum(t.fare_amount), avg(t.fare_amount) FROM yellow_trips t "
+     "GROUP BY 1, 2, 3", true, true},
+    {"SELECT date_bin('3 hours', bucket) AS b, payment_type, trips, fare FROM trips "
+     "GROUP BY b, payment_type",
+     "SELECT date_bin('3 hours', t.pickup_at, timestamptz 'epoch'), t.payment_type, count(*), "
+     "sum(t.fare_amount) FROM yellow_trips t GROUP BY 1, 2", true, true},
+    {"SELECT bucket, payment_type, trips, median_fare, p99_fare FROM trips "
+     "WHERE bucket >= '2024-01-01 05:00:00+00' AND bucket < '2024-06-20 00:00:00+00' "
+     "GROUP BY bucket, payment_type",
+     "SELECT date_bin('1 hour', t.pickup_at, timestamptz 'epoch'), t.payment_type, count(*), "
+     "percentile_disc(0.5) WITHIN GROUP (ORDER BY t.fare_amount), "
+     "percentile_disc(0.99) WITHIN GROUP (ORDER BY t.fare_amount) FROM yellow_trips t "
+     "WHERE t.pickup_at >= '2024-01-01 05:00:00+00' AND t.pickup_at < '2024-06-20 00:00:00+00' "
+     "GROUP BY 1, 2", true, false},
+    {"SELECT date_bin('1 hour', bucket) AS b, payment_type, borough, trips, avg_fare, p99_fare "
+     "FROM trips GROUP BY b, payment_type, borough",
+     "SELECT date_bin('1 hour', t.pickup_at, timestamptz 'epoch'), t.payment_type, z.borough, "
+     "count(*), avg(t.fare_amount), "
+     "percentile_disc(0.99) WITHIN GROUP (ORDER BY t.fare_amount) FROM yellow_trips t "
+     "LEFT JOIN taxi_zones z ON z.location_id = t.pu_location_id GROUP BY 1, 2, 3", true, false},
+    {"SELECT date_bin('3 hours', bucket) AS b, vendor_id, fewest, most, sizes, median_party, "
+     "p90_party FROM parties WHERE bucket >= '2024-02-01' AND bucket < '2024-05-01' "
+     "GROUP BY b, vendor_id HAVING trips > 1",
+     "SELECT date_bin('3 hours', t.pickup_at, timestamptz 'epoch'), t.vendor_id, "
+     "min(t.passenger_count), max(t.passenger_count), count(DISTINCT t.passenger_count), "
+     "percentile_disc(0.5) WITHIN GROUP (ORDER BY t.passenger_count), "
+     "percentile_disc(0.9) WITHIN GROUP (ORDER BY t.passenger_count) FROM yellow_trips t "
+     "WHERE t.pickup_at >= '2024-02-01' AND t.pickup_at < '2024-05-01' GROUP BY 1, 2 "
+     "HAVING count(*) > 1", true, false},
+    {"SELECT bucket, pu_location_id, median_fare FROM trips "
+     "WHERE bucket >= '2024-03-01' AND bucket < '2024-04-01' AND payment_type IN (1, 2) "
+     "GROUP BY bucket, pu_location_id ORDER BY median_fare DESC, bucket, pu_location_id LIMIT 20",
+     "SELECT date_bin('1 hour', t.pickup_at, timestamptz 'epoch') AS b, t.pu_location_id, "
+     "percentile_disc(0.5) WITHIN GROUP (ORDER BY t.fare_amount) AS m FROM yellow_trips t "
+     "WHERE t.pickup_at >= '2024-03-01' AND t.pickup_at < '2024-04-01' "
+     "AND t.payment_type IN (1, 2) GROUP BY 1, 2 ORDER BY m DESC, b, 2 LIMIT 20", true, false},
+    /* day bins over a range with hours at its edges: two runs, no settling */
+    {"SELECT date_bin('1 day', bucket) AS d, payment_type, median_fare FROM trips "
+     "WHERE bucket >= '2024-03-01 06:00:00+00' AND bucket < '2024-03-20 00:00:00+00' "
+     "GROUP BY d, payment_type",
+     "SELECT date_bin('1 day', date_bin('1 hour', t.pickup_at, timestamptz 'epoch'), "
+     "timestamptz 'epoch'), t.payment_type, "
+     "percentile_disc(0.5) WITHIN GROUP (ORDER BY t.fare_amount) FROM yellow_trips t "
+     "WHERE t.pickup_at >= '2024-03-01 06:00:00+00' AND t.pickup_at < '2024-03-20 00:00:00+00' "
+     "GROUP BY 1, 2", false, false},
+};
+
+/* Under every --ask-memory up to twice what the ask takes (its peak is read
+ * before its answer's text is written), in steps fine enough to fail each
+ * of its allocations in turn somewhere, the answer is the whole one or a
+ * 422 ask_memory. */
+static void check_scratch_refusals(const char *store, const char *ask)
+{
+    struct store_error serr;
+    struct engine *e = engine_open(store, NULL, &serr);
+    cr_assert_not_null(e, "%s", serr.message);
+    struct ask_stats stats = {0};
+    struct ask_request req = {.ask = ask, .stats = &stats};
+    struct buf whole = {0}, out = {0};
+    struct ask_error err;
+    cr_assert_eq(engine_ask(e, &req, &whole, &err), 0, "%s", err.message);
+    engine_close(e);
+    size_t peak = stats.scratch_peak, refused = 0, answered = 0;
+    cr_assert_gt(peak, 0);
+    for (size_t limit = 1024; limit <= 2 * peak; limit += limit < 65536 ? 512 : limit / 64) {
+        struct engine_limits l = {.ask_memory = limit};
+        cr_assert_not_null(e = engine_open(store, &l, &serr), "%s", serr.message);
+        req.stats = NULL;
+        out.len = 0;
+        if (engine_ask(e, &req, &out, &err) == 0) {
+            cr_assert_str_eq(out.data, whole.data, "--ask-memory %zu: a different answer", limit);
+            answered++;
+        } else {
+            cr_assert_str_eq(err.code, "ask_memory", "--ask-memory %zu: %s %s", limit, err.code,
+                             err.message);
+            refused++;
+        }
+        engine_close(e);
+    }
+    cr_assert_gt(refused, 0, "no limit refused the ask (peak %zu)", peak);
+    cr_assert_gt(answered, 0, "no limit answered the ask (peak %zu)", peak);
+    buf_free(&whole);
+    buf_free(&out);
+}
+
+static void check_series_asks(struct taxi_db *db, const char *views, const char *when)
+{
+    struct engine *e = ingest_and_open(db, views), *cells;
+    struct engine_limits cells_only = {.cells_only = true};
+    struct store_error serr;
+    cr_assert_not_null(cells = engine_open(db->store, &cells_only, &serr), "%s", serr.message);
+    for (size_t a = 0; a < sizeof SERIES_ASKS / sizeof *SERIES_ASKS; a++) {
+        char what[2400];
+        snprintf(what, sizeof what, "%s: %s\nSQL: %s", when, SERIES_ASKS[a].ask,
+                 SERIES_ASKS[a].sql);
+        struct ask_stats stats = {0};
+        check_span_ask(e, cells, db->pg, SERIES_ASKS[a].ask, SERIES_ASKS[a].sql, NULL, what,
+                       &stats);
+        if (SERIES_ASKS[a].settles)
+            cr_assert_gt(stats.groups_settled, 0, "%s: no group settled", what);
+        else
+            cr_assert_eq(stats.groups_settled, 0, "%s: %u groups settled", what,
+                         stats.groups_settled);
+        if (SERIES_ASKS[a].forgets)
+            cr_assert_gt(stats.map_emptied, 0, "%s: the map never forgot settled groups", what);
+    }
+    engine_close(cells);
+    engine_close(e);
+    check_scratch_refusals(db->store, SERIES_ASKS[2].ask);
+    check_scratch_refusals(db->store, "SELECT payment_type, fewest, most, sizes, median_party "
+                                      "FROM parties GROUP BY payment_type");
+}
+
+Test(serve_asks, series_settle_as_they_go_and_equal_postgresql, .timeout = 600)
+{
+    /* 40,000 trips: three-hour bins by payment type are some 7,000 groups,
+     * several cells each, so the map forgets settled groups in mid-scan. */
+    check_before_and_after_changes(40000, check_series_asks);
 }
 
 /* ---- A dim joined INNER ----------------------------------------------------------

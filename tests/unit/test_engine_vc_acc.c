@@ -328,10 +328,10 @@ Test(vc_acc, an_empty_accumulator_has_no_runs)
 /* The model's codes in order, each with its rows. */
 static void qsort_pairs(struct model *m)
 {
-    struct vc_run *r = malloc(sizeof *r * (m->n + 1));
+    struct code_run *r = malloc(sizeof *r * (m->n + 1));
     cr_assert(r);
     for (size_t i = 0; i < m->n; i++)
-        r[i] = (struct vc_run){m->codes[i], m->rows[i]};
+        r[i] = (struct code_run){m->codes[i], m->rows[i]};
     qsort(r, m->n, sizeof *r, cmp_i64); /* by code: a run starts with it */
     for (size_t i = 0; i < m->n; i++) {
         m->codes[i] = r[i].code;
