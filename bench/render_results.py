@@ -983,7 +983,8 @@ def random_section(modes):
            f"`tests/kit/taxi_random.h` (seed {r['seed']}) over one keep-alive connection, each "
            f"{r['runs_per_ask']} times (the median; a refusal once). PostgreSQL checks the slowest "
            "and an even spread over the raw rows (New York time); the slowest are timed on it and "
-           "on an in-memory DuckDB (`taxi_duckdb.mjs --sql`), the median of three.", ""]
+           "on an in-memory DuckDB (`taxi_duckdb.mjs --sql`), the median of three." +
+           (" " + r["duckdb_note"] if "duckdb_note" in r else ""), ""]
     # Per view over the small answers too in the JSON; here the four that steer.
     out += table(["Answered asks", "n", "p50", "p90", "p99", "max"],
                  [[s["asks"], s["n"], dur_ms(s["p50_ms"]), dur_ms(s["p90_ms"]),
@@ -1000,6 +1001,15 @@ def random_section(modes):
                      f"`{a['ask']}`" + (f" ({params})" if params else "")])
     out += table([f"The {len(rows)} slowest", "Shape", "Rows", "Straum", "PostgreSQL", "DuckDB",
                   "Ask (parameters)"], rows)
+    wins = []
+    for peer, key in (("PostgreSQL", "postgres_ms"), ("DuckDB", "duckdb_ms")):
+        beat = [a for a in r["slowest"] if a.get(key, float("inf")) < a["straum_ms"]]
+        if beat:
+            wins.append(f"{peer}, on {len(beat)} of the {len(rows)} slowest (" +
+                        "; ".join(f"{a['number']}: {count(a['rows'])} rows, "
+                                  f"{dur_ms(a[key])} against {dur_ms(a['straum_ms'])}"
+                                  for a in beat) + ").")
+    out += ["", "Where a peer wins: " + (" ".join(wins) if wins else "nowhere.")]
     return out + [""]
 
 
