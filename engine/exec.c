@@ -1593,6 +1593,40 @@ static int cover_spans(struct exec *x, int64_t from, int64_t to, struct ask_erro
     return lo < hi ? cover(x, top, lo, hi, false, err) : 0;
 }
 
+/* The rows of a key's marginal per widest bucket at which taking a
+ * bucket's rest away at its edges pays (plan_time): between the handful
+ * of a payment type's (a loss) and the 250 of a pickup zone's (a gain). */
+enum { SUBTRACT_EDGES_MIN_ROWS = 64 };
+
+/* *rows: the rows the ask reads for its one key per bucket that holds
+ * any (its marginal's, or the cells' where the store keeps no marginal of
+ * it), in the widest width's first segment in [from, to); 0 when there is
+ * none. A measure of the key's distinct values at hand, read from block
+ * headers. 0, or -1 with err. */
+static int marginal_rows_per_bucket(struct exec *x, int64_t from, int64_t to, uint32_t *rows,
+                                    struct ask_error *err)
+{
+    struct store_segment_iter it;
+    struct store_segment s;
+    struct store_error serr;
+    *rows = 0;
+    if (store_segments_begin(x->r, x->view, x->v->nwidths - 1, from, to, &it, &serr))
+        return ask_fail(err, 500, "corrupt_store", "%s", serr.message);
+    int got = store_segments_next(&it, &s, &serr);
+    if (got > 0) {
+        struct store_block b;
+        uint32_t keyed, buckets;
+        store_segment_block(x->r, &s, 0, &b);
+        if (x->read_key >= STORE_ROLLUP_MAX_KEYS ||
+            !store_block_family(&b, store_rollup_base(false, x->read_key), NULL, &keyed))
+            store_block_family(&b, 0, NULL, &keyed); /* the cells */
+        if (store_block_family(&b, store_rollup_base(false, -1), NULL, &buckets) && buckets)
+            *rows = keyed / buckets;
+    }
+    store_segments_end(&it);
+    return got < 0 ? ask_fail(err, 500, "corrupt_store", "%s", serr.message) : 0;
+}
+
 /* Plans the ask's grouping by time: its bins, or its calendar buckets over
  * the range (each one's cover is its own), into x->pieces. */
 static int plan_time(struct exec *x, struct ask_error *err)
@@ -1602,16 +1636,26 @@ static int plan_time(struct exec *x, struct ask_error *err)
     x->bin_width = a->bucket_width;
     x->bin_origin = a->bucket_origin;
     x->subtract = may_subtract(x);
-    /* A bucket less its rest at an edge reads fewer rows but opens more
-     * segments: it pays where a wider bucket's rows are many and costly —
-     * the cells of two keys or more, a key's marginal rows with their value
-     * counts — not for totals, one row a bucket at every width, nor for
-     * marginals of counts and sums. Measured at full scale (serve's CPU
-     * per ask): the median per New York day, zone and payment type over
-     * two weeks 310 -> 218 ms, the median per New York day by borough over
-     * six months 1.16 -> 1.00 s; the median per New York day over March,
-     * read so from totals, 250 -> 290 us. */
-    x->subtract_edges = x->subtract && (x->read_key == -2 || (x->read_key >= 0 && x->any_vc));
+    /* A bucket less its rest at an edge reads fewer rows but walks the
+     * finer width's segments once more (the pieces taken away are a run of
+     * their own): it pays where a wider bucket's rows are many and costly
+     * — the cells of two keys or more, a key's marginal rows with their
+     * value counts, a marginal of many keys — not for totals, one row a
+     * bucket at every width, nor for a marginal of a few keys. Measured at
+     * full scale (one engine, best of 50): the median per New York day,
+     * zone and payment type over two weeks 310 -> 218 ms; trips per New
+     * York month by borough (some 250 zones a week) 857 -> 600 us, by
+     * dropoff zone with tips 2.38 -> 1.85 ms; trips per New York month by
+     * payment type (a handful a week) 99 -> 114 us, and per New York day
+     * from totals 250 -> 290 us, so those are read without. */
+    if (x->subtract && x->read_key >= 0 && !x->any_vc) {
+        uint32_t rows;
+        if (marginal_rows_per_bucket(x, from, to, &rows, err))
+            return -1;
+        x->subtract_edges = rows >= SUBTRACT_EDGES_MIN_ROWS;
+    } else {
+        x->subtract_edges = x->subtract && (x->read_key == -2 || x->read_key >= 0);
+    }
     if (!(x->width_cost = scratch_malloc(sizeof *x->width_cost * (size_t)x->v->nwidths)))
         return ask_fail(err, 500, "internal", "out of memory");
     for (int w = 0; w < x->v->nwidths; w++)

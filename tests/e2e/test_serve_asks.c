@@ -582,6 +582,14 @@ static const struct {
      "SELECT t.vendor_id, count(*), "
      "percentile_disc(0.5) WITHIN GROUP (ORDER BY t.passenger_count) FROM yellow_trips t "
      "WHERE %s AND t.payment_type <> 2 GROUP BY 1", true},
+    /* a marginal of counts and sums: taken away at an edge where the key
+     * has many values at hand (pickup zones, by borough), not a few */
+    {"SELECT borough, trips, fare FROM trips WHERE %s GROUP BY borough",
+     "SELECT z.borough, count(*), sum(t.fare_amount) FROM yellow_trips t "
+     "LEFT JOIN taxi_zones z ON z.location_id = t.pu_location_id WHERE %s GROUP BY 1", true},
+    {"SELECT payment_type, trips, fare FROM parties WHERE %s GROUP BY payment_type",
+     "SELECT t.payment_type, count(*), sum(t.fare_amount) FROM yellow_trips t WHERE %s "
+     "GROUP BY 1", false},
 };
 
 static const struct {
@@ -636,6 +644,10 @@ static const struct {
      "SELECT date_trunc('week', t.pickup_at), t.payment_type, count(*), sum(t.fare_amount), "
      "percentile_disc(0.9) WITHIN GROUP (ORDER BY t.passenger_count) FROM yellow_trips t "
      "GROUP BY 1, 2"},
+    {"SELECT date_trunc('month', bucket) AS month, borough, trips FROM trips "
+     "GROUP BY month, borough",
+     "SELECT date_trunc('month', t.pickup_at), z.borough, count(*) FROM yellow_trips t "
+     "LEFT JOIN taxi_zones z ON z.location_id = t.pu_location_id GROUP BY 1, 2"},
 };
 
 /* The ask's answer, with its stats, equal to PostgreSQL's and to the
