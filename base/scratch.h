@@ -29,10 +29,9 @@
  * per worker's arena stayed resident after malloc_trim, none with one
  * arena. So scratch_process_setup makes one arena (M_ARENA_MAX 1: the
  * threads' small blocks come from their tcaches, and the seed asks time
- * the same, bench/) and fixes the mmap threshold at 256 KiB (blocks that
- * big are mapped and unmapped on their own, and the thresholds stop
- * moving with what is freed); scratch_give_back trims after an ask whose
- * peak passed SCRATCH_TRIM_AFTER. Anonymous memory then returns to its
+ * the same, bench/) and fixes the mmap threshold at SCRATCH_MMAP_THRESHOLD
+ * (the thresholds stop moving with what is freed); scratch_give_back trims
+ * after an ask whose peak passed SCRATCH_TRIM_AFTER. Anonymous memory then returns to its
  * resting size after any ask (SPEC.md §6.1 "Scratch"). */
 #ifndef STRAUM_BASE_SCRATCH_H
 #define STRAUM_BASE_SCRATCH_H
@@ -47,10 +46,13 @@ struct scratch_budget {
     bool exceeded;    /* an allocation was refused for the limit */
 };
 
-/* Blocks at least this big are mapped on their own and unmapped on free:
- * 256 KiB is past every per-cell and per-group block of a light ask (a key
- * array, a run list of a block) and covers the group maps, merged value
- * counts and decoded columns of a heavy one. */
+/* Blocks at least this big are mapped on their own and unmapped on free;
+ * smaller ones come from the arena and are reused. 32 MiB (glibc's
+ * largest): a segment's decoded runs, a list's running rows and a group's
+ * window, hundreds of KiB to a few MiB taken and freed again per segment,
+ * were each a fresh mapping whose every page faulted in zeroed below it
+ * (SPEC.md §6.1 "Scratch" has the measure); malloc_trim after a heavy ask
+ * gives the arena's free pages back wherever they lie. */
 #define SCRATCH_MMAP_THRESHOLD ((size_t)32 << 20)
 /* An ask whose scratch peaked past 4 MiB trims the arenas when it ends:
  * trimming costs a walk of the arenas' free lists (tens of microseconds at

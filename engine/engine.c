@@ -336,6 +336,7 @@ int engine_answer_open(struct engine *e, const struct ask_request *req,
         *req->stats = (struct ask_stats){.cells = a->x.cells_read,
                                          .pieces = a->x.npieces,
                                          .pieces_taken_away = a->x.npieces_minus,
+                                         .segments = a->x.segments_read,
                                          .groups_settled = a->x.nsettled,
                                          .map_emptied = a->x.map_forgot,
                                          .scratch_peak = a->budget.peak};

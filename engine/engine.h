@@ -32,6 +32,8 @@ struct ask_stats {
     uint32_t pieces;          /* (width, sub-range) pieces the range was covered by */
     uint32_t pieces_taken_away; /* of them, read to be taken away: a span read
                                    whole less what lies outside the range */
+    uint32_t segments;        /* segments the pieces' walks read (a walk skips
+                                 those between its pieces unread) */
     uint32_t groups_settled;  /* groups finished as the scan went (SPEC.md
                                  §6.1 "Settling") */
     uint32_t map_emptied;     /* times the group map forgot settled groups */

@@ -1095,10 +1095,15 @@ static int scan_run(struct exec *x, int width, struct ask_error *err)
     uint32_t first = 0; /* the first piece that ends after the segment's start */
     for (rc = 0; rc == 0 && (got = store_segments_next(&it, &s, &serr)) == 1;) {
         int64_t start = s.span_start, end = start + span;
+        x->segments_read++;
         while (first < x->nrun && run[first].to <= start)
             first++;
-        if (first == x->nrun || run[first].from >= end)
-            continue; /* between two pieces */
+        if (first == x->nrun)
+            break;
+        if (run[first].from >= end) { /* between two pieces: on to the next one's */
+            store_segments_skip(&it, run[first].from);
+            continue;
+        }
         /* Each stretch of pieces that touch end to end, on its own: the
          * rows between two stretches are not decoded. */
         for (uint32_t j = first; rc == 0 && j < x->nrun && run[j].from < end;) {
@@ -1113,6 +1118,10 @@ static int scan_run(struct exec *x, int width, struct ask_error *err)
             rc = settle_groups(x, end, err);
         if (rc == 0)
             rc = exec_over_budget(x, err);
+        while (first < x->nrun && run[first].to <= end)
+            first++;
+        if (first < x->nrun && run[first].from > end)
+            store_segments_skip(&it, run[first].from);
     }
     if (rc == 0 && got < 0)
         rc = ask_fail(err, 500, "corrupt_store", "%s", serr.message);

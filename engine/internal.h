@@ -328,6 +328,7 @@ struct exec {
     int64_t started_us;
     const atomic_bool *cancel; /* ask_request.cancel: read with the budget */
     uint64_t cells_read;
+    uint32_t segments_read;   /* by the pieces' walks (struct ask_stats) */
     uint64_t source_runs;     /* runs of decoded lists groups keep as sources */
     uint64_t collected_runs;  /* runs groups collected (vc_acc_collect) */
     bool folded_deltas;       /* a delta block was folded, or a piece taken

@@ -22,6 +22,7 @@ int store_segments_begin(struct store_read *r, int view, int width, int64_t from
      * "every segment" asks) needs no rounding and must not overflow. */
     it->from = from <= INT64_MIN / 2 ? INT64_MIN : store_span_start(&views->views[view], width, from);
     it->to = to;
+    it->at = INT64_MIN;
     MDB_cursor *cur;
     int rc = mdb_cursor_open(r->txn, r->s->seg, &cur);
     if (rc)
@@ -112,7 +113,7 @@ static int segment_next(struct store_segment_iter *it, struct store_segment *seg
     const char *name = it->r->s->views->views[it->view].name;
     seg->view = it->view;
     seg->width = it->width;
-    seg->span_start = get_i64key(key + 3);
+    seg->span_start = it->at = get_i64key(key + 3);
     seg->bytes = v.mv_data;
     seg->len = v.mv_size;
     seg->ndeltas = 0;
@@ -147,6 +148,19 @@ static int segment_next(struct store_segment_iter *it, struct store_segment *seg
                               ferr.message);
     }
     return 1;
+}
+
+void store_segments_skip(struct store_segment_iter *it, int64_t t)
+{
+    const struct sql_view *v = &it->r->s->views->views[it->view];
+    int64_t from = store_span_start(v, it->width, t);
+    if (it->done || from <= it->at || from <= it->from)
+        return;
+    /* The next call seeks (next_entry) rather than stepping: the segments
+     * between are never opened. */
+    it->from = from;
+    it->started = false;
+    it->pending = false;
 }
 
 int store_segments_next(struct store_segment_iter *it, struct store_segment *seg,

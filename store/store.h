@@ -355,6 +355,7 @@ struct store_segment_iter {
     struct store_read *r;
     int view, width;
     int64_t from, to;
+    int64_t at;                 /* the span start of the segment read last */
     void *cursor;
     bool started, done;
     bool raw;
@@ -386,6 +387,11 @@ int store_segments_begin(struct store_read *r, int view, int width, int64_t from
  * seg->bytes NULL and ends the walk. */
 int store_segments_next(struct store_segment_iter *it, struct store_segment *seg,
                         struct store_error *err);
+/* Skips the walk ahead: the next segment handed out is the first whose
+ * span ends after t (none before the one handed out last). The segments
+ * skipped are not read: a walk over pieces far apart (the edges of all
+ * time) opens the segments they reach, not all between. Cannot fail. */
+void store_segments_skip(struct store_segment_iter *it, int64_t t);
 void store_segments_end(struct store_segment_iter *it);
 
 /* The span of a segment holding buckets of a width: store_span_buckets()

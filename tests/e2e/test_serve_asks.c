@@ -737,6 +737,53 @@ Test(serve_asks, spans_read_whole_less_their_outside_equal_postgresql, .timeout 
     check_before_and_after_changes(5000, check_span_asks);
 }
 
+/* A range far past the rows on both sides (a dashboard's "all time" as
+ * 2000 to 2030) is covered by whole weeks and, at its two far edges, by
+ * days and hours that hold no row: each width's walk skips from the one
+ * edge to the other, so the ask reads a few segments, not every hour and
+ * day segment between (some 70 and 25 here). */
+static const struct {
+    const char *ask, *sql;
+} FAR_ASKS[] = {
+    {"SELECT trips FROM trips WHERE bucket >= '2000-01-01' AND bucket < '2030-01-01'",
+     "SELECT count(*) FROM yellow_trips"},
+    {"SELECT payment_type, trips, fare, avg_fare FROM trips "
+     "WHERE bucket >= '2000-01-01' AND bucket < '2030-01-01' GROUP BY payment_type",
+     "SELECT payment_type, count(*), sum(fare_amount), avg(fare_amount) FROM yellow_trips "
+     "GROUP BY 1"},
+    {"SELECT borough, trips, median_fare FROM trips "
+     "WHERE bucket >= '2000-01-01 00:30:00+00' AND bucket < '2030-01-01' GROUP BY borough",
+     "SELECT z.borough, count(*), percentile_disc(0.5) WITHIN GROUP (ORDER BY t.fare_amount) "
+     "FROM yellow_trips t LEFT JOIN taxi_zones z ON z.location_id = t.pu_location_id "
+     "GROUP BY 1"},
+    {"SELECT trips, tips FROM dropoffs WHERE bucket > '1999-12-31 23:00:00+00' "
+     "AND bucket <= '2029-12-31 22:00:00+00'",
+     "SELECT count(*), sum(tip_amount) FROM yellow_trips"},
+};
+
+static void check_far_asks(struct taxi_db *db, const char *views, const char *when)
+{
+    struct engine *e = ingest_and_open(db, views), *cells;
+    struct engine_limits cells_only = {.cells_only = true};
+    struct store_error serr;
+    cr_assert_not_null(cells = engine_open(db->store, &cells_only, &serr), "%s", serr.message);
+    for (size_t a = 0; a < sizeof FAR_ASKS / sizeof *FAR_ASKS; a++) {
+        char what[2400];
+        snprintf(what, sizeof what, "%s: %s\nSQL: %s", when, FAR_ASKS[a].ask, FAR_ASKS[a].sql);
+        struct ask_stats stats = {0};
+        check_span_ask(e, cells, db->pg, FAR_ASKS[a].ask, FAR_ASKS[a].sql, NULL, what, &stats);
+        cr_assert_leq(stats.segments, 2 * stats.pieces, "%s: %u segments read for %u pieces",
+                      what, stats.segments, stats.pieces);
+    }
+    engine_close(cells);
+    engine_close(e);
+}
+
+Test(serve_asks, a_range_far_past_the_rows_reads_the_segments_its_pieces_reach, .timeout = 600)
+{
+    check_before_and_after_changes(5000, check_far_asks);
+}
+
 /* ---- Series that settle as they go ------------------------------------------------
  * An ask grouped by hour buckets or bins of hours reads one width in time
  * order, and settles each group once the scan has passed its bin (SPEC.md
