@@ -217,6 +217,18 @@ static struct engine *ingest_and_open(struct taxi_db *db, const char *views)
     return e;
 }
 
+/* ingest_and_open, and beside it the cells-only reference on the same
+ * store (*cells): the engine that never folds rollups, taken aside. */
+static struct engine *ingest_and_open_both(struct taxi_db *db, const char *views,
+                                           struct engine **cells)
+{
+    struct engine *e = ingest_and_open(db, views);
+    struct engine_limits cells_only = {.cells_only = true};
+    struct store_error serr;
+    cr_assert_not_null(*cells = engine_open(db->store, &cells_only, &serr), "%s", serr.message);
+    return e;
+}
+
 /* A percentile of a rollup row lent whole reads its rows only up to its
  * pick when the view counts the same column under the same filter (serve's
  * exec.rows_count): the group's total is then that count. Here with NULL
@@ -673,10 +685,7 @@ static void check_span_ask(struct engine *e, struct engine *cells, PGconn *pg, c
 
 static void check_span_asks(struct taxi_db *db, const char *views, const char *when)
 {
-    struct engine *e = ingest_and_open(db, views), *cells;
-    struct engine_limits cells_only = {.cells_only = true};
-    struct store_error serr;
-    cr_assert_not_null(cells = engine_open(db->store, &cells_only, &serr), "%s", serr.message);
+    struct engine *cells, *e = ingest_and_open_both(db, views, &cells);
     for (size_t r = 0; r < sizeof SPAN_RANGES / sizeof *SPAN_RANGES; r++)
         for (size_t a = 0; a < sizeof SPAN_ASKS / sizeof *SPAN_ASKS; a++) {
             char ask[1024], sql[1024], what[2400];
@@ -763,10 +772,7 @@ static const struct {
 
 static void check_far_asks(struct taxi_db *db, const char *views, const char *when)
 {
-    struct engine *e = ingest_and_open(db, views), *cells;
-    struct engine_limits cells_only = {.cells_only = true};
-    struct store_error serr;
-    cr_assert_not_null(cells = engine_open(db->store, &cells_only, &serr), "%s", serr.message);
+    struct engine *cells, *e = ingest_and_open_both(db, views, &cells);
     for (size_t a = 0; a < sizeof FAR_ASKS / sizeof *FAR_ASKS; a++) {
         char what[2400];
         snprintf(what, sizeof what, "%s: %s\nSQL: %s", when, FAR_ASKS[a].ask, FAR_ASKS[a].sql);
@@ -895,10 +901,7 @@ static void check_scratch_refusals(const char *store, const char *ask)
 
 static void check_series_asks(struct taxi_db *db, const char *views, const char *when)
 {
-    struct engine *e = ingest_and_open(db, views), *cells;
-    struct engine_limits cells_only = {.cells_only = true};
-    struct store_error serr;
-    cr_assert_not_null(cells = engine_open(db->store, &cells_only, &serr), "%s", serr.message);
+    struct engine *cells, *e = ingest_and_open_both(db, views, &cells);
     for (size_t a = 0; a < sizeof SERIES_ASKS / sizeof *SERIES_ASKS; a++) {
         char what[2400];
         snprintf(what, sizeof what, "%s: %s\nSQL: %s", when, SERIES_ASKS[a].ask,
