@@ -31,8 +31,8 @@
  * threads' small blocks come from their tcaches, and the seed asks time
  * the same, bench/) and fixes the mmap threshold at SCRATCH_MMAP_THRESHOLD
  * (the thresholds stop moving with what is freed); scratch_give_back trims
- * after an ask whose peak passed SCRATCH_TRIM_AFTER. Anonymous memory then returns to its
- * resting size after any ask (SPEC.md §6.1 "Scratch"). */
+ * after an ask whose peak passed SCRATCH_TRIM_AFTER. Anonymous memory then
+ * returns to its resting size after any ask (SPEC.md §6.1 "Scratch"). */
 #ifndef STRAUM_BASE_SCRATCH_H
 #define STRAUM_BASE_SCRATCH_H
 
