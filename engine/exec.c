@@ -1090,7 +1090,6 @@ static int scan_run(struct exec *x, int width, struct ask_error *err)
     struct store_error serr;
     if (store_segments_begin(x->r, x->view, width, run[0].from, run[x->nrun - 1].to, &it, &serr))
         return ask_fail(err, 500, "corrupt_store", "%s", serr.message);
-    it.raw = true;
     int rc, got;
     uint32_t first = 0; /* the first piece that ends after the segment's start */
     for (rc = 0; rc == 0 && (got = store_segments_next(&it, &s, &serr)) == 1;) {

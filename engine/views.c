@@ -1,5 +1,7 @@
 /* views.c -- GET /views: what each view keeps, as JSON: its widths with
- * their cell counts (read from segment headers, not cells), keys, dim
+ * their cell counts (read from block headers, not cells: the cells as
+ * stored, a base's and its delta blocks', so a cell changed since its
+ * segment was last folded counts once per block holding it), keys, dim
  * columns and measures; and the views as relations (their columns and
  * types) for the PostgreSQL catalog. */
 #include "engine/internal.h"
@@ -20,8 +22,11 @@ static int count_cells(struct store_read *r, int view, int width, int64_t *cells
     if (store_segments_begin(r, view, width, INT64_MIN, INT64_MAX, &it, &serr))
         return ask_fail(err, 500, "corrupt_store", "%s", serr.message);
     int got;
-    while ((got = store_segments_next(&it, &s, &serr)) == 1)
+    while ((got = store_segments_next(&it, &s, &serr)) == 1) {
         *cells += s.block.info.ncells;
+        for (int d = 0; d < s.ndeltas; d++)
+            *cells += s.deltas[d].block.info.ncells;
+    }
     store_segments_end(&it);
     return got < 0 ? ask_fail(err, 500, "corrupt_store", "%s", serr.message) : 0;
 }

@@ -78,14 +78,14 @@ static int merge_blocks(struct store_segment_iter *it, const MDB_val *blocks, in
     struct store *s = it->r->s;
     struct cellmap *m = cellmap_new(&s->views->views[it->view], s->types[it->view], it->view,
                                     it->width, span_start);
-    free(it->merged);
-    it->merged = NULL;
+    free(it->merged_block);
+    it->merged_block = NULL;
     int rc = m ? cellmap_load_segment(m, blocks, n, err) : store_fail(err, "out of memory");
     if (rc == 0)
-        rc = cellmap_encode(m, &it->merged, &out->mv_size, err);
+        rc = cellmap_encode(m, &it->merged_block, &out->mv_size, err);
     cellmap_free(m);
-    out->mv_data = it->merged;
-    return rc == 0 && !it->merged ? 1 : rc;
+    out->mv_data = it->merged_block;
+    return rc == 0 && !it->merged_block ? 1 : rc;
 }
 
 static int segment_next(struct store_segment_iter *it, struct store_segment *seg,
@@ -127,7 +127,7 @@ static int segment_next(struct store_segment_iter *it, struct store_segment *seg
     struct store_error inner;
     struct format_error ferr;
     if (collect_deltas(it, base, blocks, &n, &inner) ||
-        (n > 1 && !it->raw &&
+        (n > 1 && it->merged &&
          (rc2 = merge_blocks(it, blocks, n, seg->span_start, &blocks[0], &inner)) < 0))
         return store_fail(err, "segment of view \"%s\", width %d, span %lld: %s", name,
                           it->width, (long long)seg->span_start, inner.message);
@@ -138,7 +138,7 @@ static int segment_next(struct store_segment_iter *it, struct store_segment *seg
     if (format_block_open(&seg->block, seg->bytes, seg->len, false, &ferr))
         return store_fail(err, "segment of view \"%s\", width %d, span %lld: %s", name,
                           it->width, (long long)seg->span_start, ferr.message);
-    for (int i = 1; it->raw && i < n; i++) {
+    for (int i = 1; !it->merged && i < n; i++) {
         struct store_block_ref *d = &seg->deltas[seg->ndeltas++];
         d->bytes = blocks[i].mv_data;
         d->len = blocks[i].mv_size;
@@ -177,8 +177,8 @@ void store_segments_end(struct store_segment_iter *it)
     if (it->cursor)
         mdb_cursor_close(it->cursor);
     it->cursor = NULL;
-    free(it->merged);
-    it->merged = NULL;
+    free(it->merged_block);
+    it->merged_block = NULL;
 }
 
 int segment_blocks(struct store *s, MDB_txn *txn, const uint8_t key[SEG_KEY_BYTES],

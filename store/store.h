@@ -347,10 +347,13 @@ int store_read_catalog(struct store_read *r, struct store_catalog *out,
 
 /* Iterates the segments of one view and width whose span overlaps
  * [from, to) in time order. Blocks point into the map (zero-copy) and stay
- * valid until store_read_end. By default a segment with deltas is handed
- * out merged into one fresh block (owned by the iterator, valid until the
- * next call), so a reader sees whole cells; set `raw` after begin to get
- * the base and its deltas apart (serve folds them itself). */
+ * valid until store_read_end. A segment comes as its base and its deltas
+ * apart, as stored (the engine folds them as it reads). Set `merged` after
+ * begin to get a segment with deltas merged into one fresh block (owned by
+ * the iterator, valid until the next call), so a reader sees whole cells:
+ * that decodes and re-encodes the whole segment, rollups included (the
+ * widest width's one segment holds every row), so it is for checks and
+ * tools, never for answering asks. */
 struct store_segment_iter {
     struct store_read *r;
     int view, width;
@@ -358,9 +361,9 @@ struct store_segment_iter {
     int64_t at;                 /* the span start of the segment read last */
     void *cursor;
     bool started, done;
-    bool raw;
+    bool merged;
     bool pending;               /* the cursor stands on an entry not yet handed out */
-    void *merged;               /* merged mode: the block handed out last */
+    void *merged_block;         /* merged: the block handed out last */
 };
 
 struct store_block_ref {
@@ -375,7 +378,7 @@ struct store_segment {
     struct format_block block;   /* the base; opened without the trailer check */
     const void *bytes;           /* the block as stored (merged mode: as merged) */
     size_t len;
-    int ndeltas;                 /* raw mode: the deltas, in commit order */
+    int ndeltas;                 /* the deltas, in commit order (0 when merged) */
     struct store_block_ref deltas[STORE_MAX_DELTAS];
 };
 

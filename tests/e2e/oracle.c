@@ -436,6 +436,7 @@ static void store_lines(struct store *s, struct store_read *r, int view, int wid
     struct store_segment seg;
     struct store_error err;
     cr_assert_eq(store_segments_begin(r, view, width, INT64_MIN, INT64_MAX, &it, &err), 0);
+    it.merged = true; /* whole cells */
     int rc;
     while ((rc = store_segments_next(&it, &seg, &err)) == 1) {
         cr_assert_eq(store_verify_segment(r, &seg, &err), 0, "%s", err.message);
@@ -459,7 +460,6 @@ struct oracle_deltas oracle_deltas(const char *store_dir)
             struct store_segment_iter it;
             struct store_segment seg;
             cr_assert_eq(store_segments_begin(r, v, w, INT64_MIN, INT64_MAX, &it, &err), 0);
-            it.raw = true;
             int rc;
             while ((rc = store_segments_next(&it, &seg, &err)) == 1) {
                 uint64_t cells = 0;

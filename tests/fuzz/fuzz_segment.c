@@ -282,7 +282,6 @@ static void collect_segments(void)
             struct store_segment seg;
             if (store_segments_begin(r, v, w, INT64_MIN, INT64_MAX, &it, &err))
                 fuzz_fail("store_segments_begin: %s", err.message);
-            it.raw = true; /* the base as stored, not merged with its deltas */
             int rc;
             while ((rc = store_segments_next(&it, &seg, &err)) == 1) {
                 const struct sql_view *view = &views->views[v];

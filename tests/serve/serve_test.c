@@ -103,6 +103,31 @@ static struct store_column_type column_type(const char *column)
 
 static const char *const boroughs[] = {"Manhattan", "Queens", "Brooklyn"};
 
+void fixture_apply_trip(struct store *s, const struct trip *t, int sign)
+{
+    const struct sql_view_list *list = store_views(s);
+    struct store_error err;
+    for (int v = 0; v < list->nviews; v++) {
+        const struct sql_view *view = &list->views[v];
+        int64_t keys[8], counts[8];
+        struct store_sum sums[8];
+        struct store_vc_delta vcs[8];
+        memset(sums, 0, sizeof sums);
+        for (int k = 0; k < view->ncell_keys; k++)
+            keys[k] = trip_value(t, view->fact_columns[view->cell_keys[k]].name);
+        for (int c = 0; c < view->ncounts; c++)
+            counts[c] = sign; /* no NULLs and no filters in the taxi views */
+        for (int c = 0; c < view->nsums; c++)
+            sums[c].exact = sign * trip_value(t, view->fact_columns[view->sums[c].fact_column].name);
+        for (int c = 0; c < view->nvalue_counts; c++)
+            vcs[c] = (struct store_vc_delta){
+                c, trip_value(t, view->fact_columns[view->value_counts[c].fact_column].name), sign};
+        struct store_delta d = {.view = v, .time = t->pickup_at, .keys = keys, .counts = counts,
+                                .sums = sums, .vcs = vcs, .nvcs = view->nvalue_counts};
+        cr_assert_eq(store_apply(s, &d, &err), 0, "%s", err.message);
+    }
+}
+
 void fixture_make_store(char dir[64], const struct store_position *pos)
 {
     strcpy(dir, "/tmp/straum-serve-XXXXXX");
@@ -129,26 +154,7 @@ void fixture_make_store(char dir[64], const struct store_position *pos)
     const struct sql_view_list *list = store_views(s);
     for (int i = 0; i < FIXTURE_TRIPS; i++) {
         struct trip t = fixture_trip(i);
-        for (int v = 0; v < list->nviews; v++) {
-            const struct sql_view *view = &list->views[v];
-            int64_t keys[8], counts[8];
-            struct store_sum sums[8];
-            struct store_vc_delta vcs[8];
-            memset(sums, 0, sizeof sums);
-            for (int k = 0; k < view->ncell_keys; k++)
-                keys[k] = trip_value(&t, view->fact_columns[view->cell_keys[k]].name);
-            for (int c = 0; c < view->ncounts; c++)
-                counts[c] = 1; /* no NULLs and no filters in the taxi views */
-            for (int c = 0; c < view->nsums; c++)
-                sums[c].exact = trip_value(&t, view->fact_columns[view->sums[c].fact_column].name);
-            for (int c = 0; c < view->nvalue_counts; c++)
-                vcs[c] = (struct store_vc_delta){
-                    c, trip_value(&t, view->fact_columns[view->value_counts[c].fact_column].name), 1};
-            struct store_delta d = {.view = v, .time = t.pickup_at, .keys = keys,
-                                    .counts = counts, .sums = sums, .vcs = vcs,
-                                    .nvcs = view->nvalue_counts};
-            cr_assert_eq(store_apply(s, &d, &err), 0, "%s", err.message);
-        }
+        fixture_apply_trip(s, &t, +1);
     }
     /* Zones 1..10 are in the zone table; 11 and 12 are not. */
     for (int v = 0; v < list->nviews; v++)

@@ -35,6 +35,10 @@ struct trip fixture_trip(int i);
  * applies FIXTURE_TRIPS trips and the zone table, and commits with this
  * position. Returns 0 or fails the test. */
 void fixture_make_store(char dir[64], const struct store_position *pos);
+/* Applies one trip to every view of an open store: sign +1 adds it, -1
+ * takes it away (a trip never added makes counts that go negative when
+ * merged, as a corrupt change stream would). Fails the test on error. */
+void fixture_apply_trip(struct store *s, const struct trip *t, int sign);
 void fixture_remove_store(const char *dir);
 
 /* Trips of a payment type (-1: all) in [from, to). */

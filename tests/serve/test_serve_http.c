@@ -1225,6 +1225,56 @@ Test(serve_http, corrupt_block_is_500_naming_it)
     fixture_remove_store(dir);
 }
 
+/* A delta block taking away a trip that was never there (payment type 9)
+ * is only found out where it is merged (SPEC.md §4.3 "Delta blocks"): an
+ * ask whose groups it reaches is a 500 naming the cause, and every other
+ * ask answers, whatever segments its plan looks at. Asks read a segment's
+ * base and deltas apart: merging them to plan an ask would re-encode the
+ * segment each time (the widest width's one holds every row). */
+Test(serve_http, a_delta_gone_negative_fails_only_the_asks_that_reach_it)
+{
+    char dir[64];
+    struct store_position pos = {.lsn = 1, .contact_time = wall_us()};
+    fixture_make_store(dir, &pos);
+    struct store *st;
+    struct store_error err;
+    cr_assert_eq(store_open(dir, STORE_READ_WRITE, &st, &err), 0, "%s", err.message);
+    struct trip ghost = fixture_trip(0);
+    ghost.payment = 9;
+    ghost.pickup_at = FIXTURE_START_US + 3 * 86400000000LL + 1800000000LL;
+    fixture_apply_trip(st, &ghost, -1);
+    pos.lsn = 2;
+    cr_assert_eq(store_commit(st, &pos, &err), 0, "%s", err.message);
+    store_close(st);
+
+    struct serve_options o = {.store_dir = dir};
+    struct serve_server *s2 = fixture_serve(&o);
+    struct hc_response r;
+    static const char *const others[] = {
+        "SELECT payment_type, trips FROM trips WHERE bucket >= '2024-01-01 00:00:00+00' AND "
+        "bucket < '2024-01-08 00:00:00+00' AND payment_type IN (0, 1) GROUP BY payment_type",
+        "SELECT trips FROM trips WHERE bucket >= '2024-01-02 07:00:00+00' AND "
+        "bucket < '2024-01-06 00:00:00+00' AND payment_type = 1",
+        "SELECT payment_type, trips FROM trips WHERE payment_type < 2 GROUP BY payment_type",
+        "SELECT date_trunc('day', bucket) AS d, trips FROM trips WHERE payment_type = 0 "
+        "GROUP BY d",
+    };
+    for (size_t a = 0; a < sizeof others / sizeof others[0]; a++) {
+        char body[1024];
+        snprintf(body, sizeof body, "{\"ask\": \"%s\"}", others[a]);
+        hc_once(serve_port(s2), "POST", "/ask", NULL, body, &r);
+        cr_assert_eq(r.status, 200, "%s: %s", others[a], r.body);
+        hc_free(&r);
+    }
+    hc_once(serve_port(s2), "POST", "/ask", NULL,
+            "{\"ask\": \"SELECT payment_type, trips FROM trips GROUP BY payment_type\"}", &r);
+    expect_error(&r, 500, "corrupt_store");
+    cr_assert(strstr(r.body, "never stored"), "%s", r.body);
+    hc_free(&r);
+    serve_stop(s2);
+    fixture_remove_store(dir);
+}
+
 /* ---- Start-up refusals ------------------------------------------------------------------- */
 
 Test(serve_http, refuses_bad_options)

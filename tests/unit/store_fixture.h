@@ -194,7 +194,6 @@ static inline void fixture_each_raw_segment(struct store *s,
             struct store_segment_iter it;
             struct store_segment seg;
             cr_assert_eq(store_segments_begin(r, v, w, INT64_MIN, INT64_MAX, &it, &err), 0);
-            it.raw = true;
             int rc;
             while ((rc = store_segments_next(&it, &seg, &err)) == 1) {
                 cr_assert_leq(seg.ndeltas, STORE_MAX_DELTAS);
@@ -227,6 +226,7 @@ static inline int64_t fixture_total_rows(struct store_read *r, int view, int wid
     struct store_error err;
     int64_t total = 0;
     cr_assert_eq(store_segments_begin(r, view, width, INT64_MIN, INT64_MAX, &it, &err), 0);
+    it.merged = true; /* whole cells */
     int rc;
     while ((rc = store_segments_next(&it, &seg, &err)) == 1) {
         int col = format_block_find(&seg.block, STORE_ROLE_COUNT, 0);

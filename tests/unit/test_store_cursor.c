@@ -173,7 +173,6 @@ Test(store_cursor, slices_equal_the_whole_block)
             struct store_segment_iter it;
             struct store_segment seg;
             cr_assert_eq(store_segments_begin(r, vi, w, INT64_MIN, INT64_MAX, &it, &err), 0);
-            it.raw = true;
             int rc;
             while ((rc = store_segments_next(&it, &seg, &err)) == 1)
                 for (int bi = 0; bi <= seg.ndeltas; bi++) {

@@ -87,6 +87,7 @@ static int64_t total_rows(struct store_read *r, int view, int width)
     int64_t total = 0, rows[4096];
     if (store_segments_begin(r, view, width, INT64_MIN, INT64_MAX, &it, &err))
         return -1;
+    it.merged = true; /* whole cells */
     int rc;
     while ((rc = store_segments_next(&it, &seg, &err)) == 1) {
         int col = format_block_find(&seg.block, STORE_ROLE_COUNT, 0);

@@ -108,6 +108,7 @@ static struct flat_cell *store_cells(struct store *s, struct store_read *r, int 
     int cap = 16, n = 0;
     struct flat_cell *cells = calloc((size_t)cap, sizeof *cells);
     cr_assert_eq(store_segments_begin(r, view, width, INT64_MIN, INT64_MAX, &it, &err), 0);
+    it.merged = true; /* whole cells */
     int rc;
     while ((rc = store_segments_next(&it, &seg, &err)) == 1) {
         cr_assert_eq(store_verify_segment(r, &seg, &err), 0, "%s", err.message);

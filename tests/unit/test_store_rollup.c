@@ -560,6 +560,7 @@ static void check_store(struct store *s, struct tally t[MAX_VIEWS][MAX_WIDTHS])
             struct store_segment seg;
             cr_assert_eq(store_segments_begin(r, v, w, INT64_MIN, INT64_MAX, &it, &err), 0, "%s",
                          err.message);
+            it.merged = true; /* whole cells */
             int rc;
             while ((rc = store_segments_next(&it, &seg, &err)) == 1)
                 check_segment(r, &seg, &sh, &t[v][w]);

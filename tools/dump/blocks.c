@@ -52,7 +52,6 @@ static int width_totals(struct dump *d, struct store_read *r, int view, int widt
         dump_error("%s", err.message);
         return -1;
     }
-    it.raw = true; /* bytes as stored: delta blocks count */
     int rc;
     int64_t span;
     while ((rc = dump_segments_next(&it, &seg, &span, &err)) == 1) {
@@ -299,7 +298,6 @@ int cmd_segments(struct dump *d, const struct dump_args *a)
             status = DUMP_FAILED;
             break;
         }
-        it.raw = true;
         int rc;
         int64_t span;
         while ((rc = dump_segments_next(&it, &seg, &span, &err)) != 0) {

@@ -347,6 +347,7 @@ int cmd_cells(struct dump *d, const struct dump_args *a)
         dump_error("%s", err.message);
         status = DUMP_FAILED;
     }
+    it.merged = true; /* the cells as they stand: base and deltas merged */
     int rc;
     int64_t span;
     while (status == DUMP_OK && !truncated &&

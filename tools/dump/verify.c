@@ -67,7 +67,6 @@ static void verify_width(struct verify_state *st, struct store_read *r, int view
         report_broken(st, v, width, INT64_MIN, err.message);
         return;
     }
-    it.raw = true; /* the stored blocks, each checked, not a merged copy */
     int rc;
     int64_t span;
     while ((rc = dump_segments_next(&it, &seg, &span, &err)) != 0) {
