@@ -1,12 +1,11 @@
 /* pace.c -- what both followers (stream.c for logical decoding, physical.c
  * for the physical WAL) do between transactions: the group of transactions
- * applied and its store commit, how far apart group commits go, folding
- * delta blocks once the stream is idle, and waiting for the server's
- * socket. One place, so the two keep the same rhythm and say the same. */
+ * applied and its store commit, how far apart group commits go, and
+ * folding delta blocks once the stream is idle. One place, so the two keep
+ * the same rhythm and say the same. (Both read the server through
+ * receiver.c.) */
 #include "ingest/internal.h"
 
-#include <errno.h>
-#include <poll.h>
 #include <string.h>
 
 /* A store write failed for want of space, and none has succeeded since:
@@ -103,16 +102,5 @@ int pace_fold_slice(struct store *st, bool *more, struct store_error *serr)
     if (store_compact(st, FOLD_SLICE_US, false, &left, serr))
         return -1;
     *more = left > 0;
-    return 0;
-}
-
-int pace_wait_socket(PGconn *c, int timeout_ms, char *err, size_t errlen)
-{
-    struct pollfd p = {PQsocket(c), POLLIN, 0};
-    int rc = poll(&p, 1, timeout_ms);
-    if (rc < 0 && errno != EINTR)
-        return error_fmt(err, errlen, "waiting for the server: %s", strerror(errno));
-    if (rc > 0 && !PQconsumeInput(c))
-        return error_fmt(err, errlen, "reading from the server: %s", PQerrorMessage(c));
     return 0;
 }

@@ -89,6 +89,7 @@ struct pfollower {
     struct store *st;
     struct physical_start *ps;
     PGconn *repl, *catalog;
+    struct receiver *rx;       /* reads repl from START_REPLICATION on */
     bool standby;             /* the source is a hot standby: its catalog may
                                  stand behind the WAL it sends */
     char *err;
@@ -1131,8 +1132,11 @@ static int send_feedback(struct pfollower *f, bool answer)
     f->flushed = restart_point(f);
     uint64_t flush = answer ? 0 : f->flushed;
     wal_status_encode(msg, f->received, flush, flush, now_usec() - PG_EPOCH_OFFSET_US, false);
-    if (PQputCopyData(f->repl, (const char *)msg, sizeof msg) != 1 || PQflush(f->repl))
-        return fail(f, "sending feedback: %s", PQerrorMessage(f->repl));
+    char why[300];
+    if (!f->rx)
+        return 0; /* not streaming yet: nothing to tell */
+    if (receiver_send(f->rx, msg, sizeof msg, why, sizeof why))
+        return fail(f, "sending feedback: %s", why);
     f->last_feedback = now_usec();
     return 0;
 }
@@ -1301,6 +1305,8 @@ static int start(struct pfollower *f)
         return strstr(f->err, "does not exist") || strstr(f->err, "permission denied") ? -1 : 1;
     }
     PQclear(r);
+    if (!(f->rx = receiver_start(f->repl, f->err, f->errlen)))
+        return -1;
     log_info("streaming the physical WAL from %s (timeline %u, segments of %u MiB)", lsn,
              f->tli, f->seg_size >> 20);
     imetrics_state(INGEST_FOLLOWING);
@@ -1355,18 +1361,16 @@ static int loop(struct pfollower *f)
             (f->opt->exit_when_caught_up && !f->g.dirty && !f->loading &&
              f->g.stored_lsn >= f->target_lsn))
             return 0;
-        char *buf;
-        int n = PQgetCopyData(f->repl, &buf, 1);
+        char *buf, why[600];
+        size_t len;
+        int n = receiver_next(f->rx, 5, &buf, &len, why, sizeof why);
         if (n > 0) {
-            int rc = on_frame(f, (const uint8_t *)buf, (size_t)n);
+            int rc = on_frame(f, (const uint8_t *)buf, len);
             PQfreemem(buf);
             if (rc)
                 return rc > 0 || strstr(f->err, "sending feedback") ? 1 : -1;
-        } else if (n == 0) {
-            if (pace_wait_socket(f->repl, 5, f->err, f->errlen))
-                return 1;
-        } else {
-            fail(f, "the replication stream ended: %s", PQerrorMessage(f->repl));
+        } else if (n < 0) {
+            fail(f, "the replication stream ended: %s", why);
             return 1;
         }
         if (maybe_store(f, false))
@@ -1433,8 +1437,9 @@ int physical_follow(const struct ingest_options *opt, struct source *src, struct
         store_rollback(st);
     else if (maybe_store(&f, true) && !strstr(err, "sending feedback"))
         rc = -1;
-    else if (f.repl && PQstatus(f.repl) == CONNECTION_OK)
+    else if (f.rx && !receiver_ended(f.rx))
         send_feedback(&f, false);
+    receiver_stop(f.rx);
     while (f.ntxns)
         txn_drop(&f, f.txns[f.ntxns - 1]);
     /* A full filesystem may get room back: the slot resends from the

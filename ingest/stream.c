@@ -40,6 +40,7 @@ struct follower {
     struct source *src;
     struct store *st;
     PGconn *repl;
+    struct receiver *rx;       /* reads repl from START_REPLICATION on */
     PGconn *catalog;           /* a plain connection for upstream_check */
     int64_t last_check;
     int proto;
@@ -94,8 +95,11 @@ static int send_feedback(struct follower *f, bool ask_reply)
     uint8_t msg[WAL_STATUS_BYTES];
     wal_status_encode(msg, f->received_lsn > f->g.stored_lsn ? f->received_lsn : f->g.stored_lsn,
                       f->g.stored_lsn, f->g.stored_lsn, now_usec() - PG_EPOCH_OFFSET_US, ask_reply);
-    if (PQputCopyData(f->repl, (const char *)msg, sizeof msg) != 1 || PQflush(f->repl))
-        return fail(f, "sending feedback: %s", PQerrorMessage(f->repl));
+    char why[300];
+    if (!f->rx)
+        return 0; /* not streaming yet: nothing to tell */
+    if (receiver_send(f->rx, msg, sizeof msg, why, sizeof why))
+        return fail(f, "sending feedback: %s", why);
     f->last_feedback = now_usec();
     if (ask_reply)
         f->last_ask = f->last_feedback;
@@ -517,6 +521,8 @@ static int start(struct follower *f)
         return fatal_server_error(f->err) ? -1 : 1;
     }
     PQclear(r);
+    if (!(f->rx = receiver_start(f->repl, f->err, f->errlen)))
+        return -1;
     struct logfmt_line l;
     char msg[200];
     snprintf(msg, sizeof msg, "streaming from %s (pgoutput protocol %d%s)", lsn, f->proto,
@@ -602,10 +608,11 @@ static int loop(struct follower *f)
     for (;;) {
         if (ingest_stop_requested || caught_up(f))
             return 0;
-        char *buf;
-        int n = PQgetCopyData(f->repl, &buf, 1);
+        char *buf, why[600];
+        size_t len;
+        int n = receiver_next(f->rx, 5, &buf, &len, why, sizeof why);
         if (n > 0) {
-            int rc = on_frame(f, (const uint8_t *)buf, (size_t)n);
+            int rc = on_frame(f, (const uint8_t *)buf, len);
             PQfreemem(buf);
             /* A keepalive's reply that cannot be sent is a lost connection,
              * not a fatal error: a PostgreSQL shutting down asks for one and
@@ -613,11 +620,8 @@ static int loop(struct follower *f)
              * ingest stopped on a PostgreSQL restart instead of reconnecting). */
             if (rc)
                 return strstr(f->err, "sending feedback") ? 1 : -1;
-        } else if (n == 0) {
-            if (pace_wait_socket(f->repl, 5, f->err, f->errlen))
-                return 1;
-        } else {
-            fail(f, "the replication stream ended: %s", PQerrorMessage(f->repl));
+        } else if (n < 0) {
+            fail(f, "the replication stream ended: %s", why);
             if (publication_gone(f->err)) /* decoding cannot go past it: stop */
                 return upstream_publication_gone(f->opt, f->g.stored_lsn, f->err, f->errlen);
             return 1;
@@ -682,10 +686,11 @@ int stream_follow(const struct ingest_options *opt, struct source *src, struct s
      * ingest stopped on a PostgreSQL restart instead of reconnecting). */
     else if (maybe_store(&f, true) && !strstr(err, "sending feedback"))
         rc = -1;
-    else if (f.repl && PQstatus(f.repl) == CONNECTION_OK)
+    else if (f.rx && !receiver_ended(f.rx))
         send_feedback(&f, false);
     for (int i = f.nstreams - 1; i >= 0; i--)
         stream_drop(&f, &f.streams[i]);
+    receiver_stop(f.rx);
     PQfinish(f.repl);
     PQfinish(f.catalog);
     /* A full filesystem may get room back: the server resends from the
