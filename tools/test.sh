@@ -4,7 +4,8 @@
 #   build/       gcc, -O2 -g             (what users run)
 #   build-asan/  clang, ASan+UBSan, fuzz (what catches memory bugs)
 #   build-tsan/  clang, ThreadSanitizer: tests/tsan's programs only (what
-#                catches races in the bulk load's jobs and serve's threads;
+#                catches races in the bulk load's jobs, serve's threads and
+#                ingest's stream read ahead;
 #                Criterion does not run under TSan, so they do without it)
 #
 # usage: ./tools/test.sh [ctest args...]     e.g. ./tools/test.sh -R sql
@@ -123,7 +124,7 @@ tsan_tree() {
       -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g" &&
     log "building $dir" &&
-    cmake --build "$ROOT/$dir" -j"$JOBS" --target tsan_bulk tsan_serve &&
+    cmake --build "$ROOT/$dir" -j"$JOBS" --target tsan_bulk tsan_serve tsan_receiver &&
     log "testing $dir" &&
     rm -f "$ROOT/$dir/ctest-junit.xml" &&
     (cd "$ROOT/$dir" && ctest --output-on-failure -L tsan --output-junit "$ROOT/$dir/ctest-junit.xml")

@@ -10,6 +10,7 @@
 #define STRAUM_TESTS_TSAN_STORE_H
 
 #include "store/store.h"
+#include "tests/tsan/tsan_fail.h"
 
 #include <ftw.h>
 #include <stdarg.h>
@@ -27,17 +28,6 @@ static const char tsan_views[] =
     "       percentile_disc(0.5) WITHIN GROUP (ORDER BY f.v) AS med\n"
     "FROM public.f AS f LEFT OUTER JOIN public.z AS z ON z.id = f.k\n"
     "GROUP BY 1, 2, 3;\n";
-
-__attribute__((format(printf, 1, 2), noreturn)) static void tsan_fail(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "FAIL: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-    exit(1);
-}
 
 /* Makes the store in a fresh temp dir (into dir) with nrows rows, staged
  * a day at a time with a hand-off between days (bulk mode), and 17 dim
