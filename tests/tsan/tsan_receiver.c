@@ -14,17 +14,25 @@
 
 enum { FRAMES = 30000 };
 
+/* Starts the walsender and a receiver on a replication connection to it. */
+static struct receiver *follow(struct fake_walsender *w, PGconn **c)
+{
+    char err[600];
+    fake_walsender_start(w);
+    if (!(*c = fake_walsender_connect(w, err, sizeof err)))
+        tsan_fail("connecting: %s", err);
+    struct receiver *rx = receiver_start(*c, err, sizeof err);
+    if (!rx)
+        tsan_fail("%s", err);
+    return rx;
+}
+
 static void follow_to_the_end(void)
 {
     struct fake_walsender w = {.nframes = FRAMES};
-    fake_walsender_start(&w);
+    PGconn *c;
+    struct receiver *rx = follow(&w, &c);
     char err[600];
-    PGconn *c = fake_walsender_connect(&w, err, sizeof err);
-    if (!c)
-        tsan_fail("connecting: %s", err);
-    struct receiver *rx = receiver_start(c, err, sizeof err);
-    if (!rx)
-        tsan_fail("%s", err);
     unsigned char want[512];
     int i = 0, rc;
     char *buf;
@@ -56,14 +64,9 @@ static void follow_to_the_end(void)
 static void stop_with_frames_queued(void)
 {
     struct fake_walsender w = {.nframes = FRAMES, .hold = true};
-    fake_walsender_start(&w);
+    PGconn *c;
+    struct receiver *rx = follow(&w, &c);
     char err[600];
-    PGconn *c = fake_walsender_connect(&w, err, sizeof err);
-    if (!c)
-        tsan_fail("connecting: %s", err);
-    struct receiver *rx = receiver_start(c, err, sizeof err);
-    if (!rx)
-        tsan_fail("%s", err);
     char *buf;
     size_t len;
     int rc;

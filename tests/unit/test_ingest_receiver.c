@@ -14,6 +14,18 @@
 #include <string.h>
 #include <unistd.h>
 
+/* Starts the walsender and a receiver on a replication connection to it. */
+static struct receiver *follow(struct fake_walsender *w, PGconn **c)
+{
+    char err[300];
+    fake_walsender_start(w);
+    *c = fake_walsender_connect(w, err, sizeof err);
+    cr_assert_not_null(*c, "%s", err);
+    struct receiver *rx = receiver_start(*c, err, sizeof err);
+    cr_assert_not_null(rx, "%s", err);
+    return rx;
+}
+
 /* Takes frames until the end: each the next in order, byte for byte. */
 static int take_all(struct receiver *rx, const struct fake_walsender *w, int from, bool send_feedback)
 {
@@ -45,12 +57,9 @@ static int take_all(struct receiver *rx, const struct fake_walsender *w, int fro
 Test(ingest_receiver, frames_come_in_order_then_the_end_and_feedback_goes_out_meanwhile)
 {
     struct fake_walsender w = {.nframes = 20000};
-    fake_walsender_start(&w);
+    PGconn *c;
+    struct receiver *rx = follow(&w, &c);
     char err[300];
-    PGconn *c = fake_walsender_connect(&w, err, sizeof err);
-    cr_assert_not_null(c, "%s", err);
-    struct receiver *rx = receiver_start(c, err, sizeof err);
-    cr_assert_not_null(rx, "%s", err);
     int got = take_all(rx, &w, 0, true);
     cr_assert_eq(got, w.nframes, "every frame, then the end");
     cr_assert(receiver_ended(rx));
@@ -68,12 +77,9 @@ Test(ingest_receiver, reads_at_most_its_bound_ahead_then_the_server_waits, .time
 {
     /* 96 MiB in frames of 256 KiB: half as much again as the bound. */
     struct fake_walsender w = {.nframes = 384, .frame_bytes = 256 << 10, .hold = true};
-    fake_walsender_start(&w);
+    PGconn *c;
+    struct receiver *rx = follow(&w, &c);
     char err[300];
-    PGconn *c = fake_walsender_connect(&w, err, sizeof err);
-    cr_assert_not_null(c, "%s", err);
-    struct receiver *rx = receiver_start(c, err, sizeof err);
-    cr_assert_not_null(rx, "%s", err);
     /* Nothing taken: the server sends until the thread stops reading and
      * the sockets fill, then waits. */
     while (!atomic_load(&w.blocked) || atomic_load(&w.sent) < RECEIVER_MAX_BYTES) {
@@ -110,13 +116,10 @@ Test(ingest_receiver, reads_at_most_its_bound_ahead_then_the_server_waits, .time
 Test(ingest_receiver, stopping_with_frames_queued_frees_them)
 {
     struct fake_walsender w = {.nframes = 5000, .hold = true};
-    fake_walsender_start(&w);
+    PGconn *c;
+    struct receiver *rx = follow(&w, &c);
     char err[300], *buf;
-    PGconn *c = fake_walsender_connect(&w, err, sizeof err);
-    cr_assert_not_null(c, "%s", err);
     size_t len;
-    struct receiver *rx = receiver_start(c, err, sizeof err);
-    cr_assert_not_null(rx, "%s", err);
     int rc;
     while ((rc = receiver_next(rx, 1000, &buf, &len, err, sizeof err)) == 0)
         ;
