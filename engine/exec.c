@@ -14,6 +14,7 @@
 #include "engine/internal.h"
 #include "engine/pred.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -1069,6 +1070,17 @@ static int scan_with_deltas(struct exec *x, const struct store_segment *s, int64
     /* A segment without deltas holds each bucket's cells before the next
      * bucket's: its groups settle bucket by bucket, not at its end. */
     x->settle_in_block = x->settle && s->ndeltas == 0;
+    if (s->ndeltas > 0) {
+        uint32_t n = x->ndelta_segs;
+        bool again = n > 0 && n <= EXEC_DELTA_SEGMENTS &&
+                     x->delta_segs[n - 1].width == s->width &&
+                     x->delta_segs[n - 1].span_start == s->span_start;
+        if (!again && n < EXEC_DELTA_SEGMENTS) {
+            x->delta_segs[n].width = s->width;
+            x->delta_segs[n].span_start = s->span_start;
+        }
+        x->ndelta_segs += !again;
+    }
     for (int i = 0; rc == 0 && i <= s->ndeltas; i++) {
         struct store_block b;
         store_segment_block(x->r, s, i, &b);
@@ -1828,18 +1840,53 @@ static int plan_needs(struct exec *x, struct ask_error *err)
     return 0;
 }
 
+/* The error of a group gone below no rows, naming the segment to blame;
+ * on the error path only, so its cost does not matter. Each segment with
+ * deltas the ask folded is merged by the store, which checks every cell
+ * and value count of it, and the first that fails is named with the
+ * store's reason. A delta whose cells are sound but whose rollup rows are
+ * not passes that check: then the message names every segment with deltas
+ * the ask folded. Returns -1. */
+static int blame_delta(struct exec *x, struct ask_error *err)
+{
+    uint32_t n = x->ndelta_segs < EXEC_DELTA_SEGMENTS ? x->ndelta_segs : EXEC_DELTA_SEGMENTS;
+    for (uint32_t i = 0; i < n; i++) {
+        struct store_segment_iter it;
+        struct store_segment s;
+        struct store_error serr;
+        int64_t at = x->delta_segs[i].span_start;
+        if (store_segments_begin(x->r, x->view, x->delta_segs[i].width, at, at + 1, &it, &serr))
+            return ask_fail(err, 500, "corrupt_store", "%s", serr.message);
+        it.merged = true;
+        int got = store_segments_next(&it, &s, &serr);
+        store_segments_end(&it);
+        if (got < 0)
+            return ask_fail(err, 500, "corrupt_store", "%s", serr.message);
+    }
+    char list[EXEC_DELTA_SEGMENTS * 48] = "";
+    size_t used = 0;
+    for (uint32_t i = 0; i < n && used < sizeof list; i++)
+        used += (size_t)snprintf(list + used, sizeof list - used, "%swidth %d span %lld",
+                                 i ? ", " : "", x->delta_segs[i].width,
+                                 (long long)x->delta_segs[i].span_start);
+    return ask_fail(err, 500, "corrupt_store",
+                    "view \"%s\": a delta block takes away rows that were never stored, in "
+                    "one of the %u segments with deltas the ask read (%s%s; straum-dump verify "
+                    "checks them all)", x->v->name, x->ndelta_segs, list,
+                    x->ndelta_segs > n ? ", ..." : "");
+}
+
 /* Groups whose every row a delta block took away: there are none in
  * PostgreSQL's answer. Fewer than no rows means a delta took away what was
- * never there (the writer only checks that when it folds deltas): an error,
- * never an answer. */
+ * never there (the writer only checks that when it folds deltas): an error
+ * naming the segment (blame_delta), never an answer. */
 static int drop_empty_groups(struct exec *x, struct ask_error *err)
 {
     struct group_map *m = &x->groups;
     uint32_t kept = 0;
     for (uint32_t i = 0; i < m->n; i++)
         if (m->all[i]->counts[0] < 0)
-            return ask_fail(err, 500, "corrupt_store", "a delta block takes away rows that "
-                            "were never stored (straum-dump verify names the segment)");
+            return blame_delta(x, err);
     for (uint32_t i = 0; i < m->n; i++) {
         if (m->all[i]->counts[0] != 0)
             m->all[kept++] = m->all[i];
