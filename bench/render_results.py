@@ -501,7 +501,12 @@ def stream_section(modes):
         "the bucket column, single-row inserts and deletes, a mix weighted 4:1:1:2:1,",
         f"ten updates in a transaction) run by pgbench from {t['clients']} clients for "
         f"{t['load_seconds']:.0f} s",
-        "with `synchronous_commit = on`. *Backlog*: straum-ingest stopped during the",
+        "with `synchronous_commit = on`." + (
+            " Each script starts once ingest's idle fold has folded the delta blocks the"
+            " store held (`straum_ingest_fold_pending` 0; it took at most "
+            + dur_s(max(r["settle_s"] for r in t["scripts"])) + ")."
+            if all("settle_s" in r for r in t["scripts"]) else ""),
+        "*Backlog*: straum-ingest stopped during the",
         "load; *pg_recvlogical*: the backlog received through the same publication and",
         "pgoutput options (protocol 2, binary, streaming) from a slot made before the",
         "load, exec to exit at the end LSN (the floor); *Apply*: straum-ingest started",

@@ -5,6 +5,10 @@
  * for --load-seconds, with synchronous_commit on as in the transactions
  * mode. Per script, on one setup:
  *
+ *   0. the store settled: ingest following, until its idle fold has
+ *      folded the delta blocks the store holds (/metrics
+ *      straum_ingest_fold_pending 0), so that each script's apply starts
+ *      from the same kind of store and folds only its own deltas;
  *   1. the backlog: straum-ingest stopped, a pgoutput slot made for the
  *      floor, pgbench runs (PostgreSQL's transactions a second);
  *   2. the floor: pg_recvlogical receives that backlog through the same
@@ -216,6 +220,19 @@ static int wait_metrics(struct taxi_env *e, double timeout_s)
     return -1;
 }
 
+/* Waits (bounded) until ingest's idle fold has found no delta blocks left
+ * to fold (/metrics straum_ingest_fold_pending 0). 0, or -1 past timeout_s. */
+static int wait_folded(struct taxi_env *e, double timeout_s)
+{
+    int64_t deadline = taxi_now_ns() + (int64_t)(timeout_s * 1e9);
+    while (taxi_now_ns() < deadline) {
+        if (ingest_metric(e, "straum_ingest_fold_pending") == 0)
+            return 0;
+        usleep(50000);
+    }
+    return -1;
+}
+
 /* The walsender's pid serving a slot, or 0 while none is. */
 static pid_t walsender_pid(struct taxi_env *e, const char *slot)
 {
@@ -349,6 +366,7 @@ struct stream_result {
     const struct script *s;
     long long txns;
     double tps;
+    int64_t settle;          /* 0.: the idle fold of what the store held before */
     int64_t floor, apply;
     double apply_txns, apply_commits, apply_cpu_s;
     double floor_sender_cpu_s, apply_sender_cpu_s; /* the walsenders' CPU */
@@ -387,6 +405,19 @@ static int run_script(struct taxi_env *e, const struct script *s, long long maxi
     char out[1200];
     snprintf(out, sizeof out, "%s/pgbench.out", e->work);
     r->s = s;
+
+    /* 0. The store settled: ingest's idle fold has folded the delta blocks
+     * the store holds (the last script's, or the load's), as it does on a
+     * primary that pauses. Else the apply below would fold another
+     * script's deltas as its own commits reach their segments: work the
+     * floor never does, and none of this script's. */
+    int64_t t_settle = taxi_now_ns();
+    if (wait_folded(e, 600)) {
+        fprintf(stderr, "taxi: %s: straum-ingest's idle fold did not end within 600 s\n",
+                s->name);
+        return -1;
+    }
+    r->settle = taxi_now_ns() - t_settle;
 
     /* 1. The backlog, ingest stopped, the floor's slot made before it. */
     taxi_ingest_stop(e);
@@ -481,6 +512,7 @@ static cJSON *result_json(const struct stream_result *r)
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "script", r->s->name);
     cJSON_AddStringToObject(j, "what", r->s->what);
+    cJSON_AddNumberToObject(j, "settle_s", (double)r->settle / 1e9);
     cJSON_AddNumberToObject(j, "backlog_txns", (double)r->txns);
     cJSON_AddNumberToObject(j, "postgres_tps", r->tps);
     cJSON_AddNumberToObject(j, "pg_recvlogical_s", (double)r->floor / 1e9);
@@ -607,11 +639,13 @@ int taxi_stream_run(struct taxi_env *e)
             rc = 1;
             break;
         }
-        printf("  %-8s %s txns at %.0f/s; pg_recvlogical %s, apply %s (%.2fx), %.0f txns per "
+        char t7[32];
+        printf("  %-8s settled in %s; %s txns at %.0f/s; pg_recvlogical %s, apply %s (%.2fx), %.0f txns per "
                "LMDB commit, %.2f CPU s per 1000 (ingest %.2f s, its walsender %.2f s, the floor's "
                "%.2f s); beside: lag max %.2f s, at end %.2f s, caught up %s "
                "after; p99 light %s, percentile %s\n",
-               r->s->name, taxi_format_count(r->txns, t1, sizeof t1), r->tps,
+               r->s->name, taxi_format_ns(r->settle, t7, sizeof t7),
+               taxi_format_count(r->txns, t1, sizeof t1), r->tps,
                taxi_format_ns(r->floor, t2, sizeof t2), taxi_format_ns(r->apply, t3, sizeof t3),
                (double)r->apply / (double)r->floor,
                r->apply_commits > 0 ? r->apply_txns / r->apply_commits : 0,

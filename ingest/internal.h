@@ -241,6 +241,10 @@ struct pace_group {
     enum store_error_kind failure; /* why the last store write failed */
 };
 
+/* A follower starts: the store it opens may hold delta blocks from before,
+ * so the idle fold looks (g->compact, /metrics straum_ingest_fold_pending). */
+void pace_begin(struct pace_group *g);
+
 /* A transaction starts being applied: the group's first one times it. */
 void pace_applying(struct pace_group *g);
 

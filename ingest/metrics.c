@@ -46,6 +46,7 @@ static struct {
     atomic_uint_fast64_t snapshot_rows, reconnects, spool_bytes;
     atomic_uint_fast64_t commit_buckets[NBUCKETS], commit_sum_ns;
     atomic_uint_fast64_t commit_failures;
+    atomic_int fold_pending;
 } M;
 
 #define ADD(a, n) atomic_fetch_add_explicit(&(a), (n), memory_order_relaxed)
@@ -78,6 +79,7 @@ void imetrics_load(const char *table, const char *phase, int64_t rows, double es
 
 void imetrics_load_rows(int64_t rows) { SET(L.rows, rows); }
 void imetrics_spool_bytes(uint64_t bytes) { SET(M.spool_bytes, bytes); }
+void imetrics_fold_pending(bool pending) { SET(M.fold_pending, pending ? 1 : 0); }
 
 void imetrics_position(const struct store_position *pos)
 {
@@ -272,6 +274,10 @@ char *imetrics_text(const char *store_dir, int64_t now_us)
     head(&t, "straum_ingest_spool_bytes", "gauge",
          "Bytes streamed transactions hold in their spools (memory, then a temporary file).");
     put(&t, "straum_ingest_spool_bytes %llu\n", (unsigned long long)GET(M.spool_bytes));
+    head(&t, "straum_ingest_fold_pending", "gauge",
+         "1 while delta blocks may wait to be folded into their bases (the fold runs once "
+         "the stream is idle), 0 once the fold found none left.");
+    put(&t, "straum_ingest_fold_pending %d\n", GET(M.fold_pending));
     head(&t, "straum_ingest_reconnects_total", "counter",
          "Times the follower connected again after a lost connection or a full disk.");
     put(&t, "straum_ingest_reconnects_total %llu\n", (unsigned long long)GET(M.reconnects));

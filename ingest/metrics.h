@@ -13,6 +13,7 @@
 
 #include "store/store.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -54,6 +55,8 @@ void imetrics_load_rows(int64_t rows);
 void imetrics_reconnect(void);
 /* Bytes streamed transactions hold in their spools now. */
 void imetrics_spool_bytes(uint64_t bytes);
+/* Whether delta blocks may wait for the idle fold (pace.c). */
+void imetrics_fold_pending(bool pending);
 
 /* store_commit, timed and counted (straum_store_commits_total and the
  * commit duration histogram; successful commits only); on success what the

@@ -12,6 +12,12 @@
  * the next commit that does says so. Ingest runs one follower a process. */
 static bool waiting_for_room;
 
+void pace_begin(struct pace_group *g)
+{
+    g->compact = true;
+    imetrics_fold_pending(true);
+}
+
 void pace_applying(struct pace_group *g)
 {
     if (!g->dirty)
@@ -81,6 +87,7 @@ int pace_commit(struct pace_group *g, struct store *st, const struct store_posit
     }
     g->batch = (struct ingest_batch){0};
     g->compact |= g->dirty;
+    imetrics_fold_pending(g->compact);
     g->stored_lsn = pos->lsn;
     g->dirty = false;
     g->rows = 0;
@@ -102,5 +109,6 @@ int pace_fold_slice(struct store *st, bool *more, struct store_error *serr)
     if (store_compact(st, FOLD_SLICE_US, false, &left, serr))
         return -1;
     *more = left > 0;
+    imetrics_fold_pending(*more);
     return 0;
 }

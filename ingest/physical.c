@@ -1401,7 +1401,8 @@ int physical_follow(const struct ingest_options *opt, struct source *src, struct
                     struct physical_start *ps, char *err, size_t errlen)
 {
     struct pfollower f = {.opt = opt, .src = src, .st = st, .ps = ps, .err = err,
-                          .errlen = errlen, .g.compact = true};
+                          .errlen = errlen};
+    pace_begin(&f.g);
     hashtab_init(&f.index, 1, sizeof(struct xid_entry));
     if (!(f.switch_xid = calloc((size_t)src->ntables + 1, sizeof *f.switch_xid))) {
         snprintf(err, errlen, "out of memory");

@@ -651,8 +651,8 @@ static uint64_t current_wal_lsn(const struct ingest_options *opt, char *err, siz
 int stream_follow(const struct ingest_options *opt, struct source *src, struct store *st,
                   char *err, size_t errlen)
 {
-    struct follower f = {.opt = opt, .src = src, .st = st, .err = err, .errlen = errlen,
-                         .g.compact = true};
+    struct follower f = {.opt = opt, .src = src, .st = st, .err = err, .errlen = errlen};
+    pace_begin(&f.g);
     struct store_read *r;
     struct store_catalog cat;
     struct store_error serr;
