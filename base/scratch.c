@@ -103,7 +103,7 @@ void scratch_free(void *p)
 void scratch_process_setup(void)
 {
 #ifdef __GLIBC__
-    mallopt(M_ARENA_MAX, 1);
+    mallopt(M_TRIM_THRESHOLD, (int)SCRATCH_TRIM_THRESHOLD);
     mallopt(M_MMAP_THRESHOLD, (int)SCRATCH_MMAP_THRESHOLD);
 #endif
 }

@@ -20,19 +20,20 @@
  *  3. A budget is one thread's at a time (the thread that entered it):
  *     its counts are plain integers, never shared.
  *
- * Giving memory back: glibc keeps freed memory in its arenas and gives
- * it back only on malloc_trim, which returns every free page of the main
- * arena (the top of its heap included) but not the top of a thread's own
- * arena (one per thread that allocates, up to 8 per CPU), trimmed only when
- * a free of 64 KiB or more lands there. Measured on straum-serve with two
- * workers after a heavy ask (61,560 groups, 410 MB of scratch): 15 MiB
- * per worker's arena stayed resident after malloc_trim, none with one
- * arena. So scratch_process_setup makes one arena (M_ARENA_MAX 1: the
- * threads' small blocks come from their tcaches, and the seed asks time
- * the same, bench/) and fixes the mmap threshold at SCRATCH_MMAP_THRESHOLD
- * (the thresholds stop moving with what is freed); scratch_give_back trims
- * after an ask whose peak passed SCRATCH_TRIM_AFTER. Anonymous memory then
- * returns to its resting size after any ask (SPEC.md §6.1 "Scratch"). */
+ * Giving memory back: glibc keeps freed memory in its arenas (one per
+ * thread that allocates, up to 8 per CPU) and gives it back on
+ * malloc_trim, which returns every free page of every arena's bins and the
+ * top of the main arena's heap; a thread's own arena shrinks its top when
+ * a free of 64 KiB or more lands there and the top passes the trim
+ * threshold. So scratch_process_setup fixes the mmap threshold at
+ * SCRATCH_MMAP_THRESHOLD and the trim threshold at SCRATCH_TRIM_THRESHOLD
+ * (both stop moving with what is freed), and scratch_give_back trims after
+ * an ask whose peak passed SCRATCH_TRIM_AFTER. Anonymous memory then
+ * returns to its resting size after any ask (SPEC.md §6.1 "Scratch").
+ * Each thread keeps its own arena: with one for all (M_ARENA_MAX 1) every
+ * block past a thread's cache took the arena's lock, and two workers
+ * answered a third fewer light asks a second and heavy asks at half speed
+ * (SPEC.md §6.1 has the measure). */
 #ifndef STRAUM_BASE_SCRATCH_H
 #define STRAUM_BASE_SCRATCH_H
 
@@ -54,6 +55,13 @@ struct scratch_budget {
  * (SPEC.md §6.1 "Scratch" has the measure); malloc_trim after a heavy ask
  * gives the arena's free pages back wherever they lie. */
 #define SCRATCH_MMAP_THRESHOLD ((size_t)32 << 20)
+/* A heap's free top past 64 KiB goes back to the system when a large
+ * block is freed into it. Set, not left at glibc's 128 KiB default,
+ * because that is what was measured to give memory back with an arena per
+ * thread: after six heavy asks on two workers (SPEC.md §6.1 "Scratch"),
+ * 15.7 MiB of anonymous memory stayed with the default, 5.7 MiB with
+ * 64 KiB (5.6 MiB with one arena for all). */
+#define SCRATCH_TRIM_THRESHOLD ((size_t)64 << 10)
 /* An ask whose scratch peaked past 4 MiB trims the arenas when it ends:
  * trimming costs a walk of the arenas' free lists (tens of microseconds at
  * rest, about a millisecond after a heavy ask), nothing a light ask should
