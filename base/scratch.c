@@ -104,6 +104,7 @@ void scratch_process_setup(void)
 {
 #ifdef __GLIBC__
     mallopt(M_TRIM_THRESHOLD, (int)SCRATCH_TRIM_THRESHOLD);
+    mallopt(M_TOP_PAD, (int)SCRATCH_TOP_PAD);
     mallopt(M_MMAP_THRESHOLD, (int)SCRATCH_MMAP_THRESHOLD);
 #endif
 }
