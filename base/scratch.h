@@ -54,7 +54,7 @@ struct scratch_budget {
  * window, hundreds of KiB to a few MiB taken and freed again per segment,
  * were each a fresh mapping whose every page faulted in zeroed below it
  * (SPEC.md §6.1 "Scratch" has the measure); malloc_trim after a heavy ask
- * gives the arena's free pages back wherever they lie. */
+ * gives the arenas' free pages back wherever they lie. */
 #define SCRATCH_MMAP_THRESHOLD ((size_t)32 << 20)
 /* A heap's free top past 1 MiB goes back to the system when a large block
  * is freed into it. Set, not left at glibc's default, because that is what

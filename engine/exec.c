@@ -1070,7 +1070,7 @@ static int scan_with_deltas(struct exec *x, const struct store_segment *s, int64
     /* A segment without deltas holds each bucket's cells before the next
      * bucket's: its groups settle bucket by bucket, not at its end. */
     x->settle_in_block = x->settle && s->ndeltas == 0;
-    if (s->ndeltas > 0) {
+    if (s->ndeltas > 0 || x->minus) { /* a suspect, should a group go below no rows */
         uint32_t n = x->ndelta_segs;
         bool again = n > 0 && n <= EXEC_DELTA_SEGMENTS &&
                      x->delta_segs[n - 1].width == s->width &&
@@ -1846,7 +1846,9 @@ static int plan_needs(struct exec *x, struct ask_error *err)
  * and value count of it, and the first that fails is named with the
  * store's reason. A delta whose cells are sound but whose rollup rows are
  * not passes that check: then the message names every segment with deltas
- * the ask folded. Returns -1. */
+ * the ask folded, and the segments of the pieces it took away (exec.c
+ * scan_pieces: buckets taken away that hold rows the wider ones they are
+ * taken from do not leave a group below no rows too). Returns -1. */
 static int blame_delta(struct exec *x, struct ask_error *err)
 {
     uint32_t n = x->ndelta_segs < EXEC_DELTA_SEGMENTS ? x->ndelta_segs : EXEC_DELTA_SEGMENTS;
@@ -1870,9 +1872,11 @@ static int blame_delta(struct exec *x, struct ask_error *err)
                                  i ? ", " : "", x->delta_segs[i].width,
                                  (long long)x->delta_segs[i].span_start);
     return ask_fail(err, 500, "corrupt_store",
-                    "view \"%s\": a delta block takes away rows that were never stored, in "
-                    "one of the %u segments with deltas the ask read (%s%s; straum-dump verify "
-                    "checks them all)", x->v->name, x->ndelta_segs, list,
+                    "view \"%s\": a group came out below no rows (a delta block takes away "
+                    "rows that were never stored, or buckets taken away hold rows that the "
+                    "wider ones do not) in one of the %u segments with deltas or taken away "
+                    "that the ask read (%s%s; straum-dump verify checks them all)",
+                    x->v->name, x->ndelta_segs, list,
                     x->ndelta_segs > n ? ", ..." : "");
 }
 

@@ -338,9 +338,9 @@ struct exec {
     uint64_t collected_runs;  /* runs groups collected (vc_acc_collect) */
     bool folded_deltas;       /* a delta block was folded, or a piece taken
                                  away: groups may be empty */
-    /* The segments with deltas the ask folded, the first
-     * EXEC_DELTA_SEGMENTS of them (counted past that): a group gone below
-     * no rows is blamed on one of them (exec.c blame_delta). */
+    /* The segments with deltas the ask folded or whose rows it took away,
+     * the first EXEC_DELTA_SEGMENTS of them (counted past that): a group
+     * gone below no rows is blamed on one of them (exec.c blame_delta). */
     struct { int width; int64_t span_start; } delta_segs[EXEC_DELTA_SEGMENTS];
     uint32_t ndelta_segs;
     bool subtract;            /* pieces may be taken away (exec.c may_subtract) */
