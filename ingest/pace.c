@@ -61,6 +61,10 @@ int pace_commit(struct pace_group *g, struct store *st, const struct store_posit
 {
     struct store_error serr;
     int64_t t0 = now_usec();
+    /* Said before the position moves, so that a scrape that sees the new
+     * position sees the deltas it wrote pending too. */
+    if (g->dirty)
+        imetrics_fold_pending(true);
     if (ingest_store_commit(st, pos, &g->batch, &serr))
         return pace_failed(g, &serr, opt, err, errlen);
     int64_t t1 = now_usec();
@@ -87,7 +91,6 @@ int pace_commit(struct pace_group *g, struct store *st, const struct store_posit
     }
     g->batch = (struct ingest_batch){0};
     g->compact |= g->dirty;
-    imetrics_fold_pending(g->compact);
     g->stored_lsn = pos->lsn;
     g->dirty = false;
     g->rows = 0;
