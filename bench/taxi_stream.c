@@ -39,6 +39,7 @@
 
 #include "store/store.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -208,29 +209,25 @@ static double ingest_metric(struct taxi_env *e, const char *name)
     return v;
 }
 
-/* Waits (bounded) for ingest's /metrics to answer: it listens once started. */
-static int wait_metrics(struct taxi_env *e, double timeout_s)
+/* Waits (bounded) until ingest's /metrics answers with the series `name`
+ * in [lo, hi], asking every poll_us. 0, or -1 past timeout_s. */
+static int wait_metric(struct taxi_env *e, const char *name, double lo, double hi,
+                       double timeout_s, useconds_t poll_us)
 {
     int64_t deadline = taxi_now_ns() + (int64_t)(timeout_s * 1e9);
     while (taxi_now_ns() < deadline) {
-        if (ingest_metric(e, "straum_store_commits_total") >= 0)
+        double v = ingest_metric(e, name); /* -1 while it does not answer */
+        if (v >= lo && v <= hi)
             return 0;
-        usleep(2000);
+        usleep(poll_us);
     }
     return -1;
 }
 
-/* Waits (bounded) until ingest's idle fold has found no delta blocks left
- * to fold (/metrics straum_ingest_fold_pending 0). 0, or -1 past timeout_s. */
-static int wait_folded(struct taxi_env *e, double timeout_s)
+/* Ingest's /metrics answers: it listens once started. */
+static int wait_metrics(struct taxi_env *e, double timeout_s)
 {
-    int64_t deadline = taxi_now_ns() + (int64_t)(timeout_s * 1e9);
-    while (taxi_now_ns() < deadline) {
-        if (ingest_metric(e, "straum_ingest_fold_pending") == 0)
-            return 0;
-        usleep(50000);
-    }
-    return -1;
+    return wait_metric(e, "straum_store_commits_total", 0, INFINITY, timeout_s, 2000);
 }
 
 /* The walsender's pid serving a slot, or 0 while none is. */
@@ -412,7 +409,7 @@ static int run_script(struct taxi_env *e, const struct script *s, long long maxi
      * script's deltas as its own commits reach their segments: work the
      * floor never does, and none of this script's. */
     int64_t t_settle = taxi_now_ns();
-    if (wait_folded(e, 600)) {
+    if (wait_metric(e, "straum_ingest_fold_pending", 0, 0, 600, 50000)) {
         fprintf(stderr, "taxi: %s: straum-ingest's idle fold did not end within 600 s\n",
                 s->name);
         return -1;
@@ -640,8 +637,8 @@ int taxi_stream_run(struct taxi_env *e)
             break;
         }
         char t7[32];
-        printf("  %-8s settled in %s; %s txns at %.0f/s; pg_recvlogical %s, apply %s (%.2fx), %.0f txns per "
-               "LMDB commit, %.2f CPU s per 1000 (ingest %.2f s, its walsender %.2f s, the floor's "
+        printf("  %-8s settled in %s; %s txns at %.0f/s; pg_recvlogical %s, apply %s (%.2fx), "
+               "%.0f txns per LMDB commit, %.2f CPU s per 1000 (ingest %.2f s, its walsender %.2f s, the floor's "
                "%.2f s); beside: lag max %.2f s, at end %.2f s, caught up %s "
                "after; p99 light %s, percentile %s\n",
                r->s->name, taxi_format_ns(r->settle, t7, sizeof t7),

@@ -1071,15 +1071,15 @@ static int scan_with_deltas(struct exec *x, const struct store_segment *s, int64
      * bucket's: its groups settle bucket by bucket, not at its end. */
     x->settle_in_block = x->settle && s->ndeltas == 0;
     if (s->ndeltas > 0 || x->minus) { /* a suspect, should a group go below no rows */
-        uint32_t n = x->ndelta_segs;
-        bool again = n > 0 && n <= EXEC_DELTA_SEGMENTS &&
-                     x->delta_segs[n - 1].width == s->width &&
-                     x->delta_segs[n - 1].span_start == s->span_start;
-        if (!again && n < EXEC_DELTA_SEGMENTS) {
-            x->delta_segs[n].width = s->width;
-            x->delta_segs[n].span_start = s->span_start;
+        uint32_t n = x->nsuspects;
+        bool again = n > 0 && n <= EXEC_SUSPECTS &&
+                     x->suspects[n - 1].width == s->width &&
+                     x->suspects[n - 1].span_start == s->span_start;
+        if (!again && n < EXEC_SUSPECTS) {
+            x->suspects[n].width = s->width;
+            x->suspects[n].span_start = s->span_start;
         }
-        x->ndelta_segs += !again;
+        x->nsuspects += !again;
     }
     for (int i = 0; rc == 0 && i <= s->ndeltas; i++) {
         struct store_block b;
@@ -1840,24 +1840,24 @@ static int plan_needs(struct exec *x, struct ask_error *err)
     return 0;
 }
 
-/* The error of a group gone below no rows, naming the segment to blame;
- * on the error path only, so its cost does not matter. Each segment with
- * deltas the ask folded is merged by the store, which checks every cell
- * and value count of it, and the first that fails is named with the
- * store's reason. A delta whose cells are sound but whose rollup rows are
- * not passes that check: then the message names every segment with deltas
- * the ask folded, and the segments of the pieces it took away (exec.c
- * scan_pieces: buckets taken away that hold rows the wider ones they are
- * taken from do not leave a group below no rows too). Returns -1. */
-static int blame_delta(struct exec *x, struct ask_error *err)
+/* The error of a group gone below no rows, naming the segment to blame
+ * among the suspects (exec.suspects: those whose deltas the ask folded and
+ * those of the pieces it took away, exec.c scan_pieces); on the error path
+ * only, so its cost does not matter. Each suspect is merged by the store,
+ * which checks every cell and value count of it, and the first that fails
+ * is named with the store's reason. A delta whose cells are sound but
+ * whose rollup rows are not passes that check, as do buckets taken away
+ * that hold rows the wider ones do not: then the message names every
+ * suspect. Returns -1. */
+static int blame_suspect(struct exec *x, struct ask_error *err)
 {
-    uint32_t n = x->ndelta_segs < EXEC_DELTA_SEGMENTS ? x->ndelta_segs : EXEC_DELTA_SEGMENTS;
+    uint32_t n = x->nsuspects < EXEC_SUSPECTS ? x->nsuspects : EXEC_SUSPECTS;
     for (uint32_t i = 0; i < n; i++) {
         struct store_segment_iter it;
         struct store_segment s;
         struct store_error serr;
-        int64_t at = x->delta_segs[i].span_start;
-        if (store_segments_begin(x->r, x->view, x->delta_segs[i].width, at, at + 1, &it, &serr))
+        int64_t at = x->suspects[i].span_start;
+        if (store_segments_begin(x->r, x->view, x->suspects[i].width, at, at + 1, &it, &serr))
             return ask_fail(err, 500, "corrupt_store", "%s", serr.message);
         it.merged = true;
         int got = store_segments_next(&it, &s, &serr);
@@ -1865,32 +1865,33 @@ static int blame_delta(struct exec *x, struct ask_error *err)
         if (got < 0)
             return ask_fail(err, 500, "corrupt_store", "%s", serr.message);
     }
-    char list[EXEC_DELTA_SEGMENTS * 48] = "";
+    char list[EXEC_SUSPECTS * 48] = "";
     size_t used = 0;
     for (uint32_t i = 0; i < n && used < sizeof list; i++)
         used += (size_t)snprintf(list + used, sizeof list - used, "%swidth %d span %lld",
-                                 i ? ", " : "", x->delta_segs[i].width,
-                                 (long long)x->delta_segs[i].span_start);
+                                 i ? ", " : "", x->suspects[i].width,
+                                 (long long)x->suspects[i].span_start);
     return ask_fail(err, 500, "corrupt_store",
                     "view \"%s\": a group came out below no rows (a delta block takes away "
                     "rows that were never stored, or buckets taken away hold rows that the "
                     "wider ones do not) in one of the %u segments with deltas or taken away "
                     "that the ask read (%s%s; straum-dump verify checks them all)",
-                    x->v->name, x->ndelta_segs, list,
-                    x->ndelta_segs > n ? ", ..." : "");
+                    x->v->name, x->nsuspects, list,
+                    x->nsuspects > n ? ", ..." : "");
 }
 
 /* Groups whose every row a delta block took away: there are none in
  * PostgreSQL's answer. Fewer than no rows means a delta took away what was
- * never there (the writer only checks that when it folds deltas): an error
- * naming the segment (blame_delta), never an answer. */
+ * never there (the writer only checks that when it folds deltas), or
+ * buckets taken away hold rows the wider ones do not: an error naming the
+ * segment (blame_suspect), never an answer. */
 static int drop_empty_groups(struct exec *x, struct ask_error *err)
 {
     struct group_map *m = &x->groups;
     uint32_t kept = 0;
     for (uint32_t i = 0; i < m->n; i++)
         if (m->all[i]->counts[0] < 0)
-            return blame_delta(x, err);
+            return blame_suspect(x, err);
     for (uint32_t i = 0; i < m->n; i++) {
         if (m->all[i]->counts[0] != 0)
             m->all[kept++] = m->all[i];

@@ -268,10 +268,10 @@ struct group {
  * by a dim column (a few boroughs) fit without colliding much. */
 #define GROUP_RECENT 16
 
-/* Segments with deltas an ask remembers to name in its error when a delta
- * takes away rows never stored (struct exec.delta_segs): enough to name
- * every suspect of a narrow ask, and a message a user can still read. */
-#define EXEC_DELTA_SEGMENTS 8
+/* Segments an ask remembers to name in its error when a group comes out
+ * below no rows (struct exec.suspects): enough to name every suspect of a
+ * narrow ask, and a message a user can still read. */
+#define EXEC_SUSPECTS 8
 
 struct group_map {
     struct hashtab table;  /* group key (nkey words) -> struct group * */
@@ -339,10 +339,10 @@ struct exec {
     bool folded_deltas;       /* a delta block was folded, or a piece taken
                                  away: groups may be empty */
     /* The segments with deltas the ask folded or whose rows it took away,
-     * the first EXEC_DELTA_SEGMENTS of them (counted past that): a group
-     * gone below no rows is blamed on one of them (exec.c blame_delta). */
-    struct { int width; int64_t span_start; } delta_segs[EXEC_DELTA_SEGMENTS];
-    uint32_t ndelta_segs;
+     * the first EXEC_SUSPECTS of them (counted past that): a group gone
+     * below no rows is blamed on one of them (exec.c blame_suspect). */
+    struct { int width; int64_t span_start; } suspects[EXEC_SUSPECTS];
+    uint32_t nsuspects;
     bool subtract;            /* pieces may be taken away (exec.c may_subtract) */
     bool subtract_edges;      /* and at the edges of every width (plan_time) */
     int64_t *width_cost;      /* per width: a bucket's cost (exec.c piece_cost) */
