@@ -17,6 +17,8 @@ static const char help_text[] =
     "  SELECT borough, trips FROM trips WHERE bucket >= $1 AND bucket < $2 GROUP BY borough;\n"
     "  SELECT date_trunc('day', bucket) AS day, trips FROM trips\n"
     "    WHERE bucket >= '2024-03-09 13:42' AND bucket < '2024-03-16' GROUP BY day;\n"
+    "  SELECT date_trunc('month', bucket) AS month, borough, trips FROM trips\n"
+    "    GROUP BY month, borough ORDER BY month;\n"
     "    (days, weeks, months of the \\tz zone; date_bin('6 hours', bucket) bins them)\n"
     "Commands:\n"
     "  \\views              list the views\n"
