@@ -700,14 +700,19 @@ static int cell_key(struct exec *x, const struct seg_columns *c, uint32_t i, int
 static const int64_t *negated_rows(struct exec *x, const int64_t *rows, int64_t n,
                                    struct ask_error *err)
 {
-    if ((uint64_t)n > x->minus_cap) {
-        int64_t *r = scratch_realloc(x->minus_rows, 8 * (size_t)n);
+    /* Never NULL but out of memory, for n = 0 too: the first cell taken
+     * away may hold no runs (every value NULL), and a NULL buffer then
+     * read as a failure whose error nobody had filled (a 500 without a
+     * message). */
+    if ((uint64_t)n > x->minus_cap || !x->minus_rows) {
+        size_t cap = n > 0 ? (size_t)n : 1;
+        int64_t *r = scratch_realloc(x->minus_rows, 8 * cap);
         if (!r) {
             ask_fail(err, 500, "internal", "out of memory");
             return NULL;
         }
         x->minus_rows = r;
-        x->minus_cap = (uint32_t)n;
+        x->minus_cap = (uint32_t)cap;
     }
     for (int64_t j = 0; j < n; j++)
         x->minus_rows[j] = -rows[j];
