@@ -43,7 +43,8 @@ int store_delete_prefix(MDB_txn *txn, MDB_dbi dbi, const uint8_t *prefix, size_t
  * block does not open (merging will name the damage), -(LMDB code).
  * blocks[] gets the blocks when not NULL. */
 int segment_census(struct store *s, MDB_txn *txn, const uint8_t *key, int *n,
-                          uint64_t *base, uint64_t *deltas, MDB_val *blocks_out)
+                          uint64_t *base, uint64_t *deltas, MDB_val *blocks_out,
+                          uint64_t *cells_out)
 {
     MDB_val own[1 + STORE_MAX_DELTAS], *blocks = blocks_out ? blocks_out : own;
     *base = *deltas = 0;
@@ -56,6 +57,8 @@ int segment_census(struct store *s, MDB_txn *txn, const uint8_t *key, int *n,
         if (format_block_open(&b, blocks[i].mv_data, blocks[i].mv_size, false, &ferr))
             return 0;
         *(i ? deltas : base) += b.info.ncells;
+        if (cells_out)
+            cells_out[i] = b.info.ncells;
     }
     return *n > 0;
 }
@@ -64,7 +67,7 @@ int segment_census(struct store *s, MDB_txn *txn, const uint8_t *key, int *n,
 enum write_plan {
     WRITE_BASE,        /* merged with the stored blocks into a new base */
     WRITE_DELTA,       /* as the next delta block */
-    WRITE_ONE_DELTA,   /* merged with the stored deltas into delta 1 */
+    WRITE_MERGED_DELTA, /* merged with the newest stored deltas into the first of them */
 };
 
 /* A segment's plan and delta number as plan_write found them, handed on
@@ -92,10 +95,27 @@ static int fold_later(struct pending *p, const uint8_t *key)
     return 0;
 }
 
+/* The first delta merged when the numbers run out: the newest deltas, back
+ * to the first that outweighs the rest of them and the overlay (cells[i]
+ * is delta i's; n - 1 of them stored) more than twice. Merged that way
+ * the deltas keep sizes that at least halve from delta 1 on, and a cell is
+ * merged again only when what came after it has doubled: a segment that a
+ * stream of small overlays keeps coming back to costs each cell a few
+ * merges, where merging every delta into delta 1 cost all the deltas at
+ * every eighth overlay (a load's 64-day segment of millions of cells). */
+static int merged_delta_from(const uint64_t *cells, int n, uint64_t overlay)
+{
+    int k = n - 1;
+    uint64_t acc = overlay + cells[k];
+    while (k > 1 && cells[k - 1] <= 2 * acc)
+        acc += cells[--k];
+    return k;
+}
+
 /* The plan for an overlay and its delta number. A new base when the
- * segment is not stored yet; else a delta, the deltas merged into one when
- * their numbers run out, so that a stream of small commits costs what it
- * changes, not the base.
+ * segment is not stored yet; else a delta, the newest deltas merged into
+ * one when their numbers run out (merged_delta_from), so that a stream of
+ * small commits costs what it changes, not the base.
  *
  * Deltas holding more cells than the base (an ask reading the segment
  * then does more than twice the base's work) are folded into a new base
@@ -113,14 +133,14 @@ static int plan_write(struct store *s, const struct cellmap *o, const uint8_t *k
     MDB_txn *txn;
     bool own;
     *plan = WRITE_BASE;
-    if (!o->overlay || s->bulk)
+    if (!o->overlay)
         return 0;
     if (batch_view(s, &txn, &own, err))
         return -1;
     int n;
-    uint64_t base, deltas;
+    uint64_t base, deltas, cells[1 + STORE_MAX_DELTAS];
     MDB_val blocks[1 + STORE_MAX_DELTAS];
-    int rc = segment_census(s, txn, key, &n, &base, &deltas, blocks);
+    int rc = segment_census(s, txn, key, &n, &base, &deltas, blocks, cells);
     if (rc > 0) /* a commit of every segment would hold their headers' pages */
         segment_blocks_release(s, blocks, n);
     if (own)
@@ -129,16 +149,17 @@ static int plan_write(struct store *s, const struct cellmap *o, const uint8_t *k
         return store_lmdb_error(err, -rc, "reading a segment");
     uint64_t room = rc == 1 && blocks[0].mv_size > s->inline_fold_bytes ? 2 * base : base;
     if (rc == 1) {
-        *plan = n <= STORE_MAX_DELTAS ? WRITE_DELTA : WRITE_ONE_DELTA;
-        *seq = n <= STORE_MAX_DELTAS ? n : 1;
+        *plan = n <= STORE_MAX_DELTAS ? WRITE_DELTA : WRITE_MERGED_DELTA;
+        *seq = n <= STORE_MAX_DELTAS ? n : merged_delta_from(cells, n, o->ncells);
         if (deltas + o->ncells > room && fold_later(s->pending, key))
             return store_fail(err, "out of memory");
     }
     return 0;
 }
 
-/* WRITE_ONE_DELTA: the stored deltas and the overlay, in one cellmap. */
-static int merge_deltas(struct store *s, struct cellmap *o, const uint8_t *key,
+/* WRITE_MERGED_DELTA: the stored deltas from number `from` on and the
+ * overlay, in one cellmap. */
+static int merge_deltas(struct store *s, struct cellmap *o, const uint8_t *key, int from,
                         struct cellmap **out, struct store_error *err)
 {
     MDB_txn *txn;
@@ -152,8 +173,8 @@ static int merge_deltas(struct store *s, struct cellmap *o, const uint8_t *key,
         rc = store_lmdb_error(err, rc, "reading a segment");
     else if (!*out)
         rc = store_fail(err, "out of memory");
-    else if (n > 1) /* deltas load like a base: nothing checks their signs */
-        rc = segment_load_blocks(s, *out, blocks + 1, n - 1, err);
+    else if (n > from) /* deltas load like a base: nothing checks their signs */
+        rc = segment_load_blocks(s, *out, blocks + from, n - from, err);
     if (rc == 0)
         rc = cellmap_merge(*out, o, err);
     if (own)
@@ -184,7 +205,7 @@ static int encode_segment(struct store *s, struct bytemap_entry *e,
         m->bytes = 0;
         return cellmap_encode_consume(m, &out->block, &out->len, err);
     }
-    if (plan == WRITE_ONE_DELTA && merge_deltas(s, o, e->key, &merged, err)) {
+    if (plan == WRITE_MERGED_DELTA && merge_deltas(s, o, e->key, seq, &merged, err)) {
         cellmap_free(merged);
         return -1;
     }
@@ -215,20 +236,20 @@ static int delete_deltas(MDB_txn *txn, MDB_dbi dbi, const uint8_t key[SEG_KEY_BY
 }
 
 /* Writes one encoded block in txn (an LMDB code). A base replaces its
- * deltas; delta 1 replaces the deltas it merged. Deltas stay numbered
- * from 1 without gaps. */
+ * deltas; delta k replaces the deltas after it, which it merged (none
+ * after a new one). Deltas stay numbered from 1 without gaps. */
 int encoded_put(struct store *s, MDB_txn *txn, const struct encoded *enc)
 {
     if (enc->key_len == 0)
         return 0;
     MDB_val k = {enc->key_len, (void *)enc->key}, v = {enc->len, enc->block};
     bool delta = enc->key_len == DELTA_KEY_BYTES;
-    if (delta && enc->key[SEG_KEY_BYTES] > 1)
-        return mdb_put(txn, s->seg, &k, &v, 0);
+    /* A merge whose changes cancel out leaves no block: its number must
+     * then go too, else the deltas after it would leave a gap. */
     int rc = enc->block ? mdb_put(txn, s->seg, &k, &v, 0) : mdb_del(txn, s->seg, &k, NULL);
     if (rc && rc != MDB_NOTFOUND)
         return rc;
-    return delete_deltas(txn, s->seg, enc->key, delta ? 2 : 1);
+    return delete_deltas(txn, s->seg, enc->key, delta ? enc->key[SEG_KEY_BYTES] + 1 : 1);
 }
 
 /* Whether a commit leaves this segment pending: one that keeps hot
@@ -449,6 +470,19 @@ int segment_spill(struct store *s, struct bytemap_entry *e,
         return batch_lost(s, rc, err);
     pending_forget(p, e);
     return 0;
+}
+
+int overlay_spill_delta(struct store *s, struct bytemap_entry *e, bool *written,
+                        struct store_error *err)
+{
+    struct write_plan_of known = {WRITE_BASE, 0};
+    *written = false;
+    if (plan_write(s, e->ptr, e->key, &known.plan, &known.seq, err))
+        return batch_lost(s, -1, err);
+    if (known.plan == WRITE_BASE)
+        return 0;
+    *written = true;
+    return segment_spill(s, e, &known, err);
 }
 
 static int commit(struct store *s, const struct store_position *pos, bool keep_hot,

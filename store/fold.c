@@ -26,7 +26,7 @@ static bool heavy_deltas(struct store *s, MDB_txn *txn, const uint8_t key[SEG_KE
 {
     int n;
     uint64_t base, deltas;
-    if (segment_census(s, txn, key, &n, &base, &deltas, NULL) != 1)
+    if (segment_census(s, txn, key, &n, &base, &deltas, NULL, NULL) != 1)
         return true; /* let the fold report it */
     return n - 1 >= STORE_MAX_DELTAS / 2 || deltas * 8 >= base;
 }

@@ -469,11 +469,13 @@ int cache_spill(struct store *s, struct store_error *err);
 /* commit.c. */
 /* A stored segment's blocks (*n: base and deltas) and their cells, from
  * the blocks' headers: 1 when all is there, 0 when it is not stored or a
- * block does not open, -(LMDB code). blocks_out gets the blocks unless NULL. */
+ * block does not open, -(LMDB code). blocks_out gets the blocks and
+ * cells_out each block's cells, unless NULL. */
 int segment_census(struct store *s, MDB_txn *txn, const uint8_t *key, int *n,
-                   uint64_t *base, uint64_t *deltas, MDB_val *blocks_out);
+                   uint64_t *base, uint64_t *deltas, MDB_val *blocks_out,
+                   uint64_t *cells_out);
 /* Writes one encoded block in txn; a base replaces the segment's deltas,
- * delta 1 the deltas it merged. 0 or an LMDB code. */
+ * delta k the deltas after it, which it merged. 0 or an LMDB code. */
 int encoded_put(struct store *s, MDB_txn *txn, const struct encoded *enc);
 /* Whether a commit that keeps hot segments (keep_hot) leaves m pending:
  * it was used since the last commit. */
@@ -493,6 +495,13 @@ struct write_plan_of;
  * then lost (every segment forgotten). */
 int segment_spill(struct store *s, struct bytemap_entry *e, const struct write_plan_of *known,
                   struct store_error *err);
+/* An overlay of a stored segment (e) written into the batch's transaction
+ * as a delta block by its plan (plan_write: a delta, the deltas merged
+ * into one, a fold noted for after the commit) and forgotten: *written.
+ * A segment not stored is left as it is, *written false, for a base. -1
+ * with err, the batch then lost. */
+int overlay_spill_delta(struct store *s, struct bytemap_entry *e, bool *written,
+                        struct store_error *err);
 
 /* fold.c. */
 /* Folds the segments plan_write noted (p->folds), each in its own write

@@ -278,13 +278,15 @@ int store_hand_off_cold(struct store *s, struct store_error *err);
 /* Drops pending changes without writing them. */
 void store_rollback(struct store *s);
 
-/* Bulk mode (an initial load): commits write touched segments whole, encoded
+/* Bulk mode (an initial load): commits write new segments whole, encoded
  * on another core while the caller goes on (store_hand_off_cold,
- * store_commit_cold) or on two (store_commit). Leaving it writes segments
+ * store_commit_cold) or on two (store_commit); a segment written already
+ * takes what the load adds to it later as delta blocks, by the rule below,
+ * rather than being decoded and encoded whole again. Leaving it writes segments
  * still being encoded into the pending batch: -1 with err when that fails,
- * the batch dropped. Out of it (following changes, the
+ * the batch dropped. In it and out of it (following changes, the
  * default), a commit writes the changes of a stored segment as a delta
- * block (past STORE_MAX_DELTAS, the deltas are merged into one), and folds
+ * block (past STORE_MAX_DELTAS, the newest deltas are merged into one), and folds
  * them into a new base, right after the commit in a transaction of its
  * own, only when the deltas hold more cells than the base, or, for a base
  * block of more than store_set_inline_fold_bytes, twice its cells

@@ -263,10 +263,9 @@ static void random_batches(bool bulk){
             compare(s, rides, n, when);
         }
     }
-    if (!bulk)
-        cr_assert_gt(deltas_seen, 0, "small batches over stored segments wrote delta blocks");
-    else
-        cr_assert_eq(deltas_seen, 0, "bulk mode writes segments whole");
+    /* In bulk mode too: a load that comes back to a segment it wrote adds
+     * a delta rather than encoding the segment whole again. */
+    cr_assert_gt(deltas_seen, 0, "small batches over stored segments wrote delta blocks");
     store_close(s);
 
     /* What was committed is what a fresh reader sees. */
@@ -341,8 +340,13 @@ static void load_with_late_rows(size_t cache_kib, bool leave_bulk_in_flight)
         cr_assert_eq(store_set_bulk(s, false, &err), 0, "%s", err.message);
     }
     compare(s, rides, n, "after the last commit");
-    if (!leave_bulk_in_flight) /* else the segments late rows went back to take deltas */
-        cr_assert_eq(fixture_delta_blocks(s), 0, "a load writes bases only");
+    /* Late rows went back to segments written already: deltas, which a
+     * fold (as straum-ingest's after its load) makes bases again. */
+    cr_assert_gt(fixture_delta_blocks(s), 0, "late rows to written segments are delta blocks");
+    int left;
+    cr_assert_eq(store_compact(s, INT64_MAX, true, &left, &err), 0, "%s", err.message);
+    cr_assert_eq(fixture_delta_blocks(s), 0);
+    compare(s, rides, n, "after folding");
     store_close(s);
     cr_assert_eq(store_open(dir, STORE_READ_ONLY, &s, &err), 0, "%s", err.message);
     compare(s, rides, n, "after reopen");
@@ -756,9 +760,9 @@ Test(store_model, times_at_the_edges_of_what_a_store_keeps)
 
 /* Deltas of one segment: each small commit adds one, up to STORE_MAX_DELTAS;
  * the next merges them into one; a commit that would give the deltas more
- * cells than the base folds them into a new base. Bulk mode writes
- * none, and a delta that takes away rows never added is refused when
- * folded. */
+ * cells than the base folds them into a new base. Bulk mode writes them
+ * by the same rule for a segment it wrote already, and a delta that takes
+ * away rows never added is refused when folded. */
 Test(store_model, deltas_are_numbered_folded_and_checked)
 {
     char dir[64];
@@ -775,7 +779,11 @@ Test(store_model, deltas_are_numbered_folded_and_checked)
     cr_assert_eq(store_commit(s, &(struct store_position){.lsn = 1}, &err), 0, "%s", err.message);
     fixture_apply(s, &rides[0], -1);
     cr_assert_eq(store_commit(s, &(struct store_position){.lsn = 2}, &err), 0, "%s", err.message);
-    cr_assert_eq(fixture_delta_blocks(s), 0, "bulk mode rewrites segments whole");
+    int load_deltas = fixture_delta_blocks(s);
+    cr_assert_gt(load_deltas, 0, "a load's second commit adds deltas, not the bases again");
+    int left;
+    cr_assert_eq(store_compact(s, INT64_MAX, true, &left, &err), 0, "%s", err.message);
+    cr_assert_eq(fixture_delta_blocks(s), 0);
     cr_assert_eq(store_set_bulk(s, false, &err), 0, "%s", err.message);
     fixture_apply(s, &rides[0], +1);
     cr_assert_eq(store_commit(s, &(struct store_position){.lsn = 3}, &err), 0, "%s", err.message);
@@ -789,7 +797,6 @@ Test(store_model, deltas_are_numbered_folded_and_checked)
         cr_assert_eq(fixture_delta_blocks(s), want, "after %d small commits", c);
     }
     /* One light delta per segment: an idle writer leaves it, `all` folds it. */
-    int left;
     cr_assert_eq(store_compact(s, INT64_MAX, false, &left, &err), 0, "%s", err.message);
     cr_assert_eq(fixture_delta_blocks(s), per_commit);
     cr_assert_eq(store_compact(s, INT64_MAX, true, &left, &err), 0, "%s", err.message);
@@ -809,6 +816,67 @@ Test(store_model, deltas_are_numbered_folded_and_checked)
     cr_assert_eq(store_commit(s, &(struct store_position){.lsn = 20}, &err), 0, "%s", err.message);
     cr_assert_neq(store_compact(s, INT64_MAX, true, &left, &err), 0);
     cr_assert(strstr(err.message, "went negative") != NULL, "%s", err.message);
+    store_close(s);
+    fixture_remove(dir);
+}
+
+/* The delta cells of the rides view's hour segment, in number order. */
+struct delta_sizes {
+    int n;
+    uint64_t cells[STORE_MAX_DELTAS];
+};
+
+static void hour_deltas(const struct store_segment *seg, void *arg)
+{
+    struct delta_sizes *d = arg;
+    if (seg->view != 0 || seg->width != 0)
+        return;
+    d->n = seg->ndeltas;
+    for (int i = 0; i < seg->ndeltas; i++)
+        d->cells[i] = seg->deltas[i].block.info.ncells;
+}
+
+/* When the delta numbers run out, the newest deltas are merged, back to
+ * the first that outweighs the rest more than twice (merged_delta_from):
+ * a big delta 1 followed by seven one-cell deltas keeps its block, and
+ * the small ones and the overlay become delta 2. Merging every delta into
+ * delta 1 (as before) rewrote the big one at every eighth small commit. */
+Test(store_model, a_full_delta_run_merges_the_small_newest_deltas_only)
+{
+    char dir[64];
+    struct store *s = fixture_create(dir);
+    struct store_error err;
+    enum { BASE = 50, BIG = 40 };
+    struct ride rides[BASE + BIG + STORE_MAX_DELTAS + 1];
+    int n = 0;
+    uint64_t rng = 5, lsn = 1;
+    const int64_t hour = 1704067200LL * 1000000LL + 3 * 3600000000LL;
+    for (int round = 0; round < 2 + STORE_MAX_DELTAS; round++) {
+        /* the base, the big delta 1, then one new cell a commit */
+        int add = round == 0 ? BASE : round == 1 ? BIG : 1;
+        for (int i = 0; i < add; i++) {
+            rides[n] = fixture_ride(&rng);
+            rides[n].at = hour + i; /* one hour: one segment a width */
+            rides[n].zone = 1000 + n; /* a cell of its own */
+            fixture_apply(s, &rides[n++], +1);
+        }
+        cr_assert_eq(store_commit(s, &(struct store_position){.lsn = lsn++}, &err), 0, "%s",
+                     err.message);
+        struct delta_sizes d = {0};
+        fixture_each_raw_segment(s, hour_deltas, &d);
+        if (round < 1 + STORE_MAX_DELTAS) {
+            cr_assert_eq(d.n, round, "after commit %d", round + 1);
+            continue;
+        }
+        cr_assert_eq(d.n, 2, "the small deltas and the overlay merged into delta 2");
+        cr_assert_eq(d.cells[0], BIG, "delta 1 kept as it was");
+        cr_assert_eq(d.cells[1], STORE_MAX_DELTAS, "seven one-cell deltas and the overlay");
+    }
+    compare(s, rides, n, "after the merge");
+    int left;
+    cr_assert_eq(store_compact(s, INT64_MAX, true, &left, &err), 0, "%s", err.message);
+    cr_assert_eq(fixture_delta_blocks(s), 0);
+    compare(s, rides, n, "folded");
     store_close(s);
     fixture_remove(dir);
 }
