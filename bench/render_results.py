@@ -493,7 +493,6 @@ def stream_section(modes):
         "",
         "Beside the load, PostgreSQL's tps, transactions per LMDB commit and ingest's CPU per "
         "1000 transactions: " + "; ".join(f"{b[0]} {b[1]}, {b[5]}, {b[6]}" for b in beside) + ".",
-        "",
         f"Idle, the same client: light ask p99 {dur_ms(t['idle_light_ask_p99_ms'])}, "
         f"percentile ask p99 {dur_ms(t['idle_percentile_ask_p99_ms'])}.",
         "",
@@ -568,7 +567,6 @@ def wal_section(modes):
          "Logical: read", "WAL read", "Rows/s", "Against PostgreSQL"], rows) + [
         "",
         "Where PostgreSQL or logical mode wins: " + pg_line + " " + lo_line + " " + cost,
-        "",
         "CPU seconds, which compare where the wall times above hold the scheduler's share",
         "of two cores this machine's other work used too:",
         "",
@@ -754,7 +752,7 @@ def duckdb_section(modes):
     out = ["## DuckDB beside PostgreSQL", "", run_line(run), ""] + table(
         ["Ask", "Rows", "Equal to PostgreSQL", "PostgreSQL", "DuckDB", "PostgreSQL / DuckDB"],
         rows)
-    out += ["", "Where a peer wins: " + (" ".join(wins) if wins else "DuckDB on every ask."), ""]
+    out += ["", "Where a peer wins: " + (" ".join(wins) if wins else "DuckDB on every ask.")]
     mem = run["memory"]
     out += [f"DuckDB {d['version']} in memory ({d['threads']} threads) loaded the trips in "
             f"{dur_s(run['load']['load_s'])} (streamed from taxi_gen) and then held "
@@ -777,12 +775,12 @@ def duckdb_section(modes):
 def fuzz_section(modes):
     run = modes["fuzz"]
     f = run["fuzz"]
-    rows = [[t["target"], t["drives"], t["runs"], count(t["seconds"]), count(t["executions"]),
-             "; ".join(count(x) for x in t["exec_per_s"]), f"{count(t['cov'])} / {count(t['ft'])}",
-             "clean" if t["found"] == 0 else f"**{t['found']} found**"] for t in f["targets"]]
-    out = ["## Fuzzing", "", run_line(run), ""] + table(
-        ["Target", "Drives", "Runs", "Seconds", "Executions", "Exec/s per run",
-         "Coverage at the end (cov / ft)", "Result"], rows)
+    each = [f"`{t['target']}` ({t['drives']}): {count(t['executions'])} executions in "
+            f"{count(t['seconds'])} s over {t['runs']} runs ("
+            + "; ".join(count(x) for x in t["exec_per_s"]) + f" a second), coverage "
+            f"{count(t['cov'])} / {count(t['ft'])} (cov / ft) at the end, "
+            + ("clean" if t["found"] == 0 else f"**{t['found']} found**") for t in f["targets"]]
+    out = ["## Fuzzing", "", run_line(run), "", "; ".join(each) + "."]
     reruns = []
     for rr in run.get("reruns", []):
         each = ", ".join(f"{t['target']} {count(t['executions'])} in {t['seconds']} s "
@@ -824,8 +822,8 @@ def chaos_section(modes):
         ["trips at the end", f"{count(c['trips_at_end'])}; data.mdb {c['data_mdb_mib']} MiB, "
          f"compacted {c['compacted_mib']} MiB"],
     ]
-    return ["## Chaos soak", "", run_line(run), ""] + table(["", ""], rows) + [
-        "",
+    return ["## Chaos soak", "", run_line(run), "",
+            "; ".join(f"{k}: {v}" for k, v in rows) + ".", "",
         "How: `bench/chaos` runs the chaos of `test_chaos` (SPEC.md §7) as a soak,",
         "faults scaled to the time: an ingest SIGKILL every 4 s, a PostgreSQL",
         "restart every minute (every second one a crash), a quiet check every",
@@ -966,9 +964,14 @@ def warehouse_section(modes):
     views = {v["name"]: v for v in w["store"]["views"]}
     def view_bytes(name):
         return sum(x["bytes"] for x in views[name]["widths"]) if name in views else 0
-    cells = ", ".join(f"{x['width']} {count(x['cells'])}" for x in views["picks"]["widths"])
+    cells = ", ".join(f"{x['width']} {count(x['cells'])} ({x['bytes_per_cell']:.1f} bytes a cell)"
+                      for x in views["picks"]["widths"])
     g = w["generated"]
     out += [
+        f"Initial load: {st['ingest_initial_load_s']:.1f} s against PostgreSQL's binary COPY of "
+        f"the same rows {st['postgres_copy_out_binary_s']:.2f} s "
+        f"({st['initial_load_vs_copy']:.1f}x); straum-ingest's peak RSS "
+        f"{kib_mib(st['ingest_load_peak_rss_kib'])}.",
         f"Store: {mib(w['store']['file_bytes'])} on disk; picks (counts, a FILTER count, sums) "
         f"{mib(view_bytes('picks'))} in segments ({cells} cells); picks_full's max and "
         f"percentile_cont add {mib(view_bytes('picks_full') - view_bytes('picks'))}. "
@@ -976,7 +979,6 @@ def warehouse_section(modes):
         f"{kib_mib(w['serve_rss_anon_start_kib'])} after start, {kib_mib(w['serve_rss_anon_peak_kib'])} "
         f"at its peak over the asks, {kib_mib(w['serve_rss_anon_end_kib'])} at the end "
         "(targets: 240 MiB on disk for picks, 32 MiB, 50 ms).",
-        "",
         f"{count(g['asks'])} generated asks (`tests/kit/warehouse.c`; the first {g['checked']} "
         f"checked, {g['differ']} differ): p50 {dur_ms(g['p50_us'] / 1000)}, p90 "
         f"{dur_ms(g['p90_us'] / 1000)}, p99 {dur_ms(g['p99_us'] / 1000)}, max "
@@ -985,6 +987,13 @@ def warehouse_section(modes):
         "Where a peer wins: " + (" ".join(wins) if wins else "nowhere."),
         "",
     ]
+    # Where the time of a missed target goes, from the profiles of this
+    # run's store (RESULTS.json "profiles", written with the run's figures).
+    if w.get("profiles"):
+        out += ["Where the time goes (perf of this run's store): " + " ".join(w["profiles"]), ""]
+    return out
+
+
 def random_section(modes):
     run = modes["random"]
     r = run["random"]
@@ -1074,7 +1083,7 @@ def wide_section(modes):
                   "Met"], srows) + [""]
     widths = w["store"]["views"][0]["widths"]
     out += ["Cells per width: " + ", ".join(f"{x['width']} {count(x['cells'])}" for x in widths)
-            + f"; the store {mib(w['store']['file_bytes'])}.", "",
+            + f"; the store {mib(w['store']['file_bytes'])}.",
             "Where a peer wins: " + (" ".join(wins) if wins else "nowhere."), ""]
     return out
 
