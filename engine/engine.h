@@ -112,6 +112,13 @@ struct engine *engine_open(const char *store_dir, const struct engine_limits *li
 void engine_close(struct engine *e);
 struct store *engine_store(struct engine *e);
 
+/* A time as PostgreSQL's text output writes it with DateStyle ISO:
+ * "2024-01-17 00:00:00-05", fractions and offset minutes only when not
+ * zero. local_us is the wall-clock time; off seconds east of UTC, or
+ * INT32_MIN for a timestamp without time zone. Copies what fits into buf
+ * as snprintf would and returns the full length; cannot fail. */
+size_t engine_format_pg_time(int64_t local_us, int32_t off, char *buf, size_t len);
+
 /* Answers one ask: {"columns": [...], "rows": [[...], ...]} into out.
  * Returns 0, or -1 with err. */
 int engine_ask(struct engine *e, const struct ask_request *req, struct buf *out,

@@ -7,6 +7,7 @@
  * transition the last offset stays in force. Zones are loaded once and kept
  * (a handful per process), behind a mutex only on first load. */
 #include "base/bytes.h"
+#include "engine/engine.h"
 #include "engine/tz.h"
 #include "sql/sql.h"
 
@@ -218,30 +219,31 @@ static char *put_year(char *p, int64_t y)
     return p;
 }
 
-/* Without printf: answers write a time per row, and printf was most of a
- * row's cost. Returns the length, copying what fits into buf as snprintf
- * would. */
 size_t tz_format(const struct tz *tz, int64_t utc_us, char *buf, size_t len)
 {
     return tz_format_offset(utc_us, tz_offset_at(tz, utc_us), buf, len);
 }
 
-size_t tz_format_offset(int64_t utc_us, int32_t off, char *buf, size_t len)
+/* The one writer of times (no printf: answers write a time per row, and
+ * printf was most of a row's cost). local is wall-clock µs; off seconds
+ * east of UTC, or INT32_MIN for no offset; pg: PostgreSQL's text output
+ * (DateStyle ISO: a space, offset minutes and seconds only when not zero),
+ * else ISO 8601 ('T', offset minutes always). Copies what fits into buf as
+ * snprintf would; returns the full length. */
+static size_t format_time(int64_t local, int32_t off, bool pg, char *buf, size_t len)
 {
-    int64_t local = utc_us + (int64_t)off * 1000000;
     int64_t days = local >= 0 ? local / 86400000000LL : -((-local + 86400000000LL - 1) / 86400000000LL);
     int64_t rest = local - days * 86400000000LL;
     int64_t y;
     unsigned m, d;
     sql_civil_from_days(days, &y, &m, &d);
     int64_t secs = rest / 1000000, us = rest % 1000000;
-    int32_t a = off < 0 ? -off : off;
     char out[64], *p = put_year(out, y);
     *p++ = '-';
     p = two_digits(p, m);
     *p++ = '-';
     p = two_digits(p, d);
-    *p++ = 'T';
+    *p++ = pg ? ' ' : 'T';
     p = two_digits(p, (unsigned)(secs / 3600));
     *p++ = ':';
     p = two_digits(p, (unsigned)(secs / 60 % 60));
@@ -252,14 +254,22 @@ size_t tz_format_offset(int64_t utc_us, int32_t off, char *buf, size_t len)
         for (int k = 5; k >= 0; k--, us /= 10)
             p[k] = (char)('0' + us % 10);
         p += 6;
+        if (pg) /* PostgreSQL drops the fraction's trailing zeros */
+            while (p[-1] == '0')
+                p--;
     }
-    *p++ = off < 0 ? '-' : '+';
-    p = two_digits(p, (unsigned)(a / 3600));
-    *p++ = ':';
-    p = two_digits(p, (unsigned)(a / 60 % 60));
-    if (a % 60) {
-        *p++ = ':';
-        p = two_digits(p, (unsigned)(a % 60));
+    if (off != INT32_MIN) {
+        int32_t a = off < 0 ? -off : off;
+        *p++ = off < 0 ? '-' : '+';
+        p = two_digits(p, (unsigned)(a / 3600));
+        if (!pg || a % 3600) {
+            *p++ = ':';
+            p = two_digits(p, (unsigned)(a / 60 % 60));
+        }
+        if (a % 60) {
+            *p++ = ':';
+            p = two_digits(p, (unsigned)(a % 60));
+        }
     }
     size_t n = (size_t)(p - out), k = len && n >= len ? len - 1 : n;
     if (len) {
@@ -267,4 +277,14 @@ size_t tz_format_offset(int64_t utc_us, int32_t off, char *buf, size_t len)
         buf[k] = '\0';
     }
     return n;
+}
+
+size_t tz_format_offset(int64_t utc_us, int32_t off, char *buf, size_t len)
+{
+    return format_time(utc_us + (int64_t)off * 1000000, off, false, buf, len);
+}
+
+size_t engine_format_pg_time(int64_t local_us, int32_t off, char *buf, size_t len)
+{
+    return format_time(local_us, off, true, buf, len);
 }

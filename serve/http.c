@@ -762,7 +762,7 @@ struct serve_server *serve_start_routes(const struct serve_options *o,
             .listen = o->pg_listen, .reuse_port = o->reuse_port, .token = s->token,
             .engine = s->engine, .metrics = s->metrics, .connection_limit = CONNECTION_LIMIT,
             .startup_timeout_s = s->timeout_s, .idle_timeout_s = o->pg_idle_timeout_s,
-            .quiet = o->quiet};
+            .workers = o->threads, .quiet = o->quiet};
         if (!(s->pg = pg_server_start(&po, err, errlen)))
             goto fail;
     }

@@ -11,12 +11,14 @@
  *   pg_session.c  the statements drivers send that are not asks (SET,
  *                 SHOW, BEGIN, ...) and the error mapping to SQLSTATEs
  *   pg_query.c    simple and extended query over the engine
- *   pg_server.c   the listener, a thread per connection, timeouts, the
- *                 connection limit, CancelRequest
+ *   pg_server.c   the listener, the startup thread, the pool of workers
+ *                 that answers messages, timeouts, the connection limit,
+ *                 CancelRequest
  *
  * Invariants:
- *   1. A connection's thread is the only one that touches its state; a
- *      CancelRequest (another connection) sets only the atomic flag.
+ *   1. One thread at a time touches a connection's state (its startup
+ *      thread, then the pool's worker that took its event: pg_server.c
+ *      P1); a CancelRequest (another connection) sets only the atomic flag.
  *   2. Every message read is bounded (PG_MAX_MESSAGE) before a byte of its
  *      body is allocated, so a length field cannot make us allocate.
  *   3. After an error in the extended protocol, messages up to Sync are
@@ -318,6 +320,7 @@ struct pg_server_options {
     int connection_limit;       /* HTTP and PostgreSQL connections together */
     unsigned startup_timeout_s; /* the startup exchange, and any one message once begun */
     unsigned idle_timeout_s;    /* between messages; 0: none */
+    int workers;                /* the pool's size (--threads); 0: the number of CPUs */
     bool quiet;
 };
 /* Binds and starts accepting. NULL with a message in err. */

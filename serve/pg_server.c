@@ -1,11 +1,33 @@
-/* pg_server.c -- the PostgreSQL listener: a thread per connection, the
- * startup exchange, the message loop, timeouts, the connection limit and
- * CancelRequest.
+/* pg_server.c -- the PostgreSQL listener: the startup exchange on a thread
+ * of its own, then the connection's messages on a pool of workers sharing
+ * one epoll set; timeouts, the connection limit and CancelRequest.
  *
- * A connection's thread blocks in poll on its socket only (pg.h invariant
- * 1): a slow or stalled client holds its own thread and nothing else, and
- * every other connection goes on being answered. Bounds, each answered with
- * an ErrorResponse the client can read before the socket is closed:
+ * Why a pool and not a thread per connection: a connection's thread slept
+ * in recv after every answer and was woken for the next ask, two context
+ * switches an ask, which cost more than the light asks themselves (on two
+ * cores, 64 pgbench connections spent a fifth of the server's CPU in
+ * switching). A worker that answers one connection takes the next ready
+ * one without sleeping while there is work.
+ *
+ * Invariants of the pool (pg.h invariant 1 is the first):
+ *   P1. A connection is in the epoll set with EPOLLONESHOT, or owned by the
+ *       one worker that took its event, or by its startup thread: never two
+ *       at once, so its state needs no lock. A worker touches nothing of a
+ *       connection after re-arming it.
+ *   P2. A worker never blocks on a client between messages: it reads what
+ *       the socket holds, answers every whole message, writes what the
+ *       socket takes and re-arms (EPOLLOUT while answers are pending, and
+ *       no more messages are read until they leave: back-pressure).
+ *   P3. A worker busy on one connection for over LONG_BUSY_MS (a heavy ask,
+ *       or a long answer to a client slow to read it, which still blocks
+ *       within the message timeout) is replaced by a new worker, so ready
+ *       connections never wait long behind it; workers beyond the pool's
+ *       size retire once they are not needed.
+ *   P4. A connection's fd is closed only after it is unlinked from the
+ *       server's list (under the lock): the sweeper and CancelRequest,
+ *       which walk the list under the lock, never see a closed fd.
+ * Bounds, each answered with an ErrorResponse the client can read before
+ * the socket is closed:
  *   - the startup packet: at most PG_MAX_STARTUP bytes, whole within the
  *     startup timeout (PostgreSQL's authentication_timeout, 60 s; here
  *     --connection-timeout, 30 s);
@@ -14,11 +36,11 @@
  *     whole within the same timeout;
  *   - idle between messages: --pg-idle-timeout (default 10 minutes:
  *     connection pools hold idle connections for minutes);
+ *   - answers not read by the client within the same 30 s: closed;
  *   - connections: HTTP's and PostgreSQL's together at most the HTTP
  *     connection limit (10,000); one more is refused with 53300.
- * Output is buffered and written before the thread blocks for more input,
- * so a pipelined Parse/Bind/Execute/Sync costs one write; a client that
- * does not read its answers is cut after the timeout. */
+ * Timeouts of pooled connections are the sweeper's (the monitor thread):
+ * it shuts the socket down, and the worker that takes the event closes. */
 #include "serve/pg.h"
 
 #include "serve/listen.h"
@@ -35,23 +57,58 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
-/* The longest a connection's blocking recv waits before its thread looks
- * at its deadline and at stopping again: a stopping server and a timed-out
+/* The longest a startup thread's blocking recv waits before it looks at
+ * its deadline and at stopping again: a stopping server and a timed-out
  * client are noticed within this. */
 #define RECV_WAIT_MS 1000
 
-/* How long pg_server_stop waits for connection threads to finish. */
+/* How long pg_server_stop waits for connections and workers to finish. */
 #define STOP_GRACE_MS 10000
+
+/* P3: a worker busy this long on one connection is replaced in the pool.
+ * Short enough that a light ask behind a heavy one waits a few
+ * milliseconds at most; long enough that light asks (tens of
+ * microseconds) never start a thread. It is also the monitor's tick while
+ * connections are pooled: 200 wakeups a second, a negligible cost. */
+#define LONG_BUSY_MS 5
+
+/* How often the monitor looks for pooled connections past a deadline:
+ * timeouts are in seconds, so a quarter second late is immaterial, and a
+ * walk of 10,000 connections four times a second costs nothing. */
+#define SWEEP_MS 250
+
+/* Room a worker makes in a connection's input before each recv: one recv
+ * takes a pipeline of small messages whole. */
+#define READ_CHUNK 8192
 
 struct conn_node {
     struct pg_conn c;
     unsigned char *in;          /* received, not yet consumed: [in_at, in_len) */
     size_t in_at, in_len, in_cap;
+    int64_t partial_since;      /* when the message still incomplete began; 0: none */
+    atomic_bool pooled;         /* handed to the workers (P1) */
+    _Atomic int64_t deadline;   /* pooled and waiting: shut down past it (ms) */
+    /* Released before the connection goes back into the epoll set and
+     * acquired by the worker that takes it: the kernel orders the two, and
+     * this says so in C11's terms (and to ThreadSanitizer, which cannot
+     * see through epoll). */
+    atomic_uint handovers;
     struct conn_node *prev, *next;
+};
+
+/* A worker of the pool: busy_since is when it took its current event (0:
+ * waiting), read by the monitor (P3). */
+struct pg_worker {
+    struct pg_server *srv;
+    _Atomic int64_t busy_since;
+    bool base;                  /* one of the pool's size: never retires */
+    struct pg_message msg;      /* the message being answered (5 KiB: not on each ask's heap) */
+    struct pg_worker *prev, *next;
 };
 
 struct pg_server {
@@ -61,14 +118,20 @@ struct pg_server {
     int listen_fd, port;
     char addr[80];
     int stop_pipe[2];
-    pthread_t acceptor;
-    bool accepting;
+    int wake_pipe[2];           /* the monitor's: stopping, or a first connection pooled */
+    int epfd;                   /* the pool's epoll set */
+    pthread_t acceptor, monitor;
+    bool accepting, monitoring;
     atomic_bool stopping;
-    pthread_mutex_t lock;       /* conns, nconns, next_pid */
-    pthread_cond_t drained;
+    pthread_mutex_t lock;       /* conns, nconns, next_pid, workers, nworkers */
+    pthread_cond_t drained;     /* nconns or nworkers went down */
     struct conn_node *conns;
     int nconns;
+    atomic_int npooled;
     int32_t next_pid;
+    struct pg_worker *workers;
+    int nworkers, pool_size, max_workers;
+    atomic_int nlong;           /* workers busy past LONG_BUSY_MS at the monitor's last tick */
 };
 
 static int64_t mono_ms(void)
@@ -406,8 +469,16 @@ static int startup(struct conn_node *k)
 
 /* ---- A connection ------------------------------------------------------------------------ */
 
-static void unlink_conn(struct pg_server *s, struct conn_node *k)
+/* Closes a connection whatever owns it (P4: unlinked, then closed). */
+static void close_conn(struct conn_node *k)
 {
+    struct pg_conn *c = &k->c;
+    struct pg_server *s = c->srv;
+    pg_conn_reset(c);
+    buf_free(&c->out);
+    free(k->in);
+    if (s->o.metrics)
+        metrics_connection(s->o.metrics, -1);
     pthread_mutex_lock(&s->lock);
     if (k->prev)
         k->prev->next = k->next;
@@ -416,60 +487,322 @@ static void unlink_conn(struct pg_server *s, struct conn_node *k)
     if (k->next)
         k->next->prev = k->prev;
     s->nconns--;
+    if (atomic_load(&k->pooled))
+        atomic_fetch_sub(&s->npooled, 1);
     pthread_cond_broadcast(&s->drained);
     pthread_mutex_unlock(&s->lock);
+    close(c->fd); /* leaves the epoll set with it */
+    free(k);
 }
 
-static void *serve_conn(void *arg)
+/* Writes what the socket takes without waiting: 0 when out is empty, 1
+ * when some is left (the rest moved to its front), -1 on a dead socket. */
+static int write_some(struct pg_conn *c)
+{
+    if (c->out.failed)
+        return -1;
+    size_t at = 0;
+    while (at < c->out.len) {
+        ssize_t n = send(c->fd, c->out.data + at, c->out.len - at, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0)
+            at += (size_t)n;
+        else if (n < 0 && errno == EINTR)
+            continue;
+        else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            break;
+        else
+            return -1;
+    }
+    memmove(c->out.data, c->out.data + at, c->out.len - at);
+    c->out.len -= at;
+    return c->out.len > 0;
+}
+
+/* Puts a connection back in the epoll set, waiting for its answers to
+ * leave (out) or for its next bytes, with the deadline the sweeper holds
+ * it to. The last thing its owner does with it (P1). 0, or -1 (not
+ * re-armed: the caller closes). */
+static int rearm(struct conn_node *k, bool out, int op)
+{
+    struct pg_server *s = k->c.srv;
+    int64_t now = mono_ms(), msg_ms = (int64_t)s->o.startup_timeout_s * 1000;
+    int64_t deadline = INT64_MAX;
+    if (out)
+        deadline = now + msg_ms;
+    else if (k->partial_since)
+        deadline = k->partial_since + msg_ms;
+    else if (s->o.idle_timeout_s)
+        deadline = now + (int64_t)s->o.idle_timeout_s * 1000;
+    atomic_store(&k->deadline, deadline);
+    int fd = k->c.fd, epfd = s->epfd;
+    struct epoll_event ev = {.events = EPOLLONESHOT | EPOLLRDHUP | (out ? EPOLLOUT : EPOLLIN),
+                             .data.ptr = k};
+    atomic_fetch_add_explicit(&k->handovers, 1, memory_order_release);
+    /* k may belong to another worker from here on: only locals below. */
+    return epoll_ctl(epfd, op, fd, &ev);
+}
+
+/* Answers every whole message in k's input: 0 to go on, -1 to close (an
+ * error was written where one helps). */
+static int answer_messages(struct pg_worker *w, struct conn_node *k)
+{
+    struct pg_conn *c = &k->c;
+    while (k->in_len - k->in_at >= 5) {
+        unsigned char *at = k->in + k->in_at;
+        char type = (char)at[0];
+        uint32_t n = be32(at + 1);
+        if (n < 4 || n > PG_MAX_MESSAGE + 4) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "invalid message length %u (at most %u bytes)", n,
+                     PG_MAX_MESSAGE);
+            fatal(c, n < 4 ? "08P01" : "54000", msg, NULL);
+            return -1;
+        }
+        if (k->in_len - k->in_at < 1 + (size_t)n)
+            return 0; /* the rest has not come yet */
+        k->in_at += 1 + n;
+        const char *state = "08P01";
+        char why[200];
+        if (pg_parse_message(type, at + 5, n - 4, &w->msg, &state, why, sizeof why)) {
+            fatal(c, state, why, NULL);
+            return -1;
+        }
+        if (pg_handle_message(c, &w->msg)) {
+            flush_out(c);
+            return -1;
+        }
+        if (c->out.failed) {
+            c->out.len = 0;
+            c->out.failed = false;
+            fatal(c, "53200", "out of memory writing the answer", NULL);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Makes room for the next recv: the consumed bytes dropped, at least
+ * READ_CHUNK free, or the whole of a message begun whose length is known
+ * (bounded by PG_MAX_MESSAGE, invariant 2). 0, or -1 out of memory. */
+static int make_room(struct conn_node *k)
+{
+    if (k->in_at > 0) {
+        memmove(k->in, k->in + k->in_at, k->in_len - k->in_at);
+        k->in_len -= k->in_at;
+        k->in_at = 0;
+    }
+    size_t want = k->in_len + READ_CHUNK;
+    if (k->in_len >= 5) {
+        size_t whole = 1 + (size_t)be32(k->in + 1);
+        if (whole > want)
+            want = whole;
+    }
+    if (want <= k->in_cap)
+        return 0;
+    size_t cap = k->in_cap ? k->in_cap : READ_CHUNK;
+    while (cap < want)
+        cap *= 2;
+    unsigned char *p = realloc(k->in, cap);
+    if (!p)
+        return -1;
+    k->in = p;
+    k->in_cap = cap;
+    return 0;
+}
+
+/* A pooled connection's event, taken by worker w (P2): pending answers
+ * out, then one recv, every whole message answered, the answers out, and
+ * the connection re-armed; or closed. */
+static void serve_ready(struct pg_worker *w, struct conn_node *k)
+{
+    struct pg_conn *c = &k->c;
+    (void)atomic_load_explicit(&k->handovers, memory_order_acquire);
+    /* Owned now: no deadline while its messages are answered (an ask may
+     * take longer than the message timeout). */
+    atomic_store(&k->deadline, INT64_MAX);
+    if (atomic_load(&c->srv->stopping))
+        goto close;
+    int rc = c->out.len ? write_some(c) : 0;
+    if (rc < 0)
+        goto close;
+    if (rc > 0) {
+        if (rearm(k, true, EPOLL_CTL_MOD))
+            goto close;
+        return;
+    }
+    if (make_room(k))
+        goto close;
+    ssize_t got = recv(c->fd, k->in + k->in_len, k->in_cap - k->in_len, MSG_DONTWAIT);
+    if (got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+        goto close;
+    if (got > 0)
+        k->in_len += (size_t)got;
+    if (answer_messages(w, k))
+        goto close;
+    if (k->in_len > k->in_at) {
+        if (!k->partial_since)
+            k->partial_since = mono_ms();
+    } else {
+        k->partial_since = 0;
+    }
+    rc = c->out.len ? write_some(c) : 0;
+    if (rc < 0 || rearm(k, rc > 0, EPOLL_CTL_MOD))
+        goto close;
+    return;
+close:
+    close_conn(k);
+}
+
+/* ---- The pool ----------------------------------------------------------------------------- */
+
+static void *worker_main(void *arg);
+
+/* Starts a worker; with s->lock held. 0, or -1 (no thread: the pool goes
+ * on with those it has). */
+static int start_worker(struct pg_server *s, bool base)
+{
+    struct pg_worker *w = calloc(1, sizeof *w);
+    if (!w)
+        return -1;
+    w->srv = s;
+    w->base = base;
+    atomic_init(&w->busy_since, 0);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 1 << 20);
+    pthread_t t;
+    int rc = pthread_create(&t, &attr, worker_main, w);
+    pthread_attr_destroy(&attr);
+    if (rc) {
+        free(w);
+        return -1;
+    }
+    w->next = s->workers;
+    if (s->workers)
+        s->workers->prev = w;
+    s->workers = w;
+    s->nworkers++;
+    return 0;
+}
+
+/* Whether w, a worker started to replace a busy one, is no longer needed:
+ * the pool holds its size without it. */
+static bool surplus(struct pg_server *s, struct pg_worker *w)
+{
+    if (w->base)
+        return false;
+    pthread_mutex_lock(&s->lock);
+    bool more = s->nworkers - atomic_load(&s->nlong) > s->pool_size;
+    pthread_mutex_unlock(&s->lock);
+    return more;
+}
+
+static void *worker_main(void *arg)
+{
+    struct pg_worker *w = arg;
+    struct pg_server *s = w->srv;
+    for (;;) {
+        struct epoll_event ev;
+        int n = epoll_wait(s->epfd, &ev, 1, 1000);
+        if (n == 1) {
+            atomic_store(&w->busy_since, mono_ms() | 1);
+            serve_ready(w, ev.data.ptr);
+            atomic_store(&w->busy_since, 0);
+        }
+        if (atomic_load(&s->stopping) ? atomic_load(&s->npooled) == 0 : surplus(s, w))
+            break;
+    }
+    pthread_mutex_lock(&s->lock);
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        s->workers = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+    s->nworkers--;
+    pthread_cond_broadcast(&s->drained);
+    pthread_mutex_unlock(&s->lock);
+    free(w);
+    return NULL;
+}
+
+/* Shuts down pooled connections past their deadline (with s->lock held);
+ * the worker that takes the event closes them. */
+static void sweep(struct pg_server *s, int64_t now)
+{
+    for (struct conn_node *k = s->conns; k; k = k->next)
+        if (atomic_load(&k->pooled) && atomic_load(&k->deadline) < now) {
+            atomic_store(&k->deadline, INT64_MAX);
+            shutdown(k->c.fd, SHUT_RDWR);
+        }
+}
+
+/* The monitor: replaces workers busy past LONG_BUSY_MS (P3), and sweeps
+ * timeouts. Ticks every LONG_BUSY_MS while connections are pooled, once a
+ * sweep otherwise (woken by the first connection pooled). */
+static void *monitor_main(void *arg)
+{
+    struct pg_server *s = arg;
+    int64_t next_sweep = 0;
+    while (!atomic_load(&s->stopping)) {
+        struct pollfd p = {.fd = s->wake_pipe[0], .events = POLLIN};
+        if (poll(&p, 1, atomic_load(&s->npooled) > 0 ? LONG_BUSY_MS : SWEEP_MS) > 0) {
+            char drain[64];
+            (void)!read(s->wake_pipe[0], drain, sizeof drain);
+        }
+        int64_t now = mono_ms();
+        pthread_mutex_lock(&s->lock);
+        int nlong = 0;
+        for (struct pg_worker *w = s->workers; w; w = w->next) {
+            int64_t since = atomic_load(&w->busy_since);
+            nlong += since && now - since >= LONG_BUSY_MS;
+        }
+        atomic_store(&s->nlong, nlong);
+        while (!atomic_load(&s->stopping) && s->nworkers - nlong < s->pool_size &&
+               s->nworkers < s->max_workers && start_worker(s, false) == 0)
+            ;
+        if (now >= next_sweep) {
+            sweep(s, now);
+            next_sweep = now + SWEEP_MS;
+        }
+        pthread_mutex_unlock(&s->lock);
+    }
+    return NULL;
+}
+
+/* Hands a connection whose startup is done to the pool; bytes it sent
+ * already are answered at once (EPOLLOUT fires on a writable socket). 0,
+ * or -1 (stopping, or epoll refused it: the caller closes). */
+static int hand_over(struct conn_node *k)
+{
+    struct pg_server *s = k->c.srv;
+    int flags = fcntl(k->c.fd, F_GETFL);
+    if (flags < 0 || fcntl(k->c.fd, F_SETFL, flags | O_NONBLOCK) < 0)
+        return -1;
+    k->partial_since = k->in_len > k->in_at ? mono_ms() : 0;
+    pthread_mutex_lock(&s->lock);
+    bool stopping = atomic_load(&s->stopping);
+    if (!stopping) {
+        atomic_store(&k->pooled, true);
+        if (atomic_fetch_add(&s->npooled, 1) == 0)
+            (void)!write(s->wake_pipe[1], "w", 1);
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (stopping)
+        return -1;
+    return rearm(k, k->in_len > k->in_at, EPOLL_CTL_ADD);
+}
+
+/* A new connection's thread: the startup exchange, blocking on this one
+ * client (SCRAM takes several round trips), then the pool's. */
+static void *startup_thread(void *arg)
 {
     struct conn_node *k = arg;
-    struct pg_conn *c = &k->c;
-    struct pg_server *s = c->srv;
-    if (startup(k) == 0) {
-        int64_t idle = s->o.idle_timeout_s ? (int64_t)s->o.idle_timeout_s * 1000 : -1;
-        for (;;) {
-            char type;
-            unsigned char *body;
-            size_t len;
-            if (read_message(k, idle, &type, &body, &len))
-                break;
-            struct pg_message *m = malloc(sizeof *m);
-            if (!m) {
-                fatal(c, "53200", "out of memory", NULL);
-                break;
-            }
-            const char *state = "08P01";
-            char why[200];
-            if (pg_parse_message(type, body, len, m, &state, why, sizeof why)) {
-                fatal(c, state, why, NULL);
-                free(m);
-                break;
-            }
-            int rc = pg_handle_message(c, m);
-            free(m);
-            if (rc)
-                break;
-            if (c->out.failed) {
-                c->out.len = 0;
-                c->out.failed = false;
-                fatal(c, "53200", "out of memory writing the answer", NULL);
-                break;
-            }
-            /* Answer when the client waits: Sync, Query and Flush end a
-             * batch; need() writes before blocking anyway. */
-            if ((type == 'S' || type == 'Q' || type == 'H') && flush_out(c))
-                break;
-        }
-        flush_out(c);
+    if (startup(k) != 0 || hand_over(k) != 0) {
+        flush_out(&k->c);
+        close_conn(k);
     }
-    pg_conn_reset(c);
-    buf_free(&c->out);
-    close(c->fd);
-    free(k->in);
-    if (s->o.metrics)
-        metrics_connection(s->o.metrics, -1);
-    unlink_conn(s, k);
-    free(k);
     return NULL;
 }
 
@@ -530,6 +863,9 @@ static void *accept_loop(void *arg)
         k->c.fd = fd;
         k->c.flush = flush_out;
         atomic_init(&k->c.cancel, false);
+        atomic_init(&k->pooled, false);
+        atomic_init(&k->deadline, INT64_MAX);
+        atomic_init(&k->handovers, 0);
         if (RAND_bytes((unsigned char *)&k->c.secret, sizeof k->c.secret) != 1)
             k->c.secret = (int32_t)mono_ms();
         pthread_mutex_lock(&s->lock);
@@ -547,12 +883,11 @@ static void *accept_loop(void *arg)
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         pthread_attr_setstacksize(&attr, 1 << 20);
         pthread_t t;
-        if (pthread_create(&t, &attr, serve_conn, k) != 0) {
-            unlink_conn(s, k);
-            if (s->o.metrics)
-                metrics_connection(s->o.metrics, -1);
-            refuse(fd);
-            free(k);
+        if (pthread_create(&t, &attr, startup_thread, k) != 0) {
+            int dup_fd = dup(fd); /* close_conn closes fd; refuse answers on the copy */
+            close_conn(k);
+            if (dup_fd >= 0)
+                refuse(dup_fd);
         }
         pthread_attr_destroy(&attr);
     }
@@ -564,6 +899,13 @@ static void *accept_loop(void *arg)
 int pg_server_port(const struct pg_server *s) { return s->port; }
 const char *pg_server_addr(const struct pg_server *s) { return s->addr; }
 
+static void close_pair(int p[2])
+{
+    for (int i = 0; i < 2; i++)
+        if (p[i] >= 0)
+            close(p[i]);
+}
+
 void pg_server_stop(struct pg_server *s)
 {
     if (!s)
@@ -573,13 +915,18 @@ void pg_server_stop(struct pg_server *s)
         (void)!write(s->stop_pipe[1], "x", 1);
         pthread_join(s->acceptor, NULL);
     }
-    /* Connection threads see stopping within a second (their polls wake
-     * at least that often) and close. */
+    if (s->monitoring) {
+        (void)!write(s->wake_pipe[1], "x", 1);
+        pthread_join(s->monitor, NULL);
+    }
+    /* Startup threads see stopping within a second (their recvs wake at
+     * least that often); pooled connections get the shutdown's event, and
+     * the workers close them and then leave. */
     pthread_mutex_lock(&s->lock);
     for (struct conn_node *k = s->conns; k; k = k->next)
         shutdown(k->c.fd, SHUT_RDWR);
     int64_t until = mono_ms() + STOP_GRACE_MS;
-    while (s->nconns > 0 && mono_ms() < until) {
+    while ((s->nconns > 0 || s->nworkers > 0) && mono_ms() < until) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_nsec += 50 * 1000000;
@@ -589,15 +936,16 @@ void pg_server_stop(struct pg_server *s)
         }
         pthread_cond_timedwait(&s->drained, &s->lock, &ts);
     }
-    int left = s->nconns;
+    int left = s->nconns + s->nworkers;
     pthread_mutex_unlock(&s->lock);
     if (left > 0)
         return; /* threads still hold it: leak it rather than free it under them */
     if (s->listen_fd >= 0)
         close(s->listen_fd);
-    for (int i = 0; i < 2; i++)
-        if (s->stop_pipe[i] >= 0)
-            close(s->stop_pipe[i]);
+    if (s->epfd >= 0)
+        close(s->epfd);
+    close_pair(s->stop_pipe);
+    close_pair(s->wake_pipe);
     pthread_mutex_destroy(&s->lock);
     pthread_cond_destroy(&s->drained);
     free(s->token);
@@ -612,13 +960,21 @@ struct pg_server *pg_server_start(const struct pg_server_options *o, char *err, 
         return NULL;
     }
     s->o = *o;
-    s->listen_fd = -1;
-    s->stop_pipe[0] = s->stop_pipe[1] = -1;
+    s->listen_fd = s->epfd = -1;
+    s->stop_pipe[0] = s->stop_pipe[1] = s->wake_pipe[0] = s->wake_pipe[1] = -1;
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->drained, NULL);
     atomic_init(&s->stopping, false);
+    atomic_init(&s->npooled, 0);
+    atomic_init(&s->nlong, 0);
     if (!s->o.startup_timeout_s)
         s->o.startup_timeout_s = 30;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    s->pool_size = o->workers > 0 ? o->workers : cpus > 0 ? (int)cpus : 1;
+    /* Every connection may hold a worker at once (each busy on its ask),
+     * and the pool stays whole beside them: as many threads as a thread
+     * per connection would have, never more. */
+    s->max_workers = s->pool_size + (o->connection_limit > 0 ? o->connection_limit : 1);
     if (o->token) {
         s->token = strdup(o->token);
         if (!s->token || pg_scram_secret_init(&s->scram, s->token)) {
@@ -626,10 +982,28 @@ struct pg_server *pg_server_start(const struct pg_server_options *o, char *err, 
             goto fail;
         }
     }
-    if (pipe2(s->stop_pipe, O_CLOEXEC) != 0) {
+    if (pipe2(s->stop_pipe, O_CLOEXEC) != 0 || pipe2(s->wake_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
         snprintf(err, errlen, "pipe: %s", strerror(errno));
         goto fail;
     }
+    if ((s->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0) {
+        snprintf(err, errlen, "epoll_create1: %s", strerror(errno));
+        goto fail;
+    }
+    pthread_mutex_lock(&s->lock);
+    int started = 0;
+    while (started < s->pool_size && start_worker(s, true) == 0)
+        started++;
+    pthread_mutex_unlock(&s->lock);
+    if (started < s->pool_size) {
+        snprintf(err, errlen, "cannot start the PostgreSQL worker threads");
+        goto fail;
+    }
+    if (pthread_create(&s->monitor, NULL, monitor_main, s) != 0) {
+        snprintf(err, errlen, "cannot start the PostgreSQL monitor thread");
+        goto fail;
+    }
+    s->monitoring = true;
     if (serve_listen_socket("--pg-listen", o->listen, o->reuse_port, &s->listen_fd, &s->port,
                             s->addr, sizeof s->addr, err, errlen))
         goto fail;

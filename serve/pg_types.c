@@ -49,35 +49,6 @@ static int date_text(int64_t days, char *out, size_t cap)
     return snprintf(out, cap, "%04lld-%02u-%02u", (long long)y, m, d);
 }
 
-static int64_t floor_div(int64_t a, int64_t b) { return a / b - (a % b != 0 && (a < 0) != (b < 0)); }
-
-/* A timestamp's text: local is µs of wall-clock time; off the offset to
- * write (seconds east of UTC), or INT32_MIN for none. */
-static int timestamp_text(int64_t local, int32_t off, char *out, size_t cap)
-{
-    int64_t days = floor_div(local, 86400000000LL);
-    int64_t rest = local - days * 86400000000LL;
-    int n = date_text(days, out, cap);
-    int64_t secs = rest / 1000000, us = rest % 1000000;
-    n += snprintf(out + n, cap - (size_t)n, " %02d:%02d:%02d", (int)(secs / 3600),
-                  (int)(secs / 60 % 60), (int)(secs % 60));
-    if (us) {
-        char f[8];
-        snprintf(f, sizeof f, "%06lld", (long long)us);
-        for (int k = 5; k > 0 && f[k] == '0'; k--)
-            f[k] = '\0';
-        n += snprintf(out + n, cap - (size_t)n, ".%s", f);
-    }
-    if (off != INT32_MIN) {
-        int32_t a = off < 0 ? -off : off;
-        n += snprintf(out + n, cap - (size_t)n, "%c%02d", off < 0 ? '-' : '+', a / 3600);
-        if (a % 3600)
-            n += snprintf(out + n, cap - (size_t)n, ":%02d", a / 60 % 60);
-        if (a % 60)
-            n += snprintf(out + n, cap - (size_t)n, ":%02d", a % 60);
-    }
-    return n;
-}
 
 /* float8out's shortest round-trip form. */
 static int double_text(double d, char *out, size_t cap)
@@ -200,9 +171,9 @@ void pg_put_value(struct buf *b, const struct answer_value *v, uint32_t oid, boo
         break;
     case ANSWER_TIME:
         n = oid == ANSWER_OID_TIMESTAMP
-                ? timestamp_text(v->i, INT32_MIN, tmp, sizeof tmp)
-                : timestamp_text(v->i + (int64_t)v->utc_offset_s * 1000000, v->utc_offset_s, tmp,
-                                 sizeof tmp);
+                ? engine_format_pg_time(v->i, INT32_MIN, tmp, sizeof tmp)
+                : engine_format_pg_time(v->i + (int64_t)v->utc_offset_s * 1000000,
+                                        v->utc_offset_s, tmp, sizeof tmp);
         break;
     case ANSWER_DATE: n = date_text(v->i, tmp, sizeof tmp); break;
     case ANSWER_NULL: break;
@@ -343,7 +314,8 @@ int pg_param_text(const struct pg_bind_param *p, int16_t format, uint32_t oid, c
     case ANSWER_OID_TIMESTAMPTZ:
         if (n == 8) {
             int64_t us = (int64_t)get_be(d, 8) + PG_EPOCH_US;
-            k = timestamp_text(us, oid == ANSWER_OID_TIMESTAMPTZ ? 0 : INT32_MIN, tmp, cap);
+            k = (int)engine_format_pg_time(us, oid == ANSWER_OID_TIMESTAMPTZ ? 0 : INT32_MIN, tmp,
+                                            cap);
         }
         break;
     case ANSWER_OID_NUMERIC: {

@@ -82,6 +82,8 @@ struct store {
     ino_t data_ino;
     uint8_t id[STORE_ID_BYTES];
     bool has_id;
+    _Atomic int64_t identity_seen_us; /* env.c store_replaced: data.mdb's last stat, */
+    atomic_bool replaced;             /* and whether one found another file (sticky) */
     uintptr_t map_lo, map_hi;         /* where data.mdb is mapped (pages.c), */
     size_t map_seen_size;             /* as found at this map size */
     uintptr_t release_lo, release_hi; /* pages.c: decoded blocks' span not yet dropped, */

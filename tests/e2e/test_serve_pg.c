@@ -571,6 +571,61 @@ Test(serve_pg, cancel_stops_a_running_ask, .timeout = 600)
     others_answered();
 }
 
+/* A heavy ask holds no other connection: with one worker (--threads 1),
+ * a simple query of costly asks runs for seconds on one connection while
+ * another connection's light asks are answered meanwhile, the worker busy
+ * on the first replaced in the pool (pg_server.c P3). Without that, the
+ * second connection's first ask waits for the whole query. */
+Test(serve_pg, a_heavy_ask_holds_no_other_connection, .timeout = 600)
+{
+    taxi_db_add_trips(&db, 200000, 0.3);
+    char log[8192];
+    cr_assert_eq(taxi_ingest_once(&db, log, sizeof log), 0, "%s", log);
+    serve_stop(server);
+    struct serve_options o = {.store_dir = db.store, .pg_listen = "127.0.0.1:0", .quiet = true,
+                              .pg_idle_timeout_s = 600, .connection_timeout_s = 3,
+                              .threads = 1};
+    char err[600];
+    server = serve_start(&o, err, sizeof err);
+    cr_assert_not_null(server, "%s", err);
+    port = serve_pg_port(server);
+    snprintf(conninfo, sizeof conninfo,
+             "host=127.0.0.1 port=%d user=grafana dbname=anything sslmode=disable", port);
+    PGconn *light = connect_straum(), *heavy = connect_straum();
+    const char *ask = "SELECT bucket, median_fare, p99_fare FROM trips WHERE bucket >= "
+                      "'2024-01-01' AND bucket < '2024-07-01' GROUP BY bucket ORDER BY "
+                      "median_fare DESC LIMIT 1";
+    enum { ASKS = 100 };
+    static char many[ASKS * 256];
+    size_t n = 0;
+    for (int i = 0; i < ASKS; i++)
+        n += (size_t)snprintf(many + n, sizeof many - n, "%s;", ask);
+    cr_assert_eq(PQsendQuery(heavy, many), 1, "%s", PQerrorMessage(heavy));
+    int answered_meanwhile = 0, results = 0;
+    bool done = false;
+    while (!done) {
+        char *v = one(light, "SELECT trips FROM trips WHERE bucket >= '2000-01-01' AND "
+                             "bucket < '2030-01-01'");
+        cr_assert_gt(atoll(v), 0);
+        free(v);
+        cr_assert_eq(PQconsumeInput(heavy), 1, "%s", PQerrorMessage(heavy));
+        if (!PQisBusy(heavy))
+            break; /* its answers have come: what was answered before counts */
+        answered_meanwhile++;
+    }
+    PGresult *r;
+    while ((r = PQgetResult(heavy))) {
+        cr_assert_eq(PQresultStatus(r), PGRES_TUPLES_OK, "%s", PQerrorMessage(heavy));
+        results++;
+        PQclear(r);
+    }
+    cr_assert_eq(results, ASKS);
+    cr_assert_geq(answered_meanwhile, 10,
+                  "light asks answered while the heavy query ran: %d", answered_meanwhile);
+    PQfinish(light);
+    PQfinish(heavy);
+}
+
 static bool has_error(const unsigned char *buf, size_t n, const char *sqlstate)
 {
     for (size_t i = 0; i + 7 < n; i++)

@@ -1,5 +1,6 @@
 /* test_engine_format.c -- the text serve writes for times and exact decimals
- * (engine/tz.c tz_format, base/decimal.c decimal_format), written without
+ * (engine/tz.c tz_format and engine_format_pg_time, base/decimal.c
+ * decimal_format), written without
  * printf. Times are checked against the C library's own local time
  * (localtime_r with TZ set: an independent reading of the same tz
  * database) for random instants in four zones, one with an offset in
@@ -84,6 +85,28 @@ Test(format, far_years_and_short_buffers)
     cr_assert_eq(tz_format(utc, 1705449600000001LL, small, sizeof small), 32);
     cr_assert_str_eq(small, "2024-01");
     cr_assert_eq(tz_format(utc, 0, NULL, 0), 25);
+}
+
+/* PostgreSQL's own text for timestamptz and timestamp (DateStyle ISO), as
+ * the PostgreSQL protocol writes them: a space, the fraction's trailing
+ * zeros dropped, offset minutes and seconds only when not zero. */
+Test(format, postgresql_text)
+{
+    char got[64];
+    int64_t t = 1705449600000000LL; /* 2024-01-17 00:00:00 UTC */
+    cr_assert_eq(engine_format_pg_time(t - 5 * 3600000000LL, -5 * 3600, got, sizeof got), 22);
+    cr_assert_str_eq(got, "2024-01-16 19:00:00-05");
+    engine_format_pg_time(t + 19800000000LL, 19800, got, sizeof got);
+    cr_assert_str_eq(got, "2024-01-17 05:30:00+05:30");
+    engine_format_pg_time(t + 1172000000LL, 1172, got, sizeof got);
+    cr_assert_str_eq(got, "2024-01-17 00:19:32+00:19:32");
+    engine_format_pg_time(t + 120000, INT32_MIN, got, sizeof got);
+    cr_assert_str_eq(got, "2024-01-17 00:00:00.12");
+    engine_format_pg_time(t + 1, 0, got, sizeof got);
+    cr_assert_str_eq(got, "2024-01-17 00:00:00.000001+00");
+    char small[8];
+    cr_assert_eq(engine_format_pg_time(t, 0, small, sizeof small), 22);
+    cr_assert_str_eq(small, "2024-01");
 }
 
 Test(format, decimals)
