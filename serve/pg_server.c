@@ -593,8 +593,10 @@ static int make_room(struct conn_node *k)
     }
     size_t want = k->in_len + READ_CHUNK;
     if (k->in_len >= 5) {
+        /* Not yet checked when bytes came with the startup packet: a length
+         * past the bound is refused by answer_messages, never allocated. */
         size_t whole = 1 + (size_t)be32(k->in + 1);
-        if (whole > want)
+        if (whole > want && whole <= 1 + 4 + (size_t)PG_MAX_MESSAGE)
             want = whole;
     }
     if (want <= k->in_cap)
