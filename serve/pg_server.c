@@ -642,7 +642,9 @@ static void serve_ready(struct pg_worker *w, struct conn_node *k)
     if (answer_messages(w, k))
         goto close;
     if (k->in_len > k->in_at) {
-        if (!k->partial_since)
+        /* A message begun: its clock starts when it began, in this turn if
+         * a message before it was answered in this turn. */
+        if (!k->partial_since || k->in_at > 0)
             k->partial_since = mono_ms();
     } else {
         k->partial_since = 0;

@@ -732,6 +732,54 @@ Test(serve_pg, bad_input_is_refused_while_others_are_answered)
     others_answered();
 }
 
+/* A client that keeps sending, each send ending inside its next message,
+ * is answered for longer than the message timeout (3 s here): the clock
+ * of a message begun starts when it began, not when the connection's
+ * first incomplete message did. */
+Test(serve_pg, a_steady_pipeline_is_never_cut)
+{
+    int fd = raw_connect();
+    raw_startup(fd);
+    unsigned char q[64];
+    size_t qn = msg(q, 'Q', "SELECT 1", 9);
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    raw_send(fd, q, 7); /* the first message begun */
+    int answered = 0;
+    double elapsed = 0;
+    while (elapsed < 4.5) {
+        unsigned char out[128];
+        memcpy(out, q + 7, qn - 7); /* its rest, and the next one begun */
+        memcpy(out + (qn - 7), q, 7);
+        raw_send(fd, out, qn);
+        /* Up to this message's ReadyForQuery. */
+        unsigned char buf[4096];
+        size_t got = 0;
+        bool ready = false;
+        while (!ready) {
+            struct pollfd pf = {.fd = fd, .events = POLLIN};
+            cr_assert_gt(poll(&pf, 1, 5000), 0, "no answer after %d answered", answered);
+            ssize_t r = recv(fd, buf + got, sizeof buf - got, 0);
+            cr_assert_gt(r, 0, "cut after %.1f s, %d answered", elapsed, answered);
+            got += (size_t)r;
+            for (size_t i = 0; i + 5 <= got;) {
+                uint32_t len = (uint32_t)buf[i + 1] << 24 | (uint32_t)buf[i + 2] << 16 |
+                               (uint32_t)buf[i + 3] << 8 | buf[i + 4];
+                if (i + 1 + len > got)
+                    break;
+                cr_assert_neq(buf[i], 'E', "an error after %d answered", answered);
+                ready |= buf[i] == 'Z';
+                i += 1 + len;
+            }
+        }
+        answered++;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        elapsed = (double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9;
+    }
+    cr_assert_gt(answered, 10);
+    close(fd);
+}
+
 /* ---- Other clients --------------------------------------------------------------------- */
 
 Test(serve_pg, psql)
