@@ -286,16 +286,20 @@ def targets_section(modes):
                      f"pairs each, {asks['date']}; pairs spread "
                      f"{asks['pair_spread'][0]:.2f} to {asks['pair_spread'][1]:.2f})",
                      met(load["cpu_after_over_before"]["median"] <= 1.05 and worst <= 1.05)])
-    missing = ("" if "random" in modes else "a generated workload of any ask, ") + "large"
-    last = ("answers streamed." if "wal" in modes else
-            "answers streamed and the physical WAL read.")
-    return ["## Against the targets (DESIGN.md §6)", ""] + table(
-        ["Target", "Goal", "Mode", "Figure", "Result"], rows) + [
-        "",
-        "Not measured by any mode yet: " + missing,
-        last,
-        "",
-    ]
+    large = modes.get("dashboard", {}).get("large")
+    if large and "straum_median_ms" in large[0]:
+        a = large[0]
+        rows.append([f"A large answer streamed end to end ({a['ask']}, {count(a['rows'])} rows)",
+                     "≤ 150 ms", "dashboard", dur_ms(a["straum_median_ms"]),
+                     met(a["straum_median_ms"] <= 150)])
+    missing = [m for m, there in (("a generated workload of any ask", "random" in modes),
+                                  ("a large answer streamed", bool(large)),
+                                  ("the physical WAL read", "wal" in modes)) if not there]
+    out = ["## Against the targets (DESIGN.md §6)", ""] + table(
+        ["Target", "Goal", "Mode", "Figure", "Result"], rows) + [""]
+    if missing:
+        out += ["Not measured by any mode yet: " + ", ".join(missing) + ".", ""]
+    return out
 
 
 def met(ok, otherwise="missed"):
@@ -893,18 +897,23 @@ def reliability_section(modes):
 def dashboard_section(modes):
     run = modes["dashboard"]
     rows, wins = [], []
-    for i, a in enumerate(run["dashboard"]):
+    # The dashboard's asks, each under 1 ms; then the large answer
+    # (TAXI_LARGE_ASKS), streamed end to end within 150 ms.
+    asks = [(a, 1.0, "< 1 ms") for a in run["dashboard"]]
+    asks += [(a, 150.0, "≤ 150 ms") for a in run.get("large", [])]
+    for i, (a, goal, goal_text) in enumerate(asks):
         if "straum_median_ms" not in a:  # checked, then the run stopped before its timing
-            rows.append([f"{i + 1} {a['ask']}", a["rows"], "yes" if a["equal"] else "**no**",
-                         "—", "**not timed**", "**missed**", "—"])
+            rows.append([f"{i + 1} {a['ask']}", count(a["rows"]), "yes" if a["equal"] else "**no**",
+                         "—", "**not timed**", f"{goal_text} **missed**", "—"])
             continue
         st, pg = a["straum_median_ms"], a["postgres_median_ms"]
-        rows.append([f"{i + 1} {a['ask']}", a["rows"], "yes" if a["equal"] else "**no**",
-                     dur_ms(pg), f"**{dur_ms(st)}**", met(st < 1.0), ratio(pg / st)])
+        rows.append([f"{i + 1} {a['ask']}", count(a["rows"]), "yes" if a["equal"] else "**no**",
+                     dur_ms(pg), f"**{dur_ms(st)}**", f"{goal_text} {met(st < goal)}",
+                     ratio(pg / st)])
         if pg < st:
             wins.append(f"PostgreSQL beats Straum on dashboard ask {i + 1}.")
     out = ["## Dashboard asks", "", run_line(run), ""] + table(
-        ["Ask", "Rows", "Equal", "PostgreSQL", "Straum", "Under 1 ms", "PostgreSQL / Straum"],
+        ["Ask", "Rows", "Equal", "PostgreSQL", "Straum", "Target", "PostgreSQL / Straum"],
         rows) + [""]
     out += ["Where a peer wins: " + (" ".join(wins) if wins else "nowhere."), ""]
     out += [
@@ -914,8 +923,9 @@ def dashboard_section(modes):
         "a time picker's range (Grafana's `BETWEEN`, off the hour edges) with a",
         "top-ten `HAVING`, the p99 fare by pickup zone and payment type over six",
         "months and the median fare per local day by borough over six months;",
-        "checked and timed as the asks mode does, PostgreSQL with the session",
-        "time zone America/New_York over the raw rows.",
+        "then a large answer streamed (`TAXI_LARGE_ASKS`), timed to the last byte",
+        "of its body; checked and timed as the asks mode does, PostgreSQL with the",
+        "session time zone America/New_York over the raw rows.",
         "",
     ]
     return out

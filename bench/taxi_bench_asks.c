@@ -1,5 +1,6 @@
 /* taxi_bench_asks.c -- `taxi asks`: the ten asks of seed 000 (and `taxi
- * dashboard`: six asks as a New York dashboard sends them), each first
+ * dashboard`: six asks as a New York dashboard sends them, then a large
+ * answer streamed, TAXI_LARGE_ASKS), each first
  * checked (Straum's answer equals PostgreSQL's; the run stops at the first
  * difference, printing both), then timed on each side from one client:
  * PostgreSQL by libpq (simple query protocol, session time zone New York),
@@ -250,5 +251,6 @@ int taxi_asks_run(struct taxi_env *e)
 
 int taxi_dashboard_run(struct taxi_env *e)
 {
-    return run_list(e, TAXI_DASHBOARD_ASKS, TAXI_NDASHBOARD_ASKS, "dashboard", "Dashboard asks");
+    int rc = run_list(e, TAXI_DASHBOARD_ASKS, TAXI_NDASHBOARD_ASKS, "dashboard", "Dashboard asks");
+    return rc ? rc : run_list(e, TAXI_LARGE_ASKS, TAXI_NLARGE_ASKS, "large", "A large answer");
 }

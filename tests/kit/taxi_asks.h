@@ -130,6 +130,22 @@ static const struct taxi_ask TAXI_DASHBOARD_ASKS[] = {
 
 #define TAXI_NDASHBOARD_ASKS ((int)(sizeof TAXI_DASHBOARD_ASKS / sizeof TAXI_DASHBOARD_ASKS[0]))
 
+/* A large answer, streamed: trips, the average and the p99 fare per hour
+ * by payment type and pickup borough over six months (111,922 rows at full
+ * scale), timed end to end (the last byte of the body read). */
+static const struct taxi_ask TAXI_LARGE_ASKS[] = {
+    {"Per hour by payment type and borough, six months",
+     "SELECT date_trunc('hour', t.pickup_at), t.payment_type, z.borough, count(*), "
+     "avg(t.fare_amount), percentile_disc(0.99) WITHIN GROUP (ORDER BY t.fare_amount) "
+     "FROM yellow_trips t LEFT JOIN taxi_zones z ON z.location_id = t.pu_location_id "
+     "WHERE t.pickup_at >= '2024-01-01' AND t.pickup_at < '2024-07-01' GROUP BY 1, 2, 3",
+     "SELECT bucket, payment_type, borough, trips, avg_fare, p99_fare FROM trips "
+     "WHERE bucket >= $1 AND bucket < $2 GROUP BY bucket, payment_type, borough",
+     {"2024-01-01", "2024-07-01", 0}},
+};
+
+#define TAXI_NLARGE_ASKS ((int)(sizeof TAXI_LARGE_ASKS / sizeof TAXI_LARGE_ASKS[0]))
+
 /* The trips under the seed's wide key (bench/taxi_wide_views.sql), over
  * January (the seed's month): every key (nearly a group per trip), by
  * pickup borough, by zone and service zone over one day, and card trips per
