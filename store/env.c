@@ -150,7 +150,9 @@ static bool store_replaced(struct store *s, MDB_txn *txn)
     int64_t now = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
     if (now - atomic_load(&s->identity_seen_us) >= IDENTITY_STAT_US) {
         struct stat st;
-        if (stat(s->data_path, &st) || st.st_dev != s->data_dev || st.st_ino != s->data_ino) {
+        if (stat(s->data_path, &st))
+            return true; /* not kept: a failure other than a file gone may pass */
+        if (st.st_dev != s->data_dev || st.st_ino != s->data_ino) {
             atomic_store(&s->replaced, true);
             return true;
         }
