@@ -131,7 +131,7 @@ static const struct taxi_ask TAXI_DASHBOARD_ASKS[] = {
 #define TAXI_NDASHBOARD_ASKS ((int)(sizeof TAXI_DASHBOARD_ASKS / sizeof TAXI_DASHBOARD_ASKS[0]))
 
 /* A large answer, streamed: trips, the average and the p99 fare per hour
- * by payment type and pickup borough over six months (111,922 rows at full
+ * by payment type and pickup borough over six months (105,752 rows at full
  * scale), timed end to end (the last byte of the body read). */
 static const struct taxi_ask TAXI_LARGE_ASKS[] = {
     {"Per hour by payment type and borough, six months",
