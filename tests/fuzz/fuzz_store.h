@@ -2,9 +2,10 @@
  * fuzz_segment) ask: bench/taxi_views.sql, a few hundred generated trips and
  * the zone table, made through the store API in a temporary directory.
  *
- * It mirrors tests/serve/serve_test.c's fixture, without Criterion (a fuzz
- * target has no test to fail: it aborts with a message instead), and
- * smaller, so that every ask a fuzzer sends stays cheap. */
+ * It is tests/serve/serve_test.c's fixture (tests/kit/taxi_store.h), failing
+ * without Criterion (a fuzz target has no test to fail: it aborts with a
+ * message instead), and smaller, so that every ask a fuzzer sends stays
+ * cheap. */
 #ifndef STRAUM_TESTS_FUZZ_STORE_H
 #define STRAUM_TESTS_FUZZ_STORE_H
 

@@ -3,6 +3,7 @@
 #include "tests/serve/serve_test.h"
 
 #include "serve/serve.h"
+#include "tests/unit/source_file.h"
 
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
@@ -24,27 +25,7 @@
 
 /* ---- The store ------------------------------------------------------------------ */
 
-static int64_t mix(uint64_t x)
-{
-    x += 0x9E3779B97F4A7C15ULL;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-    return (int64_t)((x ^ (x >> 31)) >> 1);
-}
-
-struct trip fixture_trip(int i)
-{
-    struct trip t;
-    uint64_t k = (uint64_t)i * 8;
-    t.pickup_at = FIXTURE_START_US + mix(k) % (FIXTURE_DAYS * 86400LL) * 1000000;
-    t.pu = 1 + mix(k + 1) % 12;
-    t.dropoff = 1 + mix(k + 2) % 12;
-    t.payment = mix(k + 3) % 6;
-    t.fare = mix(k + 4) % 8000 - 300;
-    t.tip = mix(k + 5) % 1500;
-    t.dist = mix(k + 6) % 3000;
-    return t;
-}
+struct trip fixture_trip(int i) { return taxi_store_trip(i, FIXTURE_START_US, FIXTURE_DAYS); }
 
 int64_t fixture_count(int payment, int64_t from_us, int64_t to_us)
 {
@@ -57,121 +38,23 @@ int64_t fixture_count(int payment, int64_t from_us, int64_t to_us)
     return n;
 }
 
-static char *read_file(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "%s: %s", path, strerror(errno));
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *text = malloc((size_t)n + 1);
-    cr_assert_eq(fread(text, 1, (size_t)n, f), (size_t)n);
-    text[n] = '\0';
-    fclose(f);
-    return text;
-}
-
-/* The value of a fact column of the taxi views for one trip. */
-static int64_t trip_value(const struct trip *t, const char *column)
-{
-    if (!strcmp(column, "pickup_at"))
-        return t->pickup_at;
-    if (!strcmp(column, "pu_location_id"))
-        return t->pu;
-    if (!strcmp(column, "do_location_id"))
-        return t->dropoff;
-    if (!strcmp(column, "payment_type"))
-        return t->payment;
-    if (!strcmp(column, "fare_amount"))
-        return t->fare;
-    if (!strcmp(column, "tip_amount"))
-        return t->tip;
-    if (!strcmp(column, "trip_distance"))
-        return t->dist;
-    cr_assert_fail("the fixture has no column %s", column);
-    return 0;
-}
-
-static struct store_column_type column_type(const char *column)
-{
-    if (!strcmp(column, "pickup_at"))
-        return (struct store_column_type){STORE_TYPE_TIMESTAMP, 0, 1184};
-    if (strstr(column, "_amount") || !strcmp(column, "trip_distance"))
-        return (struct store_column_type){STORE_TYPE_NUMERIC, 2, 1700};
-    return (struct store_column_type){STORE_TYPE_INT, 0, 23};
-}
-
-static const char *const boroughs[] = {"Manhattan", "Queens", "Brooklyn"};
-
 void fixture_apply_trip(struct store *s, const struct trip *t, int sign)
 {
-    const struct sql_view_list *list = store_views(s);
     struct store_error err;
-    for (int v = 0; v < list->nviews; v++) {
-        const struct sql_view *view = &list->views[v];
-        int64_t keys[8], counts[8];
-        struct store_sum sums[8];
-        struct store_vc_delta vcs[8];
-        memset(sums, 0, sizeof sums);
-        for (int k = 0; k < view->ncell_keys; k++)
-            keys[k] = trip_value(t, view->fact_columns[view->cell_keys[k]].name);
-        for (int c = 0; c < view->ncounts; c++)
-            counts[c] = sign; /* no NULLs and no filters in the taxi views */
-        for (int c = 0; c < view->nsums; c++)
-            sums[c].exact = sign * trip_value(t, view->fact_columns[view->sums[c].fact_column].name);
-        for (int c = 0; c < view->nvalue_counts; c++)
-            vcs[c] = (struct store_vc_delta){
-                c, trip_value(t, view->fact_columns[view->value_counts[c].fact_column].name), sign};
-        struct store_delta d = {.view = v, .time = t->pickup_at, .keys = keys, .counts = counts,
-                                .sums = sums, .vcs = vcs, .nvcs = view->nvalue_counts};
-        cr_assert_eq(store_apply(s, &d, &err), 0, "%s", err.message);
-    }
+    cr_assert_eq(taxi_store_apply(s, t, sign, &err), 0, "%s", err.message);
 }
 
 void fixture_make_store(char dir[64], const struct store_position *pos)
 {
     strcpy(dir, "/tmp/straum-serve-XXXXXX");
     cr_assert_not_null(mkdtemp(dir));
-    char *views_text = read_file(STRAUM_SOURCE_DIR "/bench/taxi_views.sql");
-    struct sql_error serr;
-    struct sql_view_list *views = sql_parse_views(views_text, &serr);
-    cr_assert_not_null(views, "%s", serr.message);
-    struct store_column_type types[4][16];
-    struct store_view_types vt[4];
-    cr_assert_leq(views->nviews, 4);
-    for (int v = 0; v < views->nviews; v++) {
-        cr_assert_leq(views->views[v].nfact_columns, 16);
-        for (int c = 0; c < views->views[v].nfact_columns; c++)
-            types[v][c] = column_type(views->views[v].fact_columns[c].name);
-        vt[v].fact = types[v];
-    }
-    sql_view_list_free(views);
-
-    struct store *s;
+    char *views_text = read_source_file("bench/taxi_views.sql");
+    cr_assert_not_null(views_text, "bench/taxi_views.sql under %s", STRAUM_SOURCE_DIR);
     struct store_error err;
-    cr_assert_eq(store_create(dir, views_text, vt, &s, &err), 0, "%s", err.message);
+    cr_assert_eq(taxi_store_make(dir, views_text, FIXTURE_TRIPS, FIXTURE_START_US, FIXTURE_DAYS,
+                                 pos, &err),
+                 0, "%s", err.message);
     free(views_text);
-    const struct sql_view_list *list = store_views(s);
-    for (int i = 0; i < FIXTURE_TRIPS; i++) {
-        struct trip t = fixture_trip(i);
-        fixture_apply_trip(s, &t, +1);
-    }
-    /* Zones 1..10 are in the zone table; 11 and 12 are not. */
-    for (int v = 0; v < list->nviews; v++)
-        for (int j = 0; j < list->views[v].njoins; j++)
-            for (int64_t zone = 1; zone <= 10; zone++) {
-                struct store_dim_value vals[4];
-                int n = list->views[v].joins[j].ndim_columns - 1;
-                cr_assert_leq(n, 4);
-                for (int c = 0; c < n; c++) {
-                    const char *b = boroughs[zone % 3];
-                    vals[c] = (struct store_dim_value){false, b, strlen(b)};
-                }
-                cr_assert_eq(store_projection_put(s, v, j, zone, vals, &err), 0, "%s",
-                             err.message);
-            }
-    cr_assert_eq(store_commit(s, pos, &err), 0, "%s", err.message);
-    store_close(s);
 }
 
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)

@@ -6,6 +6,7 @@
 #define STRAUM_TESTS_SERVE_TEST_H
 
 #include "store/store.h"
+#include "tests/kit/taxi_store.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -18,16 +19,10 @@
 
 /* The fixture's trips: FIXTURE_TRIPS rows from 2024-01-01 00:00 UTC over
  * FIXTURE_DAYS days, payment types 0..5, zones 1..12 (1..10 in the zone
- * table: Manhattan, Queens, Brooklyn). */
+ * table: Manhattan, Queens, Brooklyn): tests/kit/taxi_store.h's. */
 #define FIXTURE_TRIPS 3000
 #define FIXTURE_DAYS 7
 #define FIXTURE_START_US 1704067200000000LL
-
-struct trip {
-    int64_t pickup_at;       /* µs */
-    int64_t pu, dropoff, payment;
-    int64_t fare, tip, dist; /* cents */
-};
 
 struct trip fixture_trip(int i);
 
