@@ -36,6 +36,30 @@ void buf_put(struct buf *b, const void *data, size_t len)
 
 void buf_puts(struct buf *b, const char *s) { buf_put(b, s, strlen(s)); }
 
+int int64_text(int64_t v, char out[INT64_TEXT_BYTES])
+{
+    /* The magnitude as unsigned: -INT64_MIN does not fit an int64_t. */
+    uint64_t m = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    char digits[INT64_TEXT_BYTES];
+    int n = 0;
+    do {
+        digits[n++] = (char)('0' + m % 10);
+        m /= 10;
+    } while (m);
+    int len = 0;
+    if (v < 0)
+        out[len++] = '-';
+    while (n)
+        out[len++] = digits[--n];
+    return len;
+}
+
+void buf_put_int64(struct buf *b, int64_t v)
+{
+    char text[INT64_TEXT_BYTES];
+    buf_put(b, text, (size_t)int64_text(v, text));
+}
+
 void buf_printf(struct buf *b, const char *fmt, ...)
 {
     va_list ap;

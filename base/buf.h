@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct buf {
     char *data; /* NUL-terminated once anything was written */
@@ -22,6 +23,15 @@ struct buf {
 void buf_put(struct buf *b, const void *data, size_t len);
 /* Appends a NUL-terminated string, as buf_put. */
 void buf_puts(struct buf *b, const char *s);
+/* The most bytes int64_text writes: "-9223372036854775808". */
+#define INT64_TEXT_BYTES 20
+/* Writes v in decimal, as printf's "%lld" does, into out (no NUL);
+ * returns the bytes written, at most INT64_TEXT_BYTES. Cannot fail. The
+ * answers' counts and keys are written with it, not printf (a tenth of a
+ * light ask's writing). */
+int int64_text(int64_t v, char out[INT64_TEXT_BYTES]);
+/* Appends v in decimal, as buf_put. */
+void buf_put_int64(struct buf *b, int64_t v);
 /* Appends printf output, as buf_put. */
 void buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Appends s[0..len) as a JSON string literal, quotes included: '"', '\\'

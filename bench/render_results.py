@@ -705,7 +705,7 @@ def pg_time_section(modes):
         "askN.sql for pgbench (`-M prepared`: one Parse per connection, then",
         "Bind and Execute) and a wrk script POSTing the same asks in turn;",
         "pgbench and wrk run one after the other against the same straum-serve",
-        "(2 HTTP threads, a thread per PostgreSQL connection) on the same two",
+        "(2 HTTP threads, 2 PostgreSQL workers on one epoll set) on the same two",
         "cores, so their figures include the client's share of the CPU.",
         "",
     ]

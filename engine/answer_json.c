@@ -33,7 +33,7 @@ static void json_value(struct buf *out, const struct answer_value *v)
     char tmp[128];
     switch (v->kind) {
     case ANSWER_NULL: buf_puts(out, "null"); break;
-    case ANSWER_INT: buf_printf(out, "%lld", (long long)v->i); break;
+    case ANSWER_INT: buf_put_int64(out, v->i); break;
     case ANSWER_BOOL: buf_puts(out, v->i ? "true" : "false"); break;
     case ANSWER_DECIMAL:
         if (v->json_number)

@@ -17,7 +17,7 @@
  *
  * Invariants:
  *   1. One thread at a time touches a connection's state (its startup
- *      thread, then the pool's worker that took its event: pg_server.c
+ *      thread, then the pool worker that won its slot: pg_server.c
  *      P1); a CancelRequest (another connection) sets only the atomic flag.
  *   2. Every message read is bounded (PG_MAX_MESSAGE) before a byte of its
  *      body is allocated, so a length field cannot make us allocate.

@@ -161,8 +161,11 @@ void pg_put_value(struct buf *b, const struct answer_value *v, uint32_t oid, boo
     }
     const char *text = tmp;
     switch (v->kind) {
-    case ANSWER_INT: n = snprintf(tmp, sizeof tmp, "%lld", (long long)v->i); break;
-    case ANSWER_BOOL: n = snprintf(tmp, sizeof tmp, "%s", v->i ? "t" : "f"); break;
+    case ANSWER_INT: n = int64_text(v->i, tmp); break;
+    case ANSWER_BOOL:
+        tmp[0] = v->i ? 't' : 'f';
+        n = 1;
+        break;
     case ANSWER_DOUBLE: n = double_text(v->d, tmp, sizeof tmp); break;
     case ANSWER_DECIMAL:
     case ANSWER_TEXT:

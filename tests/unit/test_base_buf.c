@@ -175,3 +175,36 @@ Test(base_buf, grows_and_frees)
     buf_free(&b);
     cr_assert(b.data == NULL && b.len == 0 && b.cap == 0);
 }
+
+/* int64_text writes what printf's "%lld" writes, at the edges and between. */
+Test(base_buf, int64_text_is_printf)
+{
+    const int64_t edges[] = {0, 1, -1, 9, 10, -10, 99, 100, 123456789, -987654321,
+                             INT64_MAX, INT64_MIN, INT64_MAX - 1, INT64_MIN + 1,
+                             1000000000000000000, -1000000000000000000};
+    for (size_t i = 0; i < sizeof edges / sizeof *edges; i++) {
+        char got[INT64_TEXT_BYTES + 1], want[32];
+        int n = int64_text(edges[i], got);
+        got[n] = '\0';
+        snprintf(want, sizeof want, "%lld", (long long)edges[i]);
+        cr_assert_str_eq(got, want);
+    }
+    uint64_t x = 88172645463325252u; /* xorshift64: values of every length */
+    for (int i = 0; i < 100000; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        int64_t v = (int64_t)(x >> (x % 64));
+        if (i & 1)
+            v = -v;
+        char got[INT64_TEXT_BYTES + 1], want[32];
+        got[int64_text(v, got)] = '\0';
+        snprintf(want, sizeof want, "%lld", (long long)v);
+        cr_assert_str_eq(got, want);
+    }
+    struct buf b = {0};
+    buf_put_int64(&b, -42);
+    buf_put_int64(&b, 7);
+    cr_assert_str_eq(b.data, "-427");
+    buf_free(&b);
+}
