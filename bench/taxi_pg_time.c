@@ -2,11 +2,13 @@
  * side, on the setup the other modes build (taxi_setup.c, straum-serve with
  * --pg-listen too) or against a running straum-serve (--url and --pg).
  *
- * Per ask, one client each: HTTP by the keep-alive client (taxi_time_ask),
- * PostgreSQL by libpq over one connection with each ask prepared once
- * (PQprepare) and run by PQexecPrepared with its parameters in text,
- * binary results. Sides alternate per ask; each side sends back to back
- * for --seconds. Then, on the setup, throughput over 64 connections from 2
+ * Per ask, one client each: HTTP by the keep-alive client, PostgreSQL by
+ * libpq over one connection with each ask prepared once (PQprepare) and
+ * run by PQexecPrepared with its parameters in text, binary results. The
+ * two alternate ask by ask for twice --seconds, so the machine's noise
+ * falls on both alike (a side timed after the other met another stretch
+ * of it: one ask's two medians differed by a fifth either way from run to
+ * run). Then, on the setup, throughput over 64 connections from 2
  * client threads for --duration: pgbench -n -M prepared with the light
  * asks (1, 2, 4 and 9: one script each, parameters as literals, drawn in
  * turn at random) against --pg-listen, and wrk POSTing the same asks in
@@ -41,12 +43,6 @@ static int usage(void)
     return 2;
 }
 
-static int cmp64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
 /* The ask with $n replaced by its parameter as a quoted literal. */
 static void literal_ask(const struct taxi_ask *a, char *out, size_t cap)
 {
@@ -63,39 +59,76 @@ static void literal_ask(const struct taxi_ask *a, char *out, size_t cap)
     out[n < cap ? n : cap - 1] = '\0';
 }
 
-static int pg_time(PGconn *c, const char *name, const struct taxi_ask *a, double seconds,
-                   struct taxi_latency *out)
+/* The latency figures of n samples (sorted in place). */
+static void latency_of(int64_t *ns, size_t n, struct taxi_latency *out)
 {
-    int n = 0;
-    while (a->params[n])
-        n++;
-    size_t cap = 1024, k = 0;
-    int64_t *ns = malloc(sizeof *ns * cap);
-    int64_t end = taxi_now_ns() + (int64_t)(seconds * 1e9);
-    do {
-        int64_t t0 = taxi_now_ns();
-        PGresult *r = PQexecPrepared(c, name, n, a->params, NULL, NULL, 1);
-        int64_t t1 = taxi_now_ns();
-        if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-            fprintf(stderr, "taxi pg-time: %s: %s", a->name, PQerrorMessage(c));
-            PQclear(r);
-            free(ns);
-            return -1;
-        }
-        PQclear(r);
-        if (k == cap)
-            ns = realloc(ns, sizeof *ns * (cap *= 2));
-        ns[k++] = t1 - t0;
-    } while (k < 3 || taxi_now_ns() < end);
-    qsort(ns, k, sizeof *ns, cmp64);
-    out->n = (long)k;
+    taxi_sort_ns(ns, (int)n);
+    out->n = (long)n;
     out->min_ns = ns[0];
-    out->median_ns = ns[k / 2];
-    out->p99_ns = taxi_sorted_p99(ns, (int)k);
-    free(ns);
-    return 0;
+    out->median_ns = ns[n / 2];
+    out->p99_ns = taxi_sorted_p99(ns, (int)n);
 }
 
+/* Times ask a over both protocols for `seconds`, the two alternating ask
+ * by ask (an HTTP request, then the prepared statement `name` over
+ * PostgreSQL), so that what else the machine does falls on both alike.
+ * 0, or -1 after printing why. */
+static int time_both(struct http_client *h, PGconn *c, const char *name,
+                     const struct taxi_ask *a, double seconds, struct taxi_latency *http,
+                     struct taxi_latency *pgl)
+{
+    int nparams = 0;
+    while (a->params[nparams])
+        nparams++;
+    size_t cap = 1024, k = 0;
+    int64_t *hs = malloc(sizeof *hs * cap), *ps = malloc(sizeof *ps * cap);
+    int64_t end = taxi_now_ns() + (int64_t)(seconds * 1e9);
+    int rc = hs && ps ? 0 : -1;
+    while (rc == 0 && (k < 3 || taxi_now_ns() < end)) {
+        struct http_response resp = {0};
+        char err[512];
+        int64_t t0 = taxi_now_ns();
+        rc = taxi_post_ask(h, a->ask, a->params, "America/New_York", &resp, err, sizeof err);
+        int64_t t1 = taxi_now_ns();
+        if (rc)
+            fprintf(stderr, "taxi pg-time: %s\n", err);
+        else if (resp.status != 200) {
+            fprintf(stderr, "taxi pg-time: %s: %d %.300s\n", a->name, resp.status, resp.body);
+            rc = -1;
+        }
+        http_response_free(&resp);
+        if (rc)
+            break;
+        PGresult *r = PQexecPrepared(c, name, nparams, a->params, NULL, NULL, 1);
+        int64_t t2 = taxi_now_ns();
+        if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+            fprintf(stderr, "taxi pg-time: %s: %s", a->name, PQerrorMessage(c));
+            rc = -1;
+        }
+        PQclear(r);
+        if (rc == 0 && k == cap) {
+            cap *= 2;
+            int64_t *h2 = realloc(hs, sizeof *hs * cap);
+            if (h2)
+                hs = h2;
+            int64_t *p2 = realloc(ps, sizeof *ps * cap);
+            if (p2)
+                ps = p2;
+            rc = h2 && p2 ? 0 : -1;
+        }
+        if (rc == 0) {
+            hs[k] = t1 - t0;
+            ps[k++] = t2 - t1;
+        }
+    }
+    if (rc == 0) {
+        latency_of(hs, k, http);
+        latency_of(ps, k, pgl);
+    }
+    free(hs);
+    free(ps);
+    return rc;
+}
 
 /* Writes DIR/askN.sql (the ask with its parameters as literals) for ask
  * index i. 0, or -1 after printing why. */
@@ -154,12 +187,7 @@ static int time_asks(const char *url, const char *pg, const struct pg_time_opts 
         }
         PQclear(r);
         struct taxi_latency http, pgl;
-        if (taxi_time_ask(&h, a, po->seconds, &http, err, sizeof err) != 0) {
-            fprintf(stderr, "taxi pg-time: %s\n", err);
-            rc = 1;
-            break;
-        }
-        if (pg_time(c, name, a, po->seconds, &pgl)) {
+        if (time_both(&h, c, name, a, 2 * po->seconds, &http, &pgl)) {
             rc = 1;
             break;
         }
