@@ -678,7 +678,7 @@ def pg_time_section(modes):
                      count(a["pg_asks"])])
     t = pt["throughput"]
     out = ["## The PostgreSQL protocol", "", run_line(run), ""]
-    out += ["Each ask from one client per protocol, back to back (client medians):", ""]
+    out += ["Each ask from one client per protocol, the two alternating ask by ask (client medians):", ""]
     out += table(["Ask", "HTTP median", "PostgreSQL median", "PostgreSQL / HTTP",
                   "PostgreSQL p99", "PostgreSQL asks"], rows)
     out += ["", f"The light asks ({', '.join(map(str, t['asks']))}) in turn over "
