@@ -779,16 +779,18 @@ struct serve_server *serve_start_routes(const struct serve_options *o,
      * (MHD_add_connection, which needs MHD_USE_ITC to wake a thread). */
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
                      MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET;
-    /* MHD takes a pool of 1 as "no pool" and says so; 0 means the same. */
+    /* One thread is MHD's internal polling thread without a pool: a pool
+     * size of 0 or 1 is taken as that but logged as a warning, so for one
+     * thread the option is not given (the list ends where it would be). */
     s->daemon = MHD_start_daemon(
         flags, 0, NULL, NULL, on_request, s,
         MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
-        MHD_OPTION_THREAD_POOL_SIZE, threads > 1 ? threads : 0u,
         MHD_OPTION_CONNECTION_TIMEOUT, s->timeout_s,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONNECTION_LIMIT,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+        threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END, threads,
         MHD_OPTION_END);
     if (!s->daemon) {
         snprintf(err, errlen, "libmicrohttpd could not start on %s", s->addr);

@@ -277,6 +277,18 @@ Test(serve_cli, logs_serves_and_stops_on_sigterm)
     cr_assert(strstr(p.log, "straum-serve stopped"), "%s", p.log);
 }
 
+/* --threads 1 starts as quietly as any other count: libmicrohttpd warns
+ * when given a pool size of 0 or 1, so none is given. */
+Test(serve_cli, one_thread_starts_without_a_warning)
+{
+    struct proc p;
+    spawn(&p, (const char *[]){"--store", the_store, "--listen", ":0", "--threads", "1",
+                               "--max-lag", "1m", NULL});
+    cr_assert_gt(listening_port(&p), 0, "%s", p.log);
+    cr_assert_null(strstr(p.log, "level=warn"), "%s", p.log);
+    cr_assert_eq(finish(&p, SIGTERM), 0, "%s", p.log);
+}
+
 /* --log-level: debug adds a line per request (path, status; for asks view
  * and dur_us); warn drops the info lines. */
 Test(serve_cli, log_levels)
