@@ -31,7 +31,9 @@
  *       come later raise a new edge) unless answers are pending, and then
  *       reads nothing more until they leave (back-pressure; their leaving
  *       raises EPOLLOUT). A worker never blocks on a client between
- *       messages.
+ *       messages. A client that keeps its socket full (a pipeline that
+ *       never ends) keeps its worker, as a heavy ask does, and P5
+ *       replaces that worker in the pool.
  *   P4. An event names a slot and its generation, never a pointer: a
  *       connection's slot gets a new generation as the connection closes,
  *       so an event taken before that finds another generation and is
@@ -853,6 +855,10 @@ static void *worker_main(void *arg)
             break;
         fill_batch(w);
     }
+    /* The handed_fd edge this worker took may have been the one that was
+     * to wake another for events handed over: pass it on. */
+    if (atomic_load(&s->nhanded_hint) > 0)
+        (void)!eventfd_write(s->handed_fd, 1);
     pthread_mutex_lock(&s->lock);
     if (w->prev)
         w->prev->next = w->next;
