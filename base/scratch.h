@@ -94,6 +94,18 @@ void *scratch_calloc(size_t count, size_t size);
 void *scratch_realloc(void *p, size_t n);
 void scratch_free(void *p);
 
+/* Lays out one block for several arrays: where n elements of size bytes
+ * go in a block of *total bytes so far, aligned for any type; *total
+ * grows past them. An ask's arrays whose sizes its shape alone sets are
+ * one allocation this way, not one each (a light ask's allocations were a
+ * tenth of its time). Cannot fail; the caller allocates *total at the end. */
+static inline size_t scratch_place(size_t *total, size_t n, size_t size)
+{
+    size_t align = _Alignof(max_align_t), at = (*total + align - 1) / align * align;
+    *total = at + n * size;
+    return at;
+}
+
 /* Once per process, before its threads start: one arena and the mmap
  * threshold above (glibc; elsewhere nothing). */
 void scratch_process_setup(void);

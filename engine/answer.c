@@ -877,16 +877,11 @@ static int held_fill(struct exec *x, const struct answer_state *st, struct row *
     return 0;
 }
 
-/* Which measures rows hold and where ORDER BY reads each item. -1 when out
- * of memory. */
-static int plan_held(struct exec *x, struct answer_state *st)
+/* Which measures rows hold and where ORDER BY reads each item (into the
+ * arrays of state_new). */
+static void plan_held(struct exec *x, struct answer_state *st)
 {
     const struct sql_ask *a = x->ask;
-    st->held_vcol = scratch_malloc(sizeof *st->held_vcol * ((size_t)a->norder + a->nhaving + 1));
-    st->order_held = scratch_malloc(sizeof *st->order_held * ((size_t)a->norder + 1));
-    st->order_key = scratch_calloc((size_t)a->norder + 1, sizeof *st->order_key);
-    if (!st->held_vcol || !st->order_held || !st->order_key)
-        return -1;
     for (int i = 0; i < a->norder + a->nhaving; i++) {
         int vcol;
         if (i < a->norder) {
@@ -912,13 +907,45 @@ static int plan_held(struct exec *x, struct answer_state *st)
         if (i < a->norder)
             st->order_held[i] = h;
     }
-    return 0;
+}
+
+/* The answer's state and every array of it whose size the ask alone
+ * sets, in one zeroed block: a light ask's answer takes one allocation,
+ * not ten (answer_release frees the block; the rows and what they hold,
+ * sized by the groups, are their own). NULL when out of memory. */
+static struct answer_state *state_new(const struct sql_ask *a)
+{
+    size_t total = sizeof(struct answer_state), cols = (size_t)a->ncolumns + 1,
+           keys = (size_t)a->ngroup_keys + 1, order = (size_t)a->norder + 1;
+    size_t ranks = scratch_place(&total, keys, sizeof(struct key_rank));
+    size_t held_vcol = scratch_place(&total, order + (size_t)a->nhaving, sizeof(int));
+    size_t order_held = scratch_place(&total, order, sizeof(int));
+    size_t order_key = scratch_place(&total, order, sizeof(int));
+    size_t ocols = scratch_place(&total, cols, sizeof(struct answer_column));
+    size_t vals = scratch_place(&total, cols, sizeof(struct answer_value));
+    size_t cols_at_hand = scratch_place(&total, cols, sizeof(struct outval));
+    size_t keys_at_hand = scratch_place(&total, keys, sizeof(struct outval));
+    size_t digits = scratch_place(&total, cols, DIGITS_CAP);
+    char *block = scratch_calloc(1, total);
+    if (!block)
+        return NULL;
+    struct answer_state *st = (struct answer_state *)block;
+    st->ranks = (struct key_rank *)(block + ranks);
+    st->held_vcol = (int *)(block + held_vcol);
+    st->order_held = (int *)(block + order_held);
+    st->order_key = (int *)(block + order_key);
+    st->cols = (struct answer_column *)(block + ocols);
+    st->vals = (struct answer_value *)(block + vals);
+    st->cols_at_hand = (struct outval *)(block + cols_at_hand);
+    st->keys_at_hand = (struct outval *)(block + keys_at_hand);
+    st->digits = block + digits;
+    return st;
 }
 
 int answer_prepare(struct exec *x, struct ask_error *err)
 {
     const struct sql_ask *a = x->ask;
-    struct answer_state *st = scratch_calloc(1, sizeof *st);
+    struct answer_state *st = state_new(a);
     if (!st)
         return ask_fail(err, 500, "internal", "out of memory");
     x->answer = st;
@@ -932,19 +959,11 @@ int answer_prepare(struct exec *x, struct ask_error *err)
                   ? UINT64_MAX : (uint64_t)x->b.offset + (uint64_t)x->b.limit;
     bool heap = top > 0 && top < ngroups;
     uint32_t slots = heap ? (uint32_t)top + 1 : ngroups; /* a heap's spare row */
-    if (plan_held(x, st))
-        return ask_fail(err, 500, "internal", "out of memory");
+    plan_held(x, st);
     st->rows = scratch_calloc((size_t)slots + 1, sizeof *st->rows);
-    st->ranks = scratch_calloc((size_t)a->ngroup_keys + 1, sizeof *st->ranks);
     st->held = st->nheld ? scratch_calloc(((size_t)slots + 1) * (size_t)st->nheld, sizeof *st->held)
                          : NULL;
-    st->cols = scratch_calloc((size_t)a->ncolumns + 1, sizeof *st->cols);
-    st->vals = scratch_calloc((size_t)a->ncolumns + 1, sizeof *st->vals);
-    st->digits = scratch_malloc((size_t)DIGITS_CAP * ((size_t)a->ncolumns + 1));
-    st->cols_at_hand = scratch_calloc((size_t)a->ncolumns + 1, sizeof *st->cols_at_hand);
-    st->keys_at_hand = scratch_calloc((size_t)a->ngroup_keys + 1, sizeof *st->keys_at_hand);
-    if (!st->rows || !st->ranks || (st->nheld && !st->held) || !st->cols || !st->vals ||
-        !st->digits || !st->cols_at_hand || !st->keys_at_hand)
+    if (!st->rows || (st->nheld && !st->held))
         return ask_fail(err, 500, "internal", "out of memory");
     for (uint32_t i = 0; i < slots; i++)
         st->rows[i].held = st->held ? st->held + (size_t)i * (size_t)st->nheld : NULL;
@@ -1058,22 +1077,13 @@ void answer_release(struct exec *x)
     const struct sql_ask *a = x->ask;
     for (uint32_t i = 0; st->rows && i < st->n; i++)
         held_free(st, st->rows[i].held);
-    for (int c = 0; st->cols_at_hand && c < a->ncolumns; c++)
+    for (int c = 0; c < a->ncolumns; c++)
         scratch_free(st->cols_at_hand[c].owned);
-    for (int k = 0; st->ranks && k <= a->ngroup_keys; k++)
+    for (int k = 0; k <= a->ngroup_keys; k++)
         hashtab_free(&st->ranks[k].text_rank);
-    scratch_free(st->ranks);
-    scratch_free(st->held_vcol);
-    scratch_free(st->order_held);
-    scratch_free(st->order_key);
     scratch_free(st->held);
-    scratch_free(st->cols_at_hand);
-    scratch_free(st->keys_at_hand);
     scratch_free(st->rows);
-    scratch_free(st->cols);
-    scratch_free(st->vals);
-    scratch_free(st->digits);
-    scratch_free(st);
+    scratch_free(st); /* and the arrays of state_new */
     x->answer = NULL;
 }
 

@@ -1733,12 +1733,9 @@ static bool is_percentile(enum sql_agg agg)
  * is not text (texts are ordered by their bytes: every code is read), whose
  * rows a count of the view totals. That count is then read too: a group's
  * rows come in every cell and rollup row beside its value counts. */
-static int plan_rows_counts(struct exec *x)
+static void plan_rows_counts(struct exec *x)
 {
     const struct sql_view *v = x->v;
-    if (!(x->rows_count = scratch_malloc(sizeof *x->rows_count * ((size_t)v->nvalue_counts + 1))) ||
-        !(x->lazy_rows = scratch_calloc((size_t)v->nvalue_counts + 1, sizeof *x->lazy_rows)))
-        return -1;
     for (int k = 0; k < v->nvalue_counts; k++) {
         const struct sql_value_count_spec *vs = &v->value_counts[k];
         x->rows_count[k] = -1;
@@ -1757,6 +1754,37 @@ static int plan_rows_counts(struct exec *x)
             x->need_count[x->rows_count[k]] = true;
         x->lazy_rows[k] = x->rows_count[k] >= 0;
     }
+}
+
+/* The plan's arrays whose sizes the view and the ask alone set, in one
+ * zeroed block (x->plan_block, which exec_free frees). 0, or -1 out of
+ * memory. */
+static int plan_arrays(struct exec *x)
+{
+    const struct sql_view *v = x->v;
+    size_t total = 0, vcs = (size_t)v->nvalue_counts + 1;
+    size_t need_key = scratch_place(&total, (size_t)v->ncell_keys + 1, sizeof(bool));
+    size_t need_count = scratch_place(&total, (size_t)v->ncounts + 1, sizeof(bool));
+    size_t need_sum = scratch_place(&total, (size_t)v->nsums + 1, sizeof(bool));
+    size_t need_vc = scratch_place(&total, vcs, sizeof(bool));
+    size_t lazy_rows = scratch_place(&total, vcs, sizeof(bool));
+    size_t rows_count = scratch_place(&total, vcs, sizeof(int));
+    size_t dims = scratch_place(&total, (size_t)v->njoins + 1, sizeof(struct dim_cache));
+    size_t key = scratch_place(&total, 1 + (size_t)x->ask->ngroup_keys, sizeof(int64_t));
+    size_t cond_ids = scratch_place(&total, (size_t)x->b.nconds + 1, sizeof(int64_t *));
+    char *block = scratch_calloc(1, total);
+    if (!block)
+        return -1;
+    x->plan_block = block;
+    x->need_key = (bool *)(block + need_key);
+    x->need_count = (bool *)(block + need_count);
+    x->need_sum = (bool *)(block + need_sum);
+    x->need_vc = (bool *)(block + need_vc);
+    x->lazy_rows = (bool *)(block + lazy_rows);
+    x->rows_count = (int *)(block + rows_count);
+    x->dims = (struct dim_cache *)(block + dims);
+    x->key = (int64_t *)(block + key);
+    x->cond_ids = (int64_t **)(block + cond_ids);
     return 0;
 }
 
@@ -1764,12 +1792,7 @@ static int plan_rows_counts(struct exec *x)
 static int plan_needs(struct exec *x, struct ask_error *err)
 {
     const struct sql_view *v = x->v;
-    x->need_key = scratch_calloc((size_t)v->ncell_keys + 1, 1);
-    x->need_count = scratch_calloc((size_t)v->ncounts + 1, 1);
-    x->need_sum = scratch_calloc((size_t)v->nsums + 1, 1);
-    x->need_vc = scratch_calloc((size_t)v->nvalue_counts + 1, 1);
-    x->dims = scratch_calloc((size_t)v->njoins + 1, sizeof *x->dims);
-    if (!x->need_key || !x->need_count || !x->need_sum || !x->need_vc || !x->dims)
+    if (plan_arrays(x))
         return ask_fail(err, 500, "internal", "out of memory");
     for (int j = 0; j < v->njoins; j++) {
         x->dims[j].ncols = store_dense_columns(&v->joins[j]);
@@ -1789,12 +1812,9 @@ static int plan_needs(struct exec *x, struct ask_error *err)
             x->need_vc[m->value_counts] = true;
     }
     x->need_count[0] = true; /* a group exists while its rows do (drop_empty_groups) */
-    if (plan_rows_counts(x))
-        return ask_fail(err, 500, "internal", "out of memory");
+    plan_rows_counts(x);
     x->groups.nkey = 1 + x->ask->ngroup_keys;
     hashtab_init(&x->groups.table, (uint32_t)x->groups.nkey, sizeof(struct group *));
-    if (!(x->key = scratch_calloc((size_t)x->groups.nkey, sizeof *x->key)))
-        return ask_fail(err, 500, "internal", "out of memory");
     /* The keys read: group keys, conditions, and inner joins (they drop
      * cells whose key has no dim row). */
     for (int g = 0; g < x->ask->ngroup_keys; g++) {
@@ -1818,9 +1838,6 @@ static int plan_needs(struct exec *x, struct ask_error *err)
             x->read_key = x->read_key == -1 ? k : -2;
     /* A dim condition's texts as ids of the column's dictionary (equal
      * texts, equal ids); a text no dim row ever held matches nothing. */
-    x->cond_ids = scratch_calloc((size_t)x->b.nconds + 1, sizeof *x->cond_ids);
-    if (!x->cond_ids)
-        return ask_fail(err, 500, "internal", "out of memory");
     for (int k = 0; k < x->b.nconds; k++) {
         const struct bound_cond *bc = &x->b.conds[k];
         if (!bc->is_dim || bc->by_text)
@@ -1955,25 +1972,17 @@ void exec_free(struct exec *x)
         }
         scratch_free(x->dims[j].cols);
     }
-    scratch_free(x->dims);
     for (int k = 0; x->cond_ids && k < x->b.nconds; k++)
         scratch_free(x->cond_ids[k]);
-    scratch_free(x->cond_ids);
     for (int k = 0; x->cond_sets && k < x->b.nconds; k++)
         hashtab_free(&x->cond_sets[k]);
     scratch_free(x->cond_sets);
-    scratch_free(x->key);
-    scratch_free(x->need_key);
-    scratch_free(x->need_count);
-    scratch_free(x->need_sum);
-    scratch_free(x->need_vc);
-    scratch_free(x->rows_count);
+    scratch_free(x->plan_block); /* key, need_*, rows_count, lazy_rows, dims, cond_ids */
     scratch_free(x->settle_measures);
     scratch_free(x->pieces);
     scratch_free(x->minus_rows);
     scratch_free(x->width_cost);
     scratch_free(x->cal_edges);
     scratch_free(x->cal_keys);
-    scratch_free(x->lazy_rows);
     bound_free(&x->b);
 }

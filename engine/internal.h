@@ -304,6 +304,7 @@ struct exec {
     const struct store_column_type *types;
     struct bound b;
     struct group_map groups;
+    void *plan_block;         /* the arrays below to cond_ids, one block (exec.c plan_arrays) */
     struct dim_cache *dims;   /* per join: its dense columns' chunks read (exec.c) */
     int64_t *key;             /* [groups.nkey]: the group key of the cell at hand */
     bool *need_count, *need_sum, *need_vc, *need_key;
