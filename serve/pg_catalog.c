@@ -1271,7 +1271,8 @@ static int read_query(struct pg_conn *c, const char *text, size_t len, int base,
         return catalog_fail(c, "0A000", CATALOG_HINT,
                             base + pg_chars(text, t->t[unknown].at) + 1,
                             "the catalog relation \"%s\" is not one Straum answers",
-                            t->t[unknown + (tok_is(t, unknown + 1, ".") ? 2 : 0)].text);
+                            t->t[unknown + (tok_is(t, unknown + 1, ".") &&
+                                                    unknown + 2 < t->n ? 2 : 0)].text);
     if (q->subject == SUBJECT_NONE)
         return catalog_fail(c, "0A000", CATALOG_HINT, 0, "not a catalog query Straum answers");
     for (int i = 0; i + 1 < t->n; i++)
