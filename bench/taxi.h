@@ -65,19 +65,21 @@ bool taxi_parse_ask_list(const char *list, bool *selected, int nasks);
 /* Display width of a UTF-8 string (code points; no wide characters here). */
 int taxi_text_width(const char *s);
 
-/* POSTs {"ask": ask, "params": [...], "time_zone": tz} to /ask. params is
- * NULL-terminated (strings). Returns 0 with the response in resp, or -1
- * with a message in err. */
 /* Client-measured latency of one ask sent back to back. */
 struct taxi_latency {
     long n;
     int64_t min_ns, median_ns, p99_ns;
 };
+/* The figures of n > 0 samples (sorted in place). */
+void taxi_latency_of(int64_t *ns, int n, struct taxi_latency *out);
 struct taxi_ask;
 /* Sends ask a over c for `seconds` (at least 3 times). -1 with err. */
 int taxi_time_ask(struct http_client *c, const struct taxi_ask *a, double seconds,
                   struct taxi_latency *out, char *err, size_t errlen);
 
+/* POSTs {"ask": ask, "params": [...], "time_zone": tz} to /ask. params is
+ * NULL-terminated (strings). Returns 0 with the response in resp, or -1
+ * with a message in err. */
 int taxi_post_ask(struct http_client *c, const char *ask, const char *const *params,
                   const char *tz, struct http_response *resp, char *err, size_t errlen);
 

@@ -59,16 +59,6 @@ static void literal_ask(const struct taxi_ask *a, char *out, size_t cap)
     out[n < cap ? n : cap - 1] = '\0';
 }
 
-/* The latency figures of n samples (sorted in place). */
-static void latency_of(int64_t *ns, size_t n, struct taxi_latency *out)
-{
-    taxi_sort_ns(ns, (int)n);
-    out->n = (long)n;
-    out->min_ns = ns[0];
-    out->median_ns = ns[n / 2];
-    out->p99_ns = taxi_sorted_p99(ns, (int)n);
-}
-
 /* Times ask a over both protocols for `seconds`, the two alternating ask
  * by ask (an HTTP request, then the prepared statement `name` over
  * PostgreSQL), so that what else the machine does falls on both alike.
@@ -122,8 +112,8 @@ static int time_both(struct http_client *h, PGconn *c, const char *name,
         }
     }
     if (rc == 0) {
-        latency_of(hs, k, http);
-        latency_of(ps, k, pgl);
+        taxi_latency_of(hs, (int)k, http);
+        taxi_latency_of(ps, (int)k, pgl);
     }
     free(hs);
     free(ps);

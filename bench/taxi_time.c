@@ -20,6 +20,15 @@ static int usage(void)
     return 2;
 }
 
+void taxi_latency_of(int64_t *ns, int n, struct taxi_latency *out)
+{
+    taxi_sort_ns(ns, n);
+    out->n = n;
+    out->min_ns = ns[0];
+    out->median_ns = ns[n / 2];
+    out->p99_ns = taxi_sorted_p99(ns, n);
+}
+
 int taxi_time_ask(struct http_client *c, const struct taxi_ask *a, double seconds,
                   struct taxi_latency *out, char *err, size_t errlen)
 {
@@ -48,13 +57,8 @@ int taxi_time_ask(struct http_client *c, const struct taxi_ask *a, double second
             ns[n++] = t1 - t0;
         http_response_free(&resp);
     } while (rc == 0 && (n < 3 || taxi_now_ns() < end));
-    if (rc == 0) {
-        taxi_sort_ns(ns, (int)n);
-        out->n = (long)n;
-        out->min_ns = ns[0];
-        out->median_ns = ns[n / 2];
-        out->p99_ns = taxi_sorted_p99(ns, (int)n);
-    }
+    if (rc == 0)
+        taxi_latency_of(ns, (int)n, out);
     free(ns);
     return rc;
 }

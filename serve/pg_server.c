@@ -175,7 +175,7 @@ struct pg_server {
     atomic_int npooled;
     int32_t next_pid;
     struct pg_slot *slots;      /* one per connection the limit allows */
-    uint32_t nslots, *free_slots, nfree;
+    uint32_t *free_slots, nfree;
     uint64_t *handed;           /* events taken from busy workers (P5), not begun */
     int nhanded, handed_cap;
     atomic_int nhanded_hint;    /* nhanded, read without the lock */
@@ -720,8 +720,8 @@ close:
 static void serve_owned(struct pg_server *s, struct pg_message *msg, struct conn_node *k)
 {
     struct pg_slot *slot = &s->slots[k->slot];
+    uint64_t gen = SLOT_GEN(atomic_load(&slot->state)); /* fixed while owned */
     for (;;) {
-        uint64_t gen = SLOT_GEN(atomic_load(&slot->state));
         if (serve_turn(msg, k))
             return;
         uint64_t busy = gen << 2 | SLOT_BUSY;
@@ -1189,20 +1189,23 @@ struct pg_server *pg_server_start(const struct pg_server_options *o, char *err, 
         snprintf(err, errlen, "pipe: %s", strerror(errno));
         goto fail;
     }
-    s->nslots = o->connection_limit > 0 ? (uint32_t)o->connection_limit : 1;
-    s->slots = calloc(s->nslots, sizeof *s->slots);
-    s->free_slots = calloc(s->nslots, sizeof *s->free_slots);
+    uint32_t nslots = o->connection_limit > 0 ? (uint32_t)o->connection_limit : 1;
+    s->slots = calloc(nslots, sizeof *s->slots);
+    s->free_slots = calloc(nslots, sizeof *s->free_slots);
     if (!s->slots || !s->free_slots) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
-    for (uint32_t i = 0; i < s->nslots; i++) {
+    for (uint32_t i = 0; i < nslots; i++) {
         atomic_init(&s->slots[i].state, 1u << 2 | SLOT_BUSY); /* free: owned by none */
-        s->free_slots[s->nfree++] = s->nslots - 1 - i;
+        s->free_slots[s->nfree++] = nslots - 1 - i;
     }
-    if ((s->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
-        (s->handed_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
+    if ((s->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0) {
         snprintf(err, errlen, "epoll_create1: %s", strerror(errno));
+        goto fail;
+    }
+    if ((s->handed_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
+        snprintf(err, errlen, "eventfd: %s", strerror(errno));
         goto fail;
     }
     struct epoll_event handed = {.events = EPOLLIN | EPOLLET, .data.u64 = HANDED_TOKEN};
