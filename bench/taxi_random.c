@@ -24,7 +24,9 @@
  * Reported: p50, p90, p99 and max of the answered asks, overall, per view
  * and over the asks of at most 10,000 rows (the targets' set); refusals by
  * code; the twenty slowest with their text, shape and both peers' times;
- * the RSS figures; the load average before and after. */
+ * the RSS figures; the load average before and after. Every ask's figure
+ * goes to random-times.tsv in the work dir (kept with --keep-data), one
+ * line an ask, for whoever wants the whole distribution. */
 #include "tests/kit/answer.h"
 #include "tests/kit/taxi_random.h"
 #include "bench/taxi_bench.h"
@@ -307,6 +309,31 @@ static double loadavg1(void)
     return l;
 }
 
+/* Writes every timed ask to WORK/random-times.tsv: number, view, status,
+ * rows, median µs, shape, ask text. A failure to write is printed, not
+ * fatal: the figures are in the report. */
+static void write_times(const struct taxi_env *e, const struct timed *t, int n)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/random-times.tsv", e->work);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "taxi random: %s: %s\n", path, strerror(errno));
+        return;
+    }
+    fprintf(f, "number\tview\tstatus\trows\tmedian_us\tshape\task\n");
+    for (int i = 0; i < n; i++) {
+        struct taxi_random_ask a;
+        char shape[128];
+        taxi_random_ask(TAXI_RANDOM_SEED, t[i].number, &a);
+        taxi_random_shape(&a, shape, sizeof shape);
+        fprintf(f, "%d\t%s\t%d\t%d\t%.1f\t%s\t%s\n", t[i].number, a.view, t[i].status,
+                t[i].rows, (double)t[i].median_ns / 1e3, shape, a.ask);
+    }
+    if (fclose(f))
+        fprintf(stderr, "taxi random: %s: %s\n", path, strerror(errno));
+}
+
 static int by_time_desc(const void *x, const void *y)
 {
     const struct timed *a = *(const struct timed *const *)x, *b = *(const struct timed *const *)y;
@@ -352,6 +379,7 @@ int taxi_random_run(struct taxi_env *e)
     }
     long anon_after = taxi_proc_kib(e->serve_pid, "RssAnon");
     double load_timed = loadavg1();
+    write_times(e, t, n);
 
     /* The slowest answered or refused asks first; the sample to check: the
      * slowest, then evenly spread. */

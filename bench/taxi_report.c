@@ -278,7 +278,7 @@ int taxi_random_main(int argc, char **argv)
     e.o = &o;
     e.serve_pid = serve_pid;
     snprintf(e.url, sizeof e.url, "%s", url);
-    snprintf(e.work, sizeof e.work, "/tmp");
+    snprintf(e.work, sizeof e.work, "%s", o.work_dir ? o.work_dir : "/tmp");
     char exe[1024];
     ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
     exe[len > 0 ? len : 0] = '\0';

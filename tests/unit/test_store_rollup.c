@@ -370,9 +370,10 @@ struct tally {
 
 /* The halving rules, for a family allowed at all: a marginal with more than
  * half the cells' rows is left out; one with more than half the cells' runs
- * (in any value count) keeps its counts and sums only. */
+ * (in any value count) keeps its counts and sums only, unless keep_vcs (a
+ * bucket marginal above the finest width keeps them whatever their size). */
 static enum held expected(const struct shape *sh, bool allowed, int key, const struct rows *fam,
-                          const struct rows *cells)
+                          const struct rows *cells, bool keep_vcs)
 {
     if (!allowed)
         return ABSENT;
@@ -380,7 +381,7 @@ static enum held expected(const struct shape *sh, bool allowed, int key, const s
         return WHOLE;
     if ((uint64_t)fam->n * 2 > cells->n)
         return ABSENT;
-    for (int k = 0; k < sh->v->nvalue_counts; k++)
+    for (int k = 0; k < sh->v->nvalue_counts && !keep_vcs; k++)
         if (fam->vc_off[k][fam->n] * 2 > cells->vc_off[k][cells->n])
             return WITHOUT_VCS;
     return WHOLE;
@@ -508,7 +509,9 @@ static void check_segment(struct store_read *r, const struct store_segment *seg,
         struct rows per_bucket, span;
         brute_family(sh, &cells, false, key, &per_bucket);
         held[fb] = check_family(b, sh, fb, &per_bucket,
-                                expected(sh, key < 0 || nkeys > 1, key, &per_bucket, &cells), where);
+                                expected(sh, key < 0 || nkeys > 1, key, &per_bucket, &cells,
+                                         seg->width > 0),
+                                where);
         /* Over the span, at the widest width only. The writer merges a span
          * family from its bucket family when the block holds that one whole
          * (SPEC.md), else from the cells; brute force sums the same rows, so
@@ -516,7 +519,8 @@ static void check_segment(struct store_read *r, const struct store_segment *seg,
          * the same either way. */
         if (widest) {
             brute_family(sh, held[fb] == WHOLE ? &per_bucket : &cells, true, key, &span);
-            held[fs] = check_family(b, sh, fs, &span, expected(sh, true, key, &span, &cells), where);
+            held[fs] = check_family(b, sh, fs, &span, expected(sh, true, key, &span, &cells, false),
+                                   where);
             rows_free(&span);
         } else {
             held[fs] = check_family(b, sh, fs, NULL, ABSENT, where);
@@ -530,7 +534,7 @@ static void check_segment(struct store_read *r, const struct store_segment *seg,
         struct rows span;
         brute_family(sh, &cells, true, ALL_KEYS, &span);
         held[SPAN_CELLS] = check_family(b, sh, SPAN_CELLS, &span,
-                                        expected(sh, true, ALL_KEYS, &span, &cells), where);
+                                        expected(sh, true, ALL_KEYS, &span, &cells, false), where);
         rows_free(&span);
     } else {
         held[SPAN_CELLS] = check_family(b, sh, SPAN_CELLS, NULL, ABSENT, where);
@@ -596,6 +600,10 @@ static void assert_common_rules(struct store *s, struct tally t[MAX_VIEWS][MAX_W
             if (view->ncell_keys == 1)
                 cr_assert_eq(x->present[family_of(false, 0)], 0,
                              "%s/%d: a bucket marginal of the only key", view->name, w);
+            for (int k = 0; w > 0 && k < view->ncell_keys && k < STORE_ROLLUP_MAX_KEYS; k++)
+                cr_assert_eq(x->without_vcs[family_of(false, k)], 0,
+                             "%s/%d: a bucket marginal above the finest width without its "
+                             "value counts", view->name, w);
         }
     }
 }
@@ -848,14 +856,18 @@ Test(store_rollup, halving_rules_at_their_edges)
     cr_assert_eq(t[1][1].present[sz], 0);
 
     /* One more rating in the (zone 1, kind 1) cell: the cells have 5 runs,
-     * each marginal 3, one past half: the marginals lose their value counts. */
+     * each marginal 3, one past half: the finest width's marginals and the
+     * span marginals lose their value counts; the day width's bucket
+     * marginals keep them (a percentile over days bisects them). */
     struct trip fifth = {at + 4, 1, 1, 1500, 0.7, 2};
     trip_apply(s, &fifth, +1);
     commit(s, 2);
     check_store(s, t);
-    for (int w = 0; w < 2; w++)
-        cr_assert(t[0][w].without_vcs[fk] == 1 && t[0][w].without_vcs[fz] == 1,
-                  "trips/%d: marginals past half the runs", w);
+    cr_assert(t[0][0].without_vcs[fk] == 1 && t[0][0].without_vcs[fz] == 1,
+              "trips/0: marginals past half the runs");
+    cr_assert(t[0][1].present[fk] == 1 && t[0][1].without_vcs[fk] == 0 &&
+                  t[0][1].present[fz] == 1 && t[0][1].without_vcs[fz] == 0,
+              "trips/1: bucket marginals past half the runs keep them");
     cr_assert(t[0][1].without_vcs[sk] == 1 && t[0][1].without_vcs[sz] == 1);
 
     /* Empty the (zone 1, kind 1) cell: 3 cells, marginals of 2 rows are out. */
