@@ -27,7 +27,10 @@
 #define log_warn(...) logfmt_msg(LOGFMT_WARN, __VA_ARGS__)
 #define log_error(...) logfmt_msg(LOGFMT_ERROR, __VA_ARGS__)
 
+/* The wall clock, µs since 1970 (log lines, lag); the monotonic clock, ns
+ * (intervals). Never fail. */
 int64_t now_usec(void);
+int64_t mono_ns(void);
 /* PostgreSQL counts time from 2000-01-01; Straum from 1970-01-01. */
 #define PG_EPOCH_OFFSET_US 946684800000000LL
 
@@ -300,6 +303,10 @@ int receiver_send(struct receiver *r, const void *msg, size_t len, char *err, si
 
 /* Whether the stream has ended or failed (frames may still wait). */
 bool receiver_ended(struct receiver *r);
+
+/* How many times the thread has waited for the server (each a poll): the
+ * frames read over it say how many a wake-up brings. Cannot fail. */
+uint64_t receiver_waits(struct receiver *r);
 
 /* Stops and joins the thread, frees the frames not taken; c is the
  * caller's again. NULL is nothing. Cannot fail. */

@@ -98,13 +98,6 @@ static void imetrics_batch_stored(const struct ingest_batch *b)
             ADD(M.changes[k], b->changes[k]);
 }
 
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 typedef int (*commit_fn)(struct store *st, const struct store_position *pos,
                          struct store_error *err);
 

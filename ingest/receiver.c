@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -50,6 +51,21 @@ struct frame {
 #define BATCH_FRAMES 256
 #define BATCH_BYTES ((size_t)1 << 20)
 
+/* While the stream is busy the thread waits for COALESCE_BYTES to arrive
+ * (SO_RCVLOWAT, which poll honours) or COALESCE_US to pass, whichever
+ * comes first, rather than for the first byte. Why: a walsender flushes
+ * every message as it decodes it, so a thread woken by the first byte
+ * took one poll and one recv per transaction or two: under a backlog of
+ * single-row inserts a third of ingest's CPU, on the cores the walsender
+ * needs. The stream counts as busy when the last wait was short (at most
+ * twice COALESCE_US) and frames followed it; a wait that brings nothing,
+ * or a long one, goes back to waking on the first byte, so a lone
+ * transaction after a quiet spell is not held. 32 KiB is some hundred single-row transactions of pgoutput; 1 ms
+ * is what a busy stream's transactions may wait at most, well inside a
+ * group commit's 5 ms. */
+#define COALESCE_BYTES (32 * 1024)
+#define COALESCE_US 1000
+
 struct batch {
     struct frame f[BATCH_FRAMES];
     int n, at;
@@ -68,6 +84,7 @@ struct receiver {
     bool ended;                /* no frame follows the ones queued */
     char end_message[512];     /* why it ended: the server's or libpq's words */
     atomic_bool stopping;
+    atomic_uint_fast64_t waits; /* polls for the server (receiver_waits) */
     int wake;                  /* eventfd: receiver_stop wakes the thread's poll */
     struct batch in;           /* the thread's: read, not yet queued */
     struct batch out;          /* the follower's: taken from the queue, not yet handed out */
@@ -112,10 +129,24 @@ static bool queue_batch(struct receiver *r, const char *why)
     return !stopping;
 }
 
+/* Sets the socket's SO_RCVLOWAT to bytes when *now differs. A failure
+ * leaves the socket waking on the first byte, as it did: nothing but
+ * wake-ups is lost. */
+static void set_lowat(int fd, int bytes, int *now)
+{
+    if (*now == bytes)
+        return;
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &bytes, sizeof bytes) == 0)
+        *now = bytes;
+}
+
 static void *receive(void *arg)
 {
     struct receiver *r = arg;
     char why[sizeof r->end_message];
+    int64_t waited_us = INT64_MAX; /* the last wait's length */
+    int frames = 0;                /* frames read since it */
+    int lowat = 1;                 /* the socket's SO_RCVLOWAT */
     while (!atomic_load(&r->stopping)) {
         char *buf = NULL;
         pthread_mutex_lock(&r->conn_lock);
@@ -124,6 +155,7 @@ static void *receive(void *arg)
             snprintf(why, sizeof why, "%s", PQerrorMessage(r->c));
         pthread_mutex_unlock(&r->conn_lock);
         if (n > 0) {
+            frames++;
             struct batch *b = &r->in;
             b->f[b->n++] = (struct frame){buf, n};
             b->bytes += (size_t)n;
@@ -139,14 +171,22 @@ static void *receive(void *arg)
          * thread waits for the server. */
         if (r->in.n && !queue_batch(r, NULL))
             break;
-        struct pollfd p[2] = {{PQsocket(r->c), POLLIN, 0}, {r->wake, POLLIN, 0}};
-        int rc = poll(p, 2, -1);
+        /* Busy: the last wait was short and brought frames. */
+        bool busy = frames > 0 && waited_us <= 2 * COALESCE_US;
+        int fd = PQsocket(r->c);
+        set_lowat(fd, busy ? COALESCE_BYTES : 1, &lowat);
+        struct pollfd p[2] = {{fd, POLLIN, 0}, {r->wake, POLLIN, 0}};
+        atomic_fetch_add(&r->waits, 1);
+        int64_t t0 = mono_ns();
+        int rc = poll(p, 2, busy ? COALESCE_US / 1000 : -1);
+        waited_us = (mono_ns() - t0) / 1000;
+        frames = 0;
         if (rc < 0 && errno != EINTR) {
             snprintf(why, sizeof why, "waiting for the server: %s", strerror(errno));
             queue_batch(r, why);
             break;
         }
-        if (rc > 0 && p[0].revents) {
+        if ((rc > 0 && p[0].revents) || rc == 0) { /* readable, or waited the most: what is there */
             pthread_mutex_lock(&r->conn_lock);
             int ok = PQconsumeInput(r->c);
             if (!ok)
@@ -160,6 +200,8 @@ static void *receive(void *arg)
     }
     return NULL;
 }
+
+uint64_t receiver_waits(struct receiver *r) { return atomic_load(&r->waits); }
 
 struct receiver *receiver_start(PGconn *c, char *err, size_t errlen)
 {
@@ -181,6 +223,7 @@ struct receiver *receiver_start(PGconn *c, char *err, size_t errlen)
         return NULL;
     }
     atomic_init(&r->stopping, false);
+    atomic_init(&r->waits, 0);
     pthread_mutex_init(&r->conn_lock, NULL);
     pthread_mutex_init(&r->lock, NULL);
     pthread_cond_init(&r->filled, NULL);

@@ -6,12 +6,14 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Checks: the thread aborts on a broken exchange (Criterion's asserts
@@ -103,6 +105,8 @@ static void *fake_walsender_run(void *arg)
     struct fake_walsender *w = arg;
     int fd = accept(w->listen_fd, NULL, NULL);
     CHECK(fd >= 0);
+    int one = 1; /* as PostgreSQL's backends: each send goes out at once */
+    CHECK(setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) == 0);
     unsigned char hdr[5], *body = malloc(1 << 16);
     /* SSLRequest / GSSENCRequest answered 'N', then the startup packet. */
     for (;;) {
@@ -128,7 +132,18 @@ static void *fake_walsender_run(void *arg)
     unsigned char in[4096];
     size_t have = 0;
     bool ok = true;
+    struct timespec next;
+    clock_gettime(CLOCK_MONOTONIC, &next);
     for (int i = 0; ok && i < w->nframes; i++) {
+        for (struct timespec now; w->pace_us > 0;) { /* the frame's time */
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            if (now.tv_sec > next.tv_sec ||
+                (now.tv_sec == next.tv_sec && now.tv_nsec >= next.tv_nsec))
+                break;
+        }
+        next.tv_nsec += (long)w->pace_us * 1000;
+        next.tv_sec += next.tv_nsec / 1000000000;
+        next.tv_nsec %= 1000000000;
         size_t len = fake_walsender_frame_len(w, i);
         unsigned char *f = body;
         if (5 + len > (1 << 16))

@@ -22,6 +22,10 @@ struct fake_walsender {
     int nframes;             /* frames to send, then CopyDone (unless hold) */
     size_t frame_bytes;      /* 0: lengths of 5 to 304 bytes by the frame's number */
     bool hold;               /* after the frames, keep the stream open */
+    int pace_us;             /* 0, or each frame sent this long after the one
+                                before it, as a walsender decoding a backlog
+                                sends (a spin, not a sleep: the pace is the
+                                sender's, whatever the scheduler does) */
     /* Read while it runs. */
     atomic_size_t sent;      /* frame payload bytes the kernel took, whole frames */
     atomic_bool blocked;     /* the last send waited 200 ms for room in vain */

@@ -4,12 +4,14 @@
  * order, byte for byte, and the stream's end only after them; feedback
  * sent from the follower's side while frames pour in reaches the server
  * whole; a follower that takes nothing lets the thread read at most
- * RECEIVER_MAX_BYTES ahead, after which the server is the one waiting; and
- * stopping with frames still queued frees them (ASan's leak check). */
+ * RECEIVER_MAX_BYTES ahead, after which the server is the one waiting; a
+ * busy stream wakes the thread once per many frames; and stopping with
+ * frames still queued frees them (ASan's leak check). */
 #include "ingest/internal.h"
 #include "tests/kit/fake_walsender.h"
 
 #include <criterion/criterion.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -111,6 +113,26 @@ Test(ingest_receiver, reads_at_most_its_bound_ahead_then_the_server_waits, .time
     receiver_stop(rx);
     PQfinish(c);
     fake_walsender_join(&w);
+}
+
+/* A walsender decoding a backlog sends a frame every few microseconds,
+ * each flushed on its own. Woken by each one's first byte the thread
+ * polled and read once per frame or two; it waits for a batch instead
+ * (receiver.c COALESCE_BYTES, COALESCE_US), so its wake-ups are a small
+ * fraction of the frames, and every frame still comes, in order. */
+Test(ingest_receiver, a_busy_stream_wakes_the_thread_once_per_many_frames, .timeout = 60)
+{
+    struct fake_walsender w = {.nframes = 10000, .frame_bytes = 100, .pace_us = 50};
+    PGconn *c;
+    struct receiver *rx = follow(&w, &c);
+    int got = take_all(rx, &w, 0, false);
+    cr_assert_eq(got, w.nframes, "every frame, then the end");
+    uint64_t waits = receiver_waits(rx);
+    receiver_stop(rx);
+    PQfinish(c);
+    fake_walsender_join(&w);
+    cr_assert_lt(waits, (uint64_t)w.nframes / 5, "%" PRIu64 " waits for %d frames", waits,
+                 w.nframes);
 }
 
 Test(ingest_receiver, stopping_with_frames_queued_frees_them)
