@@ -50,4 +50,14 @@ Test(base_decimal, digits)
     cr_assert_str_eq(d, "0");
     cr_assert_eq(decimal_digits(~(unsigned __int128)0, d), 39);
     cr_assert_str_eq(d, "340282366920938463463374607431768211455");
+    /* Either side of 2^64, where the 64-bit digits take over. */
+    unsigned __int128 two64 = (unsigned __int128)1 << 64;
+    cr_assert_eq(decimal_digits(two64 - 1, d), 20);
+    cr_assert_str_eq(d, "18446744073709551615");
+    cr_assert_eq(decimal_digits(two64, d), 20);
+    cr_assert_str_eq(d, "18446744073709551616");
+    cr_assert_eq(decimal_digits(two64 * 10 + 7, d), 21);
+    cr_assert_str_eq(d, "184467440737095516167");
+    cr_assert_eq(decimal_digits(1000000, d), 7);
+    cr_assert_str_eq(d, "1000000");
 }
