@@ -468,6 +468,16 @@ def txn_section(modes):
     ]
 
 
+def beside_cpu(r, cores):
+    """', the walsender's CPU seconds and the machine's busy share' beside
+    the load, where the run measured them (older runs did not)."""
+    if (r.get("beside_walsender_cpu_s", -1) < 0 or r.get("beside_machine_busy_cpu_s", -1) < 0
+            or not isinstance(cores, int)):
+        return ""
+    return (f", {r['beside_walsender_cpu_s']:.1f} s, "
+            f"{100 * r['beside_machine_busy_cpu_s'] / (cores * r['beside_load_s']):.0f}%")
+
+
 def stream_section(modes):
     run = modes["stream"]
     t = run["stream"]
@@ -485,7 +495,8 @@ def stream_section(modes):
                        f"{r['beside_lag_max_s']:.2f} s", f"{r['beside_lag_end_s']:.2f} s",
                        dur_s(r["beside_catchup_s"]), count(r["beside_txns_per_lmdb_commit"]),
                        f"{r['beside_cpu_s_per_1000_txns']:.3f} s",
-                       dur_ms(r["light_ask_p99_ms"]), dur_ms(r["percentile_ask_p99_ms"])])
+                       dur_ms(r["light_ask_p99_ms"]), dur_ms(r["percentile_ask_p99_ms"]),
+                       beside_cpu(r, run.get("machine", {}).get("cores"))])
     for r, b in zip(rows, beside):
         r.extend(b[2:5] + b[7:9])
     return ["## Stream", "", run_line(run), ""] + table(
@@ -496,7 +507,9 @@ def stream_section(modes):
          "Catch-up after", "Light ask p99", "Percentile ask p99"], rows) + [
         "",
         "Beside the load, PostgreSQL's tps, transactions per LMDB commit and ingest's CPU per "
-        "1000 transactions: " + "; ".join(f"{b[0]} {b[1]}, {b[5]}, {b[6]}" for b in beside) + ".",
+        "1000 transactions" + (", then the walsender's CPU and the machine's busy share over "
+                               "the load" if all(b[9] for b in beside) else "") + ": "
+        + "; ".join(f"{b[0]} {b[1]}, {b[5]}, {b[6]}{b[9]}" for b in beside) + ".",
         f"Idle, the same client: light ask p99 {dur_ms(t['idle_light_ask_p99_ms'])}, "
         f"percentile ask p99 {dur_ms(t['idle_percentile_ask_p99_ms'])}.",
         "",

@@ -118,6 +118,9 @@ void taxi_stop_pid(pid_t pid, double timeout_s);
 long taxi_proc_kib(pid_t pid, const char *field);
 /* User plus system CPU seconds of a running process (/proc/PID/stat), or -1. */
 double taxi_proc_cpu_s(pid_t pid);
+/* The CPU seconds every core of the machine has spent busy since boot
+ * (/proc/stat: all but idle and iowait), or -1. */
+double taxi_machine_busy_s(void);
 /* A field of /proc/PID/smaps_rollup in KiB, or -1. */
 long taxi_smaps_kib(pid_t pid, const char *field);
 /* A free loopback TCP port, or -1. */

@@ -171,6 +171,21 @@ double taxi_proc_cpu_s(pid_t pid)
     return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
+double taxi_machine_busy_s(void)
+{
+    FILE *f = fopen("/proc/stat", "r");
+    unsigned long long v[8] = {0};
+    int got = f ? fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
+                         &v[3], &v[4], &v[5], &v[6], &v[7])
+                : 0;
+    if (f)
+        fclose(f);
+    if (got != 8)
+        return -1;
+    /* user, nice, system, irq, softirq, steal: all but idle (3) and iowait (4) */
+    return (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / (double)sysconf(_SC_CLK_TCK);
+}
+
 long taxi_smaps_kib(pid_t pid, const char *field)
 {
     char path[64];

@@ -375,6 +375,8 @@ struct stream_result {
     int64_t catchup;
     double commits2, txns_applied2;
     double cpu2_s;
+    double sender2_cpu_s, machine2_busy_s, load2_s; /* beside: the walsender's CPU, the
+                                                      machine's busy CPU, over the load */
     int64_t light_p99, pct_p99;
     int asks;
 };
@@ -460,12 +462,14 @@ static int run_script(struct taxi_env *e, const struct script *s, long long maxi
     double commits0 = ingest_metric(e, "straum_store_commits_total");
     double txns0 = ingest_metric(e, "straum_ingest_transactions_total");
     double cpu0 = taxi_proc_cpu_s(e->ingest_pid);
+    double sender0 = sender ? taxi_proc_cpu_s(sender) : -1;
     pthread_t th;
     if (asker_start(a, &th, e->url)) {
         store_close(st);
         return -1;
     }
-    int64_t load_start_us = unix_us();
+    int64_t load_start_us = unix_us(), load_start = taxi_now_ns();
+    double busy0 = taxi_machine_busy_s();
     pb = pgbench_start(e, s, maxid, out);
     int rc = pb < 0 ? -1 : 0;
     int64_t next = taxi_now_ns() + 1000000000LL;
@@ -485,6 +489,10 @@ static int run_script(struct taxi_env *e, const struct script *s, long long maxi
     if (rc == 0)
         rc = pgbench_wait(pb, out, &r->txns2, &r->tps2);
     int64_t load_end = taxi_now_ns();
+    double busy1 = taxi_machine_busy_s(), sender1 = sender ? taxi_proc_cpu_s(sender) : -1;
+    r->load2_s = (double)(load_end - load_start) / 1e9;
+    r->machine2_busy_s = busy0 >= 0 && busy1 >= 0 ? busy1 - busy0 : -1;
+    r->sender2_cpu_s = sender0 >= 0 && sender1 >= 0 ? sender1 - sender0 : -1;
     uint64_t end2 = insert_lsn(e);
     r->lag_end_s = lag_now(e, st, load_start_us);
     if (r->lag_end_s > r->lag_max_s)
@@ -535,6 +543,9 @@ static cJSON *result_json(const struct stream_result *r)
                             r->commits2 > 0 ? r->txns_applied2 / r->commits2 : 0);
     cJSON_AddNumberToObject(j, "beside_cpu_s_per_1000_txns",
                             r->txns_applied2 > 0 ? r->cpu2_s / r->txns_applied2 * 1000 : 0);
+    cJSON_AddNumberToObject(j, "beside_load_s", r->load2_s);
+    cJSON_AddNumberToObject(j, "beside_walsender_cpu_s", r->sender2_cpu_s);
+    cJSON_AddNumberToObject(j, "beside_machine_busy_cpu_s", r->machine2_busy_s);
     cJSON_AddNumberToObject(j, "light_ask_p99_ms", (double)r->light_p99 / 1e6);
     cJSON_AddNumberToObject(j, "percentile_ask_p99_ms", (double)r->pct_p99 / 1e6);
     cJSON_AddNumberToObject(j, "asks_meanwhile", r->asks);

@@ -60,9 +60,9 @@ struct frame {
  * needs. The stream counts as busy when the last wait was short (at most
  * twice COALESCE_US) and frames followed it; a wait that brings nothing,
  * or a long one, goes back to waking on the first byte, so a lone
- * transaction after a quiet spell is not held. 32 KiB is some hundred single-row transactions of pgoutput; 1 ms
- * is what a busy stream's transactions may wait at most, well inside a
- * group commit's 5 ms. */
+ * transaction after a quiet spell is not held. 32 KiB is some hundred
+ * single-row transactions of pgoutput; 1 ms is what a busy stream's
+ * transactions may wait at most, well inside a group commit's 5 ms. */
 #define COALESCE_BYTES (32 * 1024)
 #define COALESCE_US 1000
 
