@@ -164,7 +164,7 @@ def machine_section(modes):
         "column names another build:",
         "",
         "```sh",
-        "cmake -S . -B /tmp/bench-build -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF",
+        "cmake -S . -B /tmp/bench-build -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF && "
         "cmake --build /tmp/bench-build -j2",
         "/tmp/bench-build/bin/taxi all --results bench/RESULTS.json   # asks, memory, cold-start, transactions",
         "bench/render_results.py",
@@ -509,7 +509,7 @@ def stream_section(modes):
         "Beside the load, PostgreSQL's tps, transactions per LMDB commit and ingest's CPU per "
         "1000 transactions" + (", then the walsender's CPU and the machine's busy share over "
                                "the load" if all(b[9] for b in beside) else "") + ": "
-        + "; ".join(f"{b[0]} {b[1]}, {b[5]}, {b[6]}{b[9]}" for b in beside) + ".",
+        + "; ".join(f"{b[0]} {b[1]}, {b[5]}, {b[6]}{b[9]}" for b in beside) + ". "
         f"Idle, the same client: light ask p99 {dur_ms(t['idle_light_ask_p99_ms'])}, "
         f"percentile ask p99 {dur_ms(t['idle_percentile_ask_p99_ms'])}.",
         "",
