@@ -1442,8 +1442,10 @@ static int segment_extent(struct exec *x, const struct store_segment *s, int64_t
                                .whole = true};
         struct store_rows rows;
         struct store_error serr;
-        if (store_rows_load(&b, &w, &rows, &serr))
+        if (store_rows_load(&b, &w, &rows, &serr)) {
+            store_rows_free(x->v, &rows); /* what was decoded before the failure */
             return cursor_failed(err, &serr);
+        }
         if (rows.n) {
             int64_t a = b.span_start + rows.bucket[0] * b.width;
             int64_t z = b.span_start + rows.bucket[rows.n - 1] * b.width;
