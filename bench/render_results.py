@@ -497,21 +497,27 @@ def stream_section(modes):
                        f"{r['beside_cpu_s_per_1000_txns']:.3f} s",
                        dur_ms(r["light_ask_p99_ms"]), dur_ms(r["percentile_ask_p99_ms"]),
                        beside_cpu(r, run.get("machine", {}).get("cores"))])
-    for r, b in zip(rows, beside):
-        r.extend(b[2:5] + b[7:9])
+    # The walsender's lag and /healthz's p99 beside the load, where recorded.
+    probes = all("healthz_p99_ms" in r for r in t["scripts"])
+    for r, b, src in zip(rows, beside, t["scripts"]):
+        r.extend(b[2:5] + (
+            [f"{src['beside_walsender_lag_max_s']:.2f} s"] if probes else []) + b[7:9] + (
+            [dur_ms(src["healthz_p99_ms"])] if probes else []))
     return ["## Stream", "", run_line(run), ""] + table(
         ["Script", "Backlog (txns)", "PostgreSQL tps", "pg_recvlogical", "Apply",
          "Apply / floor", "Applied txns/s", "LMDB commits/s", "Txns per commit",
          "Ingest CPU per 1000 txns", "Ingest CPU", "Its walsender's CPU",
          "The floor's walsender's CPU", "Ingest VmHWM", "Beside: lag, max", "Lag at end",
-         "Catch-up after", "Light ask p99", "Percentile ask p99"], rows) + [
+         "Catch-up after"] + (["Its walsender's lag, max"] if probes else []) + [
+         "Light ask p99", "Percentile ask p99"] + (["/healthz p99"] if probes else []), rows) + [
         "",
         "Beside the load, PostgreSQL's tps, transactions per LMDB commit and ingest's CPU per "
         "1000 transactions" + (", then the walsender's CPU and the machine's busy share over "
                                "the load" if all(b[9] for b in beside) else "") + ": "
         + "; ".join(f"{b[0]} {b[1]}, {b[5]}, {b[6]}{b[9]}" for b in beside) + ". "
         f"Idle, the same client: light ask p99 {dur_ms(t['idle_light_ask_p99_ms'])}, "
-        f"percentile ask p99 {dur_ms(t['idle_percentile_ask_p99_ms'])}.",
+        f"percentile ask p99 {dur_ms(t['idle_percentile_ask_p99_ms'])}"
+        + (f", /healthz p99 {dur_ms(t['idle_healthz_p99_ms'])}" if probes else "") + ".",
         "",
         "How: each script of `bench/stream` (single-row updates of a measure, a key and",
         "the bucket column, single-row inserts and deletes, a mix weighted 4:1:1:2:1,",
@@ -529,8 +535,13 @@ def stream_section(modes):
         "on the backlog, exec until the store's position reaches the end LSN. *Beside*:",
         "pgbench again with ingest following; the lag (time since the first transaction",
         "the store does not hold committed, 0 once it holds all that was written)",
-        "sampled every second. A",
-        f"client asks a light and a percentile ask in turn, one every {t['ask_every_ms']} ms.",
+        "sampled every second" + (
+            "; its walsender's lag (how far it has read and decoded the WAL,"
+            " `pg_stat_replication.sent_lsn`, against PostgreSQL's insert position sampled"
+            " every 0.1 s: no receiver can be nearer)" if probes else "") + ". A",
+        f"client asks a light and a percentile ask" + (
+            " and `GET /healthz` (the same HTTP path, no engine work)" if probes else "")
+        + f" in turn, one every {t['ask_every_ms']} ms.",
         f"straum-ingest runs at nice {t['ingest_nice']}, as PostgreSQL and pg_recvlogical do.",
         "",
     ]

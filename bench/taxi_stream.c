@@ -25,10 +25,15 @@
  *      store does not hold committed, 0 once it holds all that was
  *      written: lag_now), the lag when the load
  *      ends and the catch-up after it, LMDB commits meanwhile;
- *   5. through 4, a client asks a light ask (trips per hour of one day) and
- *      a percentile ask (the median fare per hour of one day) in turn,
- *      ASK_EVERY_MS apart; their p99 against the same client's on the idle
- *      setup before the first script.
+ *      Beside it, the lag of ingest's walsender (how far it has read and
+ *      decoded the WAL: pg_stat_replication.sent_lsn against PostgreSQL's
+ *      insert position sampled every SAMPLE_EVERY_MS), which no receiver
+ *      can beat: the part of the lag that is the machine's, not ingest's;
+ *   5. through 4, a client asks a light ask (trips per hour of one day), a
+ *      percentile ask (the median fare per hour of one day) and GET
+ *      /healthz (the same HTTP path, no engine work: the scheduler's part
+ *      of a request's time) in turn, ASK_EVERY_MS apart; their p99 against
+ *      the same client's on the idle setup before the first script.
  *
  * The trips' ids past the loaded ones come from the sequence
  * taxi_stream_ids (inserts); an id picked at random that a delete took
@@ -52,7 +57,9 @@
 
 #define LIGHT_ASK 8      /* "Trips per hour, one day" */
 #define PERCENTILE_ASK 6 /* "Median fare per hour, one day" */
+#define HEALTH_PROBE 255 /* GET /healthz: the same HTTP path with no engine work */
 #define ASK_EVERY_MS 50  /* a dashboard's pace, not a load of its own */
+#define SAMPLE_EVERY_MS 100 /* PostgreSQL's insert position, for the walsender's lag */
 #define IDLE_SECONDS 10
 #define MAX_ASKS (1 << 20)
 #define FLOOR_SLOT "taxi_stream_floor"
@@ -82,7 +89,7 @@ struct asker {
     const char *url;
     atomic_bool stop;
     int64_t *start, *dur;
-    unsigned char *which; /* LIGHT_ASK or PERCENTILE_ASK */
+    unsigned char *which; /* LIGHT_ASK, PERCENTILE_ASK or HEALTH_PROBE */
     int n;
     bool failed;
 };
@@ -99,11 +106,14 @@ static void *asker_main(void *arg)
     }
     int64_t next = taxi_now_ns();
     while (!atomic_load(&a->stop) && a->n < MAX_ASKS) {
-        int k = a->n % 2 ? PERCENTILE_ASK : LIGHT_ASK;
-        const struct taxi_ask *ask = &TAXI_ASKS[k];
+        static const int turn[] = {LIGHT_ASK, PERCENTILE_ASK, HEALTH_PROBE};
+        int k = turn[a->n % 3];
         int64_t t0 = taxi_now_ns();
-        if (taxi_post_ask(&c, ask->ask, ask->params, TAXI_TZ, &resp, err, sizeof err) != 0 ||
-            resp.status != 200) {
+        int rc = k == HEALTH_PROBE
+                     ? http_request(&c, "GET", "/healthz", NULL, NULL, 0, &resp, err, sizeof err)
+                     : taxi_post_ask(&c, TAXI_ASKS[k].ask, TAXI_ASKS[k].params, TAXI_TZ, &resp,
+                                     err, sizeof err);
+        if (rc != 0 || resp.status != 200) {
             fprintf(stderr, "taxi: an ask failed: %s %d\n", err, resp.status);
             a->failed = true;
             break;
@@ -372,14 +382,71 @@ struct stream_result {
     long long txns2;
     double tps2;
     double lag_max_s, lag_end_s;
+    double sender_lag_max_s, sender_lag_end_s; /* its walsender's, to SAMPLE_EVERY_MS */
     int64_t catchup;
     double commits2, txns_applied2;
     double cpu2_s;
     double sender2_cpu_s, machine2_busy_s, load2_s; /* beside: the walsender's CPU, the
                                                       machine's busy CPU, over the load */
-    int64_t light_p99, pct_p99;
+    int64_t light_p99, pct_p99, health_p99;
     int asks;
 };
+
+/* PostgreSQL's insert position through the load, every SAMPLE_EVERY_MS. */
+struct lsn_samples {
+    int64_t *at; /* taxi_now_ns() */
+    uint64_t *lsn;
+    int n, cap;
+};
+
+static void samples_add(struct lsn_samples *h, int64_t at, uint64_t lsn)
+{
+    if (h->n == h->cap) {
+        int cap = h->cap ? 2 * h->cap : 1024;
+        int64_t *a = realloc(h->at, sizeof *a * (size_t)cap);
+        if (a)
+            h->at = a;
+        uint64_t *l = realloc(h->lsn, sizeof *l * (size_t)cap);
+        if (l)
+            h->lsn = l;
+        if (!a || !l)
+            return; /* a sample fewer: the lag reads coarser, not wrong */
+        h->cap = cap;
+    }
+    h->at[h->n] = at;
+    h->lsn[h->n++] = lsn;
+}
+
+/* How far behind a reader at `pos` is: 0 when pos has reached the last
+ * insert position sampled, else the time since the first sample past pos
+ * (the WAL at pos was written before it, after the one before it: a lower
+ * bound, short by at most SAMPLE_EVERY_MS). */
+static double samples_lag(const struct lsn_samples *h, uint64_t pos, int64_t now)
+{
+    if (h->n == 0 || pos >= h->lsn[h->n - 1])
+        return 0;
+    int lo = 0, hi = h->n - 1; /* the first sample with lsn > pos */
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (h->lsn[mid] > pos)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return (double)(now - h->at[lo]) / 1e9;
+}
+
+/* The position a walsender has read and decoded the WAL to, or 0. */
+static uint64_t sent_lsn(struct taxi_env *e, pid_t sender)
+{
+    char sql[120];
+    snprintf(sql, sizeof sql, "SELECT sent_lsn FROM pg_stat_replication WHERE pid = %d",
+             (int)sender);
+    char *v = taxi_pg_value(e->conn, sql);
+    uint64_t lsn = v ? taxi_parse_lsn(v) : 0;
+    free(v);
+    return lsn;
+}
 
 /* How far behind the store is: 0 when it holds all that was written, else
  * the time since the first transaction it does not hold committed. That
@@ -472,16 +539,25 @@ static int run_script(struct taxi_env *e, const struct script *s, long long maxi
     double busy0 = taxi_machine_busy_s();
     pb = pgbench_start(e, s, maxid, out);
     int rc = pb < 0 ? -1 : 0;
-    int64_t next = taxi_now_ns() + 1000000000LL;
-    r->lag_max_s = 0;
+    int64_t next = load_start + 1000000000LL, next_sample = load_start;
+    struct lsn_samples hist = {0};
+    r->lag_max_s = r->sender_lag_max_s = 0;
     for (;;) {
         siginfo_t info = {0};
         if (rc || waitid(P_PID, (id_t)pb, &info, WEXITED | WNOHANG | WNOWAIT) || info.si_pid)
             break; /* WNOWAIT: the exit stays for pgbench_wait */
-        if (taxi_now_ns() >= next) {
+        int64_t now = taxi_now_ns();
+        if (now >= next_sample) {
+            samples_add(&hist, now, insert_lsn(e));
+            next_sample += SAMPLE_EVERY_MS * 1000000LL;
+        }
+        if (now >= next) {
             double lag = lag_now(e, st, load_start_us);
             if (lag > r->lag_max_s)
                 r->lag_max_s = lag;
+            lag = sender ? samples_lag(&hist, sent_lsn(e, sender), taxi_now_ns()) : 0;
+            if (lag > r->sender_lag_max_s)
+                r->sender_lag_max_s = lag;
             next += 1000000000LL;
         }
         usleep(10000);
@@ -494,9 +570,15 @@ static int run_script(struct taxi_env *e, const struct script *s, long long maxi
     r->machine2_busy_s = busy0 >= 0 && busy1 >= 0 ? busy1 - busy0 : -1;
     r->sender2_cpu_s = sender0 >= 0 && sender1 >= 0 ? sender1 - sender0 : -1;
     uint64_t end2 = insert_lsn(e);
+    samples_add(&hist, taxi_now_ns(), end2);
     r->lag_end_s = lag_now(e, st, load_start_us);
     if (r->lag_end_s > r->lag_max_s)
         r->lag_max_s = r->lag_end_s;
+    r->sender_lag_end_s = sender ? samples_lag(&hist, sent_lsn(e, sender), taxi_now_ns()) : 0;
+    if (r->sender_lag_end_s > r->sender_lag_max_s)
+        r->sender_lag_max_s = r->sender_lag_end_s;
+    free(hist.at);
+    free(hist.lsn);
     int64_t caught = rc == 0 ? taxi_wait_store_lsn(e, end2 - 1, 3600) : 0;
     asker_stop(a, th);
     store_close(st);
@@ -508,6 +590,7 @@ static int run_script(struct taxi_env *e, const struct script *s, long long maxi
     r->cpu2_s = taxi_proc_cpu_s(e->ingest_pid) - cpu0;
     r->light_p99 = asks_p99(a, LIGHT_ASK);
     r->pct_p99 = asks_p99(a, PERCENTILE_ASK);
+    r->health_p99 = asks_p99(a, HEALTH_PROBE);
     r->asks = a->n;
     return 0;
 }
@@ -538,6 +621,8 @@ static cJSON *result_json(const struct stream_result *r)
     cJSON_AddNumberToObject(j, "beside_postgres_tps", r->tps2);
     cJSON_AddNumberToObject(j, "beside_lag_max_s", r->lag_max_s);
     cJSON_AddNumberToObject(j, "beside_lag_end_s", r->lag_end_s);
+    cJSON_AddNumberToObject(j, "beside_walsender_lag_max_s", r->sender_lag_max_s);
+    cJSON_AddNumberToObject(j, "beside_walsender_lag_end_s", r->sender_lag_end_s);
     cJSON_AddNumberToObject(j, "beside_catchup_s", (double)r->catchup / 1e9);
     cJSON_AddNumberToObject(j, "beside_txns_per_lmdb_commit",
                             r->commits2 > 0 ? r->txns_applied2 / r->commits2 : 0);
@@ -548,6 +633,7 @@ static cJSON *result_json(const struct stream_result *r)
     cJSON_AddNumberToObject(j, "beside_machine_busy_cpu_s", r->machine2_busy_s);
     cJSON_AddNumberToObject(j, "light_ask_p99_ms", (double)r->light_p99 / 1e6);
     cJSON_AddNumberToObject(j, "percentile_ask_p99_ms", (double)r->pct_p99 / 1e6);
+    cJSON_AddNumberToObject(j, "healthz_p99_ms", (double)r->health_p99 / 1e6);
     cJSON_AddNumberToObject(j, "asks_meanwhile", r->asks);
     return j;
 }
@@ -619,10 +705,11 @@ int taxi_stream_run(struct taxi_env *e)
         return 1;
     }
     int64_t idle_light = asks_p99(&a, LIGHT_ASK), idle_pct = asks_p99(&a, PERCENTILE_ASK);
-    char t1[32], t2[32], t3[32], t4[32], t5[32], t6[32];
-    printf("  idle asks, one every %d ms for %d s: p99 light %s, percentile %s\n", ASK_EVERY_MS,
-           IDLE_SECONDS, taxi_format_ns(idle_light, t1, sizeof t1),
-           taxi_format_ns(idle_pct, t2, sizeof t2));
+    int64_t idle_health = asks_p99(&a, HEALTH_PROBE);
+    char t1[32], t2[32], t3[32], t4[32], t5[32], t6[32], t8[32];
+    printf("  idle asks, one every %d ms for %d s: p99 light %s, percentile %s, /healthz %s\n",
+           ASK_EVERY_MS, IDLE_SECONDS, taxi_format_ns(idle_light, t1, sizeof t1),
+           taxi_format_ns(idle_pct, t2, sizeof t2), taxi_format_ns(idle_health, t3, sizeof t3));
     fflush(stdout);
     cJSON *sj = cJSON_AddObjectToObject(e->report, "stream");
     cJSON_AddNumberToObject(sj, "load_seconds", e->o->load_seconds);
@@ -632,6 +719,7 @@ int taxi_stream_run(struct taxi_env *e)
     cJSON_AddNumberToObject(sj, "ingest_nice", 0);
     cJSON_AddNumberToObject(sj, "idle_light_ask_p99_ms", (double)idle_light / 1e6);
     cJSON_AddNumberToObject(sj, "idle_percentile_ask_p99_ms", (double)idle_pct / 1e6);
+    cJSON_AddNumberToObject(sj, "idle_healthz_p99_ms", (double)idle_health / 1e6);
     cJSON *arr = cJSON_AddArrayToObject(sj, "scripts");
 
     struct stream_result res[NSCRIPTS];
@@ -650,8 +738,8 @@ int taxi_stream_run(struct taxi_env *e)
         char t7[32];
         printf("  %-8s settled in %s; %s txns at %.0f/s; pg_recvlogical %s, apply %s (%.2fx), "
                "%.0f txns per LMDB commit, %.2f CPU s per 1000 (ingest %.2f s, its walsender %.2f s, the floor's "
-               "%.2f s); beside: lag max %.2f s, at end %.2f s, caught up %s "
-               "after; p99 light %s, percentile %s\n",
+               "%.2f s); beside: lag max %.2f s, at end %.2f s (its walsender's %.2f s, "
+               "%.2f s), caught up %s after; p99 light %s, percentile %s, /healthz %s\n",
                r->s->name, taxi_format_ns(r->settle, t7, sizeof t7),
                taxi_format_count(r->txns, t1, sizeof t1), r->tps,
                taxi_format_ns(r->floor, t2, sizeof t2), taxi_format_ns(r->apply, t3, sizeof t3),
@@ -659,9 +747,11 @@ int taxi_stream_run(struct taxi_env *e)
                r->apply_commits > 0 ? r->apply_txns / r->apply_commits : 0,
                r->apply_txns > 0 ? r->apply_cpu_s / r->apply_txns * 1000 : 0, r->apply_cpu_s,
                r->apply_sender_cpu_s, r->floor_sender_cpu_s, r->lag_max_s,
-               r->lag_end_s, taxi_format_ns(r->catchup, t4, sizeof t4),
+               r->lag_end_s, r->sender_lag_max_s, r->sender_lag_end_s,
+               taxi_format_ns(r->catchup, t4, sizeof t4),
                taxi_format_ns(r->light_p99, t5, sizeof t5),
-               taxi_format_ns(r->pct_p99, t6, sizeof t6));
+               taxi_format_ns(r->pct_p99, t6, sizeof t6),
+               taxi_format_ns(r->health_p99, t8, sizeof t8));
         fflush(stdout);
         cJSON_AddItemToArray(arr, result_json(r));
         nres++;

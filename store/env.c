@@ -270,6 +270,7 @@ static struct store *store_alloc(const char *dir, enum store_mode mode)
         snprintf(s->data_path, n, "%s/data.mdb", dir);
     s->cache_bytes = 64u << 20;
     s->inline_fold_bytes = inline_fold_from_env();
+    s->fold_budget_us = STORE_FOLD_AFTER_COMMIT_US;
     pthread_mutex_init(&s->read_lock, NULL);
     if (!s->dir || !s->data_path) {
         free(s->dir);

@@ -67,6 +67,8 @@ static int compact_segment(struct store *s, MDB_txn *txn, const uint8_t key[SEG_
     if (n == 0)
         return store_fail(err, "view \"%s\": delta blocks without their base",
                           s->views->views[view].name);
+    if (n == 1)
+        return 0; /* folded already (a fold noted after a commit, done by the idle compaction) */
     struct cellmap *m = cellmap_new(&s->views->views[view], s->types[view], view, width,
                                     get_i64key(key + 3));
     struct encoded enc = {.key_len = SEG_KEY_BYTES};
@@ -81,30 +83,46 @@ static int compact_segment(struct store *s, MDB_txn *txn, const uint8_t key[SEG_
     return rc;
 }
 
+static int64_t fold_clock_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000 + t.tv_nsec / 1000;
+}
+
 /* Folds the segments plan_write noted, each in its own write transaction,
- * once the batch's overlays and pages are gone. A fold changes no answer,
- * so it need not be atomic with the batch; one that fails is logged and
- * left to the idle compaction (store_compact), which finds the same
- * deltas, and the commit stands. */
+ * once the batch's overlays and pages are gone, oldest first and while
+ * s->fold_budget_us lasts (store_set_fold_budget_us says why). A fold
+ * changes no answer, so it need not be atomic with the batch; one that
+ * fails is logged and left to the idle compaction (store_compact), which
+ * finds the same deltas, and the commit stands. A segment the idle
+ * compaction folded meanwhile has no deltas left and is passed over. */
 void fold_after_commit(struct store *s)
 {
     struct pending *p = s->pending;
-    for (size_t i = 0; i < p->nfolds; i++) {
+    int64_t start = fold_clock_us();
+    size_t i = 0;
+    while (i < p->nfolds) {
         struct store_error err = {0};
-        int rc;
         MDB_txn *txn;
-        rc = store_txn_begin(s, 0, &txn, &err);
+        int rc = store_txn_begin(s, 0, &txn, &err);
         if (rc == 0) {
-            rc = compact_segment(s, txn, p->folds[i], &err);
+            rc = compact_segment(s, txn, p->folds[i++], &err);
             rc = rc == 0 ? mdb_txn_commit(txn) : (mdb_txn_abort(txn), rc);
         }
         if (rc) {
             logfmt_msg(LOGFMT_WARN, "folding a segment after a commit failed (the idle "
                        "compaction will try again): %s", rc == -1 ? err.message : mdb_strerror(rc));
+            i = p->nfolds;
             break;
         }
+        if (fold_clock_us() - start >= s->fold_budget_us)
+            break;
     }
-    p->nfolds = 0;
+    if (i > 0) {
+        memmove(p->folds, p->folds + i, (p->nfolds - i) * SEG_KEY_BYTES);
+        p->nfolds -= i;
+    }
 }
 
 int store_compact(struct store *s, int64_t max_us, bool all, int *left, struct store_error *err)

@@ -74,6 +74,7 @@ struct store {
     bool bulk;                        /* store_set_bulk */
     size_t cache_bytes;
     size_t inline_fold_bytes;         /* store_set_inline_fold_bytes */
+    int64_t fold_budget_us;           /* store_set_fold_budget_us */
     /* The identity of the store this process opened (env.c): data.mdb's
      * device and inode, and the catalog's random id (none in a store made
      * by a build that wrote none). */
@@ -379,7 +380,7 @@ struct pending {
                                  since is hot (store_commit_cold) */
     size_t bytes;             /* decoded bytes of the segments held */
     MDB_txn *txn;             /* the batch's write transaction, once it spilled */
-    uint8_t (*folds)[SEG_KEY_BYTES]; /* segments to fold after the commit (plan_write) */
+    uint8_t (*folds)[SEG_KEY_BYTES]; /* segments to fold after a commit (plan_write), oldest first */
     size_t nfolds, folds_cap;
     struct encode_job *job;   /* a load's segments handed off (encoder.c), written
                                  by the next load_settle or commit (flush_job):
@@ -506,9 +507,10 @@ int overlay_spill_delta(struct store *s, struct bytemap_entry *e, bool *written,
                         struct store_error *err);
 
 /* fold.c. */
-/* Folds the segments plan_write noted (p->folds), each in its own write
- * transaction; one that fails is logged and left to the idle compaction.
- * Cannot fail: the commit before it stands. */
+/* Folds the segments plan_write noted (p->folds), oldest first, each in
+ * its own write transaction, for s->fold_budget_us (the first always; the
+ * rest wait in p->folds for the next commit); one that fails is logged and
+ * left to the idle compaction. Cannot fail: the commit before it stands. */
 void fold_after_commit(struct store *s);
 
 /* load.c. */

@@ -287,8 +287,8 @@ void store_rollback(struct store *s);
  * the batch dropped. In it and out of it (following changes, the
  * default), a commit writes the changes of a stored segment as a delta
  * block (past STORE_MAX_DELTAS, the newest deltas are merged into one), and folds
- * them into a new base, right after the commit in a transaction of its
- * own, only when the deltas hold more cells than the base, or, for a base
+ * them into a new base, right after the commit (or a later one: see
+ * store_set_fold_budget_us) in a transaction of its own, only when the deltas hold more cells than the base, or, for a base
  * block of more than store_set_inline_fold_bytes, twice its cells
  * (store_compact folds it sooner, when the writer idles). */
 int store_set_bulk(struct store *s, bool bulk, struct store_error *err);
@@ -297,6 +297,20 @@ int store_set_bulk(struct store *s, bool bulk, struct store_error *err);
  * after the commit (default 2 MiB, or STRAUM_STORE_INLINE_FOLD_BYTES when
  * the store opens); see store_set_bulk. */
 void store_set_inline_fold_bytes(struct store *s, size_t bytes);
+
+/* How long a commit goes on folding, after it has committed, the segments
+ * its deltas brought to a fold (default STORE_FOLD_AFTER_COMMIT_US): the
+ * first one always, then more while the time lasts; the rest wait, oldest
+ * first, for the next commit or store_compact, and read as base and
+ * deltas meanwhile. A stream of small transactions spread over the
+ * buckets brings every segment to its fold at about the same commit:
+ * folded all at once, they held a busy follower 1 to 5 s a commit (the
+ * folds' CPU, not their fsyncs: `taxi stream`, perf and strace), and its
+ * lag with it. With group commits at most 0.5 s apart (ingest's pace),
+ * 100 ms gives the folds a sixth or more of a busy writer's time and all
+ * of an idle one's, and adds at most that to a commit. */
+#define STORE_FOLD_AFTER_COMMIT_US 100000
+void store_set_fold_budget_us(struct store *s, int64_t us);
 
 /* Folds the deltas of segments into their bases, in key order, each
  * segment in its own write transaction, until none is left or max_us has

@@ -120,6 +120,7 @@ void pending_free(struct store *s)
 
 void store_set_cache_bytes(struct store *s, size_t bytes) { s->cache_bytes = bytes; }
 void store_set_inline_fold_bytes(struct store *s, size_t bytes) { s->inline_fold_bytes = bytes; }
+void store_set_fold_budget_us(struct store *s, int64_t us) { s->fold_budget_us = us; }
 
 int store_set_bulk(struct store *s, bool bulk, struct store_error *err)
 {

@@ -969,6 +969,47 @@ Test(store_model, large_bases_leave_their_folds_to_the_idle_compaction)
     }
 }
 
+/* A commit folds for its time budget: the first segment its deltas
+ * brought to a fold always, the rest after the next commits, one each at a
+ * budget of nothing, oldest first; the idle compaction may take them
+ * sooner, and the commits after it pass over what it folded. The answers
+ * are the same at every step. */
+Test(store_model, a_commit_folds_within_its_budget_and_the_rest_wait)
+{
+    enum { BASE = 400, MORE = 600 };
+    char dir[64];
+    struct store *s = fixture_create(dir);
+    struct store_error err;
+    uint64_t rng = 5, lsn = 1;
+    store_set_bulk(s, true, &err);
+    commit_rides(s, &rng, BASE, lsn++);
+    cr_assert_eq(store_set_bulk(s, false, &err), 0, "%s", err.message);
+    store_set_fold_budget_us(s, 0);
+    commit_rides(s, &rng, MORE, lsn++);
+    int over = delta_census(s).over;
+    cr_assert_gt(over, 1, "the segments past their fold wait for the next commits");
+    while (over > 1) {
+        cr_assert_eq(rides_rows(s), BASE + MORE);
+        cr_assert_eq(store_commit(s, &(struct store_position){.lsn = lsn++}, &err), 0, "%s",
+                     err.message);
+        cr_assert_eq(delta_census(s).over, over - 1, "one fold a commit at a budget of nothing");
+        over--;
+    }
+    /* Those waiting are folded by the idle compaction first. */
+    commit_rides(s, &rng, 3 * MORE, lsn++);
+    cr_assert_gt(delta_census(s).over, 0);
+    int left;
+    cr_assert_eq(store_compact(s, INT64_MAX, true, &left, &err), 0, "%s", err.message);
+    cr_assert_eq(fixture_delta_blocks(s), 0);
+    for (int c = 0; c < 3; c++)
+        cr_assert_eq(store_commit(s, &(struct store_position){.lsn = lsn++}, &err), 0, "%s",
+                     err.message);
+    cr_assert_eq(fixture_delta_blocks(s), 0, "the commits after it find nothing left to fold");
+    cr_assert_eq(rides_rows(s), BASE + 4 * MORE);
+    store_close(s);
+    fixture_remove(dir);
+}
+
 /* KiB of this process's RSS in the mapping of the file at path. */
 static long mapped_rss_kib(const char *path)
 {
