@@ -86,6 +86,16 @@ pid_t taxi_spawn_out(char *const *argv, const char *out, const char *log)
         return -1;
     }
     if (pid == 0) {
+        /* A session of its own, as each of PostgreSQL's processes takes
+         * (its postmaster's children call setsid): under the kernel's
+         * autogroup scheduling (sched_autogroup_enabled, Debian's default)
+         * a session is one scheduling group, so in taxi's session ingest,
+         * serve and pgbench together weighed as much as one PostgreSQL
+         * backend, and beside a load that fills the cores ingest's apply
+         * had 0.19 of a core where the walsender had 0.31 (perf, `taxi
+         * stream`). A child out of taxi's session misses a terminal's
+         * Ctrl-C; taxi stops the children it tracks itself (on_signal). */
+        setsid();
         if (out)
             redirect(out, 1);
         if (log) {
