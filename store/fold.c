@@ -91,8 +91,12 @@ static int64_t fold_clock_us(void)
 }
 
 /* Folds the segments plan_write noted, each in its own write transaction,
- * once the batch's overlays and pages are gone, oldest first and while
- * s->fold_budget_us lasts (store_set_fold_budget_us says why). A fold
+ * once the batch's overlays and pages are gone, oldest first: a quarter of
+ * those waiting (rounded up), then more while s->fold_budget_us lasts
+ * (store_set_fold_budget_us says why). The quarter keeps the line from
+ * growing without end under a stream whose folds outrun the time: waiting
+ * segments take merged deltas commit after commit, and asks read them. A
+ * fold
  * changes no answer, so it need not be atomic with the batch; one that
  * fails is logged and left to the idle compaction (store_compact), which
  * finds the same deltas, and the commit stands. A segment the idle
@@ -101,7 +105,7 @@ void fold_after_commit(struct store *s)
 {
     struct pending *p = s->pending;
     int64_t start = fold_clock_us();
-    size_t i = 0;
+    size_t i = 0, quarter = (p->nfolds + 3) / 4;
     while (i < p->nfolds) {
         struct store_error err = {0};
         MDB_txn *txn;
@@ -116,7 +120,7 @@ void fold_after_commit(struct store *s)
             i = p->nfolds;
             break;
         }
-        if (fold_clock_us() - start >= s->fold_budget_us)
+        if (i >= quarter && fold_clock_us() - start >= s->fold_budget_us)
             break;
     }
     if (i > 0) {

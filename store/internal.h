@@ -508,9 +508,10 @@ int overlay_spill_delta(struct store *s, struct bytemap_entry *e, bool *written,
 
 /* fold.c. */
 /* Folds the segments plan_write noted (p->folds), oldest first, each in
- * its own write transaction, for s->fold_budget_us (the first always; the
- * rest wait in p->folds for the next commit); one that fails is logged and
- * left to the idle compaction. Cannot fail: the commit before it stands. */
+ * its own write transaction: a quarter of them, then more for
+ * s->fold_budget_us (the rest wait in p->folds for the next commits); one
+ * that fails is logged and left to the idle compaction. Cannot fail: the
+ * commit before it stands. */
 void fold_after_commit(struct store *s);
 
 /* load.c. */

@@ -299,10 +299,10 @@ int store_set_bulk(struct store *s, bool bulk, struct store_error *err);
 void store_set_inline_fold_bytes(struct store *s, size_t bytes);
 
 /* How long a commit goes on folding, after it has committed, the segments
- * its deltas brought to a fold (default STORE_FOLD_AFTER_COMMIT_US): the
- * first one always, then more while the time lasts; the rest wait, oldest
- * first, for the next commit or store_compact, and read as base and
- * deltas meanwhile. A stream of small transactions spread over the
+ * its deltas brought to a fold (default STORE_FOLD_AFTER_COMMIT_US): a
+ * quarter of those waiting (rounded up) always, then more while the time
+ * lasts; the rest wait, oldest first, for the next commits or
+ * store_compact, and read as base and deltas meanwhile. A stream of small transactions spread over the
  * buckets brings every segment to its fold at about the same commit:
  * folded all at once, they held a busy follower 1 to 5 s a commit (the
  * folds' CPU, not their fsyncs: `taxi stream`, perf and strace), and its
