@@ -518,6 +518,7 @@ def stream_section(modes):
         f"Idle, the same client: light ask p99 {dur_ms(t['idle_light_ask_p99_ms'])}, "
         f"percentile ask p99 {dur_ms(t['idle_percentile_ask_p99_ms'])}"
         + (f", /healthz p99 {dur_ms(t['idle_healthz_p99_ms'])}" if probes else "") + ".",
+    ] + (stream_misses(t, run.get("machine", {}).get("cores")) if probes else []) + [
         "",
         "How: each script of `bench/stream` (single-row updates of a measure, a key and",
         "the bucket column, single-row inserts and deletes, a mix weighted 4:1:1:2:1,",
@@ -542,9 +543,65 @@ def stream_section(modes):
         f"client asks a light and a percentile ask" + (
             " and `GET /healthz` (the same HTTP path, no engine work)" if probes else "")
         + f" in turn, one every {t['ask_every_ms']} ms.",
-        f"straum-ingest runs at nice {t['ingest_nice']}, as PostgreSQL and pg_recvlogical do.",
+        f"straum-ingest runs at nice {t['ingest_nice']}, as PostgreSQL and pg_recvlogical do"
+        + ("; each process taxi starts runs in a session of its own, as each of PostgreSQL's"
+           " does (under autogroup scheduling a session is one scheduling group)" if probes
+           else "") + ".",
         "",
     ]
+
+
+def stream_misses(t, cores):
+    """Where the stream's missed targets come from, in this run's figures:
+    the machine's busy share, the walsender's lag (the part no receiver can
+    beat), ingest's share of a core against what it needs at PostgreSQL's
+    rate, and the asks' p99 against /healthz's (the scheduler's part)."""
+    sc = t["scripts"]
+    def span(vals, fmt):
+        lo, hi = min(vals), max(vals)
+        return fmt(lo) if fmt(lo) == fmt(hi) else f"{fmt(lo)} to {fmt(hi)}"
+    used = [r["beside_cpu_s_per_1000_txns"] * r["beside_txns"] / 1000 / r["beside_load_s"]
+            for r in sc]
+    behind = [r["script"] for r in sc if r["beside_walsender_lag_max_s"] >= 1]
+    out = ["The misses:"]
+    if isinstance(cores, int) and all(r.get("beside_machine_busy_cpu_s", -1) >= 0 for r in sc):
+        busy = [100 * r["beside_machine_busy_cpu_s"] / (cores * r["beside_load_s"]) for r in sc]
+        out[0] += (f" beside every script the machine was {span(busy, lambda v: f'{v:.0f}%')}"
+                   f" busy on its {cores} cores.")
+    kept_up = [r["beside_walsender_lag_max_s"] for r in sc if r["script"] not in behind]
+    out[0] += ((
+        " The lag is ingest's, not the decoding's: ingest's walsender stayed within "
+        f"{max(kept_up):.2f} s of the WAL" if kept_up else
+        " Ingest's walsender was itself behind the WAL") + (" (but " + ", ".join(
+            f"`{r['script']}` {r['beside_walsender_lag_max_s']:.1f} s" for r in sc
+            if r["script"] in behind) + ")" if behind and kept_up else "") + ". Ingest applies in one "
+        "thread; beside the load it had " + span(used, lambda v: f"{v:.2f}")
+        + " of a core, and each transaction cost it "
+        + span([r["beside_cpu_s_per_1000_txns"] / r["apply_cpu_s_per_1000_txns"] for r in sc],
+               lambda v: f"{v:.1f}x")
+        + " what it cost in the backlog's apply, its groups smaller ("
+        + span([r["beside_txns_per_lmdb_commit"] for r in sc], lambda v: count(v))
+        + " transactions per LMDB commit against "
+        + span([r["apply_txns_per_lmdb_commit"] for r in sc], lambda v: count(v))
+        + "; a commit's cost follows the segments it touches) on a contended cache. "
+        "The asks' p99 follows /healthz's, a request with no engine work: light "
+        + span([r["light_ask_p99_ms"] / r["healthz_p99_ms"] for r in sc], lambda v: f"{v:.1f}x")
+        + ", percentile " + span([r["percentile_ask_p99_ms"] / r["healthz_p99_ms"] for r in sc],
+                                 lambda v: f"{v:.1f}x")
+        + " of /healthz's p99 beside the load, which is "
+        + span([r["healthz_p99_ms"] / t["idle_healthz_p99_ms"] for r in sc],
+               lambda v: f"{v:.0f}x") + " its idle p99: the time is the wait for a core.")
+    over = [r for r in sc if r["apply_vs_floor"] > 1.2]
+    if over:
+        out.append("The backlog's apply past 1.2x its floor (" + ", ".join(
+            f"`{r['script']}` {ratio(r['apply_vs_floor'])}" for r in over) + ") spent "
+            + ", ".join(f"{ratio(r['apply_ingest_cpu_s'] / r['floor_walsender_cpu_s'])}"
+                        for r in over)
+            + " the CPU seconds of the floor's walsender: ingest and its walsender, each about a"
+            " core's work, overlap on the two cores as the machine lets them.")
+    if t.get("profile"):
+        out.append(t["profile"])
+    return out
 
 
 def wal_section(modes):
