@@ -141,13 +141,18 @@ static int open_env(struct store *s, const char *dir, struct store_error *err)
  * in place). A stat at most every IDENTITY_STAT_US (its finding kept for
  * good: a replaced store stays replaced) and one catalog read per
  * snapshot. */
+int64_t store_monotonic_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 static bool store_replaced(struct store *s, MDB_txn *txn)
 {
     if (atomic_load(&s->replaced))
         return true;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts); /* a clock set back must not stop the stats */
-    int64_t now = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    int64_t now = store_monotonic_us(); /* a clock set back must not stop the stats */
     if (now - atomic_load(&s->identity_seen_us) >= IDENTITY_STAT_US) {
         struct stat st;
         if (stat(s->data_path, &st))

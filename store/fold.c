@@ -14,7 +14,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* ---- Compaction --------------------------------------------------------------------------- */
 
@@ -83,13 +82,6 @@ static int compact_segment(struct store *s, MDB_txn *txn, const uint8_t key[SEG_
     return rc;
 }
 
-static int64_t fold_clock_us(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000000 + t.tv_nsec / 1000;
-}
-
 /* Folds the segments plan_write noted, each in its own write transaction,
  * once the batch's overlays and pages are gone, oldest first: a quarter of
  * those waiting (rounded up), then more while s->fold_budget_us lasts
@@ -104,7 +96,7 @@ static int64_t fold_clock_us(void)
 void fold_after_commit(struct store *s)
 {
     struct pending *p = s->pending;
-    int64_t start = fold_clock_us();
+    int64_t start = store_monotonic_us();
     size_t i = 0, quarter = (p->nfolds + 3) / 4;
     while (i < p->nfolds) {
         struct store_error err = {0};
@@ -120,7 +112,7 @@ void fold_after_commit(struct store *s)
             i = p->nfolds;
             break;
         }
-        if (i >= quarter && fold_clock_us() - start >= s->fold_budget_us)
+        if (i >= quarter && store_monotonic_us() - start >= s->fold_budget_us)
             break;
     }
     if (i > 0) {
@@ -144,8 +136,7 @@ int store_compact(struct store *s, int64_t max_us, bool all, int *left, struct s
         if (((struct cellmap *)e->ptr)->dirty)
             return store_fail(err, "compaction between commits only: changes are pending");
     }
-    struct timespec t0, t;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int64_t t0 = store_monotonic_us();
     uint8_t from[DELTA_KEY_BYTES] = {0};
     size_t from_len = 0;
     for (;;) {
@@ -154,9 +145,7 @@ int store_compact(struct store *s, int64_t max_us, bool all, int *left, struct s
             return -1;
         uint8_t key[SEG_KEY_BYTES];
         int rc = next_with_deltas(s, txn, from, from_len, all, key);
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        int64_t spent = (t.tv_sec - t0.tv_sec) * 1000000 + (t.tv_nsec - t0.tv_nsec) / 1000;
-        if (rc != 1 || spent > max_us) { /* count what is left, and leave */
+        if (rc != 1 || store_monotonic_us() - t0 > max_us) { /* count what is left, and leave */
             for (; rc == 1; rc = next_with_deltas(s, txn, from, from_len, all, key)) {
                 (*left)++;
                 memcpy(from, key, SEG_KEY_BYTES);

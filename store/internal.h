@@ -506,6 +506,9 @@ int segment_spill(struct store *s, struct bytemap_entry *e, const struct write_p
 int overlay_spill_delta(struct store *s, struct bytemap_entry *e, bool *written,
                         struct store_error *err);
 
+/* env.c. Microseconds of the monotonic clock (time spent, never the date). */
+int64_t store_monotonic_us(void);
+
 /* fold.c. */
 /* Folds the segments plan_write noted (p->folds), oldest first, each in
  * its own write transaction: a quarter of them, then more for
