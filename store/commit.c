@@ -119,11 +119,11 @@ static int merged_delta_from(const uint64_t *cells, int n, uint64_t overlay)
  *
  * Deltas holding more cells than the base (an ask reading the segment
  * then does more than twice the base's work) are folded into a new base
- * right after the commit, each segment in its own write transaction
- * (fold_after_commit; past its time budget, after the next commits): folded inside the batch, the decoded segment sat
- * beside the batch's overlays and the pages its transaction holds until it
- * commits, and that was ingest's peak under a stream of million-row
- * UPDATEs. A base block bigger than inline_fold_bytes takes deltas up to
+ * right after the commit (or after the next ones, past its time budget),
+ * each segment in its own write transaction (fold_after_commit): folded
+ * inside the batch, the decoded segment sat beside the batch's overlays
+ * and the pages its transaction holds until it commits, and that was
+ * ingest's peak under a stream of million-row UPDATEs. A base block bigger than inline_fold_bytes takes deltas up to
  * twice its cells (three times the base's work) before that, left to the
  * idle compaction meanwhile: its fold decodes the whole segment (the
  * widest width's holds every row, 3.9 M value-count runs at full scale). */

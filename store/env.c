@@ -134,13 +134,6 @@ static int open_env(struct store *s, const char *dir, struct store_error *err)
  * takes far longer than that to make. */
 #define IDENTITY_STAT_US 1000
 
-/* Whether the directory holds another store than the one this handle
- * opened, seen from the snapshot txn: data.mdb gone or another file (a
- * rebuild unlinks it and makes a new one; a restore renames one in), or
- * another catalog id in the file this handle maps (a copy written over it
- * in place). A stat at most every IDENTITY_STAT_US (its finding kept for
- * good: a replaced store stays replaced) and one catalog read per
- * snapshot. */
 int64_t store_monotonic_us(void)
 {
     struct timespec ts;
@@ -148,6 +141,13 @@ int64_t store_monotonic_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+/* Whether the directory holds another store than the one this handle
+ * opened, seen from the snapshot txn: data.mdb gone or another file (a
+ * rebuild unlinks it and makes a new one; a restore renames one in), or
+ * another catalog id in the file this handle maps (a copy written over it
+ * in place). A stat at most every IDENTITY_STAT_US (its finding kept for
+ * good: a replaced store stays replaced) and one catalog read per
+ * snapshot. */
 static bool store_replaced(struct store *s, MDB_txn *txn)
 {
     if (atomic_load(&s->replaced))

@@ -88,10 +88,9 @@ static int compact_segment(struct store *s, MDB_txn *txn, const uint8_t key[SEG_
  * (store_set_fold_budget_us says why). The quarter keeps the line from
  * growing without end under a stream whose folds outrun the time: waiting
  * segments take merged deltas commit after commit, and asks read them. A
- * fold
- * changes no answer, so it need not be atomic with the batch; one that
- * fails is logged and left to the idle compaction (store_compact), which
- * finds the same deltas, and the commit stands. A segment the idle
+ * fold changes no answer, so it need not be atomic with the batch; one
+ * that fails is logged and left to the idle compaction (store_compact),
+ * which finds the same deltas, and the commit stands. A segment the idle
  * compaction folded meanwhile has no deltas left and is passed over. */
 void fold_after_commit(struct store *s)
 {

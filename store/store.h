@@ -288,9 +288,10 @@ void store_rollback(struct store *s);
  * default), a commit writes the changes of a stored segment as a delta
  * block (past STORE_MAX_DELTAS, the newest deltas are merged into one), and folds
  * them into a new base, right after the commit (or a later one: see
- * store_set_fold_budget_us) in a transaction of its own, only when the deltas hold more cells than the base, or, for a base
- * block of more than store_set_inline_fold_bytes, twice its cells
- * (store_compact folds it sooner, when the writer idles). */
+ * store_set_fold_budget_us) in a transaction of its own, only when the
+ * deltas hold more cells than the base, or, for a base block of more than
+ * store_set_inline_fold_bytes, twice its cells (store_compact folds it
+ * sooner, when the writer idles). */
 int store_set_bulk(struct store *s, bool bulk, struct store_error *err);
 
 /* The largest base block a commit folds as soon as its deltas outgrow it,
@@ -302,13 +303,14 @@ void store_set_inline_fold_bytes(struct store *s, size_t bytes);
  * its deltas brought to a fold (default STORE_FOLD_AFTER_COMMIT_US): a
  * quarter of those waiting (rounded up) always, then more while the time
  * lasts; the rest wait, oldest first, for the next commits or
- * store_compact, and read as base and deltas meanwhile. A stream of small transactions spread over the
- * buckets brings every segment to its fold at about the same commit:
- * folded all at once, they held a busy follower 1 to 5 s a commit (the
- * folds' CPU, not their fsyncs: `taxi stream`, perf and strace), and its
- * lag with it. With group commits at most 0.5 s apart (ingest's pace),
- * 100 ms gives the folds a sixth or more of a busy writer's time and all
- * of an idle one's, and adds at most that to a commit. */
+ * store_compact, and read as base and deltas meanwhile. A stream of small
+ * transactions spread over the buckets brings every segment to its fold
+ * at about the same commit: folded all at once, they held a busy follower
+ * 1 to 5 s a commit (the folds' CPU, not their fsyncs: `taxi stream`,
+ * ingest's debug log and strace), and its lag with it. With group commits
+ * at most 0.5 s apart (ingest's pace), 100 ms gives the folds a sixth or
+ * more of a busy writer's time and all of an idle one's; the quarter
+ * keeps the line from growing when they need more. */
 #define STORE_FOLD_AFTER_COMMIT_US 100000
 void store_set_fold_budget_us(struct store *s, int64_t us);
 
