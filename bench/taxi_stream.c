@@ -394,8 +394,10 @@ struct stream_result {
 
 /* PostgreSQL's insert position through the load, every SAMPLE_EVERY_MS. */
 struct lsn_samples {
-    int64_t *at; /* taxi_now_ns() */
-    uint64_t *lsn;
+    struct lsn_sample {
+        int64_t at; /* taxi_now_ns() */
+        uint64_t lsn;
+    } *s;
     int n, cap;
 };
 
@@ -403,18 +405,13 @@ static void samples_add(struct lsn_samples *h, int64_t at, uint64_t lsn)
 {
     if (h->n == h->cap) {
         int cap = h->cap ? 2 * h->cap : 1024;
-        int64_t *a = realloc(h->at, sizeof *a * (size_t)cap);
-        if (a)
-            h->at = a;
-        uint64_t *l = realloc(h->lsn, sizeof *l * (size_t)cap);
-        if (l)
-            h->lsn = l;
-        if (!a || !l)
+        struct lsn_sample *s = realloc(h->s, sizeof *s * (size_t)cap);
+        if (!s)
             return; /* a sample fewer: the lag reads coarser, not wrong */
+        h->s = s;
         h->cap = cap;
     }
-    h->at[h->n] = at;
-    h->lsn[h->n++] = lsn;
+    h->s[h->n++] = (struct lsn_sample){at, lsn};
 }
 
 /* How far behind a reader at `pos` is: 0 when pos has reached the last
@@ -423,29 +420,32 @@ static void samples_add(struct lsn_samples *h, int64_t at, uint64_t lsn)
  * bound, short by at most SAMPLE_EVERY_MS). */
 static double samples_lag(const struct lsn_samples *h, uint64_t pos, int64_t now)
 {
-    if (h->n == 0 || pos >= h->lsn[h->n - 1])
+    if (h->n == 0 || pos >= h->s[h->n - 1].lsn)
         return 0;
     int lo = 0, hi = h->n - 1; /* the first sample with lsn > pos */
     while (lo < hi) {
         int mid = lo + (hi - lo) / 2;
-        if (h->lsn[mid] > pos)
+        if (h->s[mid].lsn > pos)
             hi = mid;
         else
             lo = mid + 1;
     }
-    return (double)(now - h->at[lo]) / 1e9;
+    return (double)(now - h->s[lo].at) / 1e9;
 }
 
-/* The position a walsender has read and decoded the WAL to, or 0. */
-static uint64_t sent_lsn(struct taxi_env *e, pid_t sender)
+/* How far behind the WAL the walsender `sender` is (samples_lag of the
+ * position it has read and decoded to), or 0 without one. */
+static double sender_lag(struct taxi_env *e, pid_t sender, const struct lsn_samples *h)
 {
+    if (!sender)
+        return 0;
     char sql[120];
     snprintf(sql, sizeof sql, "SELECT sent_lsn FROM pg_stat_replication WHERE pid = %d",
              (int)sender);
     char *v = taxi_pg_value(e->conn, sql);
     uint64_t lsn = v ? taxi_parse_lsn(v) : 0;
     free(v);
-    return lsn;
+    return samples_lag(h, lsn, taxi_now_ns());
 }
 
 /* How far behind the store is: 0 when it holds all that was written, else
@@ -555,7 +555,7 @@ static int run_script(struct taxi_env *e, const struct script *s, long long maxi
             double lag = lag_now(e, st, load_start_us);
             if (lag > r->lag_max_s)
                 r->lag_max_s = lag;
-            lag = sender ? samples_lag(&hist, sent_lsn(e, sender), taxi_now_ns()) : 0;
+            lag = sender_lag(e, sender, &hist);
             if (lag > r->sender_lag_max_s)
                 r->sender_lag_max_s = lag;
             next += 1000000000LL;
@@ -574,11 +574,10 @@ static int run_script(struct taxi_env *e, const struct script *s, long long maxi
     r->lag_end_s = lag_now(e, st, load_start_us);
     if (r->lag_end_s > r->lag_max_s)
         r->lag_max_s = r->lag_end_s;
-    r->sender_lag_end_s = sender ? samples_lag(&hist, sent_lsn(e, sender), taxi_now_ns()) : 0;
+    r->sender_lag_end_s = sender_lag(e, sender, &hist);
     if (r->sender_lag_end_s > r->sender_lag_max_s)
         r->sender_lag_max_s = r->sender_lag_end_s;
-    free(hist.at);
-    free(hist.lsn);
+    free(hist.s);
     int64_t caught = rc == 0 ? taxi_wait_store_lsn(e, end2 - 1, 3600) : 0;
     asker_stop(a, th);
     store_close(st);
