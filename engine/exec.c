@@ -293,10 +293,15 @@ static struct group *group_find_or_add(struct exec *x, const int64_t *key, struc
     struct group **found = hashtab_find(&m->table, k, h);
     if (found)
         return *found;
-    if ((int64_t)m->n >= x->e->limits.max_groups) {
+    /* The limit is on the groups held in the map at once: an ask grouped
+     * by time forgets each bin's groups once settled (settle_groups), so a
+     * series longer than the limit is answered, its memory bounded by
+     * --ask-memory; an ask that holds every group to its end counts them
+     * all. */
+    if ((int64_t)m->table.count >= x->e->limits.max_groups) {
         ask_fail(err, 422, "too_many_groups",
-                 "the answer has more than %d groups; narrow the range or group by fewer keys",
-                 x->e->limits.max_groups);
+                 "the ask holds more than %d groups at once; narrow the range or group by "
+                 "fewer keys", x->e->limits.max_groups);
         return NULL;
     }
     if (m->n == m->cap) {
