@@ -267,12 +267,15 @@ int pace_failed(struct pace_group *g, const struct store_error *serr,
  * FOLD_IDLE_US, so that asks read bases and their rollups again (store.h).
  * Not sooner: folding re-encodes whole segments, the very cost delta blocks
  * spare a stream of small commits. A slice of FOLD_SLICE_US at a time: a
- * transaction arriving meanwhile waits at most about that long.
+ * transaction arriving meanwhile stops the slice before the next segment
+ * (receiver_waiting), and so waits for one segment's fold at most.
  * pace_fold_slice folds one slice; *more says whether blocks are left.
  * 0, or -1 with serr (a failed store commit). */
 #define FOLD_IDLE_US 2000000
 #define FOLD_SLICE_US 50000
-int pace_fold_slice(struct store *st, bool *more, struct store_error *serr);
+struct receiver;
+int pace_fold_slice(struct store *st, struct receiver *rx, bool *more,
+                    struct store_error *serr);
 
 /* The replication stream read on a thread of its own (receiver.c), so the
  * walsender goes on sending while the follower applies and commits. At
@@ -303,6 +306,10 @@ int receiver_send(struct receiver *r, const void *msg, size_t len, char *err, si
 
 /* Whether the stream has ended or failed (frames may still wait). */
 bool receiver_ended(struct receiver *r);
+
+/* Whether frames wait to be taken by receiver_next: what the idle
+ * compaction stops for. False for NULL. Cannot fail. */
+bool receiver_waiting(struct receiver *r);
 
 /* How many times the thread has waited for the server (each a poll): the
  * frames read over it say how many a wake-up brings. Cannot fail. */

@@ -269,7 +269,7 @@ char *imetrics_text(const char *store_dir, int64_t now_us)
     put(&t, "straum_ingest_spool_bytes %llu\n", (unsigned long long)GET(M.spool_bytes));
     head(&t, "straum_ingest_fold_pending", "gauge",
          "1 while delta blocks may wait to be folded into their bases (the fold runs once "
-         "the stream is idle), 0 once the fold found none left.");
+         "the stream is idle), 0 once the fold found none left heavy enough to fold.");
     put(&t, "straum_ingest_fold_pending %d\n", GET(M.fold_pending));
     head(&t, "straum_ingest_reconnects_total", "counter",
          "Times the follower connected again after a lost connection or a full disk.");

@@ -106,10 +106,13 @@ int64_t pace_group_interval(int64_t commit_interval_us, int64_t last_commit_us)
     return spaced > commit_interval_us ? spaced : commit_interval_us;
 }
 
-int pace_fold_slice(struct store *st, bool *more, struct store_error *serr)
+static bool frames_wait(void *rx) { return receiver_waiting(rx); }
+
+int pace_fold_slice(struct store *st, struct receiver *rx, bool *more,
+                    struct store_error *serr)
 {
     int left;
-    if (store_compact(st, FOLD_SLICE_US, false, &left, serr))
+    if (store_compact_until(st, FOLD_SLICE_US, false, frames_wait, rx, &left, serr))
         return -1;
     *more = left > 0;
     imetrics_fold_pending(*more);

@@ -1351,7 +1351,7 @@ static int compact_when_idle(struct pfollower *f, int64_t now)
     if (!f->g.compact || f->g.dirty || now - f->last_data < FOLD_IDLE_US)
         return 0;
     struct store_error serr;
-    return pace_fold_slice(f->st, &f->g.compact, &serr) ? store_failed(f, &serr) : 0;
+    return pace_fold_slice(f->st, f->rx, &f->g.compact, &serr) ? store_failed(f, &serr) : 0;
 }
 
 static int loop(struct pfollower *f)

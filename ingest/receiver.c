@@ -201,6 +201,18 @@ static void *receive(void *arg)
     return NULL;
 }
 
+bool receiver_waiting(struct receiver *r)
+{
+    if (!r)
+        return false;
+    if (r->out.at < r->out.n)
+        return true;
+    pthread_mutex_lock(&r->lock);
+    bool waiting = r->count > 0;
+    pthread_mutex_unlock(&r->lock);
+    return waiting;
+}
+
 uint64_t receiver_waits(struct receiver *r) { return atomic_load(&r->waits); }
 
 struct receiver *receiver_start(PGconn *c, char *err, size_t errlen)

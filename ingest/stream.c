@@ -572,7 +572,7 @@ static int compact_when_idle(struct follower *f, int64_t now)
         now - f->last_data < FOLD_IDLE_US)
         return 0;
     struct store_error serr;
-    return pace_fold_slice(f->st, &f->g.compact, &serr) ? store_failed(f, &serr) : 0;
+    return pace_fold_slice(f->st, f->rx, &f->g.compact, &serr) ? store_failed(f, &serr) : 0;
 }
 
 /* Housekeeping between messages: commits, feedback, folding delta blocks

@@ -316,11 +316,18 @@ void store_set_fold_budget_us(struct store *s, int64_t us);
 
 /* Folds the deltas of segments into their bases, in key order, each
  * segment in its own write transaction, until none is left or max_us has
- * passed; answers do not change. Only segments whose deltas hold an eighth
- * of the base's cells or half the delta numbers, unless `all`. *left:
+ * passed; answers do not change. Only heavy deltas unless `all`
+ * (store_compact_until says which). *left:
  * segments still to fold. Only between commits (no pending changes). */
 int store_compact(struct store *s, int64_t max_us, bool all, int *left,
                   struct store_error *err);
+/* store_compact that also asks stop(stop_ctx), when stop is not NULL,
+ * before each segment, and leaves once it says true: a follower's idle
+ * compaction stops as soon as a transaction waits, which then waits for
+ * one segment's fold at most. Only segments whose deltas hold an eighth of
+ * the base's cells, unless `all` (fold.c heavy_deltas). */
+int store_compact_until(struct store *s, int64_t max_us, bool all, bool (*stop)(void *ctx),
+                        void *stop_ctx, int *left, struct store_error *err);
 
 /* Bounds the decoded segments kept between commits (default 64 MiB). */
 void store_set_cache_bytes(struct store *s, size_t bytes);

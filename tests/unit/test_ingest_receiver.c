@@ -75,6 +75,32 @@ Test(ingest_receiver, frames_come_in_order_then_the_end_and_feedback_goes_out_me
     cr_assert_not(atomic_load(&w.bad_feedback), "a feedback message arrived cut or mixed");
 }
 
+/* receiver_waiting, what an idle compaction stops for: true once a frame
+ * has arrived and until the last one is taken. */
+Test(ingest_receiver, waiting_says_whether_a_frame_is_there_to_take, .timeout = 60)
+{
+    cr_assert_not(receiver_waiting(NULL));
+    struct fake_walsender w = {.nframes = 3, .hold = true};
+    PGconn *c;
+    struct receiver *rx = follow(&w, &c);
+    while (!receiver_waiting(rx))
+        usleep(1000); /* until the first frame is read: the test's timeout bounds it */
+    char err[300], *buf;
+    size_t len;
+    for (int i = 0; i < w.nframes;) {
+        int rc = receiver_next(rx, 1000, &buf, &len, err, sizeof err);
+        cr_assert_geq(rc, 0, "%s", err);
+        if (rc == 1) {
+            PQfreemem(buf);
+            i++;
+        }
+    }
+    cr_assert_not(receiver_waiting(rx), "every frame taken, the stream held open");
+    receiver_stop(rx);
+    PQfinish(c);
+    fake_walsender_join(&w);
+}
+
 Test(ingest_receiver, reads_at_most_its_bound_ahead_then_the_server_waits, .timeout = 120)
 {
     /* 96 MiB in frames of 256 KiB: half as much again as the bound. */

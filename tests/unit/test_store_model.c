@@ -820,6 +820,86 @@ Test(store_model, deltas_are_numbered_folded_and_checked)
     fixture_remove(dir);
 }
 
+/* A store of BASE rides loaded, then `commits` small commits of one ride
+ * each, so that every segment the ride lies in holds `commits` light
+ * deltas. Returns the deltas' blocks per commit. */
+static int light_deltas(struct store *s, int commits)
+{
+    struct store_error err;
+    uint64_t rng = 5;
+    enum { BASE = 400 };
+    struct ride rides[BASE];
+    for (int i = 0; i < BASE; i++) {
+        rides[i] = fixture_ride(&rng);
+        fixture_apply(s, &rides[i], +1);
+    }
+    cr_assert_eq(store_commit(s, &(struct store_position){.lsn = 1}, &err), 0, "%s", err.message);
+    for (int c = 0; c < commits; c++) {
+        fixture_apply(s, &rides[0], c % 2 ? +1 : -1);
+        cr_assert_eq(store_commit(s, &(struct store_position){.lsn = 2 + (uint64_t)c}, &err), 0,
+                     "%s", err.message);
+    }
+    int blocks = fixture_delta_blocks(s);
+    cr_assert_eq(blocks % commits, 0);
+    cr_assert_gt(blocks, commits, "the ride lies in more than one segment");
+    return blocks / commits;
+}
+
+/* An idle writer folds deltas that hold an eighth of their base's cells,
+ * however few their numbers; light ones stay however many numbers they
+ * took (a fold holds a transaction that arrives meanwhile, and light
+ * deltas cost an ask little). */
+Test(store_model, idle_compaction_folds_deltas_heavy_in_cells_only)
+{
+    char dir[64];
+    struct store *s = fixture_create(dir);
+    struct store_error err;
+    enum { COMMITS = STORE_MAX_DELTAS / 2 + 1 };
+    int per_commit = light_deltas(s, COMMITS);
+    int left;
+    cr_assert_eq(store_compact(s, INT64_MAX, false, &left, &err), 0, "%s", err.message);
+    cr_assert_eq(fixture_delta_blocks(s), COMMITS * per_commit,
+                 "light deltas stay, more than half the numbers taken");
+    cr_assert_eq(left, 0);
+    uint64_t rng = 77;
+    for (int i = 0; i < 200; i++) { /* half the base's rides again, in one commit */
+        struct ride r = fixture_ride(&rng);
+        fixture_apply(s, &r, +1);
+    }
+    cr_assert_eq(store_commit(s, &(struct store_position){.lsn = 100}, &err), 0, "%s",
+                 err.message);
+    cr_assert_gt(fixture_delta_blocks(s), 0);
+    cr_assert_eq(store_compact(s, INT64_MAX, false, &left, &err), 0, "%s", err.message);
+    cr_assert_eq(fixture_delta_blocks(s), 0, "deltas of an eighth of the base's cells: folded");
+    store_close(s);
+    fixture_remove(dir);
+}
+
+static bool stop_after_one(void *calls)
+{
+    return ++*(int *)calls > 1;
+}
+
+/* store_compact_until asks before each segment and stops when told: the
+ * rest is left, counted, for the next call. */
+Test(store_model, compaction_stops_before_the_next_segment_when_asked)
+{
+    char dir[64];
+    struct store *s = fixture_create(dir);
+    struct store_error err;
+    enum { COMMITS = STORE_MAX_DELTAS / 2 + 1 };
+    int per_commit = light_deltas(s, COMMITS), calls = 0, left;
+    cr_assert_eq(store_compact_until(s, INT64_MAX, true, stop_after_one, &calls, &left, &err), 0,
+                 "%s", err.message);
+    cr_assert_eq(fixture_delta_blocks(s), COMMITS * (per_commit - 1), "one segment folded");
+    cr_assert_eq(left, per_commit - 1);
+    cr_assert_eq(calls, 2);
+    cr_assert_eq(store_compact(s, INT64_MAX, true, &left, &err), 0, "%s", err.message);
+    cr_assert_eq(fixture_delta_blocks(s), 0);
+    store_close(s);
+    fixture_remove(dir);
+}
+
 /* The delta cells of the rides view's hour segment, in number order. */
 struct delta_sizes {
     int n;
