@@ -1078,11 +1078,16 @@ def warehouse_section(modes):
         "Where a peer wins: " + (" ".join(wins) if wins else "nowhere."),
         "",
     ]
-    # Where the time of a missed target goes, from the profiles of this
-    # run's store (RESULTS.json "profiles", written with the run's figures).
-    if w.get("profiles"):
-        out += ["Where the time goes (perf of this run's store): " + " ".join(w["profiles"]), ""]
-    return out
+    return out + profiles_lines(w)
+
+
+def profiles_lines(figures):
+    """Where the time of a missed target goes, from the profiles of the
+    run's store (RESULTS.json "profiles", written with the run's figures):
+    a paragraph of its own."""
+    if not figures.get("profiles"):
+        return []
+    return ["Where the time goes (perf of this run's store): " + " ".join(figures["profiles"]), ""]
 
 
 def random_section(modes):
@@ -1176,7 +1181,7 @@ def wide_section(modes):
     out += ["Cells per width: " + ", ".join(f"{x['width']} {count(x['cells'])}" for x in widths)
             + f"; the store {mib(w['store']['file_bytes'])}.",
             "Where a peer wins: " + (" ".join(wins) if wins else "nowhere."), ""]
-    return out
+    return out + profiles_lines(w)
 
 
 SECTIONS = [
