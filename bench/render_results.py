@@ -273,19 +273,6 @@ def targets_section(modes):
                          "missed" + (" overall" if overall < 5 else "") +
                          (" and" if overall < 5 and low else "") +
                          (" on " + ", ".join(p["phase"] for p in low) if low else ""))])
-    if "house" in modes:
-        h = modes["house"]["house"]
-        load, asks = h["load"], h["asks"]
-        worst = max(asks["after_over_before"])
-        rows.append(["The one hash table (base/hashtab.h) against the tables before it: the "
-                     "initial load and the ten asks", "within noise", "house",
-                     f"load CPU {load['cpu_after_over_before']['median']:.2f}x, wall "
-                     f"{load['wall_after_over_before']['median']:.2f}x ({load['pairs']} pairs, "
-                     f"{count(modes['house']['setup']['trips'])} trips); asks "
-                     f"{min(asks['after_over_before']):.2f}x to {worst:.2f}x ({asks['pairs']} "
-                     f"pairs each, {asks['date']}; pairs spread "
-                     f"{asks['pair_spread'][0]:.2f} to {asks['pair_spread'][1]:.2f})",
-                     met(load["cpu_after_over_before"]["median"] <= 1.05 and worst <= 1.05)])
     large = modes.get("dashboard", {}).get("large")
     if large and "straum_median_ms" in large[0]:
         a = large[0]
