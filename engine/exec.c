@@ -764,19 +764,25 @@ static int fold_cell(struct exec *x, const struct seg_columns *c, uint32_t i, st
          * by position too when the value count is read by percentiles
          * only, up to VC_MAX_DECODED_SOURCES a group: a pick then bisects
          * across the group's cells rather than merging every run of them
-         * into a hash or a window. Their arrays stay alive until the
-         * answer, so the ask keeps at most EXEC_SOURCE_RUNS_MAX such runs;
-         * past that, cells are collected or merge. */
+         * into a hash or a window. The cell's runs are copied into a list
+         * of their own, alive until the answer: holding the block's arrays
+         * instead kept every run of the segment for one long cell (the
+         * busiest zones' hours), 65 MiB of the median per New York day by
+         * borough over six months. The ask keeps at most
+         * EXEC_SOURCE_RUNS_MAX such runs; past that, cells are collected or
+         * merge. */
         if (x->rows_count[k] >= 0 && !sh->lazy && n >= VC_SOURCE_MIN_RUNS &&
             acc->nsrcs < VC_MAX_DECODED_SOURCES &&
-            (sh->held_runs || x->source_runs + sh->n <= EXEC_SOURCE_RUNS_MAX) &&
-            !x->e->limits.cells_only) {
-            if (vc_acc_add_source(acc, sh, (uint32_t)r, (uint32_t)n, x->minus))
-                return ask_fail(err, 500, "internal", "out of memory");
-            if (!sh->held_runs) {
-                x->source_runs += sh->n;
-                sh->held_runs = &x->source_runs;
+            x->source_runs + (uint64_t)n <= EXEC_SOURCE_RUNS_MAX && !x->e->limits.cells_only) {
+            struct vc_shared *own = vc_shared_copy(sh, (uint32_t)r, (uint32_t)n);
+            int rc = own ? vc_acc_add_source(acc, own, 0, (uint32_t)n, x->minus) : -1;
+            if (own) {
+                x->source_runs += (uint64_t)n;
+                own->held_runs = &x->source_runs;
+                vc_shared_release(own); /* the group's reference holds it */
             }
+            if (rc)
+                return ask_fail(err, 500, "internal", "out of memory");
             continue;
         }
         /* Shorter lists of such a value count are collected as they come
@@ -944,7 +950,7 @@ static int settle_groups(struct exec *x, int64_t limit, struct ask_error *err)
  * are one run — one width, none taken away, none overlapping — so that
  * cells come in time order, a segment's base and deltas before the next
  * segment's. What a group holds past its counts and sums is its value
- * counts: windows of 32,768 counters, collected runs, sources; the hour x
+ * counts: windows of up to 32,768 counters, collected runs, sources; the hour x
  * payment type x borough series of six months held 111,922 groups' worth
  * (past 1 GiB), and holds a segment's once settled. -1 when out of
  * memory. */

@@ -124,6 +124,9 @@ struct vc_shared {
  * still the caller's). */
 struct vc_shared *vc_shared_new(int64_t *codes, int64_t *rows, uint32_t n,
                                 struct store_lazy_runs *lazy);
+/* A list of its own holding a copy of runs [at, at + n) of s (decoded);
+ * one reference. NULL when out of memory. */
+struct vc_shared *vc_shared_copy(const struct vc_shared *s, uint32_t at, uint32_t n);
 void vc_shared_release(struct vc_shared *s);
 /* Decodes the codes (and rows) lazy left encoded (exec.c); a no-op once
  * done. */
@@ -148,7 +151,8 @@ struct vc_source {
 
 /* A group's value counts (vc_acc.c): rows per code, first a sorted list
  * (lent from a block or owned), then a hash and, once the codes prove
- * dense, a window of counters for codes [lo, lo + 32768). */
+ * dense, a window of counters for codes [lo, lo + 32768), in pages made
+ * as codes reach them. */
 struct vc_acc {
     const int64_t *sorted_codes, *sorted_rows; /* ascending by code, while !hashed */
     uint32_t nsorted;
@@ -160,7 +164,8 @@ struct vc_acc {
     int adds;
     bool hashed;
     struct hashtab hash;      /* code -> rows (int64); zeros until the first add */
-    int64_t *win, lo;
+    int64_t **win, lo;        /* the window's pages of counters (NULL: none
+                                 touched yet), for codes [lo, lo + 32768) */
     uint32_t nwin;            /* distinct codes in the window */
     bool window_tried;
     /* Rollup rows kept by position rather than merged (percentiles only:
@@ -230,7 +235,7 @@ enum { VC_MAX_DECODED_SOURCES = 32 };
 /* A group collects at most this many runs; past it they go to the merge
  * (the hash, then the dense window), as does every later list. The
  * selection costs a few passes over the runs per pick, a window an array
- * add per run after its 256 KiB are taken and before they are scanned:
+ * add per run once its pages are made, and a scan of them at the end:
  * past some thousands of runs the window costs less. */
 enum { VC_COLLECT_MAX = 4096 };
 /* Appends n runs (any order) to the group's collected runs, or merges them

@@ -17,7 +17,14 @@
  * consecutive codes, the group moves to a dense window of counters: the
  * merges that dominate percentile asks (a span's fares in cents, say) then
  * cost an array add per run instead of a hash probe, and come out already
- * in code order. Codes outside the window keep going to the hash.
+ * in code order. Codes outside the window keep going to the hash. The
+ * window is VC_WINDOW_PAGES pages of VC_PAGE counters, each made when a
+ * code first falls in it: a group's codes crowd a part of the window (a
+ * day's fares in a borough, 8,000 to 25,000 codes wide with their refunds
+ * and outliers, most of them within a few thousand), and an ask holds every
+ * group's window until its answer. Whole windows of 256 KiB were 88 MiB of
+ * the median per New York day by borough over six months, zeroed and
+ * faulted in at every ask.
  *
  * Rows may be negative while folding (delta blocks take rows away); the
  * runs handed out hold only values with rows left, and a lent list is
@@ -34,6 +41,29 @@
  * group took: a group per hour fed by one zone's cell would hold every
  * zone's runs. Rollup rows, the lists worth not copying, are longer. */
 enum { VC_MERGE_ADDS = 4, VC_DENSE_AFTER = 256, VC_WINDOW = 1 << 15, VC_LEND_RUNS = 256 };
+/* A window page: VC_PAGE counters (2 KiB), VC_WINDOW_PAGES of them. Smaller
+ * pages fit a group's codes more closely but cost a longer page table and
+ * more allocations; 256 codes is $2.56 of fares in cents. */
+enum { VC_PAGE_BITS = 8, VC_PAGE = 1 << VC_PAGE_BITS, VC_WINDOW_PAGES = VC_WINDOW / VC_PAGE };
+
+/* The counter of window position at (< VC_WINDOW), its page made when
+ * missing; NULL when out of memory. */
+static inline int64_t *window_slot(struct vc_acc *a, uint64_t at)
+{
+    int64_t **page = &a->win[at >> VC_PAGE_BITS];
+    if (__builtin_expect(!*page, 0) && !(*page = scratch_calloc(VC_PAGE, sizeof **page)))
+        return NULL;
+    return *page + (at & (VC_PAGE - 1));
+}
+
+/* Frees the window's pages and its page table. */
+static void window_free(struct vc_acc *a)
+{
+    for (uint32_t p = 0; a->win && p < VC_WINDOW_PAGES; p++)
+        scratch_free(a->win[p]);
+    scratch_free(a->win);
+    a->win = NULL;
+}
 
 /* Adds rows to code's entry in the hash (a table of code -> rows, set up
  * on the first add). -1 when out of memory. */
@@ -69,16 +99,18 @@ static int try_window(struct vc_acc *a)
     int64_t lo;
     if (__builtin_sub_overflow(min, (VC_WINDOW - range) / 8, &lo))
         return 0; /* codes near INT64_MIN */
-    int64_t *win = scratch_calloc(VC_WINDOW, sizeof *win);
-    if (!win)
+    if (!(a->win = scratch_calloc(VC_WINDOW_PAGES, sizeof *a->win)))
         return -1;
+    a->lo = lo;
     uint32_t kept = 0;
     at = 0;
-    for (uint64_t *slot; (slot = hashtab_next(&a->hash, &at)); kept++)
-        win[(int64_t)*hashtab_key_of(slot) - lo] += *(int64_t *)hashtab_value_of(&a->hash, slot);
+    for (uint64_t *slot; (slot = hashtab_next(&a->hash, &at)); kept++) {
+        int64_t *counter = window_slot(a, (uint64_t)((int64_t)*hashtab_key_of(slot) - lo));
+        if (!counter)
+            return -1; /* the hash still holds every code: vc_acc_free frees both */
+        *counter += *(int64_t *)hashtab_value_of(&a->hash, slot);
+    }
     hashtab_free(&a->hash);
-    a->win = win;
-    a->lo = lo;
     a->nwin = kept;
     return 0;
 }
@@ -261,8 +293,11 @@ int vc_acc_add_runs(struct vc_acc *a, struct vc_shared *shared, const int64_t *c
         if (a->win) {
             uint64_t at = (uint64_t)codes[i] - (uint64_t)a->lo;
             if (at < VC_WINDOW) {
-                a->nwin += a->win[at] == 0;
-                a->win[at] += rows[i];
+                int64_t *counter = window_slot(a, at);
+                if (!counter)
+                    return -1;
+                a->nwin += *counter == 0;
+                *counter += rows[i];
                 continue;
             }
         }
@@ -283,7 +318,7 @@ void vc_acc_free(struct vc_acc *a)
     scratch_free(a->coll_rows);
     let_go(a);
     hashtab_free(&a->hash);
-    scratch_free(a->win);
+    window_free(a);
     memset(a, 0, sizeof *a);
 }
 
@@ -295,6 +330,20 @@ struct vc_shared *vc_shared_new(int64_t *codes, int64_t *rows, uint32_t n,
         return NULL;
     *s = (struct vc_shared){.codes = codes, .rows = rows, .refs = 1, .n = n, .lazy = lazy};
     return s;
+}
+
+struct vc_shared *vc_shared_copy(const struct vc_shared *s, uint32_t at, uint32_t n)
+{
+    int64_t *codes = scratch_malloc(8 * ((size_t)n + 1)), *rows = scratch_malloc(8 * ((size_t)n + 1));
+    struct vc_shared *c = codes && rows ? vc_shared_new(codes, rows, n, NULL) : NULL;
+    if (!c) {
+        scratch_free(codes);
+        scratch_free(rows);
+        return NULL;
+    }
+    memcpy(codes, s->codes + at, 8 * (size_t)n);
+    memcpy(rows, s->rows + at, 8 * (size_t)n);
+    return c;
 }
 
 /* The list's running rows (vc_shared.cum), made once. -1 when out of
@@ -353,11 +402,14 @@ static int hash_to_sorted(struct vc_acc *a)
         oc[o] = hashed[h].code;
         orows[o] = hashed[h].rows;
     }
-    for (uint32_t i = 0; a->win && i < VC_WINDOW; i++)
-        if (a->win[i] != 0) {
-            oc[o] = a->lo + (int64_t)i;
-            orows[o++] = a->win[i];
-        }
+    for (uint32_t p = 0; a->win && p < VC_WINDOW_PAGES; p++) {
+        const int64_t *page = a->win[p];
+        for (uint32_t i = 0; page && i < VC_PAGE; i++)
+            if (page[i] != 0) {
+                oc[o] = a->lo + (int64_t)(p * VC_PAGE + i);
+                orows[o++] = page[i];
+            }
+    }
     for (; h < nh; h++, o++) {
         oc[o] = hashed[h].code;
         orows[o] = hashed[h].rows;

@@ -304,6 +304,63 @@ Test(vc_acc, a_short_list_is_copied_not_held)
     vc_acc_free(&a);
 }
 
+/* A group's window makes only the pages its codes reach: codes within a
+ * few hundred of each other, as a day's fares mostly are, hold a few KiB,
+ * not the whole window's 32,768 counters (256 KiB), which an ask would
+ * hold for every such group until its answer. */
+Test(vc_acc, a_window_holds_the_pages_its_codes_reach)
+{
+    struct scratch_budget budget = {0};
+    struct scratch_budget *outer = scratch_enter(&budget);
+    struct vc_acc a = {0};
+    struct model m = {0};
+    int64_t codes[4], rows[4] = {1, 2, 3, 4};
+    for (int b = 0; b < 300; b++) { /* past the hash's 256 codes: the window */
+        for (int i = 0; i < 4; i++)
+            codes[i] = 1000 + 4 * b + i;
+        cr_assert_eq(vc_acc_add_runs(&a, NULL, codes, rows, 4), 0);
+        for (int i = 0; i < 4; i++)
+            model_add(&m, codes[i], rows[i]);
+    }
+    cr_assert_not_null(a.win, "1,200 codes 1,200 apart moved to the window");
+    size_t held = budget.used;
+    check(&a, &m);
+    vc_acc_free(&a);
+    scratch_leave(outer);
+    cr_assert_lt(held, 64 << 10, "the group held %zu bytes", held);
+    free(m.codes);
+    free(m.rows);
+}
+
+/* A copied list is the slice asked for and outlives the list it came from. */
+Test(vc_acc, a_copied_list_is_its_slice_alone)
+{
+    int64_t *c = malloc(5 * 8), *r = malloc(5 * 8);
+    cr_assert(c && r);
+    memcpy(c, (int64_t[]){1, 4, 6, 8, 9}, 5 * 8);
+    memcpy(r, (int64_t[]){7, 3, 1, 2, 5}, 5 * 8);
+    struct vc_shared *sh = vc_shared_new(c, r, 5, NULL);
+    cr_assert_not_null(sh);
+    struct vc_shared *copy = vc_shared_copy(sh, 1, 3);
+    cr_assert_not_null(copy);
+    vc_shared_release(sh);
+    cr_assert_eq(copy->n, 3);
+    cr_assert_eq(copy->refs, 1);
+    cr_assert_arr_eq(copy->codes, ((int64_t[]){4, 6, 8}), 3 * 8);
+    cr_assert_arr_eq(copy->rows, ((int64_t[]){3, 1, 2}), 3 * 8);
+    struct vc_acc a = {0};
+    cr_assert_eq(vc_acc_add_source(&a, copy, 0, 3, false), 0);
+    vc_shared_release(copy); /* the group's reference keeps it */
+    struct vc_sorted merged;
+    cr_assert_eq(vc_acc_runs(&a, &merged), 0);
+    int64_t code;
+    cr_assert_eq(vc_acc_select(&a, &merged, 5, &code), 0);
+    cr_assert_eq(code, 8, "the fifth of 3 + 1 + 2 rows");
+    cr_assert_eq(vc_acc_select(&a, &merged, 4, &code), 0);
+    cr_assert_eq(code, 6);
+    vc_acc_free(&a);
+}
+
 Test(vc_acc, an_empty_accumulator_has_no_runs)
 {
     struct vc_acc a = {0};
