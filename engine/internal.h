@@ -358,6 +358,7 @@ struct exec {
     const struct scan_piece *run;
     uint32_t nrun, run_hint;
     bool minus;               /* the run is taken away */
+    bool run_twins;           /* some piece of the run has a twin */
     int64_t piece_key;        /* the cell's piece's calendar key, or NO_PIECE_KEY */
     uint32_t npieces_minus;   /* pieces taken away (struct ask_stats) */
     int64_t *minus_rows;      /* a taken-away list's rows, negated */
@@ -395,6 +396,13 @@ struct scan_piece {
     bool minus;
     int64_t key;
     int64_t from, to;
+    /* A calendar ask's piece whose cells are also taken away from another
+     * bucket, twin_key's (NO_PIECE_KEY: the bucket its cells' starts fall
+     * in): a New York day's last hours are the next day's first, added to
+     * one and taken from the other. Read once, folded twice (exec.c
+     * pair_twins). */
+    bool twin;
+    int64_t twin_key;
 };
 
 /* Covers [from, to) with the widest cells that fit and folds every cell
