@@ -1095,7 +1095,8 @@ static int scan_with_deltas(struct exec *x, const struct store_segment *s, int64
     /* A segment without deltas holds each bucket's cells before the next
      * bucket's: its groups settle bucket by bucket, not at its end. */
     x->settle_in_block = x->settle && s->ndeltas == 0;
-    if (s->ndeltas > 0 || x->minus || x->run_twins) { /* a suspect, should a group go below no rows */
+    /* A suspect, should a group go below no rows. */
+    if (s->ndeltas > 0 || x->minus || x->run_twins) {
         uint32_t n = x->nsuspects;
         bool again = n > 0 && n <= EXEC_SUSPECTS &&
                      x->suspects[n - 1].width == s->width &&

@@ -334,7 +334,8 @@ struct vc_shared *vc_shared_new(int64_t *codes, int64_t *rows, uint32_t n,
 
 struct vc_shared *vc_shared_copy(const struct vc_shared *s, uint32_t at, uint32_t n)
 {
-    int64_t *codes = scratch_malloc(8 * ((size_t)n + 1)), *rows = scratch_malloc(8 * ((size_t)n + 1));
+    size_t bytes = 8 * ((size_t)n + 1);
+    int64_t *codes = scratch_malloc(bytes), *rows = scratch_malloc(bytes);
     struct vc_shared *c = codes && rows ? vc_shared_new(codes, rows, n, NULL) : NULL;
     if (!c) {
         scratch_free(codes);

@@ -147,6 +147,28 @@ static void twin_check(struct engine *e, const struct twin_model *m)
     buf_free(&out);
 }
 
+/* Adds a ride to the store and the model. */
+static void twin_add(struct store *s, struct twin_model *m, const struct ride *r)
+{
+    m->rides[m->n] = *r;
+    m->live[m->n++] = true;
+    fixture_apply(s, r, +1);
+}
+
+/* Commits at lsn, closes the store and checks the answer against m. */
+static void twin_commit_and_check(struct store *s, const char *dir, const struct twin_model *m,
+                                  uint64_t lsn)
+{
+    struct store_error err;
+    cr_assert_eq(store_commit(s, &(struct store_position){.lsn = lsn}, &err), 0, "%s",
+                 err.message);
+    store_close(s);
+    struct engine *e = engine_open(dir, NULL, &err);
+    cr_assert_not_null(e, "%s", err.message);
+    twin_check(e, m);
+    engine_close(e);
+}
+
 Test(engine_taken_away, a_stretch_added_to_one_day_and_taken_from_the_next_is_read_once)
 {
     char dir[64];
@@ -161,17 +183,9 @@ Test(engine_taken_away, a_stretch_added_to_one_day_and_taken_from_the_next_is_re
                          .fare = fixture_rand(&rng) % 6000 - 500,
                          .fare_null = fixture_rand(&rng) % 10 == 0,
                          .dist = 1.0};
-        m.rides[m.n] = r;
-        m.live[m.n++] = true;
-        fixture_apply(s, &r, +1);
+        twin_add(s, &m, &r);
     }
-    cr_assert_eq(store_commit(s, &(struct store_position){.lsn = 1}, &err), 0, "%s",
-                 err.message);
-    store_close(s);
-    struct engine *e = engine_open(dir, NULL, &err);
-    cr_assert_not_null(e, "%s", err.message);
-    twin_check(e, &m);
-    engine_close(e);
+    twin_commit_and_check(s, dir, &m, 1);
 
     /* A third deleted, as many added: delta blocks over the same days. */
     cr_assert_eq(store_open(dir, STORE_READ_WRITE, &s, &err), 0, "%s", err.message);
@@ -182,15 +196,8 @@ Test(engine_taken_away, a_stretch_added_to_one_day_and_taken_from_the_next_is_re
         struct ride r = m.rides[i];
         r.at = JAN1 + fixture_rand(&rng) % (TWIN_DAYS * DAY_US);
         r.fare = fixture_rand(&rng) % 6000 - 500;
-        m.rides[m.n] = r;
-        m.live[m.n++] = true;
-        fixture_apply(s, &r, +1);
+        twin_add(s, &m, &r);
     }
-    cr_assert_eq(store_commit(s, &(struct store_position){.lsn = 2}, &err), 0, "%s",
-                 err.message);
-    store_close(s);
-    cr_assert_not_null(e = engine_open(dir, NULL, &err), "%s", err.message);
-    twin_check(e, &m);
-    engine_close(e);
+    twin_commit_and_check(s, dir, &m, 2);
     fixture_remove(dir);
 }
