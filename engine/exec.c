@@ -823,6 +823,14 @@ static int fold_cell(struct exec *x, const struct seg_columns *c, uint32_t i, st
     return 0;
 }
 
+/* Folds cell i into the group of key, made when new. 0, or -1 with err. */
+static int fold_into_group(struct exec *x, const struct seg_columns *c, uint32_t i,
+                           const int64_t *key, struct ask_error *err)
+{
+    struct group *g = group_for(x, key, err);
+    return g ? fold_cell(x, c, i, g, err) : -1;
+}
+
 static int64_t now_us(void)
 {
     struct timespec ts;
@@ -1059,24 +1067,17 @@ static int scan_segment(struct exec *x, const struct store_block *b, int64_t fro
         last_bucket = bucket;
         x->piece_key = piece->key;
         bool ok;
-        struct group *g;
         if (++x->cells_read % BUDGET_CELLS == 0 && (rc = exec_over_budget(x, err)))
             break;
         if (pass ? !pass[i] : (rc = cell_passes(x, &c, i, &ok, err)) || !ok)
             continue;
         if ((rc = cell_key(x, &c, i, bucket, key, err)))
             break;
-        if (!(g = group_for(x, key, err)))
-            rc = -1;
-        else
-            rc = fold_cell(x, &c, i, g, err);
+        rc = fold_into_group(x, &c, i, key, err);
         if (rc == 0 && piece->twin) { /* the same cell taken from its twin's bucket */
             key[0] = piece->twin_key != NO_PIECE_KEY ? piece->twin_key : calendar_key(x, bucket);
             x->minus = true;
-            if (!(g = group_for(x, key, err)))
-                rc = -1;
-            else
-                rc = fold_cell(x, &c, i, g, err);
+            rc = fold_into_group(x, &c, i, key, err);
             x->minus = false;
         }
     }

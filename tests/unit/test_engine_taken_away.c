@@ -7,6 +7,7 @@
  * the store fixture's rides view: one zone, a ride a day at 10:00 with a
  * fare, and rides with a NULL fare in the hours the range leaves out at
  * both ends of its days. */
+#include "base/decimal.h"
 #include "engine/engine.h"
 #include "tests/unit/store_fixture.h"
 
@@ -124,12 +125,12 @@ static void twin_check(struct engine *e, const struct twin_model *m)
             if (n == 0)
                 continue;
             rows++;
-            char want[160], median[32] = "null";
+            char want[160], median[48] = "null";
             if (nf) {
                 qsort(fares, (size_t)nf, sizeof *fares, cmp_fare);
-                int64_t f = fares[(nf + 1) / 2 - 1];
-                snprintf(median, sizeof median, "\"%s%lld.%02lld\"", f < 0 ? "-" : "",
-                         (long long)(llabs(f) / 100), (long long)(llabs(f) % 100));
+                char text[44];
+                decimal_format(fares[(nf + 1) / 2 - 1], 2, text, sizeof text);
+                snprintf(median, sizeof median, "\"%s\"", text);
             }
             int64_t t = JAN1 + (int64_t)day * DAY_US;
             time_t secs = (time_t)(t / 1000000);
