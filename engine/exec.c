@@ -204,12 +204,45 @@ static size_t group_bytes(const struct exec *x)
  * slabs' worth of doubling. */
 enum { GROUP_SLAB_FIRST = 16, GROUP_SLAB_MAX = 16384 };
 
-static struct group *group_new(struct exec *x, const int64_t *key)
+/* Lays a zeroed group out over its gsize bytes at p, key copied in. */
+static struct group *group_lay(struct exec *x, char *p, const int64_t *key)
 {
     const struct sql_view *v = x->v;
+    const struct group_map *m = &x->groups;
+    struct group *g = (struct group *)p;
+    p += round16(sizeof *g);
+    g->exact = (__int128 *)p;
+    p += round16(sizeof(__int128) * (size_t)v->nsums);
+    g->key = (int64_t *)p;
+    p += round16(8 * (size_t)m->nkey);
+    g->counts = (int64_t *)p;
+    p += round16(8 * (size_t)v->ncounts);
+    g->real = (double *)p;
+    p += round16(sizeof(double) * (size_t)v->nsums);
+    g->vcs = group_vcs(x) ? (struct vc_acc *)p : NULL;
+    memcpy(g->key, key, 8 * (size_t)m->nkey);
+    return g;
+}
+
+void exec_group_drop(struct exec *x, struct group *g)
+{
+    struct group_map *m = &x->groups;
+    group_release(x->v, g);
+    g->next_free = m->free;
+    m->free = g;
+}
+
+static struct group *group_new(struct exec *x, const int64_t *key)
+{
     struct group_map *m = &x->groups;
     if (!m->gsize)
         m->gsize = group_bytes(x);
+    if (m->free) {
+        char *p = (char *)m->free;
+        m->free = m->free->next_free;
+        memset(p, 0, m->gsize);
+        return group_lay(x, p, key);
+    }
     if (m->slab_left == 0) {
         uint32_t n = m->nslabs == 0 ? GROUP_SLAB_FIRST
                      : m->slab_groups < GROUP_SLAB_MAX ? m->slab_groups * 2 : GROUP_SLAB_MAX;
@@ -232,19 +265,7 @@ static struct group *group_new(struct exec *x, const int64_t *key)
     char *p = m->slab_at;
     m->slab_at += m->gsize;
     m->slab_left--;
-    struct group *g = (struct group *)p;
-    p += round16(sizeof *g);
-    g->exact = (__int128 *)p;
-    p += round16(sizeof(__int128) * (size_t)v->nsums);
-    g->key = (int64_t *)p;
-    p += round16(8 * (size_t)m->nkey);
-    g->counts = (int64_t *)p;
-    p += round16(8 * (size_t)v->ncounts);
-    g->real = (double *)p;
-    p += round16(sizeof(double) * (size_t)v->nsums);
-    g->vcs = group_vcs(x) ? (struct vc_acc *)p : NULL;
-    memcpy(g->key, key, 8 * (size_t)m->nkey);
-    return g;
+    return group_lay(x, p, key);
 }
 
 static struct group *group_find_or_add(struct exec *x, const int64_t *key, struct ask_error *err);
@@ -931,18 +952,37 @@ static int settle_groups(struct exec *x, int64_t limit, struct ask_error *err)
 {
     struct group_map *m = &x->groups;
     bool all = true; /* every group from settle_from to i is settled */
+    /* Groups handed to the kept rows (x->keep) leave m->all: the others
+     * move down to `to` (without x->keep, to is i). */
+    uint32_t to = x->settle_from;
+    int rc = 0;
     for (uint32_t i = x->settle_from; i < m->n; i++) {
         struct group *g = m->all[i];
-        if (!g->settled && g->key[0] <= limit - x->bin_width) {
-            if (x->nsettle && answer_settle(x, g, err))
-                return -1;
+        if (!rc && !g->settled && g->key[0] <= limit - x->bin_width) {
+            if (x->nsettle && (rc = answer_settle(x, g, err)))
+                goto keep_in_map;
             g->settled = true;
             x->nsettled++;
+            /* A group of no rows stays for drop_empty_groups (which
+             * blames a segment for one below none). */
+            if (x->keep && g->counts[0] > 0) {
+                rc = answer_keep(x, g, err); /* takes g either way */
+                continue;
+            }
         }
+    keep_in_map:
+        m->all[to++] = g;
         all = all && g->settled;
         if (all)
-            x->settle_from = i + 1;
+            x->settle_from = to;
     }
+    m->n = to;
+    if (x->keep) { /* no pointer to a dropped group's room may stay */
+        m->last = NULL;
+        memset(m->recent, 0, sizeof m->recent);
+    }
+    if (rc)
+        return -1;
     if (x->settle_from == m->n && m->table.count >= SETTLED_MAP_FORGET) {
         hashtab_clear(&m->table);
         m->last = NULL;
@@ -969,6 +1009,8 @@ static int plan_settle(struct exec *x)
     for (uint32_t i = 1; x->settle && i < x->npieces; i++)
         x->settle = x->pieces[i].width == x->pieces[0].width && !x->pieces[i].minus &&
                     x->pieces[i].from >= x->pieces[i - 1].to;
+    if (x->settle && answer_keep_start(x))
+        return -1;
     if (!x->settle || !x->any_vc)
         return 0;
     if (!(x->settle_measures = scratch_malloc(sizeof *x->settle_measures *
@@ -2009,6 +2051,8 @@ int exec_scan(struct exec *x, struct ask_error *err)
     x->started_us = now_us();
     if (plan_needs(x, err) || plan_time(x, err) || scan_pieces(x, err))
         return -1;
+    if (x->keep && answer_keep_end(x, err))
+        return -1;
     if (x->folded_deltas && drop_empty_groups(x, err))
         return -1;
     /* An ask without GROUP BY answers one row, even over no cells. */
@@ -2022,6 +2066,7 @@ int exec_scan(struct exec *x, struct ask_error *err)
 
 void exec_free(struct exec *x)
 {
+    answer_keep_release(x); /* its groups are in no slab list of their own */
     for (uint32_t i = 0; i < x->groups.n; i++)
         group_release(x->v, x->groups.all[i]);
     for (uint32_t i = 0; i < x->groups.nslabs; i++)

@@ -267,6 +267,7 @@ struct group {
      * they own no memory but this array. */
     bool settled;
     struct outval *settled_values;
+    struct group *next_free;  /* in group_map.free once dropped */
 };
 
 /* Slots of group_map.recent: a power of two; a month's or a day's groups
@@ -296,6 +297,7 @@ struct group_map {
     size_t gsize;
     char *slab_at;
     uint32_t slab_left, slab_groups;
+    struct group *free;       /* dropped groups, whose room new ones take */
 };
 
 
@@ -383,6 +385,7 @@ struct exec {
     uint32_t nsettled;        /* groups settled (struct ask_stats) */
     bool answer_failed;       /* a lazy code failed to decode while answering */
     struct answer_state *answer; /* answer_prepare's rows (answer.c) */
+    struct answer_state *keep;   /* rows kept while the scan goes, or NULL */
     struct ask_error answer_err;
 };
 
@@ -431,6 +434,24 @@ void answer_release(struct exec *x);
  * into g->settled and frees its value counts: no cell may reach g after.
  * Returns 0, or -1 with err (out of memory, a code that failed to decode). */
 int answer_settle(struct exec *x, struct group *g, struct ask_error *err);
+/* Rows kept as groups settle (answer.c, "Top rows kept while the scan
+ * goes"), for an ask with LIMIT whose offset + limit is at most
+ * ANSWER_KEEP_MAX: a heap of that many rows' worth is made at the start.
+ * answer_keep_start sets x->keep when the ask qualifies (0, or -1 when
+ * out of memory); answer_keep offers a settled group, which the heap keeps or hands
+ * to exec_group_drop, and takes it either way (0, or -1 with err);
+ * answer_keep_end appends the groups kept to x->groups.all for
+ * answer_prepare (0, or -1 with err, the state left for
+ * answer_keep_release); answer_keep_release drops what is kept (exec_free). */
+#define ANSWER_KEEP_MAX 10000
+int answer_keep_start(struct exec *x);
+int answer_keep(struct exec *x, struct group *g, struct ask_error *err);
+int answer_keep_end(struct exec *x, struct ask_error *err);
+void answer_keep_release(struct exec *x);
+/* Gives a group that will not be answered back to the ask (exec.c): its
+ * value counts and settled values freed, its slab room made the next new
+ * group's. */
+void exec_group_drop(struct exec *x, struct group *g);
 /* answer_prepare, then every row to sink; answer_release stays the
  * caller's. */
 int answer_emit(struct exec *x, const struct answer_sink *sink, struct ask_error *err);

@@ -91,3 +91,65 @@ Test(engine_groups, groups_held_to_the_end_past_the_limit_are_refused)
     engine_close(e);
     fixture_remove(dir);
 }
+
+/* The zone of row r of the rides in the top-rows ask below, in its order:
+ * median fare (100 + i % 7 cents) descending among those under 1.06, then
+ * kind ("k" + i % 5) descending, then bucket (i) ascending. */
+static int cmp_top_ride(const void *pa, const void *pb)
+{
+    int a = *(const int *)pa, b = *(const int *)pb;
+    if (a % 7 != b % 7)
+        return b % 7 - a % 7;
+    if (a % 5 != b % 5)
+        return b % 5 - a % 5;
+    return a - b;
+}
+
+/* An ask with LIMIT over a series keeps its top rows as the bins settle
+ * and lets the others go (answer.c, "Top rows kept while the scan goes"):
+ * it holds a few rows' memory, not the series', and answers the rows the
+ * whole series ordered would, ties broken by a text key compared by its
+ * text and then by bucket. */
+Test(engine_groups, the_top_rows_of_a_series_hold_their_rows_not_the_series)
+{
+    char dir[64];
+    struct engine *e = rides_engine(dir);
+    struct ask_stats whole = {0}, top = {0};
+    struct buf out = {0};
+    struct ask_error aerr = {0};
+    struct ask_request req = {
+        .ask = "SELECT bucket, kind, zone, n, median FROM rides GROUP BY bucket, kind, zone",
+        .stats = &whole,
+    };
+    cr_assert_eq(engine_ask(e, &req, &out, &aerr), 0, "%s %s", aerr.code, aerr.message);
+    cr_assert_eq(answer_rows(&out), NRIDES);
+    out.len = 0;
+    req = (struct ask_request){
+        .ask = "SELECT bucket, kind, zone, n, median FROM rides GROUP BY bucket, kind, zone "
+               "HAVING median < 1.06 ORDER BY median DESC, kind DESC LIMIT 6 OFFSET 2",
+        .stats = &top,
+    };
+    cr_assert_eq(engine_ask(e, &req, &out, &aerr), 0, "%s %s", aerr.code, aerr.message);
+    cr_assert_eq(answer_rows(&out), 6, "%s", out.data);
+    static int order[NRIDES];
+    int n = 0;
+    for (int i = 0; i < NRIDES; i++)
+        if (i % 7 != 6)
+            order[n++] = i;
+    qsort(order, (size_t)n, sizeof *order, cmp_top_ride);
+    const char *at = out.data;
+    for (int r = 2; r < 8; r++) {
+        char row[64];
+        snprintf(row, sizeof row, "\"k%d\",%d,1,\"1.%02d\"]", order[r] % 5, 1000 + order[r],
+                 order[r] % 7);
+        const char *found = strstr(at, row);
+        cr_assert_not_null(found, "row %d (%s) not after %.80s: %s", r, row, at, out.data);
+        at = found + strlen(row);
+    }
+    cr_assert_lt(top.scratch_peak * 8, whole.scratch_peak,
+                 "the top rows held %zu bytes, the whole series %zu", top.scratch_peak,
+                 whole.scratch_peak);
+    buf_free(&out);
+    engine_close(e);
+    fixture_remove(dir);
+}
