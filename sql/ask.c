@@ -83,7 +83,7 @@ struct ask_builder {
     const struct sql_view *v;
     const char *alias;
 
-    struct raw_ask_item *items;
+    struct raw_ask_item *items;  /* malloc'd: item_add */
     int nitems, items_cap;
     struct sql_ask_cond *conds;
     int nconds, conds_cap;
@@ -1024,14 +1024,34 @@ static bool finish_columns(struct ask_builder *b)
     return true;
 }
 
+/* A new select item (parse_item fills it), or NULL with the error set.
+ * The items are the parse's, not the compiled ask's (finish_columns keeps
+ * what answers need): they grow outside the arena and go with the
+ * builder, where doubling them in the arena left three dead copies in
+ * every cached ask. */
+static struct raw_ask_item *item_add(struct ask_builder *b)
+{
+    if (b->nitems == b->items_cap) {
+        int cap = b->items_cap ? b->items_cap * 2 : 8;
+        struct raw_ask_item *more = realloc(b->items, sizeof *more * (size_t)cap);
+        if (!more) {
+            fail_at(b->p, peek(b->p), SQL_ERR_LIMIT, "out of memory");
+            return NULL;
+        }
+        b->items = more;
+        b->items_cap = cap;
+    }
+    return &b->items[b->nitems++];
+}
+
 static bool compile_ask(struct ask_builder *b)
 {
     struct parser *p = b->p;
     if (!expect_kw(p, "select"))
         return false;
     do {
-        if (!AGROW(b, b->items, b->nitems, b->items_cap) ||
-            !parse_item(b, &b->items[b->nitems++]))
+        struct raw_ask_item *item = item_add(b);
+        if (!item || !parse_item(b, item))
             return false;
     } while (accept_op(p, ","));
     if (!parse_from(b))
@@ -1053,7 +1073,7 @@ struct sql_ask *sql_parse_ask(const char *text, const struct sql_view_list *view
     memset(err, 0, sizeof *err);
     struct sql_arena *arena = sql_arena_new();
     struct sql_ask *ask = arena ? sql_arena_alloc(arena, sizeof *ask) : NULL;
-    struct parser p;
+    struct parser p = {0}; /* parser_free may come before parser_init */
     struct ask_builder b = {.p = &p, .ask = ask, .views = views};
     if (!ask) {
         sql_set_error(err, SQL_ERR_LIMIT, 0, 0, "out of memory");
@@ -1077,10 +1097,14 @@ struct sql_ask *sql_parse_ask(const char *text, const struct sql_view_list *view
     }
     free(b.params);
     free(b.param_seen);
+    free(b.items);
+    parser_free(&p);
     return ask;
 fail:
     free(b.params);
     free(b.param_seen);
+    free(b.items);
+    parser_free(&p);
     sql_arena_free(arena);
     return NULL;
 }

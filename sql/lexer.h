@@ -32,7 +32,8 @@ struct sql_token {
 };
 
 /* Splits text into tokens ending with TOK_EOF. Returns the count, or -1 with
- * err filled. */
+ * err filled. *out is malloc'd, the caller's to free once parsed; the
+ * tokens' texts are in arena. */
 int sql_lex(const char *text, struct sql_arena *arena, struct sql_token **out,
             struct sql_error *err);
 

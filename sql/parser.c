@@ -4,6 +4,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 bool parser_init(struct parser *p, const char *text, struct sql_arena *arena,
@@ -20,6 +21,12 @@ bool parser_init(struct parser *p, const char *text, struct sql_arena *arena,
     p->toks = toks;
     p->ntoks = n;
     return true;
+}
+
+void parser_free(struct parser *p)
+{
+    free(p->toks);
+    p->toks = NULL;
 }
 
 const struct sql_token *peek(const struct parser *p) { return &p->toks[p->pos]; }

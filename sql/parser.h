@@ -11,7 +11,7 @@
 #include "sql/sql.h"
 
 struct parser {
-    const struct sql_token *toks;
+    struct sql_token *toks; /* malloc'd: parser_free */
     int ntoks, pos;
     const char *src;
     struct sql_arena *arena;
@@ -21,6 +21,8 @@ struct parser {
 
 bool parser_init(struct parser *p, const char *text, struct sql_arena *arena,
                  struct sql_error *err);
+/* Frees the tokens parser_init made (their texts stay in the arena). */
+void parser_free(struct parser *p);
 
 const struct sql_token *peek(const struct parser *p);
 const struct sql_token *peek_at(const struct parser *p, int k);

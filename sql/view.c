@@ -942,7 +942,7 @@ struct sql_view_list *sql_parse_views(const char *text, struct sql_error *err)
     memset(err, 0, sizeof *err);
     struct sql_arena *arena = sql_arena_new();
     struct sql_view_list *list = arena ? sql_arena_alloc(arena, sizeof *list) : NULL;
-    struct parser p;
+    struct parser p = {0}; /* parser_free may come before parser_init */
     if (!list) {
         sql_set_error(err, SQL_ERR_LIMIT, 0, 0, "out of memory");
         goto fail;
@@ -974,8 +974,10 @@ struct sql_view_list *sql_parse_views(const char *text, struct sql_error *err)
         sql_set_error(err, SQL_ERR_SYNTAX, 1, 1, "expected CREATE VIEW, found end of input");
         goto fail;
     }
+    parser_free(&p);
     return list;
 fail:
+    parser_free(&p);
     sql_arena_free(arena);
     return NULL;
 }

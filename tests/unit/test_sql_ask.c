@@ -202,3 +202,23 @@ Test(sql_ask, literal_keys_and_typed_range)
     cr_assert_str_eq(a->conds[1].values[0].lit.text, "-1");
     sql_ask_free(a);
 }
+
+/* A compiled ask holds what it answers by, not its parse: the ask cache
+ * keeps it whole and is bounded in bytes (--ask-cache-bytes), so every
+ * byte a compiled ask keeps is one a serve holds. An ask of a dashboard's
+ * size (a range, three group keys, a condition, HAVING, ORDER BY and
+ * LIMIT) keeps under 5 KiB: its tokens, grown by doubling in the arena,
+ * made it 12 KiB. */
+Test(sql_ask, a_compiled_ask_keeps_no_more_than_it_answers_by)
+{
+    const char *text =
+        "SELECT date_trunc('day', bucket) AS b, payment_type, borough, pu_location_id, trips, "
+        "fare, avg_fare, median_fare, p99_fare FROM trips WHERE bucket >= $1 AND bucket < $2 "
+        "AND pu_location_id NOT IN (1, 2, 3) AND borough <> $3 GROUP BY b, payment_type, "
+        "borough, pu_location_id HAVING p99_fare > $4 ORDER BY median_fare DESC, b LIMIT 20";
+    struct sql_ask *a = ask_ok(text);
+    size_t bytes = sql_ask_bytes(a);
+    cr_assert_lt(bytes, 5 * 1024, "a compiled ask of %zu text bytes keeps %zu bytes",
+                 strlen(text), bytes);
+    sql_ask_free(a);
+}
