@@ -173,7 +173,7 @@ int rows_decode(const struct source_table *t, const struct row_value *row,
                 struct decoded_value *out, char *err, size_t errlen);
 
 /* Adds (sign +1) or takes away (-1) a fact row's contribution to every view
- * reading the table, and for dims puts or deletes the projection row. */
+ * reading the table, and for dims puts or deletes the dim row. */
 int rows_apply_fact(struct store *st, struct source_table *t, const struct row_value *row,
                     int sign, char *err, size_t errlen);
 int rows_put_dim(struct store *st, struct source_table *t, const struct row_value *row,

@@ -355,22 +355,6 @@ static int write_dict(struct store *s, MDB_txn *txn)
     return 0;
 }
 
-static int write_projections(struct store *s, MDB_txn *txn)
-{
-    for (size_t i = 0; i < s->pending->nproj; i++) {
-        const struct proj_op *op = &s->pending->proj[i];
-        uint8_t key[PROJ_KEY_BYTES];
-        triple_key(key, op->view, op->join, op->key);
-        MDB_val k = {sizeof key, key}, v = {op->row_len, op->row};
-        int rc = op->kind == PROJ_PUT      ? mdb_put(txn, s->proj, &k, &v, 0)
-                 : op->kind == PROJ_DELETE ? mdb_del(txn, s->proj, &k, NULL)
-                                           : store_delete_prefix(txn, s->proj, key, 4);
-        if (rc && rc != MDB_NOTFOUND)
-            return rc;
-    }
-    return 0;
-}
-
 /* Empties, in txn, the segments and values of the views truncated in this
  * batch (an LMDB code). */
 static int delete_truncated(struct store *s, MDB_txn *txn)
@@ -404,8 +388,6 @@ static int write_batch(struct store *s, const struct store_position *pos,
         rc = write_values(s, txn, err);
     if (!rc)
         rc = write_dict(s, txn);
-    if (!rc)
-        rc = write_projections(s, txn);
     if (!rc)
         rc = dense_write(s, txn);
     if (!rc)
@@ -537,9 +519,6 @@ static int commit(struct store *s, const struct store_position *pos, bool keep_h
     bytemap_clear(&p->values);
     BYTEMAP_EACH(&p->dict, e) free(e->ptr);
     bytemap_clear(&p->dict);
-    for (size_t i = 0; i < p->nproj; i++)
-        free(p->proj[i].row);
-    p->nproj = 0;
     dense_forget(p);
     pending_clear_truncated(p, s->views->nviews);
     pending_recount(p);

@@ -1,9 +1,11 @@
 /* dense_verify.c -- straum-dump verify's check of the dense dim columns
- * (dense.c): rebuilt from the projection rows they mirror and compared
- * with the stored chunks byte for byte (the encoding is canonical,
- * format/dense.c), so a chunk the writer let drift from its rows, a text
- * whose id reads back as another text, and a chunk left where no dim row
- * lies are each named. */
+ * (dense.c). They are a join's dim rows, nothing else holds them, so what
+ * is checked is what must hold of any such columns: every chunk opens and
+ * matches its checksum and is encoded canonically (format/dense.c: one
+ * encoding per set of entries), the join's columns hold their chunks at
+ * the same numbers and agree at every key on whether a dim row is there,
+ * every id reads back as a text of the column's dictionary whose id it is,
+ * and no chunk is stored without a row in it. Each failure is named. */
 #include "store/internal.h"
 
 #include <stdlib.h>
@@ -15,128 +17,77 @@ static int64_t chunk_code(uint64_t chunk, uint32_t off)
     return (int64_t)((chunk * FORMAT_DENSE_CHUNK + off) ^ (UINT64_C(1) << 63));
 }
 
-struct rebuild {
-    struct store_read *r;
-    int view, join, ncols;
-    uint64_t chunk;
-    bool have;
-    uint32_t **entries;       /* per column: the chunk as the rows make it */
-    uint8_t *encoded;
-};
-
 static const char *column_name(const struct sql_join *j, int col)
 {
     return j->ndim_columns > 1 ? j->dim_columns[col + 1] : j->dim_key;
 }
 
-/* Compares the rebuilt chunk of every column with the stored one, then
- * empties it. 0, or -1 with err. */
-static int flush(struct rebuild *b, struct store_error *err)
-{
-    const struct sql_view *v = &b->r->s->views->views[b->view];
-    const struct sql_join *j = &v->joins[b->join];
-    for (int c = 0; b->have && c < b->ncols; c++) {
-        size_t len = format_dense_encode(b->entries[c], b->encoded);
-        struct format_dense d;
-        int got = store_dense_chunk(b->r, b->view, b->join, c, b->chunk, &d, err);
-        if (got < 0)
-            return -1;
-        if (got == 0)
-            return store_fail(err, "dim column \"%s\" of view \"%s\": dense chunk %llu is "
-                                   "missing, though the dim row at key %lld lies in it",
-                              column_name(j, c), v->name, (unsigned long long)b->chunk,
-                              (long long)chunk_code(b->chunk, 0));
-        size_t stored = FORMAT_DENSE_HEADER_BYTES + (size_t)d.n * d.width;
-        if (stored != len || memcmp(d.entries - FORMAT_DENSE_HEADER_BYTES, b->encoded, len)) {
-            uint32_t off = 0;
-            while (off + 1 < FORMAT_DENSE_CHUNK && format_dense_get(&d, off) == b->entries[c][off])
-                off++;
-            return store_fail(err, "dim column \"%s\" of view \"%s\": dense chunk %llu differs "
-                                   "from the dim rows at key %lld (entry %u, the rows make %u)",
-                              column_name(j, c), v->name, (unsigned long long)b->chunk,
-                              (long long)chunk_code(b->chunk, off), format_dense_get(&d, off),
-                              b->entries[c][off]);
-        }
-        memset(b->entries[c], 0, sizeof **b->entries * FORMAT_DENSE_CHUNK);
-    }
-    b->have = false;
-    return 0;
-}
-
-/* The entry the row's value of column c makes, its text read back. */
-static int entry_of(struct rebuild *b, int c, int64_t key, const struct store_dim_value *val,
-                    uint32_t *out, struct store_error *err)
-{
-    const struct sql_view *v = &b->r->s->views->views[b->view];
-    const struct sql_join *j = &v->joins[b->join];
-    if (j->ndim_columns <= 1 || val->is_null) {
-        *out = FORMAT_DENSE_NULL;
-        return 0;
-    }
-    int64_t id;
-    const char *text;
-    size_t len;
-    if (store_dense_find(b->r, b->view, b->join, c, val->text, val->len, &id))
-        return store_fail(err, "dim column \"%s\" of view \"%s\": the text of the dim row at "
-                               "key %lld is not in its dictionary", column_name(j, c), v->name,
-                          (long long)key);
-    if (id < 0 || id > (int64_t)UINT32_MAX - FORMAT_DENSE_FIRST_ID ||
-        store_dense_text(b->r, b->view, b->join, c, id, &text, &len) || len != val->len ||
-        memcmp(text, val->text, len) != 0)
-        return store_fail(err, "dim column \"%s\" of view \"%s\": the dictionary id %lld of the "
-                               "text at key %lld does not read back as that text",
-                          column_name(j, c), v->name, (long long)id, (long long)key);
-    *out = (uint32_t)id + FORMAT_DENSE_FIRST_ID;
-    return 0;
-}
-
-/* Whether a projection row of the join lies in chunk `chunk`. */
-static int chunk_has_row(struct store_read *r, MDB_cursor *proj, int view, int join,
-                         uint64_t chunk)
-{
-    uint8_t key[PROJ_KEY_BYTES];
-    triple_key(key, view, join, chunk_code(chunk, 0));
-    MDB_val k = {sizeof key, key}, v;
-    (void)r;
-    if (mdb_cursor_get(proj, &k, &v, MDB_SET_RANGE) || k.mv_size != PROJ_KEY_BYTES ||
-        memcmp(k.mv_data, key, 4) != 0)
-        return 0;
-    uint64_t c;
-    uint32_t off;
-    store_dense_locate(get_i64key((uint8_t *)k.mv_data + 4), &c, &off);
-    return c == chunk;
-}
-
-/* Every stored chunk of column c holds some dim row: none is left over. */
-static int no_stray_chunks(struct store_read *r, int view, int join, int c,
-                           struct store_error *err)
+/* One chunk of column c, decoded into entries and checked: stored in its
+ * canonical encoding, each id a text of the dictionary that reads back as
+ * that id. 1 stored, 0 not, -1 with err. */
+static int chunk_entries(struct store_read *r, int view, int join, int c, uint64_t chunk,
+                         uint32_t *entries, uint8_t *encoded, struct store_error *err)
 {
     const struct sql_view *v = &r->s->views->views[view];
-    MDB_cursor *dense, *proj;
-    int rc = mdb_cursor_open(r->txn, r->s->dense, &dense);
+    const struct sql_join *j = &v->joins[join];
+    struct format_dense d;
+    int got = store_dense_chunk(r, view, join, c, chunk, &d, err);
+    if (got <= 0)
+        return got;
+    format_dense_decode(&d, entries);
+    size_t len = format_dense_encode(entries, encoded);
+    if (len != FORMAT_DENSE_HEADER_BYTES + (size_t)d.n * d.width ||
+        memcmp(d.entries - FORMAT_DENSE_HEADER_BYTES, encoded, len) != 0)
+        return store_fail(err, "dim column \"%s\" of view \"%s\": dense chunk %llu is not "
+                               "encoded as its entries encode",
+                          column_name(j, c), v->name, (unsigned long long)chunk);
+    for (uint32_t off = 0; off < FORMAT_DENSE_CHUNK; off++) {
+        if (entries[off] < FORMAT_DENSE_FIRST_ID)
+            continue;
+        int64_t id = (int64_t)(entries[off] - FORMAT_DENSE_FIRST_ID), back;
+        const char *text;
+        size_t tlen;
+        if (store_dense_text(r, view, join, c, id, &text, &tlen) ||
+            store_dense_find(r, view, join, c, text, tlen, &back) || back != id)
+            return store_fail(err, "dim column \"%s\" of view \"%s\": the id %lld at key %lld "
+                                   "does not read back from its dictionary",
+                              column_name(j, c), v->name, (long long)id,
+                              (long long)chunk_code(chunk, off));
+    }
+    return 1;
+}
+
+/* Column c holds no chunk that column 0 lacks (the walk over column 0's
+ * chunks checks the others at each of them). */
+static int no_chunk_beyond_first(struct store_read *r, int view, int join, int c,
+                                 struct store_error *err)
+{
+    const struct sql_view *v = &r->s->views->views[view];
+    MDB_cursor *cur;
+    int rc = mdb_cursor_open(r->txn, r->s->dense, &cur);
     if (rc)
         return store_lmdb_error(err, rc, "opening a dense cursor");
-    if ((rc = mdb_cursor_open(r->txn, r->s->proj, &proj))) {
-        mdb_cursor_close(dense);
-        return store_lmdb_error(err, rc, "opening a projection cursor");
-    }
-    uint8_t prefix[DENSE_KEY_BYTES];
+    uint8_t prefix[DENSE_KEY_BYTES], first[DENSE_KEY_BYTES];
     triple_key(prefix, view, dense_slot(v, join, c), 0);
     MDB_val k = {sizeof prefix, prefix}, val;
     int ret = 0;
-    for (rc = mdb_cursor_get(dense, &k, &val, MDB_SET_RANGE); rc == 0 && ret == 0;
-         rc = mdb_cursor_get(dense, &k, &val, MDB_NEXT)) {
+    for (rc = mdb_cursor_get(cur, &k, &val, MDB_SET_RANGE); rc == 0 && ret == 0;
+         rc = mdb_cursor_get(cur, &k, &val, MDB_NEXT)) {
         if (k.mv_size != DENSE_KEY_BYTES || memcmp(k.mv_data, prefix, 4) != 0)
             break;
         uint64_t chunk = (uint64_t)get_i64key((uint8_t *)k.mv_data + 4);
-        if (!chunk_has_row(r, proj, view, join, chunk))
+        triple_key(first, view, dense_slot(v, join, 0), (int64_t)chunk);
+        MDB_val fk = {sizeof first, first}, fv;
+        int frc = mdb_get(r->txn, r->s->dense, &fk, &fv);
+        if (frc == MDB_NOTFOUND)
             ret = store_fail(err, "dim column \"%s\" of view \"%s\": dense chunk %llu is stored "
                                   "but no dim row lies in it",
                              column_name(&v->joins[join], c), v->name,
                              (unsigned long long)chunk);
+        else if (frc)
+            ret = store_lmdb_error(err, frc, "reading a dense chunk");
     }
-    mdb_cursor_close(dense);
-    mdb_cursor_close(proj);
+    mdb_cursor_close(cur);
     if (ret == 0 && rc && rc != MDB_NOTFOUND)
         return store_lmdb_error(err, rc, "walking dense chunks");
     return ret;
@@ -147,57 +98,67 @@ int store_verify_dense(struct store_read *r, int view, int join, uint64_t *rows,
 {
     const struct sql_view *v = &r->s->views->views[view];
     const struct sql_join *j = &v->joins[join];
-    int nvals = j->ndim_columns - 1;
-    struct rebuild b = {.r = r, .view = view, .join = join, .ncols = store_dense_columns(j)};
-    struct store_dim_value *vals = calloc((size_t)nvals + 1, sizeof *vals);
-    b.entries = calloc((size_t)b.ncols, sizeof *b.entries);
-    b.encoded = malloc(FORMAT_DENSE_MAX_BYTES);
-    int ret = vals && b.entries && b.encoded ? 0 : store_fail(err, "out of memory");
-    for (int c = 0; ret == 0 && c < b.ncols; c++)
-        if (!(b.entries[c] = calloc(FORMAT_DENSE_CHUNK, sizeof **b.entries)))
-            ret = store_fail(err, "out of memory");
+    int ncols = store_dense_columns(j);
+    uint32_t *first = malloc(sizeof *first * FORMAT_DENSE_CHUNK);
+    uint32_t *other = malloc(sizeof *other * FORMAT_DENSE_CHUNK);
+    uint8_t *encoded = malloc(FORMAT_DENSE_MAX_BYTES);
+    int ret = first && other && encoded ? 0 : store_fail(err, "out of memory");
     *rows = 0;
+    /* Column 0's chunks as stored, by a cursor: dim keys may lie far apart,
+     * so the chunk numbers between the first and the last are no bound. */
     MDB_cursor *cur = NULL;
-    int rc = ret ? 0 : mdb_cursor_open(r->txn, r->s->proj, &cur);
+    int rc = ret ? 0 : mdb_cursor_open(r->txn, r->s->dense, &cur);
     if (rc)
-        ret = store_lmdb_error(err, rc, "opening a projection cursor");
-    uint8_t prefix[PROJ_KEY_BYTES];
-    triple_key(prefix, view, join, INT64_MIN);
+        ret = store_lmdb_error(err, rc, "opening a dense cursor");
+    uint8_t prefix[DENSE_KEY_BYTES];
+    triple_key(prefix, view, dense_slot(v, join, 0), 0);
     MDB_val k = {sizeof prefix, prefix}, val;
     for (rc = ret ? MDB_NOTFOUND : mdb_cursor_get(cur, &k, &val, MDB_SET_RANGE);
          rc == 0 && ret == 0; rc = mdb_cursor_get(cur, &k, &val, MDB_NEXT)) {
-        if (k.mv_size != PROJ_KEY_BYTES || memcmp(k.mv_data, prefix, 4) != 0)
+        if (k.mv_size != DENSE_KEY_BYTES || memcmp(k.mv_data, prefix, 4) != 0)
             break;
-        int64_t key = get_i64key((uint8_t *)k.mv_data + 4);
-        uint64_t chunk;
-        uint32_t off;
-        store_dense_locate(key, &chunk, &off);
-        if (b.have && chunk != b.chunk && flush(&b, err)) {
-            ret = -1;
+        uint64_t chunk = (uint64_t)get_i64key((uint8_t *)k.mv_data + 4);
+        if (chunk_entries(r, view, join, 0, chunk, first, encoded, err) <= 0) {
+            ret = -1; /* it is stored: 0 cannot come */
             break;
         }
-        b.chunk = chunk;
-        b.have = true;
-        (*rows)++;
-        if (proj_row_parse(val.mv_data, val.mv_size, view, join, vals, nvals, err)) {
-            ret = -1;
+        uint64_t present = 0;
+        for (uint32_t off = 0; off < FORMAT_DENSE_CHUNK; off++)
+            present += first[off] != FORMAT_DENSE_ABSENT;
+        if (present == 0) {
+            ret = store_fail(err, "dim column \"%s\" of view \"%s\": dense chunk %llu is stored "
+                                  "but no dim row lies in it",
+                             column_name(j, 0), v->name, (unsigned long long)chunk);
             break;
         }
-        for (int c = 0; ret == 0 && c < b.ncols; c++)
-            ret = entry_of(&b, c, key, &vals[c < nvals ? c : 0], &b.entries[c][off], err);
+        *rows += present;
+        for (int c = 1; ret == 0 && c < ncols; c++) {
+            int also = chunk_entries(r, view, join, c, chunk, other, encoded, err);
+            if (also < 0) {
+                ret = -1;
+            } else if (also == 0) {
+                ret = store_fail(err, "dim column \"%s\" of view \"%s\": dense chunk %llu is "
+                                      "missing, though the dim row at key %lld lies in it",
+                                 column_name(j, c), v->name, (unsigned long long)chunk,
+                                 (long long)chunk_code(chunk, 0));
+            } else {
+                for (uint32_t off = 0; ret == 0 && off < FORMAT_DENSE_CHUNK; off++)
+                    if ((first[off] == FORMAT_DENSE_ABSENT) != (other[off] == FORMAT_DENSE_ABSENT))
+                        ret = store_fail(err, "dim columns \"%s\" and \"%s\" of view \"%s\" "
+                                              "disagree on whether a dim row is at key %lld",
+                                         column_name(j, 0), column_name(j, c), v->name,
+                                         (long long)chunk_code(chunk, off));
+            }
+        }
     }
     if (cur)
         mdb_cursor_close(cur);
     if (ret == 0 && rc && rc != MDB_NOTFOUND)
-        ret = store_lmdb_error(err, rc, "walking projection rows");
-    if (ret == 0)
-        ret = flush(&b, err);
-    for (int c = 0; ret == 0 && c < b.ncols; c++)
-        ret = no_stray_chunks(r, view, join, c, err);
-    for (int c = 0; b.entries && c < b.ncols; c++)
-        free(b.entries[c]);
-    free(b.entries);
-    free(b.encoded);
-    free(vals);
+        ret = store_lmdb_error(err, rc, "walking dense chunks");
+    for (int c = 1; ret == 0 && c < ncols; c++)
+        ret = no_chunk_beyond_first(r, view, join, c, err);
+    free(first);
+    free(other);
+    free(encoded);
     return ret;
 }

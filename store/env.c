@@ -194,10 +194,9 @@ int store_txn_begin(struct store *s, unsigned flags, MDB_txn **txn, struct store
 static int open_dbis(struct store *s, MDB_txn *txn, bool create, size_t first,
                      struct store_error *err)
 {
-    static const char *const names[] = {"catalog", "dict",  "dictrev", "proj",
-                                        "dense",   "seg",   "values"};
-    MDB_dbi *dbis[] = {&s->catalog, &s->dict, &s->dictrev, &s->proj,
-                       &s->dense,   &s->seg,  &s->values};
+    static const char *const names[] = {"catalog", "dict", "dictrev", "dense", "seg",
+                                        "values"};
+    MDB_dbi *dbis[] = {&s->catalog, &s->dict, &s->dictrev, &s->dense, &s->seg, &s->values};
     for (size_t i = first; i < sizeof names / sizeof names[0]; i++) {
         int rc = mdb_dbi_open(txn, names[i], create ? MDB_CREATE : 0, dbis[i]);
         if (rc == MDB_NOTFOUND)

@@ -20,7 +20,7 @@
 
 enum { STORE_ID_BYTES = 16 }; /* the catalog's store_id: random, at create */
 
-enum { SEG_KEY_BYTES = 11, DELTA_KEY_BYTES = 12, PROJ_KEY_BYTES = 12, DENSE_KEY_BYTES = 12, VALUE_KEY_BYTES = 12, DICT_REV_KEY_BYTES = 12 };
+enum { SEG_KEY_BYTES = 11, DELTA_KEY_BYTES = 12, DENSE_KEY_BYTES = 12, VALUE_KEY_BYTES = 12, DICT_REV_KEY_BYTES = 12 };
 
 void put_i64key(uint8_t *p, int64_t v); /* sign-flipped big-endian */
 int64_t get_i64key(const uint8_t *p);
@@ -42,8 +42,8 @@ size_t dict_key(uint8_t *out, int view, int col, const char *text, size_t len, i
 /* The 64-bit hash of a long text in its dict key: XXH64, seed 0. A variable
  * so that a test can force collisions (tests/unit/test_store_dict.c). */
 extern uint64_t (*dict_text_hash)(const void *text, size_t len);
-/* (view, a, code) keys: projections (a = join), values (a = vc), dict reverse
- * (a = fact column). */
+/* (view, a, code) keys: dense chunks (a = slot, code = chunk number),
+ * values (a = vc), dict reverse (a = fact column). */
 void triple_key(uint8_t out[12], int view, int a, int64_t code);
 
 /* ---- The environment ------------------------------------------------------ */
@@ -61,7 +61,7 @@ struct store {
     char *dir;
     enum store_mode mode;
     MDB_env *env;
-    MDB_dbi catalog, dict, dictrev, proj, dense, seg, values;
+    MDB_dbi catalog, dict, dictrev, dense, seg, values;
     size_t map_size, max_map_size;
 
     struct sql_view_list *views;
@@ -338,16 +338,6 @@ void encode_job_free(struct encode_job *j);
  *   4. p->bytes is the decoded bytes of the segments held (approximate
  *      between recounts), the figure the cache budget is held to. */
 
-enum proj_op_kind { PROJ_PUT, PROJ_DELETE, PROJ_TRUNCATE };
-
-struct proj_op {
-    enum proj_op_kind kind;
-    int view, join;
-    int64_t key;
-    void *row;
-    size_t row_len;
-};
-
 struct pending {
     /* Read for every row a load stages (load_stage_row), so apart from the
      * fields a load job writes beside the caller (the segments, the value
@@ -360,8 +350,6 @@ struct pending {
     struct bytemap values;    /* value key -> num: row delta */
     struct bytemap dict;      /* dict key -> num: id; ptr: the text (malloc'd) */
     struct bytemap dict_next; /* (view, column) -> num: next id */
-    struct proj_op *proj;
-    size_t nproj, proj_cap;
     struct bytemap dense;     /* dense chunk key -> its FORMAT_DENSE_CHUNK entries
                                  (uint32_t, malloc'd) as this batch leaves them */
     struct bytemap dense_emptied; /* (view, slot) -> nothing: truncated in this
@@ -426,11 +414,6 @@ int dense_truncate(struct store *s, int view, int join, struct store_error *err)
 int dense_write(struct store *s, MDB_txn *txn);
 /* Forgets the batch's chunks. Cannot fail. */
 void dense_forget(struct pending *p);
-
-/* reader.c: a stored dim row's nvalues values (pointing into row): 0, or
- * -1 with err when its bytes have another shape. */
-int proj_row_parse(const void *row, size_t len, int view, int join,
-                   struct store_dim_value *values, int nvalues, struct store_error *err);
 
 /* commit.c: deletes every key of a database that starts with prefix (an
  * LMDB code). */

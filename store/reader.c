@@ -238,38 +238,33 @@ int store_dict_find(struct store_read *r, int view, int fact_column, const char 
 int store_projection_get(struct store_read *r, int view, int join, int64_t key,
                          struct store_dim_value *values, int nvalues, struct store_error *err)
 {
-    uint8_t kb[PROJ_KEY_BYTES];
-    triple_key(kb, view, join, key);
-    MDB_val k = {sizeof kb, kb}, v;
-    int rc = mdb_get(r->txn, r->s->proj, &k, &v);
-    if (rc == MDB_NOTFOUND)
-        return 0;
-    if (rc)
-        return store_lmdb_error(err, rc, "reading a projection");
-    return proj_row_parse(v.mv_data, v.mv_size, view, join, values, nvalues, err) ? -1 : 1;
-}
-
-int proj_row_parse(const void *row, size_t len, int view, int join,
-                   struct store_dim_value *values, int nvalues, struct store_error *err)
-{
-    const uint8_t *p = row, *end = p + len;
-    if (end - p < 2 || (p[0] | p[1] << 8) != nvalues)
-        return store_fail(err, "dim row of view %d, join %d has the wrong shape", view, join);
-    p += 2;
-    for (int i = 0; i < nvalues; i++) {
-        if (end - p < 5)
-            return store_fail(err, "dim row of view %d, join %d is truncated", view, join);
-        uint32_t n = (uint32_t)p[1] | (uint32_t)p[2] << 8 | (uint32_t)p[3] << 16 |
-                     (uint32_t)p[4] << 24;
-        values[i].is_null = p[0] != 0;
-        p += 5;
-        if ((size_t)(end - p) < n)
-            return store_fail(err, "dim row of view %d, join %d is truncated", view, join);
-        values[i].text = (const char *)p;
-        values[i].len = n;
-        p += n;
+    const struct sql_join *j = &r->s->views->views[view].joins[join];
+    if (nvalues != j->ndim_columns - 1)
+        return store_fail(err, "join %d of view %d has %d dim columns, not %d", join, view,
+                          j->ndim_columns - 1, nvalues);
+    uint64_t chunk;
+    uint32_t off;
+    store_dense_locate(key, &chunk, &off);
+    for (int c = 0; c < store_dense_columns(j); c++) {
+        struct format_dense d;
+        int got = store_dense_chunk(r, view, join, c, chunk, &d, err);
+        if (got <= 0)
+            return got;
+        uint32_t e = format_dense_get(&d, off);
+        if (e == FORMAT_DENSE_ABSENT)
+            return 0; /* every column of the join agrees (verify) */
+        if (c >= nvalues)
+            break; /* a join that reads no dim column: its row is there */
+        values[c] = (struct store_dim_value){.is_null = e == FORMAT_DENSE_NULL};
+        if (e != FORMAT_DENSE_NULL &&
+            store_dense_text(r, view, join, c, (int64_t)(e - FORMAT_DENSE_FIRST_ID),
+                             &values[c].text, &values[c].len))
+            return store_fail(err, "dim column \"%s\" of view \"%s\": id %u at key %lld is "
+                                   "in no dictionary entry", j->dim_columns[c + 1],
+                              r->s->views->views[view].name, e - FORMAT_DENSE_FIRST_ID,
+                              (long long)key);
     }
-    return 0;
+    return 1;
 }
 
 int store_values_walk(struct store_read *r, int view, int vc, store_value_fn fn, void *ctx,

@@ -7,9 +7,9 @@
  *   catalog   format version, the views' source text, column types, the
  *             applied source position and lag figures, creation time
  *   dict      text dictionaries: (view, fact column, text) -> id, and back
- *   proj      dim projections: (view, join, dim key code) -> dim row
  *   dense     dense dim columns: (view, dim column slot, chunk) -> the dim
- *             value id of each join key of the chunk, read by position
+ *             value id of each join key of the chunk, read by position:
+ *             a join's dim rows, held nowhere else
  *   seg       segment blocks (format/): (view, width, span start) -> block,
  *             ordered so a range over one width is one cursor walk in time;
  *             each base block followed by its delta blocks, if any
@@ -43,7 +43,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_FORMAT_VERSION 10 /* 10: span cells (STORE_ROLLUP_SPAN_CELLS) at the widest width; 9: dense dim columns (the dense database, dim value dictionaries); 8: rollup value counts hold their running rows (STORE_VC_CUMULATIVE) and codes read by position; 7: segment blocks of format 5 (Rice widths per block); 6: segment blocks of format 4 (Rice codes, PFOR sums); 5: segment blocks of format 3 (codecs PFOR, DPFOR); 4: delta blocks; 3: segment blocks of format 2 (a directory checksum) */
+#define STORE_FORMAT_VERSION 11 /* 11: no proj database (a dim row is its dense entries); 10: span cells (STORE_ROLLUP_SPAN_CELLS) at the widest width; 9: dense dim columns (the dense database, dim value dictionaries); 8: rollup value counts hold their running rows (STORE_VC_CUMULATIVE) and codes read by position; 7: segment blocks of format 5 (Rice widths per block); 6: segment blocks of format 4 (Rice codes, PFOR sums); 5: segment blocks of format 3 (codecs PFOR, DPFOR); 4: delta blocks; 3: segment blocks of format 2 (a directory checksum) */
 #define STORE_NULL INT64_MIN
 
 /* The times a row's bucket column may hold, in usec since 1970:
@@ -454,8 +454,9 @@ int store_projection_get(struct store_read *r, int view, int join, int64_t key,
  * (format.h "Dense dim chunks"), and a dictionary of the column's texts, one
  * id per distinct text, so that ids compare and group as their texts do.
  * An entry is FORMAT_DENSE_ABSENT (no dim row), FORMAT_DENSE_NULL (a row
- * whose column is NULL) or FORMAT_DENSE_FIRST_ID + the text's id. The
- * writer keeps them with every projection change, in the same commit. */
+ * whose column is NULL) or FORMAT_DENSE_FIRST_ID + the text's id. They are
+ * the dim rows: store_projection_put and _delete set a key's entries,
+ * store_projection_get reads them back, as texts. */
 
 /* The dense columns of a join: one per dim column it reads after its key
  * (join->ndim_columns - 1), or, for a join that reads none, one whose every
@@ -504,11 +505,12 @@ struct store_dense_stats {
 int store_dense_stats(struct store_read *r, int view, int join, int col,
                       struct store_dense_stats *out, struct store_error *err);
 
-/* Checks a join's dense columns against its projection rows: each rebuilt
- * from the rows (their texts through the column's dictionary, both ways)
- * and compared chunk by chunk with the stored bytes, and no chunk stored
- * beyond them. *rows: the projection rows read. 0, or -1 with err naming
- * the first difference. */
+/* Checks a join's dense columns: every chunk opens, matches its checksum
+ * and is encoded canonically, the join's columns hold the same chunks and
+ * agree at each key on whether a dim row is there, every id reads back
+ * from its column's dictionary (text to id and back), and no chunk is
+ * stored without a row. *rows: the dim rows found. 0, or -1 with err
+ * naming the first failure. */
 int store_verify_dense(struct store_read *r, int view, int join, uint64_t *rows,
                        struct store_error *err);
 

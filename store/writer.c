@@ -85,9 +85,6 @@ void pending_reset(struct pending *p, const struct sql_view_list *views)
     BYTEMAP_EACH(&p->dict, e) free(e->ptr);
     bytemap_clear(&p->dict);
     bytemap_clear(&p->dict_next); /* re-read from the store: ids of a dropped batch are reused */
-    for (size_t i = 0; i < p->nproj; i++)
-        free(p->proj[i].row);
-    p->nproj = 0;
     dense_forget(p);
     pending_clear_truncated(p, views->nviews);
     for (int v = 0; v < views->nviews; v++) {
@@ -105,7 +102,6 @@ void pending_free(struct store *s)
         return;
     pending_reset(s->pending, s->views);
     bytemap_clear(&s->pending->segments);
-    free(s->pending->proj);
     free(s->pending->folds);
     free(s->pending->truncated);
     for (int v = 0; v < s->views->nviews; v++) {
@@ -284,21 +280,6 @@ int store_dict_intern(struct store *s, int view, int col, const char *text, size
 
 /* ---- Projections ------------------------------------------------------------------------ */
 
-static int push_proj(struct store *s, struct proj_op op, struct store_error *err)
-{
-    struct pending *p = s->pending;
-    if (p->nproj == p->proj_cap) {
-        size_t cap = p->proj_cap ? p->proj_cap * 2 : 16;
-        struct proj_op *a = realloc(p->proj, cap * sizeof *a);
-        if (!a)
-            return store_fail(err, "out of memory");
-        p->proj = a;
-        p->proj_cap = cap;
-    }
-    p->proj[p->nproj++] = op;
-    return 0;
-}
-
 static int check_join(struct store *s, int view, int join, struct store_error *err)
 {
     if (store_need_writer(s, err))
@@ -309,55 +290,23 @@ static int check_join(struct store *s, int view, int join, struct store_error *e
     return 0;
 }
 
-/* A dim row: u16 count, then per value u8 null, u32 length (LE), bytes. */
+/* A dim row is its entries in the join's dense columns (dense.c), nothing
+ * else: SPEC.md §4.2. */
 int store_projection_put(struct store *s, int view, int join, int64_t key,
                          const struct store_dim_value *values, struct store_error *err)
 {
-    if (check_join(s, view, join, err))
-        return -1;
-    int n = s->views->views[view].joins[join].ndim_columns - 1;
-    size_t len = 2;
-    for (int i = 0; i < n; i++)
-        len += 5 + (values[i].is_null ? 0 : values[i].len);
-    uint8_t *row = malloc(len);
-    if (!row)
-        return store_fail(err, "out of memory");
-    uint8_t *p = row;
-    *p++ = (uint8_t)n;
-    *p++ = (uint8_t)(n >> 8);
-    for (int i = 0; i < n; i++) {
-        size_t l = values[i].is_null ? 0 : values[i].len;
-        *p++ = values[i].is_null;
-        for (int b = 0; b < 4; b++)
-            *p++ = (uint8_t)(l >> (8 * b));
-        if (l)
-            memcpy(p, values[i].text, l);
-        p += l;
-    }
-    if (push_proj(s, (struct proj_op){PROJ_PUT, view, join, key, row, len}, err)) {
-        free(row);
-        return -1;
-    }
-    return dense_put(s, view, join, key, values, err);
+    return check_join(s, view, join, err) ? -1 : dense_put(s, view, join, key, values, err);
 }
 
 int store_projection_delete(struct store *s, int view, int join, int64_t key,
                             struct store_error *err)
 {
-    if (check_join(s, view, join, err))
-        return -1;
-    if (push_proj(s, (struct proj_op){PROJ_DELETE, view, join, key, NULL, 0}, err))
-        return -1;
-    return dense_delete(s, view, join, key, err);
+    return check_join(s, view, join, err) ? -1 : dense_delete(s, view, join, key, err);
 }
 
 int store_projection_truncate(struct store *s, int view, int join, struct store_error *err)
 {
-    if (check_join(s, view, join, err))
-        return -1;
-    if (push_proj(s, (struct proj_op){PROJ_TRUNCATE, view, join, 0, NULL, 0}, err))
-        return -1;
-    return dense_truncate(s, view, join, err);
+    return check_join(s, view, join, err) ? -1 : dense_truncate(s, view, join, err);
 }
 
 void store_rollback(struct store *s)

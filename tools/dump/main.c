@@ -59,7 +59,7 @@ static const struct command commands[] = {
      "One line per cell of VIEW at width W, in time order:\n"
      "  <bucket>  <key>=<value> ...  <accumulator>=<value> ...\n"
      "Keys are rendered by their column type (text through the dictionary);\n"
-     "dim columns are looked up in the projection by the cell's join key.\n"
+     "dim columns are read from the dense dim columns at the cell's join key.\n"
      "Exact sums are scaled by their column's numeric scale; value counts\n"
      "print as {value: rows, ...}.\n"
      "\n"
@@ -81,9 +81,10 @@ static const struct command commands[] = {
      "Reads the catalog and checks every segment of every view and width:\n"
      "block and column checksums, that every column decodes, and the store's\n"
      "invariants (cells sorted and unique, buckets inside the span, positive\n"
-     "row counts, value counts in order). Then rebuilds every join's dense\n"
-     "dim columns from its projection rows and compares them chunk by chunk\n"
-     "with the stored ones. Prints \"ok: N segments, M cells, R dim rows\n"
+     "row counts, value counts in order). Then checks every join's dense dim\n"
+     "columns: each chunk's checksum and canonical encoding, the join's\n"
+     "columns agreeing on which keys have a dim row, every id reading back\n"
+     "from its dictionary, no chunk stored without a row. Prints \"ok: N segments, M cells, R dim rows\n"
      "verified\" and exits 0, or one \"broken:\" line per damaged segment\n"
      "(naming its view, width and span) or join, and exits 1.\n",
      0, 0, cmd_verify},

@@ -3,8 +3,8 @@
  *
  * verify walks every segment of every view and width in one snapshot and
  * keeps going past damage, so one run lists every broken segment (by view,
- * width and span, the names `segments` and `cells` take); then it rebuilds
- * every join's dense dim columns from its projection rows and compares. */
+ * width and span, the names `segments` and `cells` take); then it checks
+ * every join's dense dim columns (store_verify_dense). */
 #include "tools/dump/dump.h"
 
 #include <stdio.h>
@@ -85,7 +85,7 @@ static void verify_width(struct verify_state *st, struct store_read *r, int view
     store_segments_end(&it);
 }
 
-/* A join's dense dim columns against its projection rows. */
+/* A join's dense dim columns (store_verify_dense). */
 static void verify_dense(struct verify_state *st, struct store_read *r, int view, int join)
 {
     struct store_error err;
