@@ -958,9 +958,8 @@ static int settle_groups(struct exec *x, int64_t limit, struct ask_error *err)
     int rc = 0;
     for (uint32_t i = x->settle_from; i < m->n; i++) {
         struct group *g = m->all[i];
-        if (!rc && !g->settled && g->key[0] <= limit - x->bin_width) {
-            if (x->nsettle && (rc = answer_settle(x, g, err)))
-                goto keep_in_map;
+        if (!rc && !g->settled && g->key[0] <= limit - x->bin_width &&
+            !(x->nsettle && (rc = answer_settle(x, g, err)))) {
             g->settled = true;
             x->nsettled++;
             /* A group of no rows stays for drop_empty_groups (which
@@ -970,7 +969,6 @@ static int settle_groups(struct exec *x, int64_t limit, struct ask_error *err)
                 continue;
             }
         }
-    keep_in_map:
         m->all[to++] = g;
         all = all && g->settled;
         if (all)

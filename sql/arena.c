@@ -104,3 +104,16 @@ void *sql_arena_grow(struct sql_arena *a, void *array, size_t elem, int *cap, in
     *cap = ncap;
     return p;
 }
+
+void *sql_heap_grow(void *array, size_t elem, int *cap, int want)
+{
+    if (want <= *cap)
+        return array;
+    int ncap = *cap ? *cap * 2 : 8;
+    while (ncap < want)
+        ncap *= 2;
+    void *p = realloc(array, elem * (size_t)ncap);
+    if (p)
+        *cap = ncap;
+    return p;
+}

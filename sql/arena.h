@@ -20,6 +20,10 @@ char *sql_arena_strdup(struct sql_arena *a, const char *s);
 /* Grows an array living in the arena to hold at least want elements,
  * doubling; the old block is simply abandoned. */
 void *sql_arena_grow(struct sql_arena *a, void *array, size_t elem, int *cap, int want);
+/* The same for an array outside any arena (realloc): a parse's own arrays,
+ * which a compiled ask does not keep, freed by their owner. NULL when out
+ * of memory, the array left as it was. */
+void *sql_heap_grow(void *array, size_t elem, int *cap, int want);
 /* Bytes the arena holds from malloc: its blocks with their headers. */
 size_t sql_arena_bytes(const struct sql_arena *a);
 

@@ -83,7 +83,7 @@ struct ask_builder {
     const struct sql_view *v;
     const char *alias;
 
-    struct raw_ask_item *items;  /* malloc'd: item_add */
+    struct raw_ask_item *items;  /* malloc'd (sql_heap_grow): item_add */
     int nitems, items_cap;
     struct sql_ask_cond *conds;
     int nconds, conds_cap;
@@ -1031,16 +1031,12 @@ static bool finish_columns(struct ask_builder *b)
  * every cached ask. */
 static struct raw_ask_item *item_add(struct ask_builder *b)
 {
-    if (b->nitems == b->items_cap) {
-        int cap = b->items_cap ? b->items_cap * 2 : 8;
-        struct raw_ask_item *more = realloc(b->items, sizeof *more * (size_t)cap);
-        if (!more) {
-            fail_at(b->p, peek(b->p), SQL_ERR_LIMIT, "out of memory");
-            return NULL;
-        }
-        b->items = more;
-        b->items_cap = cap;
+    struct raw_ask_item *more = sql_heap_grow(b->items, sizeof *more, &b->items_cap, b->nitems + 1);
+    if (!more) {
+        fail_at(b->p, peek(b->p), SQL_ERR_LIMIT, "out of memory");
+        return NULL;
     }
+    b->items = more;
     return &b->items[b->nitems++];
 }
 

@@ -527,20 +527,17 @@ int sql_lex(const char *text, struct sql_arena *arena, struct sql_token **out,
     struct sql_token *toks = NULL;
     int n = 0, cap = 0;
     for (;;) {
-        if (n == cap) {
-            /* The array is the caller's to free, not the arena's: a
-             * compiled ask keeps its arena (the ask cache holds it), and
-             * tokens grown in it by doubling were three quarters of
-             * every cached ask's bytes. */
-            cap = cap ? cap * 2 : 32;
-            struct sql_token *more = realloc(toks, sizeof *toks * (size_t)cap);
-            if (!more) {
-                free(toks);
-                sql_set_error(err, SQL_ERR_LIMIT, lx.line, lx.column, "out of memory");
-                return -1;
-            }
-            toks = more;
+        /* The array is the caller's to free, not the arena's: a compiled
+         * ask keeps its arena (the ask cache holds it), and tokens grown
+         * in it by doubling were three quarters of every cached ask's
+         * bytes. */
+        struct sql_token *more = sql_heap_grow(toks, sizeof *toks, &cap, n + 1);
+        if (!more) {
+            free(toks);
+            sql_set_error(err, SQL_ERR_LIMIT, lx.line, lx.column, "out of memory");
+            return -1;
         }
+        toks = more;
         bool ok = lex_one(&lx, &toks[n]);
         toks[n].end = lx.pos;
         if (!ok) {
