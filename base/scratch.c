@@ -2,7 +2,13 @@
  * (scratch.h). */
 #include "base/scratch.h"
 
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#ifdef __linux__
+#include <fcntl.h>
+#include <unistd.h>
+#endif
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -109,10 +115,42 @@ void scratch_process_setup(void)
 #endif
 }
 
+#ifdef __GLIBC__
+/* The process's anonymous resident bytes (resident less file-backed and
+ * shared, /proc/self/statm); SIZE_MAX when they cannot be read. */
+static size_t resident_anon(void)
+{
+#ifdef __linux__
+    int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return SIZE_MAX;
+    char text[128];
+    ssize_t n = read(fd, text, sizeof text - 1);
+    close(fd);
+    unsigned long size, resident, shared;
+    if (n <= 0)
+        return SIZE_MAX;
+    text[n] = '\0';
+    if (sscanf(text, "%lu %lu %lu", &size, &resident, &shared) != 3 || shared > resident)
+        return SIZE_MAX;
+    return (size_t)(resident - shared) * (size_t)sysconf(_SC_PAGESIZE);
+#else
+    return SIZE_MAX;
+#endif
+}
+
+/* The asks' peaks on this thread since it last looked (SCRATCH_TRIM_AFTER). */
+static _Thread_local size_t peaks_since_look;
+#endif
+
 void scratch_give_back(const struct scratch_budget *b)
 {
 #ifdef __GLIBC__
-    if (b->peak >= SCRATCH_TRIM_AFTER)
+    peaks_since_look += b->peak;
+    if (peaks_since_look < SCRATCH_TRIM_AFTER)
+        return;
+    peaks_since_look = 0;
+    if (resident_anon() > SCRATCH_RESIDENT_AIM)
         malloc_trim(0);
 #else
     (void)b;

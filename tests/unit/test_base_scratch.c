@@ -1,7 +1,8 @@
 /* test_base_scratch.c -- per-ask scratch counted against a budget: what is
  * held and its peak, the refusal past the limit (and the budget marked
  * exceeded), realloc's growth counted once, frees giving it back, a
- * budget per thread, and no budget as plain malloc. */
+ * budget per thread, no budget as plain malloc, and the memory of small
+ * asks one after another given back to the system. */
 #include "base/scratch.h"
 
 #include <criterion/criterion.h>
@@ -89,3 +90,80 @@ Test(base_scratch, a_budget_is_one_threads)
     scratch_leave(outer);
     scratch_free(p);
 }
+
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+
+/* What the giving back is measured by: glibc's arenas and the process's
+ * RssAnon (ASan brings its own allocator and shadow memory). */
+#if defined(__GLIBC__) && defined(__linux__) && !defined(UNDER_ASAN)
+#include <stdio.h>
+#include <stdlib.h>
+
+static long rss_anon_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "re");
+    char line[256];
+    long kib = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "RssAnon: %ld kB", &kib) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kib;
+}
+
+enum { SMALL_ASKS = 8 };
+
+/* Eight asks on one thread, as a serve worker answers them: each takes a
+ * block of 2 MiB and a bit more than the one before (so none fits where
+ * an earlier one was), touches it, and frees it, every peak under
+ * SCRATCH_TRIM_AFTER. Something the thread keeps is allocated after each
+ * block (bigger than any freed block, so it comes from the arena's top,
+ * and never touched, so it costs no resident memory of its own): the freed
+ * blocks then lie in the arena's bins, between kept ones, where glibc
+ * gives nothing back on its own. */
+static void *small_asks(void *arg)
+{
+    void **kept = arg;
+    for (int i = 0; i < SMALL_ASKS; i++) {
+        struct scratch_budget b = {0};
+        struct scratch_budget *outer = scratch_enter(&b);
+        size_t n = ((size_t)2 << 20) + (size_t)i * (128 << 10);
+        char *p = scratch_malloc(n);
+        cr_assert_not_null(p);
+        memset(p, 1, n);
+        scratch_leave(outer);
+        kept[i] = malloc(((size_t)3 << 20) + (size_t)i * (128 << 10));
+        cr_assert_not_null(kept[i]);
+        outer = scratch_enter(&b);
+        scratch_free(p);
+        scratch_leave(outer);
+        cr_assert_lt(b.peak, SCRATCH_TRIM_AFTER);
+        scratch_give_back(&b);
+    }
+    return NULL;
+}
+
+Test(base_scratch, small_asks_one_after_another_do_not_pile_up_resident_memory)
+{
+    scratch_process_setup();
+    long rest = rss_anon_kib();
+    cr_assert_gt(rest, 0);
+    void *kept[SMALL_ASKS];
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, small_asks, kept), 0);
+    pthread_join(t, NULL);
+    long after = rss_anon_kib();
+    for (int i = 0; i < SMALL_ASKS; i++)
+        free(kept[i]);
+    /* 8 blocks of 2 to 2.9 MiB, 19.5 MiB in all, were freed into the bins */
+    cr_assert_leq(after, 16 << 10, "RssAnon %ld kB after the asks, %ld kB before", after,
+                  rest);
+}
+#endif
