@@ -25,7 +25,8 @@ struct outval {
     __int128 dec;         /* DEC */
     int scale;            /* DEC */
     bool number;          /* DEC: write as a JSON number (an integer sum) */
-    double d;             /* DOUBLE; AVG's value for ordering */
+    double d;             /* DOUBLE; AVG's value for ordering, set only
+                             where rows are ordered (held_fill) */
     const char *text;     /* TEXT; AVG's digits (owned) */
     size_t len;
     char *owned;
@@ -345,7 +346,6 @@ static struct outval measure(struct exec *x, const struct sql_measure *m, struct
             memcpy(o.owned, digits, len + 1);
         o.text = o.owned;
         o.len = o.owned ? len : 0;
-        o.d = strtod(digits, NULL);
         return o;
     }
     default:
@@ -960,9 +960,12 @@ static void held_free(const struct answer_state *st, struct outval *held)
 static int held_fill(struct exec *x, const struct answer_state *st, struct row *r)
 {
     for (int h = 0; h < st->nheld; h++) {
-        r->held[h] = measure(x, &x->v->columns[st->held_vcol[h]].measure, r->group);
-        if (r->held[h].kind == OV_AVG && !r->held[h].owned)
+        struct outval *o = &r->held[h];
+        *o = measure(x, &x->v->columns[st->held_vcol[h]].measure, r->group);
+        if (o->kind == OV_AVG && !o->owned)
             return -1;
+        if (o->kind == OV_AVG) /* for ORDER BY: read once, not per compare */
+            o->d = strtod(o->owned, NULL);
     }
     return 0;
 }

@@ -5,7 +5,8 @@
  * (localtime_r with TZ set: an independent reading of the same tz
  * database) for random instants in four zones, one with an offset in
  * seconds; years outside 0 to 9999 and short buffers against fixed
- * expectations. */
+ * expectations. Averages of exact decimals (engine/numeric.c dec_avg)
+ * against psql's text and against long division one digit at a time. */
 #include "engine/internal.h"
 #include "engine/tz.h"
 
@@ -130,4 +131,108 @@ Test(format, decimals)
     char small[4];
     cr_assert_eq(decimal_format(12345, 2, small, sizeof small), 6);
     cr_assert_str_eq(small, "123");
+}
+
+/* avg(numeric) as numeric_div writes it, long division one digit at a time
+ * in 128 bits: the reference dec_avg is checked against. */
+static void reference_avg(__int128 sum, int scale, int64_t count, char *out, size_t cap)
+{
+    unsigned __int128 mag = sum < 0 ? (unsigned __int128)0 - (unsigned __int128)sum
+                                    : (unsigned __int128)sum;
+    unsigned __int128 den = (unsigned __int128)count;
+    for (int i = 0; i < scale; i++)
+        den *= 10;
+    /* the result scale: 16 significant digits, at least the sum's scale */
+    int rscale;
+    {
+        /* numeric_div's select_div_scale over base-10000 weights */
+        unsigned __int128 m = mag;
+        int pad = (4 - scale % 4) % 4;
+        for (int i = 0; i < pad; i++)
+            m *= 10;
+        int w1 = 0, f1 = 0, w2 = 0, f2 = 0, g = 0;
+        if (m) {
+            while (m >= 10000) {
+                m /= 10000;
+                g++;
+            }
+            f1 = (int)m;
+            w1 = g - (scale + pad) / 4;
+        }
+        unsigned __int128 c = (unsigned __int128)count;
+        g = 0;
+        while (c >= 10000) {
+            c /= 10000;
+            g++;
+        }
+        f2 = (int)c;
+        w2 = g;
+        int qweight = w1 - w2 - (f1 <= f2);
+        rscale = 16 - qweight * 4;
+        rscale = rscale < scale ? scale : rscale;
+        rscale = rscale < 0 ? 0 : rscale;
+    }
+    unsigned __int128 q = mag / den, rem = mag % den;
+    char frac[1100];
+    for (int i = 0; i < rscale; i++) {
+        rem *= 10;
+        frac[i] = (char)('0' + (int)(rem / den));
+        rem %= den;
+    }
+    if (rem * 2 >= den) {
+        int i = rscale - 1;
+        while (i >= 0 && frac[i] == '9')
+            frac[i--] = '0';
+        if (i >= 0)
+            frac[i]++;
+        else
+            q++;
+    }
+    frac[rscale] = '\0';
+    char probe[64];
+    decimal_format(q, 0, probe, sizeof probe);
+    bool negative = sum < 0 && (q != 0 || strspn(frac, "0") < (size_t)rscale);
+    snprintf(out, cap, "%s%s%s%s", negative ? "-" : "", probe, rscale ? "." : "", frac);
+}
+
+Test(format, averages_as_numeric_div_writes_them)
+{
+    char got[1100], want[1100];
+    struct {
+        __int128 sum;
+        int scale;
+        int64_t count;
+        const char *want; /* psql's */
+    } fixed[] = {
+        {5, 0, 3, "1.6666666666666667"},
+        {3, 2, 2, "0.01500000000000000000"},
+        {-12345678901233567LL, 3, 2, "-6172839450616.7835"},
+        {13, 0, 1, "13.0000000000000000"},
+        {-1, 5, 3, "-0.000003333333333333333333"},
+        {(__int128)9999999999999999999ULL * 2000 + 1998 + 100, 2, 3,
+         "66666666666666666666.99"},
+    };
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
+        size_t n = dec_avg(fixed[i].sum, fixed[i].scale, fixed[i].count, got, sizeof got);
+        cr_assert_str_eq(got, fixed[i].want);
+        cr_assert_eq(n, strlen(fixed[i].want));
+    }
+    /* sums of every magnitude up to 2^100, counts up to 2^62 (a divisor past
+     * 64 bits once scaled), scales 0 to 8 */
+    for (int i = 0; i < 200000; i++) {
+        int bits = 1 + (int)rnd(100), scale = (int)rnd(9);
+        __int128 sum = (__int128)rnd(UINT64_MAX) << 36 ^ (__int128)rnd(UINT64_MAX);
+        sum &= ((__int128)1 << bits) - 1;
+        if (rnd(2))
+            sum = -sum;
+        int cbits = 1 + (int)rnd(62);
+        int64_t count = 1 + (int64_t)(rnd(UINT64_MAX) & (((uint64_t)1 << cbits) - 1)) / 2;
+        reference_avg(sum, scale, count, want, sizeof want);
+        size_t n = dec_avg(sum, scale, count, got, sizeof got);
+        cr_assert_str_eq(got, want, "sum scale %d count %lld", scale, (long long)count);
+        cr_assert_eq(n, strlen(want));
+    }
+    char small[5];
+    cr_assert_eq(dec_avg(5, 0, 3, small, sizeof small), 18);
+    cr_assert_str_eq(small, "1.66");
 }
