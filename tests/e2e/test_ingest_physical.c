@@ -22,6 +22,7 @@
 #include "tests/e2e/taxi_db.h"
 #include "tests/e2e/walfiles.h"
 #include "tests/kit/pgtmp.h"
+#include "tests/kit/sanitizer.h"
 
 #include <criterion/criterion.h>
 #include <pthread.h>
@@ -82,16 +83,7 @@ static int follower_once(struct follower *f, const char *const *extra, char *out
 /* How long a catch-up may take: the store's apply under AddressSanitizer
  * is several times slower (-O1, every access checked), and a restart
  * re-reads the WAL since a checkpoint. */
-#if defined(__SANITIZE_ADDRESS__)
-#define CATCH_UP_MS 240000
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define CATCH_UP_MS 240000
-#endif
-#endif
-#ifndef CATCH_UP_MS
-#define CATCH_UP_MS 60000
-#endif
+#define CATCH_UP_MS (UNDER_ASAN ? 240000 : 60000)
 
 /* Waits until the store's position reaches lsn, while the follower runs. */
 static void wait_position(struct follower *f, uint64_t lsn, const char *when)

@@ -13,6 +13,7 @@
  * quarantine and shadows every byte, so the ASan tree builds this file
  * without the RSS case (the streamed answers are checked in both). */
 #include "tests/kit/answer.h"
+#include "tests/kit/sanitizer.h"
 #include "serve/serve.h"
 #include "tests/e2e/taxi_db.h"
 #include "tests/serve/serve_test.h"
@@ -27,13 +28,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#if defined(__SANITIZE_ADDRESS__)
-#define UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define UNDER_ASAN 1
-#endif
-#endif
 
 enum { HOURS = 2500, ZONES = 20, PAYMENTS = 4, GROUPS = HOURS * ZONES * PAYMENTS };
 
@@ -187,7 +181,7 @@ Test(serve_stream, pg_answer_of_200000_rows_row_by_row_equals_postgresql)
     serve_stop(s);
 }
 
-#ifndef UNDER_ASAN
+#if !UNDER_ASAN
 /* kB of a /proc/PID/status line ("RssAnon:", "VmHWM:"), -1 when missing. */
 static long status_kb(pid_t pid, const char *field)
 {

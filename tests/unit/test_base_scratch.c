@@ -4,6 +4,7 @@
  * budget per thread, no budget as plain malloc, and the memory of small
  * asks one after another given back to the system. */
 #include "base/scratch.h"
+#include "tests/kit/sanitizer.h"
 
 #include <criterion/criterion.h>
 #include <pthread.h>
@@ -91,17 +92,9 @@ Test(base_scratch, a_budget_is_one_threads)
     scratch_free(p);
 }
 
-#if defined(__SANITIZE_ADDRESS__)
-#define UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define UNDER_ASAN 1
-#endif
-#endif
-
 /* What the giving back is measured by: glibc's arenas and the process's
  * RssAnon (ASan brings its own allocator and shadow memory). */
-#if defined(__GLIBC__) && defined(__linux__) && !defined(UNDER_ASAN)
+#if defined(__GLIBC__) && defined(__linux__) && !UNDER_ASAN
 #include <stdio.h>
 #include <stdlib.h>
 
