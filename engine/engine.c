@@ -339,6 +339,7 @@ int engine_answer_open(struct engine *e, const struct ask_request *req,
                                          .segments = a->x.segments_read,
                                          .groups_settled = a->x.nsettled,
                                          .map_emptied = a->x.map_forgot,
+                                         .where_codes = a->x.where_verdicts.count,
                                          .scratch_peak = a->budget.peak};
     if (rc && a->budget.exceeded)
         scratch_refusal(a, err);

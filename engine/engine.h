@@ -37,6 +37,9 @@ struct ask_stats {
     uint32_t groups_settled;  /* groups finished as the scan went (SPEC.md
                                  §6.1 "Settling") */
     uint32_t map_emptied;     /* times the group map forgot settled groups */
+    uint32_t where_codes;     /* codes a condition under OR or NOT on one
+                                 key was walked for (exec.where_key), each
+                                 once however many cells hold it */
     size_t scratch_peak;      /* the most scratch the ask held at once, its
                                  answer's rows built */
 };

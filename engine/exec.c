@@ -662,6 +662,26 @@ __attribute__((always_inline)) static inline int cell_passes(struct exec *x, con
         return 0;
     }
     struct leaf_ctx ctx = {x, c, i, err};
+    if (x->where_key >= 0) {
+        struct hashtab *h = &x->where_verdicts;
+        const uint64_t *code = (const uint64_t *)&c->r.keys[x->where_key][i];
+        uint64_t hash = hashtab_hash(h, code);
+        const int64_t *known = hashtab_find(h, code, hash);
+        if (known) {
+            *pass = *known == 2;
+            return 0;
+        }
+        int t = pred_eval(x->ask->where, leaf_cb, &ctx);
+        if (t < 0)
+            return -1;
+        bool added;
+        int64_t *slot = hashtab_upsert(h, code, hash, &added);
+        if (!slot)
+            return ask_fail(err, 500, "internal", "out of memory");
+        *slot = t == T_TRUE ? 2 : 1;
+        *pass = t == T_TRUE;
+        return 0;
+    }
     int t = pred_eval(x->ask->where, leaf_cb, &ctx);
     if (t < 0)
         return -1;
@@ -1933,6 +1953,15 @@ static int plan_needs(struct exec *x, struct ask_error *err)
         need_key(x, x->b.conds[k].is_dim ? join_key(v, x->b.conds[k].join) : x->b.conds[k].cell_key);
     x->filters_cells = x->b.nconds > 0;
     x->where_all_and = pred_all_and(x->ask->where);
+    x->where_key = -1;
+    for (int k = 0; !x->where_all_and && k < x->b.nconds; k++) {
+        int key = x->b.conds[k].is_dim ? join_key(v, x->b.conds[k].join) : x->b.conds[k].cell_key;
+        x->where_key = k == 0 || x->where_key == key ? key : -2;
+    }
+    if (x->where_key >= 0)
+        hashtab_init(&x->where_verdicts, 1, sizeof(int64_t));
+    else
+        x->where_key = -1;
     for (int j = 0; j < v->njoins; j++)
         if (v->joins[j].kind == SQL_JOIN_INNER) {
             need_key(x, join_key(v, j));
@@ -2087,6 +2116,8 @@ void exec_free(struct exec *x)
         scratch_free(x->cond_ids[k]);
     for (int k = 0; x->cond_sets && k < x->b.nconds; k++)
         hashtab_free(&x->cond_sets[k]);
+    if (x->where_verdicts.slot_words)
+        hashtab_free(&x->where_verdicts);
     scratch_free(x->cond_sets);
     scratch_free(x->plan_block); /* key, need_*, rows_count, lazy_rows, dims, cond_ids */
     scratch_free(x->settle_measures);

@@ -367,6 +367,13 @@ struct exec {
     uint32_t minus_cap;
     bool filters_cells;       /* conditions or inner joins may drop cells */
     bool where_all_and;       /* the conditions are leaves under AND only */
+    /* Conditions under OR or NOT whose leaves all read one cell key (a
+     * fact key, or dim columns joined through it): their verdict is a
+     * function of that key's code, kept per code met in where_verdicts
+     * (code -> 1 false, 2 true), so each distinct code walks the tree once
+     * and every other cell is one probe. -1: not so. */
+    int where_key;
+    struct hashtab where_verdicts;
     bool any_vc;              /* some value count is needed */
     /* Settling (exec.c settle_groups): an ask grouped by time whose cells
      * come in time order settles each group once no cell to come can reach
