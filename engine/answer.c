@@ -910,6 +910,55 @@ static bool rows_in_order(const struct answer_state *st)
     return true;
 }
 
+/* Rows in group-key order without ORDER BY, each row's ranks laid out
+ * once: [rank of key 0 .. rank of key nk - 1, row index] a row, sorted as
+ * tuples, then the rows put in their order. cmp_rows looked each rank up
+ * twice a compare, through the key's kind: its n log n compares were a
+ * sixth of a percentile ask by payment type, borough and zone over an hour
+ * (344 rows). NULL's rank is UINT64_MAX, so NULLs go last as cmp_rows puts
+ * them. Returns false when it does not apply (ORDER BY, a key ranked
+ * by_text) or out of memory: cmp_rows sorts then. */
+static int cmp_rank_tuples(const void *pa, const void *pb, void *ctx)
+{
+    const uint64_t *a = pa, *b = pb;
+    for (int k = 0, nk = *(const int *)ctx; k < nk; k++)
+        if (a[k] != b[k])
+            return a[k] < b[k] ? -1 : 1;
+    return 0;
+}
+
+static bool sort_by_rank_tuples(struct answer_state *st)
+{
+    const struct sql_ask *a = st->x->ask;
+    int nk = 1 + a->ngroup_keys;
+    if (a->norder > 0 || st->n < 2)
+        return false;
+    for (int k = 0; k < nk; k++)
+        if (st->ranks[k].by_text)
+            return false;
+    size_t stride = (size_t)nk + 1;
+    uint64_t *t = scratch_malloc(sizeof *t * stride * st->n);
+    struct row *sorted = scratch_malloc(sizeof *sorted * st->n);
+    if (!t || !sorted) {
+        scratch_free(t);
+        scratch_free(sorted);
+        return false;
+    }
+    for (uint32_t i = 0; i < st->n; i++) {
+        uint64_t *r = t + i * stride;
+        for (int k = 0; k < nk; k++)
+            r[k] = key_rank_of(st, st->rows[i].group, k);
+        r[nk] = i;
+    }
+    qsort_r(t, st->n, sizeof *t * stride, cmp_rank_tuples, &nk);
+    for (uint32_t i = 0; i < st->n; i++)
+        sorted[i] = st->rows[t[i * stride + nk]];
+    memcpy(st->rows, sorted, sizeof *sorted * st->n);
+    scratch_free(t);
+    scratch_free(sorted);
+    return true;
+}
+
 /* ---- Top rows ---------------------------------------------------------------------- *
  *
  * With LIMIT (and OFFSET) far below the groups, the answer keeps only the
@@ -1208,7 +1257,7 @@ int answer_prepare(struct exec *x, struct ask_error *err)
         *err = x->answer_err;
         return -1;
     }
-    if (!rows_in_order(st))
+    if (!rows_in_order(st) && !sort_by_rank_tuples(st))
         qsort_r(st->rows, st->n, sizeof *st->rows, cmp_rows, st);
     for (int c = 0; c < a->ncolumns; c++)
         st->cols[c] = (struct answer_column){a->columns[c].name, answer_column_oid(a, x->types, c)};
