@@ -4,43 +4,16 @@
  * with IN, the stats say how many codes the tree was walked for, and a
  * tree over two keys is still walked per cell. Over the store fixture's
  * rides view (zones 0 to 6, kinds "k0" to "k4"). */
-#include "engine/engine.h"
-#include "tests/unit/store_fixture.h"
+#include "tests/unit/engine_fixture.h"
 
 #include <criterion/criterion.h>
 
 enum { NRIDES = 3000 };
 
-static struct engine *rides_engine(char dir[64])
-{
-    struct store *s = fixture_create(dir);
-    struct store_error err;
-    uint64_t state = 7;
-    for (int i = 0; i < NRIDES; i++) {
-        struct ride r = fixture_ride(&state);
-        fixture_apply(s, &r, +1);
-    }
-    cr_assert_eq(store_commit(s, &(struct store_position){.lsn = 1}, &err), 0, "%s",
-                 err.message);
-    store_close(s);
-    struct engine *e = engine_open(dir, &(struct engine_limits){0}, &err);
-    cr_assert_not_null(e, "%s", err.message);
-    return e;
-}
-
-/* The answer to ask, its stats in *stats. */
-static void ask(struct engine *e, const char *text, struct buf *out, struct ask_stats *stats)
-{
-    struct ask_request req = {.ask = text, .stats = stats};
-    struct ask_error err = {0};
-    *out = (struct buf){0};
-    cr_assert_eq(engine_ask(e, &req, out, &err), 0, "%s: %s %s", text, err.code, err.message);
-}
-
 Test(engine_where, one_key_trees_are_walked_once_per_code)
 {
     char dir[64];
-    struct engine *e = rides_engine(dir);
+    struct engine *e = fixture_rides_engine(dir, 7, NRIDES);
     static const struct {
         const char *tree, *in;
     } pairs[] = {
@@ -59,8 +32,8 @@ Test(engine_where, one_key_trees_are_walked_once_per_code)
     for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
         struct buf a, b;
         struct ask_stats sa = {0}, sb = {0};
-        ask(e, pairs[i].tree, &a, &sa);
-        ask(e, pairs[i].in, &b, &sb);
+        fixture_ask(e, pairs[i].tree, &a, &sa);
+        fixture_ask(e, pairs[i].in, &b, &sb);
         cr_assert_str_eq(a.data, b.data, "%s", pairs[i].tree);
         /* every cell in range read, the tree walked for each distinct code */
         cr_assert_gt(sa.cells, 4 * (uint64_t)sa.where_codes, "%s: %llu cells", pairs[i].tree, (unsigned long long)sa.cells);
@@ -73,7 +46,7 @@ Test(engine_where, one_key_trees_are_walked_once_per_code)
     /* Two keys: the verdict is not one key's, the tree is walked per cell. */
     struct buf a;
     struct ask_stats sa = {0};
-    ask(e, "SELECT zone, n FROM rides WHERE zone = 1 OR kind = 'k2' GROUP BY zone", &a, &sa);
+    fixture_ask(e, "SELECT zone, n FROM rides WHERE zone = 1 OR kind = 'k2' GROUP BY zone", &a, &sa);
     cr_assert_eq(sa.where_codes, 0);
     cr_assert_gt(sa.cells, 7);
     buf_free(&a);
