@@ -661,31 +661,30 @@ __attribute__((always_inline)) static inline int cell_passes(struct exec *x, con
         }
         return 0;
     }
-    struct leaf_ctx ctx = {x, c, i, err};
-    if (x->where_key >= 0) {
-        struct hashtab *h = &x->where_verdicts;
-        const uint64_t *code = (const uint64_t *)&c->r.keys[x->where_key][i];
-        uint64_t hash = hashtab_hash(h, code);
+    struct hashtab *h = &x->where_verdicts;
+    const uint64_t *code = NULL;
+    uint64_t hash = 0;
+    if (x->where_key >= 0) { /* one key's verdict: walked once per code */
+        code = (const uint64_t *)&c->r.keys[x->where_key][i];
+        hash = hashtab_hash(h, code);
         const int64_t *known = hashtab_find(h, code, hash);
         if (known) {
             *pass = *known == 2;
             return 0;
         }
-        int t = pred_eval(x->ask->where, leaf_cb, &ctx);
-        if (t < 0)
-            return -1;
-        bool added;
-        int64_t *slot = hashtab_upsert(h, code, hash, &added);
-        if (!slot)
-            return ask_fail(err, 500, "internal", "out of memory");
-        *slot = t == T_TRUE ? 2 : 1;
-        *pass = t == T_TRUE;
-        return 0;
     }
+    struct leaf_ctx ctx = {x, c, i, err};
     int t = pred_eval(x->ask->where, leaf_cb, &ctx);
     if (t < 0)
         return -1;
     *pass = t == T_TRUE;
+    if (code) {
+        bool added;
+        int64_t *slot = hashtab_upsert(h, code, hash, &added);
+        if (!slot)
+            return ask_fail(err, 500, "internal", "out of memory");
+        *slot = *pass ? 2 : 1;
+    }
     return 0;
 }
 
@@ -1949,16 +1948,17 @@ static int plan_needs(struct exec *x, struct ask_error *err)
         const struct sql_view_column *vc = &v->columns[x->ask->group_keys[g]];
         need_key(x, vc->kind == SQL_COLUMN_FACT_KEY ? vc->cell_key : join_key(v, vc->join));
     }
-    for (int k = 0; k < x->b.nconds; k++)
-        need_key(x, x->b.conds[k].is_dim ? join_key(v, x->b.conds[k].join) : x->b.conds[k].cell_key);
-    x->filters_cells = x->b.nconds > 0;
     x->where_all_and = pred_all_and(x->ask->where);
+    bool one_key = !x->where_all_and;
     x->where_key = -1;
-    for (int k = 0; !x->where_all_and && k < x->b.nconds; k++) {
+    for (int k = 0; k < x->b.nconds; k++) {
         int key = x->b.conds[k].is_dim ? join_key(v, x->b.conds[k].join) : x->b.conds[k].cell_key;
-        x->where_key = k == 0 || x->where_key == key ? key : -2;
+        need_key(x, key);
+        one_key = one_key && (k == 0 || key == x->where_key);
+        x->where_key = key;
     }
-    if (x->where_key >= 0)
+    x->filters_cells = x->b.nconds > 0;
+    if (one_key && x->where_key >= 0)
         hashtab_init(&x->where_verdicts, 1, sizeof(int64_t));
     else
         x->where_key = -1;
