@@ -26,8 +26,11 @@ struct outval {
     int scale;            /* DEC */
     bool number;          /* DEC: write as a JSON number (an integer sum) */
     double d;             /* DOUBLE; AVG's value for ordering, set only
-                             where rows are ordered (held_fill) */
-    const char *text;     /* TEXT; AVG's digits (owned) */
+                             where rows are ordered (held_fill:
+                             dec_avg_approx) */
+    const char *text;     /* TEXT; AVG's digits (owned), but for a held AVG
+                             (held_fill): no digits, its sum in dec (at
+                             scale) and its count in i */
     size_t len;
     char *owned;
 };
@@ -80,8 +83,9 @@ static int cmp_outval(const struct outval *a, const struct outval *b)
         return a->kind == b->kind ? 0 : a->kind == OV_NULL ? 1 : -1;
     switch (a->kind) {
     case OV_DEC: return a->dec < b->dec ? -1 : a->dec > b->dec;
-    case OV_DOUBLE:
-    case OV_AVG: return a->d < b->d ? -1 : a->d > b->d;
+    case OV_DOUBLE: return a->d < b->d ? -1 : a->d > b->d;
+    case OV_AVG: /* held: digits not written (held_fill) */
+        return dec_avg_cmp(a->dec, a->i, a->d, b->dec, b->i, b->d, a->scale);
     case OV_TEXT: {
         size_t n = a->len < b->len ? a->len : b->len;
         int c = memcmp(a->text, b->text, n);
@@ -337,11 +341,10 @@ static struct outval measure(struct exec *x, const struct sql_measure *m, struct
             o.d = g->real[m->sum] / (double)n;
             return o;
         }
-        char digits[1100];
-        dec_avg(g->exact[m->sum], t->type == STORE_TYPE_NUMERIC ? t->scale : 0, n, digits,
-                sizeof digits);
+        char digits[DEC_AVG_TEXT_CAP];
+        size_t len = dec_avg(g->exact[m->sum], t->type == STORE_TYPE_NUMERIC ? t->scale : 0, n,
+                             digits, sizeof digits);
         o.kind = OV_AVG;
-        size_t len = strlen(digits);
         if ((o.owned = scratch_malloc(len + 1)))
             memcpy(o.owned, digits, len + 1);
         o.text = o.owned;
@@ -370,10 +373,7 @@ int answer_settle(struct exec *x, struct group *g, struct ask_error *err)
         *err = x->answer_err;
         return -1;
     }
-    for (int k = 0; k < x->v->nvalue_counts; k++) {
-        x->collected_runs -= g->vcs[k].ncoll; /* their room is the next groups' */
-        vc_acc_free(&g->vcs[k]);
-    }
+    exec_group_vcs_free(x, g);
     g->settled_values = vals;
     return 0;
 }
@@ -419,7 +419,7 @@ static int fill_cols(struct exec *x, const struct answer_state *st, const struct
             cols[c] = keys[0];
         } else if (col->kind == SQL_ASK_MEASURE) {
             const struct outval *held = held_value(st, r, col->view_column);
-            if (held) {
+            if (held && held->kind != OV_AVG) { /* a held AVG has no digits */
                 cols[c] = *held;
                 cols[c].owned = NULL; /* the row's */
                 continue;
@@ -477,8 +477,14 @@ static int having_leaf(void *ctx, int k)
     case OV_NULL: truth = T_UNKNOWN; goto done;
     case OV_INT: snprintf(text, sizeof text, "%lld", (long long)o->i); goto decimal;
     case OV_DEC: decimal_format(o->dec, o->scale, text, sizeof text); goto decimal;
-    case OV_AVG:
-        snprintf(text, sizeof text, "%.*s", (int)o->len, o->text);
+    case OV_AVG: {
+        char digits[DEC_AVG_TEXT_CAP];
+        size_t n = dec_avg(o->dec, o->scale, o->i, digits, sizeof digits); /* held: no digits */
+        ok = v->kind == ASK_NUMBER || v->kind == ASK_STRING;
+        if (ok)
+            c = pred_decimal_cmp(digits, n, v->text, v->len, &ok);
+        break;
+    }
     decimal:
         ok = v->kind == ASK_NUMBER || v->kind == ASK_STRING;
         if (ok)
@@ -1010,11 +1016,23 @@ static int held_fill(struct exec *x, const struct answer_state *st, struct row *
 {
     for (int h = 0; h < st->nheld; h++) {
         struct outval *o = &r->held[h];
-        *o = measure(x, &x->v->columns[st->held_vcol[h]].measure, r->group);
+        const struct sql_measure *m = &x->v->columns[st->held_vcol[h]].measure;
+        const struct store_column_type *t = m->fact_column >= 0 ? &x->types[m->fact_column] : NULL;
+        if (m->agg == SQL_AGG_AVG && t && t->type != STORE_TYPE_FLOAT) {
+            /* Its digits only if it goes out, or nearly ties another
+             * (dec_avg_cmp). */
+            int64_t n = r->group->counts[m->count];
+            int scale = t->type == STORE_TYPE_NUMERIC ? t->scale : 0;
+            *o = (struct outval){.kind = OV_NULL};
+            if (n > 0)
+                *o = (struct outval){.kind = OV_AVG, .dec = r->group->exact[m->sum], .i = n,
+                                     .scale = scale,
+                                     .d = dec_avg_approx(r->group->exact[m->sum], scale, n)};
+            continue;
+        }
+        *o = measure(x, m, r->group);
         if (o->kind == OV_AVG && !o->owned)
             return -1;
-        if (o->kind == OV_AVG) /* for ORDER BY: read once, not per compare */
-            o->d = strtod(o->owned, NULL);
     }
     return 0;
 }
@@ -1115,8 +1133,9 @@ static int rows_new(struct answer_state *st, uint32_t slots)
  * false, or after the top) is handed to exec_group_drop when drop is set.
  * 0, or -1 with err. */
 static int offer_row(struct exec *x, struct answer_state *st, struct group *g, bool heap,
-                     uint64_t top, bool drop, struct ask_error *err)
+                     uint64_t top, bool drop, bool *kept, struct ask_error *err)
 {
+    *kept = false;
     const struct sql_ask *a = x->ask;
     struct row *r = &st->rows[heap && st->n == top ? top : st->n];
     r->group = g;
@@ -1136,6 +1155,7 @@ static int offer_row(struct exec *x, struct answer_state *st, struct group *g, b
         if (heap)
             heap_up(st, st->n);
         st->n++;
+        *kept = true;
         return 0;
     }
     if (keep == T_TRUE && cmp_rows(r, &st->rows[0], st) < 0) {
@@ -1143,6 +1163,7 @@ static int offer_row(struct exec *x, struct answer_state *st, struct group *g, b
         st->rows[0] = *r;
         *r = t;
         heap_down(st, 0, st->n);
+        *kept = true;
     }
     held_free(st, r->held);
     if (drop)
@@ -1181,7 +1202,8 @@ int answer_keep_start(struct exec *x)
 
 int answer_keep(struct exec *x, struct group *g, struct ask_error *err)
 {
-    if (offer_row(x, x->keep, g, true, answer_top(x), true, err)) {
+    bool kept;
+    if (offer_row(x, x->keep, g, true, answer_top(x), true, &kept, err)) {
         exec_group_drop(x, g);
         return -1;
     }
@@ -1189,6 +1211,16 @@ int answer_keep(struct exec *x, struct group *g, struct ask_error *err)
         *err = x->answer_err;
         return -1;
     }
+    /* Settled only once kept: what decides its place (ORDER BY, HAVING)
+     * was read from its value counts as they are, and the rest is worth
+     * finishing only for a row that may be answered. A kept row that
+     * leaves later was settled for nothing, but after the first few
+     * thousand groups a heap of a few rows admits few. */
+    if (!kept) /* g was dropped */
+        return 0;
+    if (x->nsettle && answer_settle(x, g, err))
+        return -1; /* g is the heap's: answer_keep_release drops it */
+    g->settled = true;
     return 0;
 }
 
@@ -1248,9 +1280,10 @@ int answer_prepare(struct exec *x, struct ask_error *err)
         if (key_rank_build(x, st, k))
             return ask_fail(err, 500, "internal", "out of memory");
     for (uint32_t i = 0; i < ngroups; i++) {
+        bool kept;
         if (i % BUDGET_CELLS == BUDGET_CELLS - 1 && exec_over_budget(x, err))
             return -1;
-        if (offer_row(x, st, x->groups.all[i], heap, top, false, err))
+        if (offer_row(x, st, x->groups.all[i], heap, top, false, &kept, err))
             return -1;
     }
     if (x->answer_failed) {

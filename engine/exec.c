@@ -172,11 +172,18 @@ static inline int64_t entry_id(uint32_t entry)
  * of a million groups makes a few dozen allocations, not five million
  * (each malloc and free cost more than folding the group's cells). Only a
  * group's value counts own memory of their own. */
-static void group_release(const struct sql_view *v, struct group *g)
+static void group_release(struct exec *x, struct group *g)
 {
-    for (int i = 0; g->vcs && i < v->nvalue_counts; i++)
-        vc_acc_free(&g->vcs[i]);
+    exec_group_vcs_free(x, g);
     scratch_free(g->settled_values);
+}
+
+void exec_group_vcs_free(struct exec *x, struct group *g)
+{
+    for (int i = 0; g->vcs && i < x->v->nvalue_counts; i++) {
+        x->collected_runs -= g->vcs[i].ncoll; /* their room is the next groups' */
+        vc_acc_free(&g->vcs[i]);
+    }
 }
 
 static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; }
@@ -227,7 +234,7 @@ static struct group *group_lay(struct exec *x, char *p, const int64_t *key)
 void exec_group_drop(struct exec *x, struct group *g)
 {
     struct group_map *m = &x->groups;
-    group_release(x->v, g);
+    group_release(x, g);
     g->next_free = m->free;
     m->free = g;
 }
@@ -977,15 +984,17 @@ static int settle_groups(struct exec *x, int64_t limit, struct ask_error *err)
     int rc = 0;
     for (uint32_t i = x->settle_from; i < m->n; i++) {
         struct group *g = m->all[i];
-        if (!rc && !g->settled && g->key[0] <= limit - x->bin_width &&
-            !(x->nsettle && (rc = answer_settle(x, g, err)))) {
-            g->settled = true;
-            x->nsettled++;
+        if (!rc && !g->settled && g->key[0] <= limit - x->bin_width) {
             /* A group of no rows stays for drop_empty_groups (which
              * blames a segment for one below none). */
             if (x->keep && g->counts[0] > 0) {
-                rc = answer_keep(x, g, err); /* takes g either way */
+                x->nsettled++;
+                rc = answer_keep(x, g, err); /* settles g if kept; takes it either way */
                 continue;
+            }
+            if (!(x->nsettle && (rc = answer_settle(x, g, err)))) {
+                g->settled = true;
+                x->nsettled++;
             }
         }
         m->all[to++] = g;
@@ -2055,7 +2064,7 @@ static int drop_empty_groups(struct exec *x, struct ask_error *err)
         if (m->all[i]->counts[0] != 0)
             m->all[kept++] = m->all[i];
         else
-            group_release(x->v, m->all[i]);
+            group_release(x, m->all[i]);
     }
     m->n = kept;
     m->last = NULL;
@@ -2095,7 +2104,7 @@ void exec_free(struct exec *x)
 {
     answer_keep_release(x); /* its groups are in no slab list of their own */
     for (uint32_t i = 0; i < x->groups.n; i++)
-        group_release(x->v, x->groups.all[i]);
+        group_release(x, x->groups.all[i]);
     for (uint32_t i = 0; i < x->groups.nslabs; i++)
         scratch_free(x->groups.slabs[i]);
     scratch_free(x->groups.slabs);

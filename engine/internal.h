@@ -445,8 +445,9 @@ int answer_settle(struct exec *x, struct group *g, struct ask_error *err);
  * goes"), for an ask with LIMIT whose offset + limit is at most
  * ANSWER_KEEP_MAX: a heap of that many rows' worth is made at the start.
  * answer_keep_start sets x->keep when the ask qualifies (0, or -1 when
- * out of memory); answer_keep offers a settled group, which the heap keeps or hands
- * to exec_group_drop, and takes it either way (0, or -1 with err);
+ * out of memory); answer_keep offers a group whose bin is over, which
+ * the heap keeps (and settles: answer_settle) or hands to
+ * exec_group_drop, and takes it either way (0, or -1 with err);
  * answer_keep_end appends the groups kept to x->groups.all for
  * answer_prepare (0, or -1 with err, the state left for
  * answer_keep_release); answer_keep_release drops what is kept (exec_free). */
@@ -459,6 +460,9 @@ void answer_keep_release(struct exec *x);
  * value counts and settled values freed, its slab room made the next new
  * group's. */
 void exec_group_drop(struct exec *x, struct group *g);
+/* Frees group g's value counts and gives their collected runs back to the
+ * ask's (x->collected_runs); cannot fail. */
+void exec_group_vcs_free(struct exec *x, struct group *g);
 /* answer_prepare, then every row to sink; answer_release stays the
  * caller's. */
 int answer_emit(struct exec *x, const struct answer_sink *sink, struct ask_error *err);
@@ -484,6 +488,17 @@ void answer_json_end(struct exec *x, struct buf *out);
 /* PostgreSQL's avg(numeric): sum / count rounded as numeric_div does
  * (select_div_scale's result scale, half away from zero). */
 size_t dec_avg(__int128 sum, int scale, int64_t count, char *buf, size_t len);
+/* Room for dec_avg's longest text: 40 integer digits, a sign, a point and
+ * numeric's largest display scale, 1,000. */
+enum { DEC_AVG_TEXT_CAP = 1100 };
+/* sum / count at scale as a double, within some 1e-15 of the quotient
+ * (relative): for ordering averages (dec_avg_cmp), not for answers. */
+double dec_avg_approx(__int128 sum, int scale, int64_t count);
+/* Compares two averages at one scale as PostgreSQL compares the numerics
+ * avg gives (dec_avg's, rounded): <0, 0, >0. da and db are their
+ * dec_avg_approx; digits are written only when those are too close to
+ * tell (DEC_AVG_CLOSE). Cannot fail. */
+int dec_avg_cmp(__int128 sa, int64_t na, double da, __int128 sb, int64_t nb, double db, int scale);
 /* A scaled integer as the double PostgreSQL's numeric -> float8 gives. */
 double dec_to_double(__int128 v, int scale);
 /* Shortest text that reads back as the same double. */

@@ -6,7 +6,8 @@
  * database) for random instants in four zones, one with an offset in
  * seconds; years outside 0 to 9999 and short buffers against fixed
  * expectations. Averages of exact decimals (engine/numeric.c dec_avg)
- * against psql's text and against long division one digit at a time. */
+ * against psql's text and against long division one digit at a time, and
+ * their order (dec_avg_cmp) against their digits'. */
 #include "engine/internal.h"
 #include "engine/tz.h"
 
@@ -235,4 +236,78 @@ Test(format, averages_as_numeric_div_writes_them)
     char small[5];
     cr_assert_eq(dec_avg(5, 0, 3, small, sizeof small), 18);
     cr_assert_str_eq(small, "1.66");
+}
+
+/* Two decimal texts as reference_avg writes them ("-12.3400"), compared
+ * by value: <0, 0, >0. */
+static int reference_cmp(const char *a, const char *b)
+{
+    int sa = a[0] == '-' ? -1 : 1, sb = b[0] == '-' ? -1 : 1;
+    a += a[0] == '-';
+    b += b[0] == '-';
+    bool za = strspn(a, "0.") == strlen(a), zb = strspn(b, "0.") == strlen(b);
+    if (za || zb) /* "-0.00" is not written, but zero has no sign */
+        return za && zb ? 0 : za ? -sb : sa;
+    if (sa != sb)
+        return sa;
+    size_t ia = strcspn(a, "."), ib = strcspn(b, ".");
+    int c = ia != ib ? (ia < ib ? -1 : 1) : strncmp(a, b, ia);
+    c = (c > 0) - (c < 0);
+    const char *fa = a[ia] ? a + ia + 1 : "", *fb = b[ib] ? b + ib + 1 : "";
+    while (c == 0 && (*fa || *fb)) { /* the fractions, the shorter padded with zeros */
+        char da = *fa ? *fa++ : '0', db = *fb ? *fb++ : '0';
+        c = (da > db) - (da < db);
+    }
+    return sa * c;
+}
+
+/* dec_avg_cmp against the digits compared: random averages, averages a
+ * rounding digit apart or tied only once rounded (large counts around one
+ * quotient), equal quotients of different counts, and signs. */
+Test(format, averages_order_as_their_numerics)
+{
+    char a[1100], b[1100];
+    int near_ties = 0;
+    for (int i = 0; i < 300000; i++) {
+        int scale = (int)rnd(5);
+        __int128 sa, sb;
+        int64_t na, nb;
+        switch (i % 3) {
+        case 0: /* anything */
+            sa = (__int128)(int64_t)rnd(1ULL << 60) - (int64_t)(1ULL << 59);
+            sb = (__int128)(int64_t)rnd(1ULL << 60) - (int64_t)(1ULL << 59);
+            na = 1 + (int64_t)rnd(1ULL << 40);
+            nb = 1 + (int64_t)rnd(1ULL << 40);
+            break;
+        case 1: { /* around one quotient q, a few units of the 16th digit apart */
+            int64_t q = 1 + (int64_t)rnd(1000000);
+            int64_t n0 = rnd(2) ? 1000000000 : 1000000000000;
+            na = n0 + (int64_t)rnd((uint64_t)n0);
+            nb = n0 + (int64_t)rnd((uint64_t)n0);
+            sa = (__int128)q * na + (int64_t)rnd(64) - 32;
+            sb = (__int128)q * nb + (int64_t)rnd(64) - 32;
+            if (rnd(2)) {
+                sa = -sa;
+                sb = -sb;
+            }
+            break;
+        }
+        default: { /* one quotient over two counts */
+            int64_t k = 1 + (int64_t)rnd(1000);
+            na = 1 + (int64_t)rnd(1000000);
+            sa = (__int128)(int64_t)rnd(1ULL << 40) - (int64_t)(1ULL << 39);
+            nb = na * k;
+            sb = sa * k + (rnd(4) == 0 ? 1 : 0);
+            break;
+        }
+        }
+        reference_avg(sa, scale, na, a, sizeof a);
+        reference_avg(sb, scale, nb, b, sizeof b);
+        int want = reference_cmp(a, b);
+        int got = dec_avg_cmp(sa, na, dec_avg_approx(sa, scale, na), sb, nb,
+                              dec_avg_approx(sb, scale, nb), scale);
+        cr_assert_eq((got > 0) - (got < 0), want, "%s against %s: %d", a, b, got);
+        near_ties += i % 3 == 1 && strcmp(a, b) == 0 && sa * nb != sb * na;
+    }
+    cr_assert_gt(near_ties, 100, "only %d averages tied once rounded", near_ties);
 }
