@@ -845,7 +845,7 @@ static int fold_cell(struct exec *x, const struct seg_columns *c, uint32_t i, st
             const int64_t *rows = x->minus ? negated_rows(x, sh->rows + r, n, err) : sh->rows + r;
             if (!rows)
                 return -1;
-            if (n && vc_acc_collect(acc, sh->codes + r, rows, (uint32_t)n))
+            if (n && vc_acc_collect(acc, &x->runs_arena, sh->codes + r, rows, (uint32_t)n))
                 return ask_fail(err, 500, "internal", "out of memory");
             x->collected_runs += (uint64_t)n;
             continue;
@@ -1009,6 +1009,8 @@ static int settle_groups(struct exec *x, int64_t limit, struct ask_error *err)
     }
     if (rc)
         return -1;
+    if (x->settle_from == m->n) /* no group holds collected runs */
+        run_arena_reset(&x->runs_arena);
     if (x->settle_from == m->n && m->table.count >= SETTLED_MAP_FORGET) {
         hashtab_clear(&m->table);
         m->last = NULL;
@@ -2110,6 +2112,7 @@ void exec_free(struct exec *x)
     scratch_free(x->groups.slabs);
     scratch_free(x->groups.all);
     hashtab_free(&x->groups.table);
+    run_arena_free(&x->runs_arena);
     for (int j = 0; x->dims && j < x->v->njoins; j++) {
         for (int c = 0; x->dims[j].cols && c < x->dims[j].ncols; c++) {
             struct dense_col *d = &x->dims[j].cols[c];

@@ -314,9 +314,7 @@ void vc_acc_free(struct vc_acc *a)
     for (uint32_t i = 0; i < a->nsrcs; i++)
         vc_shared_release(a->srcs[i].shared);
     scratch_free(a->srcs);
-    scratch_free(a->coll_codes);
-    scratch_free(a->coll_rows);
-    let_go(a);
+    let_go(a); /* the collected runs are the arena's */
     hashtab_free(&a->hash);
     window_free(a);
     memset(a, 0, sizeof *a);
@@ -464,7 +462,60 @@ int vc_acc_runs(struct vc_acc *a, struct vc_sorted *out)
     return 0;
 }
 
-int vc_acc_collect(struct vc_acc *a, const int64_t *codes, const int64_t *rows, uint32_t n)
+/* bytes (a multiple of 8) from ar, or NULL when out of memory. */
+static void *arena_take(struct run_arena *ar, size_t bytes)
+{
+    while (ar->at < ar->nchunks) {
+        if (ar->sizes[ar->at] - ar->used >= bytes) {
+            void *p = ar->chunks[ar->at] + ar->used;
+            ar->used += bytes;
+            return p;
+        }
+        if (ar->at + 1 == ar->nchunks)
+            break;
+        ar->at++;
+        ar->used = 0;
+    }
+    if (ar->nchunks == ar->cap) {
+        uint32_t cap = ar->cap ? ar->cap * 2 : 8;
+        char **chunks = scratch_realloc(ar->chunks, sizeof *chunks * cap);
+        if (!chunks)
+            return NULL;
+        ar->chunks = chunks;
+        size_t *sizes = scratch_realloc(ar->sizes, sizeof *sizes * cap);
+        if (!sizes)
+            return NULL;
+        ar->sizes = sizes;
+        ar->cap = cap;
+    }
+    size_t size = bytes > RUN_ARENA_CHUNK ? bytes : RUN_ARENA_CHUNK;
+    char *chunk = scratch_malloc(size);
+    if (!chunk)
+        return NULL;
+    ar->chunks[ar->nchunks] = chunk;
+    ar->sizes[ar->nchunks++] = size;
+    ar->at = ar->nchunks - 1;
+    ar->used = bytes;
+    return chunk;
+}
+
+void run_arena_reset(struct run_arena *ar)
+{
+    ar->at = 0;
+    ar->used = 0;
+}
+
+void run_arena_free(struct run_arena *ar)
+{
+    for (uint32_t i = 0; i < ar->nchunks; i++)
+        scratch_free(ar->chunks[i]);
+    scratch_free(ar->chunks);
+    scratch_free(ar->sizes);
+    memset(ar, 0, sizeof *ar);
+}
+
+int vc_acc_collect(struct vc_acc *a, struct run_arena *ar, const int64_t *codes,
+                   const int64_t *rows, uint32_t n)
 {
     if (!a->merges && a->ncoll + (uint64_t)n > VC_COLLECT_MAX) {
         /* The runs so far into the merge, in any order (they go to the
@@ -472,9 +523,7 @@ int vc_acc_collect(struct vc_acc *a, const int64_t *codes, const int64_t *rows, 
         a->merges = true;
         if (a->ncoll && vc_acc_add_runs(a, NULL, a->coll_codes, a->coll_rows, a->ncoll))
             return -1;
-        scratch_free(a->coll_codes);
-        scratch_free(a->coll_rows);
-        a->coll_codes = a->coll_rows = NULL;
+        a->coll_codes = a->coll_rows = NULL; /* left to the arena */
         a->ncoll = a->coll_cap = 0;
     }
     if (a->merges)
@@ -487,14 +536,15 @@ int vc_acc_collect(struct vc_acc *a, const int64_t *codes, const int64_t *rows, 
             cap *= 2;
         if (cap > UINT32_MAX)
             return -1;
-        int64_t *c = scratch_realloc(a->coll_codes, 8 * cap);
-        if (c)
-            a->coll_codes = c;
-        int64_t *r = scratch_realloc(a->coll_rows, 8 * cap);
-        if (r)
-            a->coll_rows = r;
-        if (!c || !r)
+        int64_t *c = arena_take(ar, 16 * cap); /* the codes, then the rows */
+        if (!c)
             return -1;
+        if (a->ncoll) {
+            memcpy(c, a->coll_codes, 8 * (size_t)a->ncoll);
+            memcpy(c + cap, a->coll_rows, 8 * (size_t)a->ncoll);
+        }
+        a->coll_codes = c;
+        a->coll_rows = c + cap;
         a->coll_cap = (uint32_t)cap;
     }
     memcpy(a->coll_codes + a->ncoll, codes, 8 * (size_t)n);

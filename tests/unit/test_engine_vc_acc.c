@@ -456,6 +456,7 @@ static size_t delta_of(int64_t *codes, int64_t *rows, size_t k, struct model *m)
 static void check_picks(int nsources, int nmerged, int64_t range, bool deltas, int collect)
 {
     struct vc_acc a = {0};
+    struct run_arena arena = {0};
     struct model m = {0};
     int64_t codes[600], rows[600];
     for (int s = 0; s < nsources + nmerged; s++) {
@@ -493,10 +494,10 @@ static void check_picks(int nsources, int nmerged, int64_t range, bool deltas, i
                 codes[j] = c2;
                 rows[j] = r2;
             }
-            cr_assert_eq(vc_acc_collect(&a, codes, rows, (uint32_t)k), 0);
+            cr_assert_eq(vc_acc_collect(&a, &arena, codes, rows, (uint32_t)k), 0);
             if (deltas && k && rnd(2)) {
                 size_t d = delta_of(codes, rows, k, &m);
-                cr_assert_eq(vc_acc_collect(&a, codes, rows, (uint32_t)d), 0);
+                cr_assert_eq(vc_acc_collect(&a, &arena, codes, rows, (uint32_t)d), 0);
             }
         } else {
             cr_assert_eq(vc_acc_add_runs(&a, NULL, codes, rows, (int64_t)k), 0);
@@ -527,6 +528,7 @@ static void check_picks(int nsources, int nmerged, int64_t range, bool deltas, i
         cr_assert_geq(code, m.codes[last - 1]);
     }
     vc_acc_free(&a);
+    run_arena_free(&arena);
     free(m.codes);
     free(m.rows);
 }
