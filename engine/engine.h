@@ -40,6 +40,9 @@ struct ask_stats {
     uint32_t where_codes;     /* codes a condition under OR or NOT on one
                                  key was walked for (exec.where_key), each
                                  once however many cells hold it */
+    uint32_t lists_held_whole; /* blocks' decoded value-count lists whose long
+                                  cells groups held in place, not copied
+                                  (SPEC.md §6.1 "Value counts") */
     size_t scratch_peak;      /* the most scratch the ask held at once, its
                                  answer's rows built */
 };

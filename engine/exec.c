@@ -363,6 +363,8 @@ static struct group *group_find_or_add(struct exec *x, const int64_t *key, struc
 struct seg_columns {
     struct store_rows r;
     struct vc_shared **vc_shared; /* per value count: its runs, which groups may hold */
+    bool *held_whole;             /* per value count: long cells are held in
+                                     vc_shared itself, not copied (hold_whole) */
 };
 
 static void seg_free(const struct sql_view *v, struct seg_columns *c)
@@ -371,6 +373,7 @@ static void seg_free(const struct sql_view *v, struct seg_columns *c)
         if (c->vc_shared[k])
             vc_shared_release(c->vc_shared[k]); /* the arrays live on while groups hold them */
     scratch_free(c->vc_shared);
+    scratch_free(c->held_whole);
     store_rows_free(v, &c->r);
     memset(c, 0, sizeof *c);
 }
@@ -771,6 +774,43 @@ static const int64_t *negated_rows(struct exec *x, const int64_t *rows, int64_t 
     return x->minus_rows;
 }
 
+/* Whether the long cells (VC_SOURCE_MIN_RUNS runs or more) of value count
+ * k that groups keep as sources are held in the block's decoded list
+ * itself rather than copied out of it (c->held_whole[k]): when they are
+ * at least three quarters of its runs, the list is mostly theirs, and a
+ * copy would be written, faulted in and held beside it (at half, as many
+ * of the 195 slowest generated percentile asks held more as held less).
+ * The list then counts against
+ * EXEC_SOURCE_RUNS_MAX whole, once. Cells counted are those in [from, to)
+ * that pass (pass, or all when NULL). -1 when out of memory. */
+static int hold_whole(struct exec *x, struct seg_columns *c, const struct store_block *b,
+                      const bool *pass, int64_t from, int64_t to, struct ask_error *err)
+{
+    const struct sql_view *v = x->v;
+    if (!(c->held_whole = scratch_calloc((size_t)v->nvalue_counts + 1, sizeof *c->held_whole)))
+        return ask_fail(err, 500, "internal", "out of memory");
+    for (int k = 0; k < v->nvalue_counts; k++) {
+        struct vc_shared *sh = c->vc_shared[k];
+        if (!c->r.vc_off[k] || !sh || sh->lazy || sh->seeks || x->rows_count[k] < 0 ||
+            x->e->limits.cells_only || x->source_runs + (uint64_t)sh->n > EXEC_SOURCE_RUNS_MAX)
+            continue;
+        uint64_t long_runs = 0;
+        for (uint32_t i = 0; i < c->r.n; i++) {
+            int64_t bucket = b->span_start + c->r.bucket[i] * b->width;
+            int64_t n = c->r.vc_off[k][i + 1] - c->r.vc_off[k][i];
+            if (bucket >= from && bucket < to && (!pass || pass[i]) && n >= VC_SOURCE_MIN_RUNS)
+                long_runs += (uint64_t)n;
+        }
+        if (long_runs * 4 < (uint64_t)sh->n * 3)
+            continue;
+        c->held_whole[k] = true;
+        x->lists_held_whole++;
+        x->source_runs += sh->n;
+        sh->held_runs = &x->source_runs;
+    }
+    return 0;
+}
+
 static int fold_cell(struct exec *x, const struct seg_columns *c, uint32_t i, struct group *g,
                      struct ask_error *err)
 {
@@ -811,13 +851,19 @@ static int fold_cell(struct exec *x, const struct seg_columns *c, uint32_t i, st
          * by position too when the value count is read by percentiles
          * only, up to VC_MAX_DECODED_SOURCES a group: a pick then bisects
          * across the group's cells rather than merging every run of them
-         * into a hash or a window. The cell's runs are copied into a list
-         * of their own, alive until the answer: holding the block's arrays
-         * instead kept every run of the segment for one long cell (the
-         * busiest zones' hours), 65 MiB of the median per New York day by
-         * borough over six months. The ask keeps at most
-         * EXEC_SOURCE_RUNS_MAX such runs; past that, cells are collected or
-         * merge. */
+         * into a hash or a window. Where long cells are most of the
+         * block's list (hold_whole), the group holds the list itself;
+         * otherwise the cell's runs are copied into a list of their own,
+         * alive until the answer: holding the block's arrays for a few
+         * long cells kept every run of the segment (the busiest zones'
+         * hours), 65 MiB of the median per New York day by borough over
+         * six months. The ask keeps at most EXEC_SOURCE_RUNS_MAX such
+         * runs; past that, cells are collected or merge. */
+        if (c->held_whole[k] && n >= VC_SOURCE_MIN_RUNS && acc->nsrcs < VC_MAX_DECODED_SOURCES) {
+            if (vc_acc_add_source(acc, sh, (uint32_t)r, (uint32_t)n, x->minus))
+                return ask_fail(err, 500, "internal", "out of memory");
+            continue;
+        }
         if (x->rows_count[k] >= 0 && !sh->lazy && n >= VC_SOURCE_MIN_RUNS &&
             acc->nsrcs < VC_MAX_DECODED_SOURCES &&
             x->source_runs + (uint64_t)n <= EXEC_SOURCE_RUNS_MAX && !x->e->limits.cells_only) {
@@ -1125,6 +1171,8 @@ static int scan_segment(struct exec *x, const struct store_block *b, int64_t fro
         rc = cursor_failed(err, &serr);
     if (rc == 0)
         rc = share_runs(x, &c, err);
+    if (rc == 0)
+        rc = hold_whole(x, &c, b, pass, from, to, err);
     int64_t *key = x->key; /* 1 + the ask's group keys, as many as the view has */
     int64_t last_bucket = INT64_MIN;
     for (uint32_t i = 0; rc == 0 && i < c.r.n; i++) {

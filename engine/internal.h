@@ -366,6 +366,7 @@ struct exec {
     uint64_t source_runs;     /* runs of decoded lists groups keep as sources */
     uint64_t collected_runs;  /* runs groups collected (vc_acc_collect) */
     struct run_arena runs_arena; /* where they lie */
+    uint32_t lists_held_whole;   /* exec.c hold_whole's, for ask_stats */
     bool folded_deltas;       /* a delta block was folded, or a piece taken
                                  away: groups may be empty */
     /* The segments with deltas the ask folded or whose rows it took away,
