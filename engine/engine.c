@@ -341,6 +341,7 @@ int engine_answer_open(struct engine *e, const struct ask_request *req,
                                          .map_emptied = a->x.map_forgot,
                                          .where_codes = a->x.where_verdicts.count,
                                          .lists_held_whole = a->x.lists_held_whole,
+                                         .blocks_subtracted = a->x.blocks_subtracted,
                                          .scratch_peak = a->budget.peak};
     if (rc && a->budget.exceeded)
         scratch_refusal(a, err);

@@ -43,6 +43,9 @@ struct ask_stats {
     uint32_t lists_held_whole; /* blocks' decoded value-count lists whose long
                                   cells groups held in place, not copied
                                   (SPEC.md §6.1 "Value counts") */
+    uint32_t blocks_subtracted; /* blocks whose key's marginal rows were read
+                                   as the totals less the rows failing the
+                                   conditions (SPEC.md §6.1 "Scan") */
     size_t scratch_peak;      /* the most scratch the ask held at once, its
                                  answer's rows built */
 };

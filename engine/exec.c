@@ -1133,39 +1133,57 @@ static const struct scan_piece *run_piece(struct exec *x, int64_t bucket)
     return p[i].from <= bucket && bucket < p[i].to ? &p[i] : NULL;
 }
 
-/* Folds the cells (or rollup rows) of one block whose bucket lies in
- * [from, to), a stretch of the run's pieces, into their groups. The cursor
- * decodes the columns the ask needs of the rows in range; with a filter,
- * which cells pass is known before their runs are read, so only theirs are
- * (store_rows_load_runs). A
- * rollup's codes stay encoded until a group needs them (struct
- * store_lazy_runs), and so do its rows where rows_count says the groups'
- * totals come without them. */
-static int scan_segment(struct exec *x, const struct store_block *b, int64_t from, int64_t to,
-                        struct ask_error *err)
+/* Which rows of a block scan_family folds. */
+enum fold_which {
+    FOLD_PASSING,   /* those that pass the ask's conditions */
+    FOLD_ALL,       /* every one (a totals family: the conditions are not its) */
+    FOLD_FAILING,   /* those that fail, taken away, when they are few
+                       (subtract_failing); else those that pass */
+};
+
+/* Rows [from, to) of family base (0: the cells) of block b folded into
+ * their groups (which). With FOLD_FAILING, *subtracted tells whether the
+ * failing rows were taken away (the caller then folds the totals) or the
+ * passing ones folded as with FOLD_PASSING. 0, or -1 with err. */
+static int scan_family(struct exec *x, const struct store_block *b, uint16_t base, bool span_rows,
+                       int64_t from, int64_t to, enum fold_which which, bool *subtracted,
+                       struct ask_error *err)
 {
     struct seg_columns c = {0};
-    bool span_rows;
-    uint16_t base = pick_family(x, b, from, to, &span_rows);
-    bool filter_first = x->filters_cells && x->any_vc;
+    bool filter_first = which != FOLD_ALL && x->filters_cells && (x->any_vc || which == FOLD_FAILING);
     struct store_want want = {
         .family = base, .span_rows = span_rows, .from = from, .to = to,
-        .keys = x->need_key, .counts = x->need_count, .sums = x->need_sum, .vcs = x->need_vc,
+        .keys = which == FOLD_ALL ? NULL : x->need_key, /* totals: no key, no condition */
+        .counts = x->need_count, .sums = x->need_sum, .vcs = x->need_vc,
         .defer_runs = true, .lazy_codes = base != 0, .lazy_rows = x->lazy_rows,
     };
     struct store_error serr;
     int rc = store_rows_load(b, &want, &c.r, &serr) ? cursor_failed(err, &serr) : 0;
     bool *pass = NULL;
+    uint32_t npass = 0, nfail = 0;
     if (rc == 0 && filter_first) {
         if (!(pass = scratch_calloc((size_t)c.r.n + 1, sizeof *pass)))
             rc = ask_fail(err, 500, "internal", "out of memory");
         for (uint32_t i = 0; rc == 0 && i < c.r.n; i++) {
             int64_t bucket = b->span_start + c.r.bucket[i] * b->width;
-            if (bucket >= from && bucket < to)
-                rc = cell_passes(x, &c, i, &pass[i], err);
+            if (bucket >= from && bucket < to && (rc = cell_passes(x, &c, i, &pass[i], err)) == 0) {
+                npass += pass[i];
+                nfail += !pass[i];
+            }
             if (rc == 0 && i % BUDGET_CELLS == BUDGET_CELLS - 1)
                 rc = exec_over_budget(x, err);
         }
+    }
+    /* Taken away, the failing rows and the totals' rows (a bucket's one,
+     * or the span's) are folded instead of the passing rows: worth it
+     * when the failing are fewer than half of them. */
+    bool minus = which == FOLD_FAILING && pass && nfail < npass / 2;
+    if (subtracted)
+        *subtracted = minus;
+    if (minus) {
+        for (uint32_t i = 0; i < c.r.n; i++)
+            pass[i] = !pass[i];
+        x->settle_in_block = false; /* the totals come after: settle at the segment's end */
     }
     if (rc == 0 && store_rows_load_runs(b, &want, &c.r, pass, &serr))
         rc = cursor_failed(err, &serr);
@@ -1184,14 +1202,18 @@ static int scan_segment(struct exec *x, const struct store_block *b, int64_t fro
             break;
         last_bucket = bucket;
         x->piece_key = piece->key;
-        bool ok;
+        bool ok = true;
         if (++x->cells_read % BUDGET_CELLS == 0 && (rc = exec_over_budget(x, err)))
             break;
-        if (pass ? !pass[i] : (rc = cell_passes(x, &c, i, &ok, err)) || !ok)
+        if (pass ? !pass[i] : which != FOLD_ALL && ((rc = cell_passes(x, &c, i, &ok, err)) || !ok))
             continue;
         if ((rc = cell_key(x, &c, i, bucket, key, err)))
             break;
+        if (minus) /* then the run's pieces are not taken away (scan_segment) */
+            x->minus = true;
         rc = fold_into_group(x, &c, i, key, err);
+        if (minus)
+            x->minus = false;
         if (rc == 0 && piece->twin) { /* the same cell taken from its twin's bucket */
             key[0] = piece->twin_key != NO_PIECE_KEY ? piece->twin_key : calendar_key(x, bucket);
             x->minus = true;
@@ -1202,6 +1224,61 @@ static int scan_segment(struct exec *x, const struct store_block *b, int64_t fro
     scratch_free(pass);
     seg_free(x->v, &c);
     return rc;
+}
+
+/* Whether an ask may fold a key's marginal rows that fail its conditions
+ * taken away from the totals (scan_segment), rather than the rows that
+ * pass: it groups by no key (a bucket at most), its conditions read that
+ * one key (x->read_key), and everything it folds subtracts exactly
+ * (counts, exact sums, value counts read by percentiles only, which a
+ * pick bisects with rows taken away; not a float sum, nor a min, max or
+ * distinct count, which must not see a value whose rows cancel). Why:
+ * `do_location_id IS NOT NULL` read some 250 zone rows a day where the
+ * totals hold one. */
+static bool plan_subtract_failing(const struct exec *x)
+{
+    if (x->e->limits.cells_only || x->ask->ngroup_keys > 0 || x->read_key < 0 ||
+        x->read_key >= STORE_ROLLUP_MAX_KEYS || !x->filters_cells)
+        return false;
+    for (int k = 0; k < x->v->nsums; k++)
+        if (x->need_sum[k] && x->types[x->v->sums[k].fact_column].type == STORE_TYPE_FLOAT)
+            return false;
+    for (int k = 0; k < x->v->nvalue_counts; k++)
+        if (x->need_vc[k] && x->rows_count[k] < 0)
+            return false;
+    return true;
+}
+
+/* Folds the rows of one block whose bucket lies in [from, to), a stretch
+ * of the run's pieces, into their groups: a rollup family's where one
+ * answers (pick_family), else its cells. The decoder reads the columns the
+ * ask needs of the rows in range; with a filter, which cells pass is known
+ * before their runs are read, so only theirs are (store_rows_load_runs). A
+ * rollup's codes stay encoded until a group needs them (struct
+ * store_lazy_runs), and so do its rows where rows_count says the groups'
+ * totals come without them. A key's marginal rows that mostly pass the
+ * ask's conditions are read as the totals less the rows that fail
+ * (x->subtract_failing). */
+static int scan_segment(struct exec *x, const struct store_block *b, int64_t from, int64_t to,
+                        struct ask_error *err)
+{
+    bool span_rows, subtracted = false;
+    uint16_t base = pick_family(x, b, from, to, &span_rows);
+    uint16_t totals = store_rollup_base(span_rows, -1);
+    uint32_t n;
+    /* The key's marginal rows: its rollup, or the cells of a view of that
+     * one key. */
+    bool marginal = base != 0 ? base == store_rollup_base(span_rows, x->read_key)
+                              : x->v->ncell_keys == 1;
+    bool failing = x->subtract_failing && !x->minus && !x->run_twins && marginal &&
+                   store_block_family(b, totals, x->need_vc, &n);
+    if (scan_family(x, b, base, span_rows, from, to, failing ? FOLD_FAILING : FOLD_PASSING,
+                    &subtracted, err))
+        return -1;
+    x->blocks_subtracted += subtracted;
+    /* A group whose rows all failed is left at none (drop_empty_groups). */
+    x->folded_deltas = x->folded_deltas || subtracted;
+    return subtracted ? scan_family(x, b, totals, span_rows, from, to, FOLD_ALL, NULL, err) : 0;
 }
 
 /* A segment's base block, then each delta block by the same rule (a delta
@@ -1215,7 +1292,7 @@ static int scan_with_deltas(struct exec *x, const struct store_segment *s, int64
      * bucket's: its groups settle bucket by bucket, not at its end. */
     x->settle_in_block = x->settle && s->ndeltas == 0;
     /* A suspect, should a group go below no rows. */
-    if (s->ndeltas > 0 || x->minus || x->run_twins) {
+    if (s->ndeltas > 0 || x->minus || x->run_twins || x->subtract_failing) {
         uint32_t n = x->nsuspects;
         bool again = n > 0 && n <= EXEC_SUSPECTS &&
                      x->suspects[n - 1].width == s->width &&
@@ -2032,6 +2109,7 @@ static int plan_needs(struct exec *x, struct ask_error *err)
     for (int k = 0; k < v->ncell_keys; k++)
         if (x->need_key[k])
             x->read_key = x->read_key == -1 ? k : -2;
+    x->subtract_failing = plan_subtract_failing(x);
     /* A dim condition's texts as ids of the column's dictionary (equal
      * texts, equal ids); a text no dim row ever held matches nothing. */
     for (int k = 0; k < x->b.nconds; k++) {

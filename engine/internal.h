@@ -367,6 +367,8 @@ struct exec {
     uint64_t collected_runs;  /* runs groups collected (vc_acc_collect) */
     struct run_arena runs_arena; /* where they lie */
     uint32_t lists_held_whole;   /* exec.c hold_whole's, for ask_stats */
+    bool subtract_failing;       /* exec.c plan_subtract_failing */
+    uint32_t blocks_subtracted;  /* blocks read as totals less failing rows */
     bool folded_deltas;       /* a delta block was folded, or a piece taken
                                  away: groups may be empty */
     /* The segments with deltas the ask folded or whose rows it took away,
