@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool reserve(struct buf *b, size_t more)
+bool buf_grow(struct buf *b, size_t more)
 {
     if (b->failed)
         return false;
@@ -24,17 +24,6 @@ static bool reserve(struct buf *b, size_t more)
     b->cap = cap;
     return true;
 }
-
-void buf_put(struct buf *b, const void *data, size_t len)
-{
-    if (!reserve(b, len))
-        return;
-    memcpy(b->data + b->len, data, len);
-    b->len += len;
-    b->data[b->len] = '\0';
-}
-
-void buf_puts(struct buf *b, const char *s) { buf_put(b, s, strlen(s)); }
 
 int int64_text(int64_t v, char out[INT64_TEXT_BYTES])
 {
@@ -66,7 +55,7 @@ void buf_printf(struct buf *b, const char *fmt, ...)
     va_start(ap, fmt);
     int n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
-    if (n < 0 || !reserve(b, (size_t)n))
+    if (n < 0 || !buf_grow(b, (size_t)n))
         return;
     va_start(ap, fmt);
     vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
@@ -111,7 +100,7 @@ static int utf8_sequence_at(const unsigned char *p, const unsigned char *end)
 void buf_json_string(struct buf *b, const char *s, size_t len)
 {
     static const char hex[] = "0123456789abcdef";
-    if (!reserve(b, len + 2))
+    if (!buf_grow(b, len + 2))
         return;
     buf_put(b, "\"", 1);
     const unsigned char *p = (const unsigned char *)s, *end = p + len;

@@ -32,9 +32,9 @@ static void json_value(struct buf *out, const struct answer_value *v)
 {
     char tmp[128];
     switch (v->kind) {
-    case ANSWER_NULL: buf_puts(out, "null"); break;
+    case ANSWER_NULL: buf_put(out, "null", 4); break;
     case ANSWER_INT: buf_put_int64(out, v->i); break;
-    case ANSWER_BOOL: buf_puts(out, v->i ? "true" : "false"); break;
+    case ANSWER_BOOL: buf_put(out, v->i ? "true" : "false", v->i ? 4 : 5); break;
     case ANSWER_DECIMAL:
         if (v->json_number)
             buf_put(out, v->text, v->len);
@@ -42,8 +42,7 @@ static void json_value(struct buf *out, const struct answer_value *v)
             buf_json_string(out, v->text, v->len);
         break;
     case ANSWER_DOUBLE:
-        double_format(v->d, tmp, sizeof tmp);
-        buf_puts(out, tmp);
+        buf_put(out, tmp, double_format(v->d, tmp, sizeof tmp));
         break;
     case ANSWER_TEXT: buf_json_string(out, v->text, v->len); break;
     case ANSWER_TIME: {
@@ -64,13 +63,15 @@ static int json_row(void *ctx, const struct answer_value *vals, int ncols, struc
 {
     (void)err;
     struct answer_json *j = ctx;
-    buf_puts(j->out, j->rows++ ? ",[" : "[");
+    if (j->rows++)
+        buf_putc(j->out, ',');
+    buf_putc(j->out, '[');
     for (int c = 0; c < ncols; c++) {
         if (c)
-            buf_puts(j->out, ",");
+            buf_putc(j->out, ',');
         json_value(j->out, &vals[c]);
     }
-    buf_puts(j->out, "]");
+    buf_putc(j->out, ']');
     return 0;
 }
 
