@@ -780,9 +780,9 @@ static const int64_t *negated_rows(struct exec *x, const int64_t *rows, int64_t 
  * at least three quarters of its runs, the list is mostly theirs, and a
  * copy would be written, faulted in and held beside it (at half, as many
  * of the 195 slowest generated percentile asks held more as held less).
- * The list then counts against
- * EXEC_SOURCE_RUNS_MAX whole, once. Cells counted are those in [from, to)
- * that pass (pass, or all when NULL). -1 when out of memory. */
+ * The list then counts against EXEC_SOURCE_RUNS_MAX whole, once. Cells
+ * counted are those in [from, to) that pass (pass, or all when NULL). -1
+ * when out of memory. */
 static int hold_whole(struct exec *x, struct seg_columns *c, const struct store_block *b,
                       const bool *pass, int64_t from, int64_t to, struct ask_error *err)
 {
@@ -1181,8 +1181,10 @@ static int scan_family(struct exec *x, const struct store_block *b, uint16_t bas
     if (subtracted)
         *subtracted = minus;
     if (minus) {
-        for (uint32_t i = 0; i < c.r.n; i++)
-            pass[i] = !pass[i];
+        for (uint32_t i = 0; i < c.r.n; i++) {
+            int64_t bucket = b->span_start + c.r.bucket[i] * b->width;
+            pass[i] = bucket >= from && bucket < to && !pass[i];
+        }
         x->settle_in_block = false; /* the totals come after: settle at the segment's end */
     }
     if (rc == 0 && store_rows_load_runs(b, &want, &c.r, pass, &serr))
