@@ -314,7 +314,9 @@ void vc_acc_free(struct vc_acc *a)
     for (uint32_t i = 0; i < a->nsrcs; i++)
         vc_shared_release(a->srcs[i].shared);
     scratch_free(a->srcs);
-    let_go(a); /* the collected runs are the arena's */
+    if (a->coll_codes)
+        run_arena_give(a->arena, a->coll_codes, a->coll_cap);
+    let_go(a);
     hashtab_free(&a->hash);
     window_free(a);
     memset(a, 0, sizeof *a);
@@ -427,6 +429,7 @@ static int hash_to_sorted(struct vc_acc *a)
     a->coll_rows = kept.coll_rows;
     a->ncoll = kept.ncoll;
     a->coll_cap = kept.coll_cap;
+    a->arena = kept.arena;
     own(a, oc, orows, o);
     a->adds = VC_MERGE_ADDS;
     a->total = total;
@@ -462,9 +465,20 @@ int vc_acc_runs(struct vc_acc *a, struct vc_sorted *out)
     return 0;
 }
 
-/* bytes (a multiple of 8) from ar, or NULL when out of memory. */
-static void *arena_take(struct run_arena *ar, size_t bytes)
+/* The class of a region of cap runs (a power of two). */
+static unsigned arena_class(uint64_t cap) { return (unsigned)__builtin_ctzll(cap); }
+
+/* A region for cap runs (a power of two) from ar, or NULL when out of
+ * memory. */
+static void *arena_take(struct run_arena *ar, uint64_t cap)
 {
+    unsigned k = arena_class(cap);
+    if (k < RUN_ARENA_CLASSES && ar->free[k]) {
+        void *p = ar->free[k];
+        memcpy(&ar->free[k], p, sizeof(void *));
+        return p;
+    }
+    size_t bytes = 16 * (size_t)cap;
     while (ar->at < ar->nchunks) {
         if (ar->sizes[ar->at] - ar->used >= bytes) {
             void *p = ar->chunks[ar->at] + ar->used;
@@ -499,10 +513,20 @@ static void *arena_take(struct run_arena *ar, size_t bytes)
     return chunk;
 }
 
+void run_arena_give(struct run_arena *ar, void *region, uint64_t cap)
+{
+    unsigned k = arena_class(cap);
+    if (k >= RUN_ARENA_CLASSES)
+        return; /* left to the reset */
+    memcpy(region, &ar->free[k], sizeof(void *));
+    ar->free[k] = region;
+}
+
 void run_arena_reset(struct run_arena *ar)
 {
     ar->at = 0;
     ar->used = 0;
+    memset(ar->free, 0, sizeof ar->free);
 }
 
 void run_arena_free(struct run_arena *ar)
@@ -523,29 +547,35 @@ int vc_acc_collect(struct vc_acc *a, struct run_arena *ar, const int64_t *codes,
         a->merges = true;
         if (a->ncoll && vc_acc_add_runs(a, NULL, a->coll_codes, a->coll_rows, a->ncoll))
             return -1;
-        a->coll_codes = a->coll_rows = NULL; /* left to the arena */
+        if (a->coll_codes)
+            run_arena_give(a->arena, a->coll_codes, a->coll_cap);
+        a->coll_codes = a->coll_rows = NULL;
         a->ncoll = a->coll_cap = 0;
     }
     if (a->merges)
         return vc_acc_add_runs(a, NULL, codes, rows, n);
     if (a->ncoll + (uint64_t)n > a->coll_cap) {
-        /* The first list's size, then doubling: most groups of an ask of
-         * a million groups collect one cell of a few runs. */
-        uint64_t cap = a->coll_cap ? a->coll_cap : n;
+        /* The first list's size rounded up to a power of two (4 at
+         * least), then doubling: most groups of an ask of a million groups
+         * collect one cell of a few runs. */
+        uint64_t cap = a->coll_cap ? a->coll_cap : 4;
         while (cap < a->ncoll + (uint64_t)n)
             cap *= 2;
         if (cap > UINT32_MAX)
             return -1;
-        int64_t *c = arena_take(ar, 16 * cap); /* the codes, then the rows */
+        int64_t *c = arena_take(ar, cap); /* the codes, then the rows */
         if (!c)
             return -1;
         if (a->ncoll) {
             memcpy(c, a->coll_codes, 8 * (size_t)a->ncoll);
             memcpy(c + cap, a->coll_rows, 8 * (size_t)a->ncoll);
         }
+        if (a->coll_codes)
+            run_arena_give(ar, a->coll_codes, a->coll_cap);
         a->coll_codes = c;
         a->coll_rows = c + cap;
         a->coll_cap = (uint32_t)cap;
+        a->arena = ar;
     }
     memcpy(a->coll_codes + a->ncoll, codes, 8 * (size_t)n);
     memcpy(a->coll_rows + a->ncoll, rows, 8 * (size_t)n);

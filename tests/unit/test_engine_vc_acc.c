@@ -579,3 +579,25 @@ Test(vc_acc, codes_far_apart_are_bisected_without_overflow)
     }
     vc_acc_free(&a);
 }
+
+/* Regions a group gives back (growing, merging, freed) are taken again by
+ * the next groups: an ask whose groups never settle (calendar days) holds
+ * about the runs it collects, not every region its groups grew out of. */
+Test(vc_acc, the_run_arena_takes_back_the_regions_given_back)
+{
+    struct run_arena arena = {0};
+    int64_t codes[10], rows[10];
+    for (int i = 0; i < 10; i++) {
+        codes[i] = 1000 - i;
+        rows[i] = 1 + i;
+    }
+    for (int g = 0; g < 2000; g++) {
+        struct vc_acc a = {0};
+        for (int batch = 0; batch < 10; batch++) /* 100 runs: regions of 16 to 128 runs */
+            cr_assert_eq(vc_acc_collect(&a, &arena, codes, rows, 10), 0);
+        cr_assert_eq(a.ncoll, 100);
+        vc_acc_free(&a);
+    }
+    cr_assert_eq(arena.nchunks, 1, "%u chunks for one group's runs at a time", arena.nchunks);
+    run_arena_free(&arena);
+}
