@@ -996,7 +996,7 @@ def dashboard_section(modes):
         "session time zone America/New_York over the raw rows.",
         "",
     ]
-    return out
+    return out + profiles_lines(run)
 
 
 # The seed's Straum on its warehouse (seed 000) and the target, ten times
@@ -1122,7 +1122,7 @@ def random_section(modes):
                                   f"{dur_ms(a[key])} against {dur_ms(a['straum_ms'])}"
                                   for a in beat) + ").")
     out += ["", "Where a peer wins: " + (" ".join(wins) if wins else "nowhere.")]
-    return out + [""]
+    return out + [""] + profiles_lines(r)
 
 
 # The seed's Straum under its wide key (seed 000, a month of trips) and the
