@@ -615,6 +615,7 @@ int vc_acc_add_source(struct vc_acc *a, struct vc_shared *shared, uint32_t at, u
 
 struct pick_list {
     struct format_seek codes, cum;
+    struct format_seek_memo codes_memo, cum_memo; /* their last GFOR groups read */
     uint32_t first;           /* element of run 0 */
     uint32_t lo, hi;          /* codes <= v lie in [lo, hi] for v in play */
     uint32_t at;              /* codes <= mid */
@@ -623,24 +624,29 @@ struct pick_list {
     int64_t sign;             /* -1: a source taken away (vc_source.minus) */
 };
 
-/* The number of codes <= v in [l->lo, l->hi] (codes below lo are <= v,
- * those from hi on above it). */
-static inline uint32_t count_at_most(const struct pick_list *l, int64_t v)
+static struct pick_list pick_list_of(struct format_seek codes, struct format_seek cum,
+                                     uint32_t first, uint32_t n, int64_t base, int64_t sign)
 {
-    uint32_t lo = l->lo, hi = l->hi;
-    while (lo < hi) {
-        uint32_t m = lo + (hi - lo) / 2;
-        if (format_seek_get(&l->codes, l->first + m) <= v)
-            lo = m + 1;
-        else
-            hi = m;
-    }
-    return lo;
+    return (struct pick_list){.codes = codes, .cum = cum,
+                              .codes_memo = {.g = FORMAT_SEEK_MEMO_NONE},
+                              .cum_memo = {.g = FORMAT_SEEK_MEMO_NONE},
+                              .first = first, .hi = n, .base = base, .sign = sign};
 }
 
-static inline int64_t rows_through(const struct pick_list *l, uint32_t count)
+/* The number of codes <= v in [l->lo, l->hi] (codes below lo are <= v,
+ * those from hi on above it). */
+static inline uint32_t count_at_most(struct pick_list *l, int64_t v)
 {
-    return count ? l->sign * (format_seek_get(&l->cum, l->first + count - 1) - l->base) : 0;
+    return format_seek_upper_memo(&l->codes, &l->codes_memo, l->first + l->lo, l->first + l->hi,
+                                  v) -
+           l->first;
+}
+
+static inline int64_t rows_through(struct pick_list *l, uint32_t count)
+{
+    return count ? l->sign *
+                       (format_seek_get_memo(&l->cum, &l->cum_memo, l->first + count - 1) - l->base)
+                 : 0;
 }
 
 /* F(v) over the lists, each one's count of codes <= v into its at. */
@@ -669,20 +675,17 @@ static void narrow(struct pick_list *lists, uint32_t nl, int64_t row, int64_t *v
         return;
     double fraction = (double)row / (double)total;
     for (uint32_t i = 0; i < nl; i++) {
-        const struct pick_list *l = &lists[i];
+        struct pick_list *l = &lists[i];
         int64_t mine = rows_through(l, l->hi);
         if (mine <= 0)
             continue;
         int64_t want = (int64_t)(fraction * (double)mine);
-        uint32_t a = 0, b = l->hi - 1; /* the first run whose running rows reach want */
-        while (a < b) {
-            uint32_t m = a + (b - a) / 2;
-            if (format_seek_get(&l->cum, l->first + m) - l->base < want)
-                a = m + 1;
-            else
-                b = m;
-        }
-        int64_t c = format_seek_get(&l->codes, l->first + a);
+        /* The first run whose running rows reach want (the last run if none
+         * before it does). */
+        uint32_t a = format_seek_upper_memo(&l->cum, &l->cum_memo, l->first, l->first + l->hi - 1,
+                                            l->base + want - 1) -
+                     l->first;
+        int64_t c = format_seek_get_memo(&l->codes, &l->codes_memo, l->first + a);
         lo = c < lo ? c : lo;
         hi = c > hi ? c : hi;
     }
@@ -847,9 +850,8 @@ int vc_acc_select(struct vc_acc *a, const struct vc_sorted *merged, int64_t row,
         struct pick_list *l = &lists[nl];
         if (i < a->nsrcs && a->srcs[i].shared->seeks) {
             const struct vc_source *s = &a->srcs[i];
-            *l = (struct pick_list){s->shared->seek.codes, s->shared->seek.cum,
-                                    s->shared->seek_first + s->at, 0, s->n, 0, 0,
-                                    s->minus ? -1 : 1};
+            *l = pick_list_of(s->shared->seek.codes, s->shared->seek.cum,
+                              s->shared->seek_first + s->at, s->n, 0, s->minus ? -1 : 1);
         } else if (i < a->nsrcs) {
             const struct vc_source *s = &a->srcs[i];
             struct vc_shared *sh = s->shared;
@@ -858,19 +860,19 @@ int vc_acc_select(struct vc_acc *a, const struct vc_sorted *merged, int64_t row,
                 scratch_free(merged_cum);
                 return -1;
             }
-            struct format_seek c = {(const uint8_t *)sh->codes, 0, UINT64_MAX, sh->n, 64};
-            struct format_seek r = {(const uint8_t *)sh->cum, 0, UINT64_MAX, sh->n, 64};
-            *l = (struct pick_list){c, r, s->at, 0, s->n, 0, s->at ? sh->cum[s->at - 1] : 0,
-                                    s->minus ? -1 : 1};
+            struct format_seek c = format_seek_array(sh->codes, sh->n);
+            struct format_seek r = format_seek_array(sh->cum, sh->n);
+            *l = pick_list_of(c, r, s->at, s->n, s->at ? sh->cum[s->at - 1] : 0,
+                              s->minus ? -1 : 1);
         } else {
             if (!merged->n)
                 break;
             int64_t sum = 0;
             for (uint32_t j = 0; j < merged->n; j++)
                 merged_cum[j] = sum += merged->rows[j];
-            struct format_seek c = {(const uint8_t *)merged->codes, 0, UINT64_MAX, merged->n, 64};
-            struct format_seek r = {(const uint8_t *)merged_cum, 0, UINT64_MAX, merged->n, 64};
-            *l = (struct pick_list){c, r, 0, 0, merged->n, 0, 0, 1};
+            struct format_seek c = format_seek_array(merged->codes, merged->n);
+            struct format_seek r = format_seek_array(merged_cum, merged->n);
+            *l = pick_list_of(c, r, 0, merged->n, 0, 1);
         }
         if (l->hi == 0)
             continue;

@@ -47,6 +47,7 @@
 #include "format/checksum.h"
 #include "format/column.h"
 #include "format/format.h"
+#include "format/gfor.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -436,7 +437,8 @@ int format_block_seek(const struct format_block *b, int i, bool verify, struct f
     struct format_column_info ci = {0};
     if (column_bytes(b, i, verify, &ci, err) < 0)
         return -1;
-    if (ci.type != FORMAT_I64 || (ci.codec != FORMAT_RAW && ci.codec != FORMAT_BITPACK))
+    if (ci.type != FORMAT_I64 ||
+        (ci.codec != FORMAT_RAW && ci.codec != FORMAT_BITPACK && ci.codec != FORMAT_GFOR))
         return fail_column(err, i, ci.role, ci.index, "a %s column in %s is not read by position",
                            ci.type == FORMAT_I64 ? "i64" : "non-i64", format_codec_name(ci.codec));
     unsigned bits = ci.codec == FORMAT_RAW ? 64 : ci.bits;
@@ -444,9 +446,34 @@ int format_block_seek(const struct format_block *b, int i, bool verify, struct f
      * lies before the trailer: format_seek_get's loads stay in the block. */
     if (bits > 64 || (uint64_t)ci.offset + ci.length + FORMAT_TRAILER_BYTES > b->len)
         return fail_column(err, i, ci.role, ci.index, "bits or bounds out of range");
+    const uint8_t *data = b->base + ci.offset;
+    const uint64_t base = ci.codec == FORMAT_RAW ? 0 : (uint64_t)load_i64(entry_at(b, i) + D_BASE);
+    if (ci.codec == FORMAT_GFOR) {
+        struct gfor_table t;
+        char why[160];
+        if (gfor_open(bits, ci.n, data, ci.length, &t, why, sizeof why) < 0)
+            return fail_column(err, i, ci.role, ci.index, "%s", why);
+        /* The table's loads end inside it or in the stream after it; the
+         * stream's clamp to its last byte keeps its loads in the column and
+         * the trailer (an empty stream: width 0, a load of the trailer). */
+        *out = (struct format_seek){
+            .data = t.stream,
+            .base = base,
+            .mask = t.abits >= 64 ? UINT64_MAX : ((uint64_t)1 << t.abits) - 1,
+            .n = ci.n,
+            .groups = t.entries,
+            .ebits = t.ebits,
+            .abits = (uint8_t)t.abits,
+            .pbits = (uint8_t)t.pbits,
+            .wmax = t.stream_len ? 64 : 0,
+            .pmask = ((uint64_t)1 << t.pbits) - 1,
+            .last = t.stream_len ? t.stream_len - 1 : 0,
+        };
+        return 0;
+    }
     *out = (struct format_seek){
-        .data = b->base + ci.offset,
-        .base = ci.codec == FORMAT_RAW ? 0 : (uint64_t)load_i64(entry_at(b, i) + D_BASE),
+        .data = data,
+        .base = base,
         .mask = bits == 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1,
         .n = ci.n,
         .bits = (uint8_t)bits,
@@ -465,7 +492,8 @@ int format_block_verify(const struct format_block *b, struct format_error *err)
         if (column_bytes(b, i, true, &ci, err) < 0)
             return -1;
         /* RAW, BITPACK and DELTA decode any bytes of the checked length;
-         * PFOR and DPFOR are checked without decoding, LZ4 has to be tried.
+         * PFOR, DPFOR, RICE, DRICE and GFOR are checked without decoding,
+         * LZ4 has to be tried.
          * Open bounded its output to 256 times its length, so this
          * allocation is bounded by the block's size. */
         char why0[WHY_BYTES];

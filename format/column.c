@@ -58,17 +58,23 @@
  *          the exact length, and every position (below n, strictly
  *          ascending; DPFOR: the first 0, gaps at most 128, n - last at most
  *          128) whenever they decode anything, even a slice.
+ * RICE, DRICE  Golomb-Rice codes: format/rice.c.
+ * GFOR     I64 only; a frame of reference per group of 32: format/gfor.c.
  *
  * The SMALLEST policy sizes BITPACK, DELTA, PFOR and DPFOR arithmetically,
  * then lets LZ4 compress straight into the output with room for one byte
  * less than the best so far: no scratch memory, and ties go to RAW,
- * BITPACK, DELTA, PFOR, DPFOR, LZ4 in that order.
+ * BITPACK, DELTA, PFOR, DPFOR, LZ4 in that order. A column marked seekable
+ * takes RAW, BITPACK or GFOR (ties in that order): the codecs read by
+ * position in place. GFOR is tried for those only: it decodes a value at a
+ * time, slower than BITPACK's unpacking for columns decoded whole.
  */
 #include "base/error.h"
 #include "format/column.h"
 
 #include "format/bitpack.h"
 #include "format/bytes.h"
+#include "format/gfor.h"
 #include "format/rice.h"
 
 #include <limits.h>
@@ -115,6 +121,8 @@ const char *format_codec_name(enum format_codec codec)
         return "rice";
     case FORMAT_DRICE:
         return "drice";
+    case FORMAT_GFOR:
+        return "gfor";
     }
     return "unknown";
 }
@@ -122,7 +130,7 @@ const char *format_codec_name(enum format_codec codec)
 bool format_codec_seeks(enum format_codec codec)
 {
     return codec == FORMAT_RAW || codec == FORMAT_BITPACK || codec == FORMAT_RICE ||
-           codec == FORMAT_DRICE;
+           codec == FORMAT_DRICE || codec == FORMAT_GFOR;
 }
 
 const char *column_type_name(unsigned type)
@@ -158,6 +166,7 @@ static bool codec_fits_type(unsigned codec, unsigned type)
     case FORMAT_DPFOR:
     case FORMAT_RICE:
     case FORMAT_DRICE:
+    case FORMAT_GFOR:
         return type == FORMAT_I64;
     }
     return false;
@@ -184,6 +193,9 @@ uint64_t column_bound(enum format_type type, uint32_t n)
     uint64_t rice = type == FORMAT_I64 ? rice_min_length(n) + bitpack_bytes(n, 97) : 0;
     if (rice > patched)
         patched = rice;
+    uint64_t gfor = type == FORMAT_I64 ? gfor_max_length(n) : 0;
+    if (gfor > patched)
+        patched = gfor;
     return patched > bound ? patched : bound;
 }
 
@@ -576,6 +588,7 @@ static int encode_with(const struct format_column *col, enum format_policy polic
 
     struct plan bp = {0}, delta = {0}, pfor = {0}, dpfor = {0};
     struct rice_plan rice = {0}, drice = {0};
+    struct gfor_plan gfor = {0};
     const uint8_t *pfor_values = v; /* what PFOR codes: i128 columns their offsets */
     if (type == FORMAT_I64) {
         plan_bitpack_i64(v, n, &bp);
@@ -588,6 +601,9 @@ static int encode_with(const struct format_column *col, enum format_policy polic
             rice_plan(v, n, false, bp.base, bp.bits, ks, &rice);
             rice_plan(v, n, true, bp.base, bp.bits, ks ? ks + rice_blocks(n) : NULL, &drice);
         }
+        if (codec == FORMAT_GFOR || (codec == COLUMN_CODEC_AUTO &&
+                                     policy == FORMAT_POLICY_SMALLEST && col->seekable))
+            gfor_plan(v, n, &gfor);
     } else if (type == FORMAT_I128) {
         bp = *bp128;
         if (offsets || n == 0) {
@@ -601,7 +617,9 @@ static int encode_with(const struct format_column *col, enum format_policy polic
     if (codec == COLUMN_CODEC_AUTO && policy == FORMAT_POLICY_SMALLEST) {
         /* In tie order: only a strictly smaller encoding replaces one. */
         prefer(enc, &size, FORMAT_BITPACK, bp.ok, bp.size);
-        if (!col->seekable) { /* else read by position: RAW or BITPACK */
+        if (col->seekable && type == FORMAT_I64)
+            prefer(enc, &size, FORMAT_GFOR, true, gfor.size);
+        if (!col->seekable) { /* else read by position: RAW, BITPACK or GFOR */
             prefer(enc, &size, FORMAT_DELTA, delta.ok, delta.size);
             prefer(enc, &size, FORMAT_PFOR, pfor.ok, pfor.size);
             prefer(enc, &size, FORMAT_DPFOR, dpfor.ok, dpfor.size);
@@ -638,6 +656,8 @@ static int encode_with(const struct format_column *col, enum format_policy polic
             size = pfor.size;
         } else if (codec == FORMAT_DPFOR) {
             size = dpfor.size;
+        } else if (codec == FORMAT_GFOR) {
+            size = gfor.size;
         } else if (codec == FORMAT_RICE || codec == FORMAT_DRICE) {
             const struct rice_plan *rp = codec == FORMAT_RICE ? &rice : &drice;
             if (!rp->ok)
@@ -698,6 +718,11 @@ static int encode_with(const struct format_column *col, enum format_policy polic
         rice_write(v, n, enc->codec == FORMAT_DRICE, rp, out);
         break;
     }
+    case FORMAT_GFOR:
+        enc->bits = (uint8_t)gfor.abits;
+        enc->base = gfor.base;
+        gfor_write(v, n, &gfor, out);
+        break;
     case FORMAT_LZ4:
         break; /* written above */
     }
@@ -769,6 +794,16 @@ int column_check(unsigned type, unsigned codec, unsigned bits, int64_t base, uin
         if (n > 0 && length <= rice_min_length(n))
             return error_fmt(why, whylen, "%s length %u leaves no codes for %u values", cname,
                         length, n);
+        return 0;
+    case FORMAT_GFOR:
+        /* The exact length needs the group table: decoders check it. */
+        if (bits > 64)
+            return error_fmt(why, whylen, "gfor minimum width %u exceeds 64", bits);
+        if (n == 0 && (bits != 0 || base != 0 || length != 0))
+            return error_fmt(why, whylen, "gfor column of 0 values with bit width %u, base %lld, "
+                        "length %u; expected all 0", bits, (long long)base, length);
+        if (n > 0 && length < GFOR_HEADER)
+            return error_fmt(why, whylen, "gfor length %u leaves no group table", length);
         return 0;
     case FORMAT_PFOR:
     case FORMAT_DPFOR: {
@@ -954,6 +989,8 @@ int column_check_data(enum format_codec codec, unsigned bits, uint32_t n, const 
 {
     if (codec == FORMAT_RICE || codec == FORMAT_DRICE)
         return rice_check_data(codec == FORMAT_DRICE, bits, n, src, length, why, whylen);
+    if (codec == FORMAT_GFOR)
+        return gfor_check_data(bits, n, src, length, why, whylen);
     if (codec != FORMAT_PFOR && codec != FORMAT_DPFOR)
         return 0;
     struct patched h;
@@ -1091,6 +1128,8 @@ int column_decode_range(enum format_type type, enum format_codec codec, unsigned
     if (codec == FORMAT_RICE || codec == FORMAT_DRICE)
         return rice_decode(codec == FORMAT_DRICE, bits, base, n, first, count, src, length, out,
                            why, whylen);
+    if (codec == FORMAT_GFOR)
+        return gfor_decode(bits, base, n, first, count, src, length, out, why, whylen);
     if (first == 0 && count == n)
         return column_decode(type, codec, bits, base, n, src, length, out, why, whylen);
     /* DELTA and LZ4 run from the start: decode it all, keep the slice. */
@@ -1132,6 +1171,8 @@ int column_decode(enum format_type type, enum format_codec codec, unsigned bits,
     case FORMAT_DRICE:
         return rice_decode(codec == FORMAT_DRICE, bits, base, n, 0, n, src, length, o, why,
                            whylen);
+    case FORMAT_GFOR:
+        return gfor_decode(bits, base, n, 0, n, src, length, o, why, whylen);
     case FORMAT_LZ4: {
         uint8_t none[1];
         int r = LZ4_decompress_safe((const char *)src, raw ? (char *)o : (char *)none,

@@ -36,7 +36,7 @@
 /* Version 2 added the directory checksum (header bytes 12-15, reserved
  * and 0 in version 1): in version 1 a corrupted base, role or count in the
  * directory passed every check a reader makes and changed answers. */
-#define FORMAT_VERSION 5 /* 5: RICE and DRICE widths per block, in the anchors; 4: codecs RICE and DRICE (one width a column), PFOR for i128 columns; 3: codecs PFOR and DPFOR */
+#define FORMAT_VERSION 6 /* 6: codec GFOR; 5: RICE and DRICE widths per block, in the anchors; 4: codecs RICE and DRICE (one width a column), PFOR for i128 columns; 3: codecs PFOR and DPFOR */
 #define FORMAT_HEADER_BYTES 32
 #define FORMAT_DIR_ENTRY_BYTES 40
 #define FORMAT_TRAILER_BYTES 8
@@ -71,8 +71,16 @@ enum format_codec {
                            for columns marked compact (format/rice.c) */
     FORMAT_DRICE = 7,   /* I64 only: deltas as Golomb-Rice codes; descents,
                            large jumps and every 128th value escaped */
+    FORMAT_GFOR = 8,    /* I64 only: a frame of reference per group of
+                           FORMAT_GFOR_GROUP values, each group's smallest
+                           value, width and place in a table: read by
+                           position in place like BITPACK, in fewer bytes
+                           where neighbours lie close (format/gfor.c) */
 };
-#define FORMAT_CODEC_LAST FORMAT_DRICE
+#define FORMAT_CODEC_LAST FORMAT_GFOR
+/* GFOR's group: value i belongs to group i / FORMAT_GFOR_GROUP (why 32:
+ * format/gfor.c). */
+#define FORMAT_GFOR_GROUP 32u
 
 /* Which codecs the encoder may pick for a column. */
 enum format_policy {
@@ -94,7 +102,8 @@ struct format_column {
     bool compact;         /* read rarely: the SMALLEST policy may pick the
                              RICE codecs, smaller but slower to decode */
     bool seekable;        /* read by position (format_block_seek): the
-                             SMALLEST policy picks RAW or BITPACK only */
+                             SMALLEST policy picks RAW, BITPACK or GFOR
+                             only */
 };
 
 struct format_block_info {
@@ -157,8 +166,8 @@ int format_block_decode(const struct format_block *b, int i, void *out,
                         struct format_error *err);
 
 /* Decodes elements [first, first + count) of column i into out, after
- * checking the whole column's checksum; RAW and BITPACK columns read only
- * those elements. Returns 0, or -1 with err (also when the range passes
+ * checking the whole column's checksum; RAW, BITPACK and GFOR columns read
+ * only those elements. Returns 0, or -1 with err (also when the range passes
  * the column's end). */
 int format_block_decode_range(const struct format_block *b, int i, uint32_t first,
                               uint32_t count, void *out, struct format_error *err);
@@ -176,25 +185,156 @@ int format_block_decode_slice(const struct format_block *b, int i, uint32_t firs
 const void *format_block_raw(const struct format_block *b, int i, bool verify,
                              struct format_error *err);
 
-/* An I64 column read by position in place: RAW or BITPACK. */
+/* An I64 column read by position in place: RAW, BITPACK or GFOR. */
 struct format_seek {
-    const uint8_t *data;  /* the column's bytes inside the block */
-    uint64_t base;        /* BITPACK's frame of reference; 0 for RAW */
-    uint64_t mask;        /* the low `bits` bits */
+    const uint8_t *data;  /* RAW, BITPACK: the column's bytes inside the
+                             block; GFOR: its stream */
+    uint64_t base;        /* the frame of reference; 0 for RAW */
+    uint64_t mask;        /* RAW, BITPACK: the low `bits` bits; GFOR: the
+                             low abits bits (when ebits <= 57) */
     uint32_t n;
-    uint8_t bits;         /* 64 for RAW */
+    uint8_t bits;         /* 64 for RAW, BITPACK's width, 0 for GFOR */
+    /* GFOR only (groups NULL otherwise): the group table, its fields'
+     * widths, and the last stream byte a load may start at. */
+    const uint8_t *groups;
+    uint32_t ebits;
+    uint8_t abits, pbits, wmax;
+    uint64_t pmask, last;
 };
 
+/* n int64 values in memory read as a seekable column (RAW). */
+static inline struct format_seek format_seek_array(const int64_t *values, uint32_t n)
+{
+    return (struct format_seek){
+        .data = (const uint8_t *)values, .mask = UINT64_MAX, .n = n, .bits = 64};
+}
+
 /* Column i as a format_seek, after checking its checksum when verify is
- * true. -1 with err when it is not an I64 column in RAW or BITPACK. */
+ * true. -1 with err when it is not an I64 column in RAW, BITPACK or GFOR. */
 int format_block_seek(const struct format_block *b, int i, bool verify, struct format_seek *out,
                       struct format_error *err);
 
-/* Element i (< s->n) of a seekable column. One unaligned 8-byte load, two
- * when the value straddles it: a block ends with its 8-byte trailer, so a
- * load that starts inside a column's bytes stays inside the block. */
-static inline int64_t format_seek_get(const struct format_seek *s, uint32_t i)
+/* The w (<= 64) bits at bit `bit` of p: one unaligned 8-byte load, a
+ * ninth byte when the field straddles it. The caller keeps p + bit / 8 + 8
+ * inside the block (a block ends with its 8-byte trailer). */
+static inline uint64_t format_bits_at(const uint8_t *p, uint64_t bit, unsigned w)
 {
+    uint64_t x;
+    p += bit / 8;
+    unsigned shift = (unsigned)(bit % 8);
+    __builtin_memcpy(&x, p, 8);
+    x >>= shift;
+    if (shift + w > 64)
+        x |= (uint64_t)p[8] << (64 - shift);
+    return w >= 64 ? x : x & (((uint64_t)1 << w) - 1);
+}
+
+/* GFOR group g's entry: its smallest value less the base, its width,
+ * whether its first value is that smallest and where its values start in
+ * the stream. One 8-byte load when the entry fits in 57 bits (any column of
+ * values under 2^49 apart), two otherwise.
+ * A width or position no valid column has is clamped to the stream, so
+ * every load stays in the block whatever the bytes say. */
+struct format_gfor_group {
+    uint64_t min, pos;
+    unsigned w;
+    bool min_first; /* the group's first value is its smallest */
+};
+
+static inline __attribute__((always_inline)) struct format_gfor_group
+format_gfor_group(const struct format_seek *s, uint32_t g)
+{
+    uint64_t ebit = (uint64_t)g * s->ebits, wp;
+    struct format_gfor_group e;
+    if (s->ebits <= 57) {
+        uint64_t x;
+        __builtin_memcpy(&x, s->groups + ebit / 8, 8);
+        x >>= ebit % 8;
+        e.min = x & s->mask;
+        wp = x >> s->abits;
+    } else {
+        e.min = format_bits_at(s->groups, ebit, s->abits);
+        wp = format_bits_at(s->groups, ebit + s->abits, 8u + s->pbits);
+    }
+    e.w = (unsigned)(wp & 127);
+    e.w = e.w > s->wmax ? s->wmax : e.w;
+    e.min_first = (wp >> 7) & 1;
+    e.pos = (wp >> 8) & s->pmask;
+    return e;
+}
+
+/* A GFOR group ready to read: where its values start, their width, mask
+ * and the value to add; direct when each of its values is one 8-byte load
+ * inside the stream (no clamp to the stream, no ninth byte). */
+struct format_gfor_view {
+    uint64_t pos, add, mask;
+    unsigned w;
+    bool direct;
+};
+
+static inline __attribute__((always_inline)) struct format_gfor_view
+format_gfor_view(const struct format_seek *s, const struct format_gfor_group *e)
+{
+    struct format_gfor_view v = {.pos = e->pos, .add = s->base + e->min, .w = e->w};
+    v.mask = e->w >= 64 ? UINT64_MAX : ((uint64_t)1 << e->w) - 1;
+    v.direct = e->w <= 56 && e->pos + (FORMAT_GFOR_GROUP - 1) * e->w < (s->last + 1) * 8;
+    return v;
+}
+
+/* Value j (< 32) of a GFOR group's view. */
+static inline __attribute__((always_inline)) int64_t
+format_gfor_view_value(const struct format_seek *s, const struct format_gfor_view *v, uint32_t j)
+{
+    uint64_t bit = v->pos + (uint64_t)j * v->w;
+    if (v->direct) {
+        uint64_t word;
+        __builtin_memcpy(&word, s->data + bit / 8, 8);
+        return (int64_t)(v->add + ((word >> (bit % 8)) & v->mask));
+    }
+    if (bit / 8 > s->last)
+        bit = s->last * 8;
+    return (int64_t)(v->add + format_bits_at(s->data, bit, v->w));
+}
+
+/* Value j (< 32) of the GFOR group whose entry is e. */
+static inline __attribute__((always_inline)) int64_t
+format_gfor_value(const struct format_seek *s, const struct format_gfor_group *e, uint32_t j)
+{
+    struct format_gfor_view v = format_gfor_view(s, e);
+    return format_gfor_view_value(s, &v, j);
+}
+
+/* The last GFOR group a reader read of one column, ready to read: a reader
+ * that reads one stretch of a column again and again (a pick's list,
+ * narrowing as its bisection does) decodes the entry once, not at every
+ * step. */
+struct format_seek_memo {
+    uint32_t g; /* FORMAT_SEEK_MEMO_NONE: none yet */
+    struct format_gfor_view v;
+};
+#define FORMAT_SEEK_MEMO_NONE UINT32_MAX
+
+static inline __attribute__((always_inline)) const struct format_gfor_view *
+format_gfor_view_memo(const struct format_seek *s, struct format_seek_memo *m, uint32_t g)
+{
+    if (m->g != g) {
+        struct format_gfor_group e = format_gfor_group(s, g);
+        m->v = format_gfor_view(s, &e);
+        m->g = g;
+    }
+    return &m->v;
+}
+
+/* Element i (< s->n) of a seekable column. RAW and BITPACK: one unaligned
+ * 8-byte load, two when the value straddles it. GFOR: its group's entry,
+ * then its value. */
+static inline __attribute__((always_inline)) int64_t format_seek_get(const struct format_seek *s,
+                                                                     uint32_t i)
+{
+    if (s->groups) {
+        struct format_gfor_group e = format_gfor_group(s, i / FORMAT_GFOR_GROUP);
+        return format_gfor_value(s, &e, i % FORMAT_GFOR_GROUP);
+    }
     uint64_t bit = (uint64_t)i * s->bits, w;
     const uint8_t *p = s->data + bit / 8;
     unsigned shift = (unsigned)(bit % 8);
@@ -203,6 +343,79 @@ static inline int64_t format_seek_get(const struct format_seek *s, uint32_t i)
     if (shift + s->bits > 64)
         w |= (uint64_t)p[8] << (64 - shift);
     return (int64_t)(s->base + (w & s->mask));
+}
+
+/* format_seek_get through a memo of the column's last group entry. */
+static inline __attribute__((always_inline)) int64_t
+format_seek_get_memo(const struct format_seek *s, struct format_seek_memo *m, uint32_t i)
+{
+    if (s->groups)
+        return format_gfor_view_value(s, format_gfor_view_memo(s, m, i / FORMAT_GFOR_GROUP),
+                                      i % FORMAT_GFOR_GROUP);
+    return format_seek_get(s, i);
+}
+
+/* The first value of GFOR group g: from its entry alone when that value
+ * is the group's smallest (a group inside one rollup row's ascending
+ * runs), else from the stream. */
+static inline __attribute__((always_inline)) int64_t
+format_gfor_first(const struct format_seek *s, uint32_t g)
+{
+    struct format_gfor_group e = format_gfor_group(s, g);
+    return e.min_first ? (int64_t)(s->base + e.min) : format_gfor_value(s, &e, 0);
+}
+
+/* The first element in [lo, hi) above v, or hi: the elements of [lo, hi)
+ * ascend; the memo keeps the column's last group entry read. A binary
+ * search. In a GFOR column it first finds the group by
+ * the first values of the groups that start inside [lo, hi), most read
+ * from the group table alone (dense: a few cache lines for thousands of
+ * values), then searches that group with its entry read once. */
+static inline uint32_t format_seek_upper_memo(const struct format_seek *s,
+                                              struct format_seek_memo *memo, uint32_t lo,
+                                              uint32_t hi, int64_t v)
+{
+    if (lo >= hi)
+        return lo;
+    if (s->groups) {
+        /* Groups glo + 1 .. ghi start inside the range: find the last of
+         * them whose first value is <= v (glo when none is). */
+        uint32_t glo = lo / FORMAT_GFOR_GROUP, a = glo + 1, b = (hi - 1) / FORMAT_GFOR_GROUP + 1;
+        while (a < b) {
+            uint32_t m = a + (b - a) / 2;
+            if (format_gfor_first(s, m) <= v)
+                a = m + 1;
+            else
+                b = m;
+        }
+        const uint32_t g = a - 1, at = g * FORMAT_GFOR_GROUP;
+        const struct format_gfor_view gv = *format_gfor_view_memo(s, memo, g);
+        uint32_t x = lo > at ? lo - at : 0;
+        uint32_t y = hi - at < FORMAT_GFOR_GROUP ? hi - at : FORMAT_GFOR_GROUP;
+        while (x < y) {
+            uint32_t m = x + (y - x) / 2;
+            if (format_gfor_view_value(s, &gv, m) <= v)
+                x = m + 1;
+            else
+                y = m;
+        }
+        return at + x;
+    }
+    while (lo < hi) {
+        uint32_t m = lo + (hi - lo) / 2;
+        if (format_seek_get(s, m) <= v)
+            lo = m + 1;
+        else
+            hi = m;
+    }
+    return lo;
+}
+
+static inline uint32_t format_seek_upper(const struct format_seek *s, uint32_t lo, uint32_t hi,
+                                         int64_t v)
+{
+    struct format_seek_memo memo = {.g = FORMAT_SEEK_MEMO_NONE};
+    return format_seek_upper_memo(s, &memo, lo, hi, v);
 }
 
 /* Checks the trailer and every column: checksum, and that it decodes. */
@@ -234,7 +447,7 @@ static inline double format_load_f64(const void *p, size_t i)
 size_t format_type_size(enum format_type type);
 const char *format_codec_name(enum format_codec codec);
 /* Whether a slice of a column in this codec costs about its own length: no
- * pass over the values before it (RAW and BITPACK read in place, RICE and
+ * pass over the values before it (RAW, BITPACK and GFOR read in place, RICE and
  * DRICE start at most 127 values back; DELTA, PFOR, DPFOR and LZ4 walk or
  * decode what lies before the slice). */
 bool format_codec_seeks(enum format_codec codec);

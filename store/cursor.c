@@ -6,7 +6,7 @@
  * cost is what the engine measured and kept: only the columns asked for; of
  * a range, only the rows of the buckets in it, found through the family's
  * bucket starts without reading the bucket column; each column a slice, read
- * in place for RAW and BITPACK and from the anchor before for the others
+ * in place for RAW, BITPACK and GFOR and from the anchor before for the others
  * (format_block_decode_slice); value-count codes, and rows a reader can do
  * without, left encoded (struct store_lazy_runs) for a reader that picks a
  * few; and the checksum of each column hashed once per snapshot and thread
@@ -433,7 +433,8 @@ static int seek_column(const struct store_block *b, int i, struct format_seek *o
 {
     struct format_column_info ci = {0};
     format_block_column(&b->block, i, &ci);
-    if (ci.type != FORMAT_I64 || (ci.codec != FORMAT_RAW && ci.codec != FORMAT_BITPACK))
+    if (ci.type != FORMAT_I64 ||
+        (ci.codec != FORMAT_RAW && ci.codec != FORMAT_BITPACK && ci.codec != FORMAT_GFOR))
         return 0;
     const uint8_t *bytes = b->block.base + ci.offset;
     bool known = b->snapshot && store_column_was_checked(b->snapshot, bytes, ci.length,

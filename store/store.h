@@ -43,7 +43,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_FORMAT_VERSION 11 /* 11: no proj database (a dim row is its dense entries); 10: span cells (STORE_ROLLUP_SPAN_CELLS) at the widest width; 9: dense dim columns (the dense database, dim value dictionaries); 8: rollup value counts hold their running rows (STORE_VC_CUMULATIVE) and codes read by position; 7: segment blocks of format 5 (Rice widths per block); 6: segment blocks of format 4 (Rice codes, PFOR sums); 5: segment blocks of format 3 (codecs PFOR, DPFOR); 4: delta blocks; 3: segment blocks of format 2 (a directory checksum) */
+#define STORE_FORMAT_VERSION 12 /* 12: segment blocks of format 6 (GFOR: rollups' codes and running rows by group); 11: no proj database (a dim row is its dense entries); 10: span cells (STORE_ROLLUP_SPAN_CELLS) at the widest width; 9: dense dim columns (the dense database, dim value dictionaries); 8: rollup value counts hold their running rows (STORE_VC_CUMULATIVE) and codes read by position; 7: segment blocks of format 5 (Rice widths per block); 6: segment blocks of format 4 (Rice codes, PFOR sums); 5: segment blocks of format 3 (codecs PFOR, DPFOR); 4: delta blocks; 3: segment blocks of format 2 (a directory checksum) */
 #define STORE_NULL INT64_MIN
 
 /* The times a row's bucket column may hold, in usec since 1970:
@@ -178,7 +178,7 @@ static inline uint16_t store_rollup_base(bool span, int key)
 
 /* A rollup family's value count k also holds its runs' rows as running
  * sums, each row's from its first run: column (base + STORE_ROLE_VC_COUNTS,
- * STORE_VC_CUMULATIVE + k), with the runs' codes, in RAW or BITPACK, so that
+ * STORE_VC_CUMULATIVE + k), with the runs' codes, in RAW, BITPACK or GFOR, so that
  * a percentile finds the rows at or below a value in a row by a binary
  * search, reading neither list whole (SPEC.md §4.3). */
 #define STORE_VC_CUMULATIVE 256
@@ -528,8 +528,8 @@ int store_values_walk(struct store_read *r, int view, int vc, store_value_fn fn,
  * decoding; store_rows_load decodes of one family of that block (the cells,
  * or a rollup family: SPEC.md "Rollups") what the caller asks for, and only
  * that: the columns asked for, and of a range the rows of the buckets in
- * it, found through the family's bucket starts. RAW and BITPACK columns are
- * read in place, the other codecs from the slice's anchor before (format/).
+ * it, found through the family's bucket starts. RAW, BITPACK and GFOR columns
+ * are read in place, the other codecs from the slice's anchor before (format/).
  * A new column role is decoded here once, for every reader.
  *
  * Nothing trusts the bytes: a column missing or of the wrong type or length,

@@ -7,7 +7,7 @@
  * and prints what it reads, one "name value" a line, for the script to
  * compare:
  *
- *   format_version 11
+ *   format_version 12
  *   position 1A/002B3C4D
  *   view trips widths 2
  *   cells 6 3            (width 0, width 1: distinct (bucket, zone) pairs)

@@ -172,7 +172,7 @@ else
   fi
   cat "$tmp/probe.out"
   cat >"$tmp/probe.want" <<'EOF'
-format_version 11
+format_version 12
 position 1A/002B3C4D
 view trips widths 2
 cells 6 3

@@ -410,8 +410,8 @@ static struct vc_shared *source_of(const int64_t *codes, const int64_t *rows, si
     struct vc_shared *s = vc_shared_new(c, cum, (uint32_t)n, NULL);
     cr_assert(s);
     s->seeks = true;
-    s->seek.codes = (struct format_seek){(const uint8_t *)c, 0, UINT64_MAX, (uint32_t)n, 64};
-    s->seek.cum = (struct format_seek){(const uint8_t *)cum, 0, UINT64_MAX, (uint32_t)n, 64};
+    s->seek.codes = format_seek_array(c, (uint32_t)n);
+    s->seek.cum = format_seek_array(cum, (uint32_t)n);
     return s;
 }
 

@@ -79,9 +79,9 @@ Test(format_hostile, header)
     free(buf);
 
     EXPECT_OPEN(put16(buf + 4, 7),
-                "segment block has format version 7; this build reads version 5");
+                "segment block has format version 7; this build reads version 6");
     EXPECT_OPEN(put16(buf + 4, 0),
-                "segment block has format version 0; this build reads version 5");
+                "segment block has format version 0; this build reads version 6");
     EXPECT_OPEN(memcpy(buf, "XXXX", 4),
                 "not a segment block (magic 58585858, expected 42525453)");
     EXPECT_OPEN(put16(buf + 6, 5000),
@@ -597,7 +597,7 @@ Test(format_hostile, pfor_directory_lies)
                 "column 0 (role 1, index 2): codec pfor is not valid for f64 columns");
     EXPECT_OPEN((put8(entry(buf, 0) + E_TYPE, FORMAT_F64), put8(entry(buf, 0) + E_CODEC, 5)),
                 "column 0 (role 1, index 2): codec dpfor is not valid for f64 columns");
-    EXPECT_OPEN(put8(entry(buf, 0) + E_CODEC, 8), "column 0 (role 1, index 2): unknown codec 8");
+    EXPECT_OPEN(put8(entry(buf, 0) + E_CODEC, 9), "column 0 (role 1, index 2): unknown codec 9");
     EXPECT_OPEN((put8(entry(buf, 0) + E_TYPE, FORMAT_I128), put8(entry(buf, 0) + E_CODEC, 6)),
                 "column 0 (role 1, index 2): codec rice is not valid for i128 columns");
     EXPECT_OPEN((put8(entry(buf, 0) + E_CODEC, FORMAT_DRICE), put8(entry(buf, 0) + E_BITS, 24)),
