@@ -323,6 +323,8 @@ def asks_section(modes):
                 "below), on the same trips; PostgreSQL's and Straum's are this run's.", ""]
     out += ["Where a peer wins: " + (" ".join(wins) if wins else
             "nowhere; Straum answers every ask faster than PostgreSQL and DuckDB."), ""]
+    if run.get("beside"):
+        out += ["Beside this run: " + " ".join(run["beside"]), ""]
     out += [
         "How: the ten fixed asks (`tests/kit/taxi_asks.h`), each first checked:",
         "Straum's answer equals PostgreSQL's (rows as sets, decimals digit for",
