@@ -437,8 +437,7 @@ int format_block_seek(const struct format_block *b, int i, bool verify, struct f
     struct format_column_info ci = {0};
     if (column_bytes(b, i, verify, &ci, err) < 0)
         return -1;
-    if (ci.type != FORMAT_I64 ||
-        (ci.codec != FORMAT_RAW && ci.codec != FORMAT_BITPACK && ci.codec != FORMAT_GFOR))
+    if (ci.type != FORMAT_I64 || !format_codec_in_place(ci.codec))
         return fail_column(err, i, ci.role, ci.index, "a %s column in %s is not read by position",
                            ci.type == FORMAT_I64 ? "i64" : "non-i64", format_codec_name(ci.codec));
     unsigned bits = ci.codec == FORMAT_RAW ? 64 : ci.bits;

@@ -133,6 +133,11 @@ bool format_codec_seeks(enum format_codec codec)
            codec == FORMAT_DRICE || codec == FORMAT_GFOR;
 }
 
+bool format_codec_in_place(enum format_codec codec)
+{
+    return codec == FORMAT_RAW || codec == FORMAT_BITPACK || codec == FORMAT_GFOR;
+}
+
 const char *column_type_name(unsigned type)
 {
     switch (type) {

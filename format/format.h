@@ -451,6 +451,9 @@ const char *format_codec_name(enum format_codec codec);
  * DRICE start at most 127 values back; DELTA, PFOR, DPFOR and LZ4 walk or
  * decode what lies before the slice). */
 bool format_codec_seeks(enum format_codec codec);
+/* Whether an I64 column in this codec is read by position in place
+ * (format_block_seek): RAW, BITPACK and GFOR. */
+bool format_codec_in_place(enum format_codec codec);
 /* A slice of a column in a codec that seeks and starting at a multiple of
  * this needs no walk at all: a reader that decodes a column a stretch at a
  * time ends its stretches there (RICE's and DRICE's anchors). */

@@ -433,8 +433,7 @@ static int seek_column(const struct store_block *b, int i, struct format_seek *o
 {
     struct format_column_info ci = {0};
     format_block_column(&b->block, i, &ci);
-    if (ci.type != FORMAT_I64 ||
-        (ci.codec != FORMAT_RAW && ci.codec != FORMAT_BITPACK && ci.codec != FORMAT_GFOR))
+    if (ci.type != FORMAT_I64 || !format_codec_in_place(ci.codec))
         return 0;
     const uint8_t *bytes = b->block.base + ci.offset;
     bool known = b->snapshot && store_column_was_checked(b->snapshot, bytes, ci.length,
