@@ -615,7 +615,6 @@ int vc_acc_add_source(struct vc_acc *a, struct vc_shared *shared, uint32_t at, u
 
 struct pick_list {
     struct format_seek codes, cum;
-    struct format_seek_memo codes_memo, cum_memo; /* their last GFOR groups read */
     uint32_t first;           /* element of run 0 */
     uint32_t lo, hi;          /* codes <= v lie in [lo, hi] for v in play */
     uint32_t at;              /* codes <= mid */
@@ -627,26 +626,20 @@ struct pick_list {
 static struct pick_list pick_list_of(struct format_seek codes, struct format_seek cum,
                                      uint32_t first, uint32_t n, int64_t base, int64_t sign)
 {
-    return (struct pick_list){.codes = codes, .cum = cum,
-                              .codes_memo = {.g = FORMAT_SEEK_MEMO_NONE},
-                              .cum_memo = {.g = FORMAT_SEEK_MEMO_NONE},
-                              .first = first, .hi = n, .base = base, .sign = sign};
+    return (struct pick_list){.codes = codes, .cum = cum, .first = first, .hi = n, .base = base,
+                              .sign = sign};
 }
 
 /* The number of codes <= v in [l->lo, l->hi] (codes below lo are <= v,
  * those from hi on above it). */
-static inline uint32_t count_at_most(struct pick_list *l, int64_t v)
+static inline uint32_t count_at_most(const struct pick_list *l, int64_t v)
 {
-    return format_seek_upper_memo(&l->codes, &l->codes_memo, l->first + l->lo, l->first + l->hi,
-                                  v) -
-           l->first;
+    return format_seek_upper(&l->codes, l->first + l->lo, l->first + l->hi, v) - l->first;
 }
 
-static inline int64_t rows_through(struct pick_list *l, uint32_t count)
+static inline int64_t rows_through(const struct pick_list *l, uint32_t count)
 {
-    return count ? l->sign *
-                       (format_seek_get_memo(&l->cum, &l->cum_memo, l->first + count - 1) - l->base)
-                 : 0;
+    return count ? l->sign * (format_seek_get(&l->cum, l->first + count - 1) - l->base) : 0;
 }
 
 /* F(v) over the lists, each one's count of codes <= v into its at. */
@@ -675,17 +668,16 @@ static void narrow(struct pick_list *lists, uint32_t nl, int64_t row, int64_t *v
         return;
     double fraction = (double)row / (double)total;
     for (uint32_t i = 0; i < nl; i++) {
-        struct pick_list *l = &lists[i];
+        const struct pick_list *l = &lists[i];
         int64_t mine = rows_through(l, l->hi);
         if (mine <= 0)
             continue;
         int64_t want = (int64_t)(fraction * (double)mine);
         /* The first run whose running rows reach want (the last run if none
          * before it does). */
-        uint32_t a = format_seek_upper_memo(&l->cum, &l->cum_memo, l->first, l->first + l->hi - 1,
-                                            l->base + want - 1) -
+        uint32_t a = format_seek_upper(&l->cum, l->first, l->first + l->hi - 1, l->base + want - 1) -
                      l->first;
-        int64_t c = format_seek_get_memo(&l->codes, &l->codes_memo, l->first + a);
+        int64_t c = format_seek_get(&l->codes, l->first + a);
         lo = c < lo ? c : lo;
         hi = c > hi ? c : hi;
     }

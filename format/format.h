@@ -304,27 +304,6 @@ format_gfor_value(const struct format_seek *s, const struct format_gfor_group *e
     return format_gfor_view_value(s, &v, j);
 }
 
-/* The last GFOR group a reader read of one column, ready to read: a reader
- * that reads one stretch of a column again and again (a pick's list,
- * narrowing as its bisection does) decodes the entry once, not at every
- * step. */
-struct format_seek_memo {
-    uint32_t g; /* FORMAT_SEEK_MEMO_NONE: none yet */
-    struct format_gfor_view v;
-};
-#define FORMAT_SEEK_MEMO_NONE UINT32_MAX
-
-static inline __attribute__((always_inline)) const struct format_gfor_view *
-format_gfor_view_memo(const struct format_seek *s, struct format_seek_memo *m, uint32_t g)
-{
-    if (m->g != g) {
-        struct format_gfor_group e = format_gfor_group(s, g);
-        m->v = format_gfor_view(s, &e);
-        m->g = g;
-    }
-    return &m->v;
-}
-
 /* Element i (< s->n) of a seekable column. RAW and BITPACK: one unaligned
  * 8-byte load, two when the value straddles it. GFOR: its group's entry,
  * then its value. */
@@ -345,16 +324,6 @@ static inline __attribute__((always_inline)) int64_t format_seek_get(const struc
     return (int64_t)(s->base + (w & s->mask));
 }
 
-/* format_seek_get through a memo of the column's last group entry. */
-static inline __attribute__((always_inline)) int64_t
-format_seek_get_memo(const struct format_seek *s, struct format_seek_memo *m, uint32_t i)
-{
-    if (s->groups)
-        return format_gfor_view_value(s, format_gfor_view_memo(s, m, i / FORMAT_GFOR_GROUP),
-                                      i % FORMAT_GFOR_GROUP);
-    return format_seek_get(s, i);
-}
-
 /* The first value of GFOR group g: from its entry alone when that value
  * is the group's smallest (a group inside one rollup row's ascending
  * runs), else from the stream. */
@@ -366,14 +335,12 @@ format_gfor_first(const struct format_seek *s, uint32_t g)
 }
 
 /* The first element in [lo, hi) above v, or hi: the elements of [lo, hi)
- * ascend; the memo keeps the column's last group entry read. A binary
- * search. In a GFOR column it first finds the group by
+ * ascend. A binary search. In a GFOR column it first finds the group by
  * the first values of the groups that start inside [lo, hi), most read
  * from the group table alone (dense: a few cache lines for thousands of
  * values), then searches that group with its entry read once. */
-static inline uint32_t format_seek_upper_memo(const struct format_seek *s,
-                                              struct format_seek_memo *memo, uint32_t lo,
-                                              uint32_t hi, int64_t v)
+static inline uint32_t format_seek_upper(const struct format_seek *s, uint32_t lo, uint32_t hi,
+                                         int64_t v)
 {
     if (lo >= hi)
         return lo;
@@ -389,7 +356,8 @@ static inline uint32_t format_seek_upper_memo(const struct format_seek *s,
                 b = m;
         }
         const uint32_t g = a - 1, at = g * FORMAT_GFOR_GROUP;
-        const struct format_gfor_view gv = *format_gfor_view_memo(s, memo, g);
+        const struct format_gfor_group e = format_gfor_group(s, g);
+        const struct format_gfor_view gv = format_gfor_view(s, &e);
         uint32_t x = lo > at ? lo - at : 0;
         uint32_t y = hi - at < FORMAT_GFOR_GROUP ? hi - at : FORMAT_GFOR_GROUP;
         while (x < y) {
@@ -409,13 +377,6 @@ static inline uint32_t format_seek_upper_memo(const struct format_seek *s,
             hi = m;
     }
     return lo;
-}
-
-static inline uint32_t format_seek_upper(const struct format_seek *s, uint32_t lo, uint32_t hi,
-                                         int64_t v)
-{
-    struct format_seek_memo memo = {.g = FORMAT_SEEK_MEMO_NONE};
-    return format_seek_upper_memo(s, &memo, lo, hi, v);
 }
 
 /* Checks the trailer and every column: checksum, and that it decodes. */
