@@ -231,8 +231,8 @@ static inline uint64_t format_bits_at(const uint8_t *p, uint64_t bit, unsigned w
 
 /* GFOR group g's entry: its smallest value less the base, its width,
  * whether its first value is that smallest and where its values start in
- * the stream. One 8-byte load when the entry fits in 57 bits (any column of
- * values under 2^49 apart), two otherwise.
+ * the stream. One 8-byte load when the entry is at most 57 bits (a minimum
+ * and a position of 49 bits together), two otherwise.
  * A width or position no valid column has is clamped to the stream, so
  * every load stays in the block whatever the bytes say. */
 struct format_gfor_group {
