@@ -33,7 +33,7 @@ static size_t fast_count(size_t len, size_t first, size_t n, unsigned bits)
 void bitpack_unpack_add(const uint8_t *in, size_t len, size_t first, size_t n, unsigned bits,
                         uint64_t add, uint8_t *out)
 {
-    const uint64_t mask = bits >= 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1;
+    const uint64_t mask = bitpack_mask(bits);
     size_t fast = fast_count(len, first, n, bits);
     uint64_t off = (uint64_t)first * bits;
     for (size_t i = 0; i < fast; i++, off += bits)
@@ -48,7 +48,7 @@ void bitpack_unpack_add(const uint8_t *in, size_t len, size_t first, size_t n, u
 uint64_t bitpack_unpack_sum(const uint8_t *in, size_t len, size_t first, size_t n,
                             unsigned bits, uint64_t step, uint64_t prev, uint8_t *out)
 {
-    const uint64_t mask = bits >= 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1;
+    const uint64_t mask = bitpack_mask(bits);
     size_t fast = fast_count(len, first, n, bits);
     uint64_t off = (uint64_t)first * bits;
     for (size_t i = 0; i < fast; i++, off += bits) {
@@ -72,7 +72,7 @@ void bitpack_unpack_at(const uint8_t *in, size_t len, size_t first, size_t n, un
         memset(out, 0, n * 8);
         return;
     }
-    const uint64_t mask = bits >= 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1;
+    const uint64_t mask = bitpack_mask(bits);
     size_t fast = fast_count(len, first, n, bits);
     uint64_t off = (uint64_t)first * bits;
     for (size_t i = 0; i < fast; i++, off += bits)

@@ -18,6 +18,12 @@
 /* Bytes taken by n values of `bits` bits (n < 2^32, bits < 256: no overflow). */
 static inline uint64_t bitpack_bytes(uint64_t n, unsigned bits) { return (n * bits + 7) / 8; }
 
+/* The low `bits` bits set (bits <= 64; all 64 at 64). */
+static inline uint64_t bitpack_mask(unsigned bits)
+{
+    return bits >= 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1;
+}
+
 /* The smallest width that holds v (0 for v == 0). */
 static inline unsigned bitpack_width(uint64_t v)
 {

@@ -52,8 +52,6 @@
 
 static uint32_t group_count(uint32_t n) { return n ? (n - 1) / G + 1 : 0; }
 
-static uint64_t mask_of(unsigned w) { return w >= 64 ? UINT64_MAX : ((uint64_t)1 << w) - 1; }
-
 /* The smallest and largest of values [s, e), as unsigned offsets from
  * base (base <= every value, so no offset wraps). */
 static void group_range(const uint8_t *v, uint32_t s, uint32_t e, uint64_t base, uint64_t *lo,
@@ -194,7 +192,7 @@ static inline uint64_t bits_at(const uint8_t *p, uint64_t len, uint64_t bit, uns
     x >>= shift;
     if (shift + w > 64)
         x |= (uint64_t)next << (64 - shift);
-    return x & mask_of(w);
+    return x & bitpack_mask(w);
 }
 
 struct gfor_entry {

@@ -69,8 +69,6 @@ uint64_t rice_min_length(uint32_t n)
     return n ? RICE_HEADER + 4 * (uint64_t)anchor_count(n) : 0;
 }
 
-static uint64_t mask_of(unsigned w) { return w >= 64 ? UINT64_MAX : ((uint64_t)1 << w) - 1; }
-
 /* What value i would code before any width limit: v - base for RICE, the
  * delta for DRICE, or ESCAPE where DRICE always escapes (an anchor, a
  * delta below 1). */
@@ -227,7 +225,7 @@ void rice_write(const uint8_t *v, uint32_t n, bool delta, const struct rice_plan
         } else {
             unsigned q = (unsigned)(t >> k);
             bitpack_put(&w, (uint64_t)1 << q, q + 1);
-            bitpack_put(&w, t & mask_of(k), k);
+            bitpack_put(&w, t & bitpack_mask(k), k);
             at += q + 1 + k;
         }
     }
@@ -249,8 +247,8 @@ static inline uint64_t peek(const uint8_t *s, uint64_t p) { return load_u64(s + 
 static inline uint64_t get_bits(const uint8_t *s, uint64_t p, unsigned w)
 {
     if (w <= 56)
-        return peek(s, p) & mask_of(w);
-    return (peek(s, p) & mask_of(56)) | (peek(s, p + 56) & mask_of(w - 56)) << 56;
+        return peek(s, p) & bitpack_mask(w);
+    return (peek(s, p) & bitpack_mask(56)) | (peek(s, p + 56) & bitpack_mask(w - 56)) << 56;
 }
 
 /* Decodes the code at bit *p of s into r->prev, advancing *p; reads at most
@@ -268,7 +266,7 @@ static inline int decode_one(struct rice_reader *r, const uint8_t *s, uint64_t *
         *p += RICE_QMAX + 1 + r->xbits;
         return 1;
     }
-    uint64_t t = (uint64_t)q << r->k | ((w >> (q + 1)) & mask_of(r->k));
+    uint64_t t = (uint64_t)q << r->k | ((w >> (q + 1)) & bitpack_mask(r->k));
     *p += q + 1 + r->k;
     if (!r->delta) {
         r->prev = r->base + t;
@@ -297,7 +295,7 @@ static inline uint32_t decode_run(struct rice_reader *r, const uint8_t *s, uint6
                                   uint8_t *out)
 {
     const unsigned k = r->k, xbits = r->xbits;
-    const uint64_t kmask = mask_of(k), xmask = mask_of(xbits), base = r->base;
+    const uint64_t kmask = bitpack_mask(k), xmask = bitpack_mask(xbits), base = r->base;
     uint64_t p = *pp, prev = r->prev;
     if (p >= limit)
         return i;
