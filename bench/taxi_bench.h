@@ -60,6 +60,7 @@ struct taxi_env {
     int port;
     int pg_port;  /* straum-serve's --pg-listen port; 0: none */
     pid_t ingest_pid, serve_pid;
+    int64_t serve_exec_ns; /* taxi_now_ns() at straum-serve's last exec by taxi_serve_start */
     int ingest_metrics_port; /* the following ingest's --metrics-listen; 0: none */
     const char *ingest_nice; /* its --nice; NULL: straum-ingest's default */
     /* Figures of the setup. */
@@ -97,13 +98,26 @@ int64_t taxi_wait_store_lsn(struct taxi_env *e, uint64_t lsn, double timeout_s);
 /* A little WAL (pg_logical_emit_message), waited for in the store: the
  * idle following ingest then stores a fresh contact time. 0 or -1. */
 int taxi_touch_store(struct taxi_env *e);
-/* Parses "X/Y". */
+/* Parses "X/Y" (0 for NULL or anything else). */
 uint64_t taxi_parse_lsn(const char *s);
+/* PostgreSQL's WAL insert position, or 0 (printed). */
+uint64_t taxi_insert_lsn(PGconn *c);
 
 /* One-row one-column query; returns a malloc'd string or NULL (printed). */
 char *taxi_pg_value(PGconn *c, const char *sql);
 /* A command; returns 0 or -1 (printed). */
 int taxi_pg_exec(PGconn *c, const char *sql);
+
+/* ---- The logical floor (taxi_floor.c) ------------------------------------ */
+
+/* The pid of the walsender holding a slot, or 0 while none does. */
+pid_t taxi_slot_pid(PGconn *c, const char *slot);
+/* pg_recvlogical receiving a pgoutput slot to end_lsn with straum-ingest's
+ * publication and options: the nanoseconds from exec to its exit, or -1
+ * after printing why. With sender_cpu_s, its walsender's CPU seconds (read
+ * every ms while it runs; -1 if never read). */
+int64_t taxi_floor_ns(struct taxi_env *e, const char *slot, uint64_t end_lsn,
+                      double *sender_cpu_s);
 
 /* ---- Processes (taxi_proc.c) --------------------------------------------- */
 

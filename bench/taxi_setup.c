@@ -202,6 +202,14 @@ uint64_t taxi_parse_lsn(const char *s)
     return ((uint64_t)hi << 32) | (uint64_t)lo;
 }
 
+uint64_t taxi_insert_lsn(PGconn *c)
+{
+    char *v = taxi_pg_value(c, "SELECT pg_current_wal_insert_lsn()");
+    uint64_t lsn = taxi_parse_lsn(v);
+    free(v);
+    return lsn;
+}
+
 static char *read_file(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");
@@ -347,9 +355,7 @@ int64_t taxi_wait_store_lsn(struct taxi_env *e, uint64_t lsn, double timeout_s)
  * idle keepalive only when the server's WAL end moved). */
 int taxi_touch_store(struct taxi_env *e)
 {
-    char *pre = taxi_pg_value(e->conn, "SELECT pg_current_wal_insert_lsn()");
-    uint64_t lsn = taxi_parse_lsn(pre);
-    free(pre);
+    uint64_t lsn = taxi_insert_lsn(e->conn);
     if (!lsn || taxi_pg_exec(e->conn, "SELECT pg_logical_emit_message(false, 'taxi', 'tick')"))
         return -1;
     return taxi_wait_store_lsn(e, lsn, 60) ? 0 : -1;
@@ -394,6 +400,7 @@ int taxi_serve_start(struct taxi_env *e, double timeout_s)
                     e->pg_port ? "--pg-listen" : NULL, pg_listen, NULL};
     if (e->ingest_pid > 0 && taxi_touch_store(e))
         fprintf(stderr, "taxi: the store's position did not move (is straum-ingest following?)\n");
+    e->serve_exec_ns = taxi_now_ns();
     e->serve_pid = taxi_spawn(argv, log);
     if (e->serve_pid <= 0)
         return -1;

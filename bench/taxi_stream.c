@@ -165,14 +165,6 @@ static int64_t asks_p99(const struct asker *a, int which)
 
 /* ---- PostgreSQL and the store ------------------------------------------------- */
 
-static uint64_t insert_lsn(struct taxi_env *e)
-{
-    char *v = taxi_pg_value(e->conn, "SELECT pg_current_wal_insert_lsn()");
-    uint64_t lsn = taxi_parse_lsn(v);
-    free(v);
-    return lsn;
-}
-
 /* The store's position, read through s (opened read-only by the caller). */
 static int store_position(struct store *s, struct store_position *pos)
 {
@@ -241,18 +233,6 @@ static int wait_metrics(struct taxi_env *e, double timeout_s)
 }
 
 /* The walsender's pid serving a slot, or 0 while none is. */
-static pid_t walsender_pid(struct taxi_env *e, const char *slot)
-{
-    char sql[200];
-    snprintf(sql, sizeof sql,
-             "SELECT coalesce(active_pid, 0) FROM pg_replication_slots WHERE slot_name = '%s'",
-             slot);
-    char *v = taxi_pg_value(e->conn, sql);
-    pid_t pid = v ? (pid_t)atoi(v) : 0;
-    free(v);
-    return pid;
-}
-
 /* ---- pgbench and pg_recvlogical ------------------------------------------------ */
 
 /* Starts pgbench on script s for the load seconds; its stdout to out. */
@@ -323,48 +303,6 @@ static int pgbench_wait(pid_t pid, const char *out, long long *txns, double *tps
         return -1;
     }
     return 0;
-}
-
-/* pg_recvlogical receiving the floor slot to end_lsn through pgoutput with
- * ingest's options. Returns the nanoseconds from exec to its exit, or -1;
- * *sender_cpu_s is its walsender's CPU seconds (read every 5 ms while it
- * runs: the decoding's cost, which a busy machine's share does not hide). */
-static int64_t floor_ns(struct taxi_env *e, uint64_t end_lsn, double *sender_cpu_s)
-{
-    char port[16], endpos[32], log[1200];
-    snprintf(port, sizeof port, "%d", pgtmp_port(&e->pg));
-    snprintf(endpos, sizeof endpos, "%X/%X", (unsigned)(end_lsn >> 32), (unsigned)end_lsn);
-    snprintf(log, sizeof log, "%s/pg_recvlogical.log", e->work);
-    char *argv[] = {PG_BIN "pg_recvlogical", "-h", "127.0.0.1", "-p", port, "-U", "postgres",
-                    "-d", "postgres", "--slot", FLOOR_SLOT, "--start", "--no-loop", "-E", endpos,
-                    "-o", "proto_version=2", "-o", "publication_names=straum", "-o",
-                    "binary=true", "-o", "streaming=on", "-f", "/dev/null", NULL};
-    int64_t t0 = taxi_now_ns();
-    pid_t pid = taxi_spawn(argv, log);
-    if (pid < 0)
-        return -1;
-    pid_t sender = 0;
-    *sender_cpu_s = -1;
-    for (;;) {
-        siginfo_t info = {0};
-        if (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) || info.si_pid)
-            break;
-        if (!sender)
-            sender = walsender_pid(e, FLOOR_SLOT);
-        double cpu = sender ? taxi_proc_cpu_s(sender) : -1;
-        if (cpu >= 0)
-            *sender_cpu_s = cpu;
-        usleep(5000);
-    }
-    int status = 0;
-    pid_t r = waitpid(pid, &status, 0);
-    int64_t t = taxi_now_ns() - t0;
-    taxi_track_child(pid, false);
-    if (r != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        fprintf(stderr, "taxi: pg_recvlogical failed (status %d; see %s)\n", status, log);
-        return -1;
-    }
-    return t;
 }
 
 /* ---- One script ---------------------------------------------------------------- */
@@ -458,7 +396,7 @@ static double lag_now(struct taxi_env *e, struct store *st, int64_t load_start_u
     struct store_position pos;
     if (store_position(st, &pos))
         return -1;
-    if (pos.lsn >= insert_lsn(e))
+    if (pos.lsn >= taxi_insert_lsn(e->conn))
         return 0;
     int64_t since = pos.commit_time > load_start_us ? pos.commit_time : load_start_us;
     double lag = (double)(unix_us() - since) / 1e6;
@@ -493,10 +431,10 @@ static int run_script(struct taxi_env *e, const struct script *s, long long maxi
     pid_t pb = pgbench_start(e, s, maxid, out);
     if (pb < 0 || pgbench_wait(pb, out, &r->txns, &r->tps))
         return -1;
-    uint64_t end = insert_lsn(e);
+    uint64_t end = taxi_insert_lsn(e->conn);
 
     /* 2. The floor. */
-    r->floor = floor_ns(e, end, &r->floor_sender_cpu_s);
+    r->floor = taxi_floor_ns(e, FLOOR_SLOT, end, &r->floor_sender_cpu_s);
     taxi_pg_exec(e->conn, "SELECT pg_drop_replication_slot('" FLOOR_SLOT "')");
     if (r->floor < 0)
         return -1;
@@ -513,7 +451,7 @@ static int run_script(struct taxi_env *e, const struct script *s, long long maxi
     }
     r->apply = done - t0;
     r->apply_cpu_s = taxi_proc_cpu_s(e->ingest_pid);
-    pid_t sender = walsender_pid(e, "straum"); /* started with this ingest */
+    pid_t sender = taxi_slot_pid(e->conn, "straum"); /* started with this ingest */
     r->apply_sender_cpu_s = sender ? taxi_proc_cpu_s(sender) : -1;
     r->apply_hwm_kib = taxi_proc_kib(e->ingest_pid, "VmHWM");
     if (wait_metrics(e, 10))
@@ -548,7 +486,7 @@ static int run_script(struct taxi_env *e, const struct script *s, long long maxi
             break; /* WNOWAIT: the exit stays for pgbench_wait */
         int64_t now = taxi_now_ns();
         if (now >= next_sample) {
-            samples_add(&hist, now, insert_lsn(e));
+            samples_add(&hist, now, taxi_insert_lsn(e->conn));
             next_sample += SAMPLE_EVERY_MS * 1000000LL;
         }
         if (now >= next) {
@@ -569,7 +507,7 @@ static int run_script(struct taxi_env *e, const struct script *s, long long maxi
     r->load2_s = (double)(load_end - load_start) / 1e9;
     r->machine2_busy_s = busy0 >= 0 && busy1 >= 0 ? busy1 - busy0 : -1;
     r->sender2_cpu_s = sender0 >= 0 && sender1 >= 0 ? sender1 - sender0 : -1;
-    uint64_t end2 = insert_lsn(e);
+    uint64_t end2 = taxi_insert_lsn(e->conn);
     samples_add(&hist, taxi_now_ns(), end2);
     r->lag_end_s = lag_now(e, st, load_start_us);
     if (r->lag_end_s > r->lag_max_s)

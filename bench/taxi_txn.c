@@ -135,9 +135,7 @@ static uint64_t update_txn(PGconn *c, long long n, int64_t *commit_ns)
              "UPDATE yellow_trips SET fare_amount = fare_amount + 0.01 WHERE id <= %lld", n);
     if (taxi_pg_exec(c, "BEGIN") || taxi_pg_exec(c, sql))
         return 0;
-    char *pre = taxi_pg_value(c, "SELECT pg_current_wal_insert_lsn()");
-    uint64_t lsn = taxi_parse_lsn(pre);
-    free(pre);
+    uint64_t lsn = taxi_insert_lsn(c);
     if (taxi_pg_exec(c, "COMMIT"))
         return 0;
     *commit_ns = taxi_now_ns();

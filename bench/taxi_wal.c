@@ -169,21 +169,6 @@ static int wal_counters(PGconn *w, uint64_t *lsn, long long *records, long long 
     return *lsn ? 0 : -1;
 }
 
-/* The pid of the walsender holding a slot, or 0 while none does. */
-static pid_t slot_pid(PGconn *c, const char *slot)
-{
-    char sql[200];
-    snprintf(sql, sizeof sql,
-             "SELECT coalesce(active_pid, 0) FROM pg_replication_slots WHERE slot_name = '%s'",
-             slot);
-    PGresult *r = PQexec(c, sql);
-    pid_t pid = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1
-                    ? (pid_t)atoi(PQgetvalue(r, 0, 0))
-                    : 0;
-    PQclear(r);
-    return pid;
-}
-
 static uint64_t slot_restart(PGconn *c, const char *slot)
 {
     char sql[200];
@@ -201,7 +186,7 @@ static uint64_t slot_restart(PGconn *c, const char *slot)
 static int wait_slot_free(PGconn *c, const char *slot)
 {
     int64_t deadline = taxi_now_ns() + 30 * 1000000000LL;
-    while (slot_pid(c, slot)) {
+    while (taxi_slot_pid(c, slot)) {
         if (taxi_now_ns() > deadline) {
             fprintf(stderr, "taxi: the slot %s is still held after 30 s\n", slot);
             return -1;
@@ -288,7 +273,7 @@ static int catch_up(struct taxi_env *e, const struct side *s, struct catch_up *c
         if (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) || info.si_pid)
             break; /* WNOWAIT: the exit stays for wait4 and its rusage */
         if (!sender)
-            sender = slot_pid(e->conn, s->slot);
+            sender = taxi_slot_pid(e->conn, s->slot);
         double cpu = sender ? taxi_proc_cpu_s(sender) : -1;
         if (cpu >= 0)
             c->sender_cpu_s = cpu;

@@ -28,9 +28,7 @@ static uint64_t one_commit(struct taxi_env *e, const char *sql, int64_t *commit_
 {
     if (taxi_pg_exec(e->conn, "BEGIN") || taxi_pg_exec(e->conn, sql))
         return 0;
-    char *pre = taxi_pg_value(e->conn, "SELECT pg_current_wal_insert_lsn()");
-    uint64_t lsn = pre ? taxi_parse_lsn(pre) : 0;
-    free(pre);
+    uint64_t lsn = taxi_insert_lsn(e->conn);
     if (taxi_pg_exec(e->conn, "COMMIT"))
         return 0;
     *commit_ns = taxi_now_ns();
