@@ -378,8 +378,8 @@ int bulk_drain(struct bulk *b, const struct bulk_sink *sink, struct store_error 
                 codes[first + j] = runs[first + j].code;
                 rows[first + j] = runs[first + j].rows;
             }
-            vcs[k] = (struct vc_runs){codes + first, rows + first, (uint32_t)n, (uint32_t)n,
-                                      (uint32_t)n};
+            vcs[k] = (struct vc_runs){.codes = codes + first, .rows = rows + first,
+                                      .n = (uint32_t)n, .cap = (uint32_t)n, .sorted = (uint32_t)n};
         }
         if (rc == 0)
             rc = sink->cell(sink->ctx, *cell_time(b, c), cell_keys(b, c), cell_counts(b, c),

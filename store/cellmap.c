@@ -84,9 +84,12 @@ static struct cell *cell_new(struct cellmap *m, uint32_t bucket, const int64_t *
     return c;
 }
 
+static bool runs_inline(const struct vc_runs *r) { return r->codes == r->one; }
+
 static void runs_free(struct vc_runs *r)
 {
-    free(r->codes); /* rows too */
+    if (!runs_inline(r))
+        free(r->codes); /* rows too */
     *r = (struct vc_runs){0};
 }
 
@@ -205,12 +208,23 @@ static struct cell *find_or_add(struct cellmap *m, uint32_t bucket, const int64_
 /* Room for want runs. A cell's codes and rows share one allocation (codes,
  * then rows from codes + cap): one malloc and one free per value count of
  * a cell, where two were a fifth of a load's drain and encode threads
- * (perf: malloc, free and their chunk merging). */
+ * (perf: malloc, free and their chunk merging). A cell's first run sits
+ * in the cell itself (r->one; cells never move in their slab, so the
+ * pointers to it hold): under a key nearly unique per row most cells hold
+ * one run per value count, and their mallocs were most of a load's memory
+ * (the warehouse's tasks: a 64-day segment of 9 million cells decoded
+ * whole at a fold). */
 static int runs_reserve(struct vc_runs *r, uint32_t want)
 {
     if (want <= r->cap)
         return 0;
-    uint32_t cap = r->cap ? r->cap * 2 : 4;
+    if (r->cap == 0 && want == 1) {
+        r->codes = &r->one[0];
+        r->rows = &r->one[1];
+        r->cap = 1;
+        return 0;
+    }
+    uint32_t cap = r->cap > 1 ? r->cap * 2 : 4;
     while (cap < want)
         cap *= 2;
     int64_t *codes = malloc(2 * (size_t)cap * sizeof *codes);
@@ -220,7 +234,8 @@ static int runs_reserve(struct vc_runs *r, uint32_t want)
         memcpy(codes, r->codes, r->n * sizeof *codes);
         memcpy(codes + cap, r->rows, r->n * sizeof *codes);
     }
-    free(r->codes);
+    if (!runs_inline(r))
+        free(r->codes);
     r->codes = codes;
     r->rows = codes + cap;
     r->cap = cap;
@@ -329,7 +344,8 @@ static int settle_runs(struct cellmap *m, struct vc_runs *r, struct store_error 
     for (uint32_t i = 0; i < t; i++)
         tail[i] = (struct code_run){r->codes[r->sorted + i], r->rows[r->sorted + i]};
     int64_t k = store_runs_merge(tail, t, err);
-    struct vc_runs add = {mem, mem + t, (uint32_t)(k > 0 ? k : 0), t, (uint32_t)(k > 0 ? k : 0)};
+    struct vc_runs add = {.codes = mem, .rows = mem + t, .n = (uint32_t)(k > 0 ? k : 0),
+                          .cap = t, .sorted = (uint32_t)(k > 0 ? k : 0)};
     for (int64_t i = 0; i < k; i++) {
         add.codes[i] = tail[i].code;
         add.rows[i] = tail[i].rows;

@@ -133,9 +133,12 @@ int store_txn_begin(struct store *s, unsigned flags, MDB_txn **txn, struct store
 
 struct vc_runs {
     int64_t *codes;
-    int64_t *rows;   /* in a cell, in codes' allocation (at codes + cap) */
+    int64_t *rows;   /* in a cell, in codes' allocation (at codes + cap), or
+                        one[1] while its one run sits in one */
     uint32_t n, cap;
     uint32_t sorted; /* in a cell, runs [sorted, n) are appended, not yet merged (cellmap.c) */
+    int64_t one[2];  /* in a cell of cap 1: its run's code and rows, codes
+                        and rows pointing here (cellmap.c runs_reserve) */
 };
 
 struct cell {
