@@ -1038,9 +1038,16 @@ def warehouse_section(modes):
     crow = []
     for c in w["changes"]:
         crow.append([c["change"], count(c["rows"]), f"**{dur_ms(c['applied_ms'])}**",
+                     dur_ms(c["ingest_cpu_s"] * 1000), dur_ms(c["walsender_cpu_s"] * 1000),
                      "yes" if c["asks_equal"] else "**no**"] + seed(c["change"], c["applied_ms"]))
-    out += table(["Change, one transaction", "Rows", "Commit to applied", "Asks equal after",
-                  "Seed's Straum", "Target", "Met"], crow) + [""]
+    out += table(["Change, one transaction", "Rows", "Commit to applied", "Ingest's CPU",
+                  "Its walsender's CPU", "Asks equal after", "Seed's Straum", "Target", "Met"],
+                 crow) + [""]
+    out += ["*Ingest's CPU* and *its walsender's CPU*: the CPU time straum-ingest and the "
+            "walsender decoding for it (PostgreSQL's logical decoding and pgoutput) spent from "
+            "the change's BEGIN until it was applied (each thread's /proc schedstat): the walsender decodes a "
+            "transaction's rows as they are written and sends them once it commits, so where "
+            "its CPU passes ingest's, commit to applied waits on PostgreSQL.", ""]
     views = {v["name"]: v for v in w["store"]["views"]}
     def view_bytes(name):
         return sum(x["bytes"] for x in views[name]["widths"]) if name in views else 0
@@ -1162,10 +1169,18 @@ def wide_section(modes):
     out = ["## Wide key", "", run_line(run) + " The view: `bench/taxi_wide_views.sql`.", ""]
     out += table(["Ask", "Groups", "Equal", "PostgreSQL", "Straum", "PostgreSQL / Straum",
                   "Seed's Straum", "Target", "Met"], rows) + [""]
-    srows = [[s["step"], f"**{dur_ms(s['applied_ms'])}**", "yes" if s["asks_equal"] else "**no**"]
+    def cpu(s, k):
+        return dur_ms(s[k] * 1000) if k in s else ""
+    srows = [[s["step"], f"**{dur_ms(s['applied_ms'])}**", cpu(s, "ingest_cpu_s"),
+              cpu(s, "walsender_cpu_s"), "yes" if s["asks_equal"] else "**no**"]
              + seed(s["step"], s["applied_ms"]) for s in w["steps"]]
-    out += table(["Step", "Commit to applied", "Asks equal after", "Seed's Straum", "Target",
-                  "Met"], srows) + [""]
+    out += table(["Step", "Commit to applied", "Ingest's CPU", "Its walsender's CPU",
+                  "Asks equal after", "Seed's Straum", "Target", "Met"], srows) + [""]
+    out += ["*Ingest's CPU* and *its walsender's CPU* (each one-commit step): the time "
+            "straum-ingest's threads and the walsender decoding for it ran from the step's "
+            "BEGIN until it was applied (/proc schedstat); the rest of commit to applied is "
+            "waiting: for the commit's WAL flush, the walsender's wake-up, the wire, and "
+            "the store's own commit to disk.", ""]
     widths = w["store"]["views"][0]["widths"]
     out += ["Cells per width: " + ", ".join(f"{x['width']} {count(x['cells'])}" for x in widths)
             + f"; the store {mib(w['store']['file_bytes'])}.",

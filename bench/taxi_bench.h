@@ -132,6 +132,10 @@ void taxi_stop_pid(pid_t pid, double timeout_s);
 long taxi_proc_kib(pid_t pid, const char *field);
 /* User plus system CPU seconds of a running process (/proc/PID/stat), or -1. */
 double taxi_proc_cpu_s(pid_t pid);
+/* The same to the nanosecond: the time its threads ran, summed over
+ * /proc/PID/task/TID/schedstat (a thread that ended is not counted), or
+ * -1. For spans of a few ms, where clock ticks (10 ms) say nothing. */
+double taxi_proc_run_s(pid_t pid);
 /* The CPU seconds every core of the machine has spent busy since boot
  * (/proc/stat: all but idle and iowait), or -1. */
 double taxi_machine_busy_s(void);

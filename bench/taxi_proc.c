@@ -6,6 +6,7 @@
 #include "bench/taxi_bench.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -179,6 +180,30 @@ double taxi_proc_cpu_s(pid_t pid)
                      &st) != 2)
         return -1;
     return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+double taxi_proc_run_s(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return -1;
+    unsigned long long ns = 0;
+    for (struct dirent *t; (t = readdir(d));) {
+        if (t->d_name[0] == '.')
+            continue;
+        char stat[320];
+        snprintf(stat, sizeof stat, "/proc/%d/task/%s/schedstat", (int)pid, t->d_name);
+        FILE *f = fopen(stat, "r");
+        unsigned long long run = 0;
+        if (f && fscanf(f, "%llu", &run) == 1)
+            ns += run; /* a thread gone meanwhile counts nothing */
+        if (f)
+            fclose(f);
+    }
+    closedir(d);
+    return (double)ns / 1e9;
 }
 
 double taxi_machine_busy_s(void)

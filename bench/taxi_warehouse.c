@@ -14,7 +14,10 @@
  *     and timed in PostgreSQL too: p50, p90, p99, max, the slowest five;
  *   - the seed's seven changes, each one transaction timed from COMMIT's
  *     return until the store's position passes the WAL position taken just
- *     before COMMIT, the seed's asks checked again after each. */
+ *     before COMMIT, the seed's asks checked again after each; beside it
+ *     the CPU seconds straum-ingest and its walsender (PostgreSQL's logical
+ *     decoding) spent from BEGIN to applied (schedstat), which say
+ *     whose work the time is. */
 #include "bench/taxi_bench.h"
 #include "tests/kit/answer.h"
 #include "tests/kit/taxi_asks.h"
@@ -226,14 +229,17 @@ static int generated_asks(struct taxi_env *e, struct http_client *http, cJSON *w
 
 static int changes(struct taxi_env *e, struct http_client *http, cJSON *w)
 {
-    printf("\n| Change | Rows | Applied | Asks equal |\n|---|---|---|---|\n");
+    printf("\n| Change | Rows | Applied | Ingest CPU | Its walsender's CPU | Asks equal |\n"
+           "|---|---|---|---|---|---|\n");
     cJSON *arr = cJSON_AddArrayToObject(w, "changes");
     /* pgtmp turns synchronous_commit off; the commit is flushed here at
      * once, as a primary's would be (taxi_txn.c). */
     if (taxi_pg_exec(e->conn, "SET synchronous_commit = on"))
         return -1;
+    pid_t sender = taxi_slot_pid(e->conn, "straum"); /* the following ingest's walsender */
     for (int c = 0; c < WAREHOUSE_NCHANGES; c++) {
         const struct warehouse_change *ch = &WAREHOUSE_CHANGES[c];
+        double ingest_cpu0 = taxi_proc_run_s(e->ingest_pid), sender_cpu0 = taxi_proc_run_s(sender);
         if (taxi_pg_exec(e->conn, "BEGIN"))
             return -1;
         PGresult *r = PQexec(e->conn, ch->sql);
@@ -252,19 +258,24 @@ static int changes(struct taxi_env *e, struct http_client *http, cJSON *w)
             fprintf(stderr, "taxi: %s: not applied within 600 s\n", ch->name);
             return -1;
         }
+        double ingest_cpu = taxi_proc_run_s(e->ingest_pid) - ingest_cpu0,
+               sender_cpu = taxi_proc_run_s(sender) - sender_cpu0;
         bool equal = true;
         for (int i = 0; i < WAREHOUSE_NASKS && equal; i++) {
             struct taxi_ask a = as_taxi_ask(&WAREHOUSE_ASKS[i]);
             equal = taxi_check_ask(e, &a, i, http) >= 0;
         }
         char t[32], n[32];
-        printf("| %s | %s | %s | %s |\n", ch->name, taxi_format_count(rows, n, sizeof n),
-               taxi_format_ns(applied - commit, t, sizeof t), equal ? "yes" : "NO");
+        printf("| %s | %s | %s | %.3f s | %.3f s | %s |\n", ch->name,
+               taxi_format_count(rows, n, sizeof n), taxi_format_ns(applied - commit, t, sizeof t),
+               ingest_cpu, sender_cpu, equal ? "yes" : "NO");
         fflush(stdout);
         cJSON *j = cJSON_CreateObject();
         cJSON_AddStringToObject(j, "change", ch->name);
         cJSON_AddNumberToObject(j, "rows", (double)rows);
         cJSON_AddNumberToObject(j, "applied_ms", (double)(applied - commit) / 1e6);
+        cJSON_AddNumberToObject(j, "ingest_cpu_s", ingest_cpu);
+        cJSON_AddNumberToObject(j, "walsender_cpu_s", sender_cpu);
         cJSON_AddBoolToObject(j, "asks_equal", equal);
         cJSON_AddItemToArray(arr, j);
         if (!equal)

@@ -123,7 +123,9 @@ static int steps(struct taxi_env *e, struct http_client *http, cJSON *w)
 {
     if (taxi_pg_exec(e->conn, "SET synchronous_commit = on"))
         return -1;
-    printf("\n| Step | Commit to applied | Asks equal after |\n|---|---|---|\n");
+    printf("\n| Step | Commit to applied | Ingest CPU | Its walsender's CPU | Asks equal after |\n"
+           "|---|---|---|---|---|\n");
+    pid_t sender = taxi_slot_pid(e->conn, "straum"); /* the following ingest's walsender */
     cJSON *arr = cJSON_AddArrayToObject(w, "steps");
     /* 200 commits of five trips each, back to back. */
     int64_t first = 0, commit = 0;
@@ -146,7 +148,7 @@ static int steps(struct taxi_env *e, struct http_client *http, cJSON *w)
         return -1;
     bool equal = asks_equal_again(e, http);
     char t[32];
-    printf("| %d streamed commits, five trips each | %s | %s |\n", WIDE_STREAMED,
+    printf("| %d streamed commits, five trips each | %s | | | %s |\n", WIDE_STREAMED,
            taxi_format_ns(applied - first, t, sizeof t), equal ? "yes" : "NO");
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "step", "200 streamed commits, five trips each");
@@ -154,16 +156,24 @@ static int steps(struct taxi_env *e, struct http_client *http, cJSON *w)
     cJSON_AddBoolToObject(j, "asks_equal", equal);
     cJSON_AddItemToArray(arr, j);
     for (int s = 0; s < TAXI_NWIDE_STEPS && equal; s++) {
+        double ingest_cpu0 = taxi_proc_run_s(e->ingest_pid), sender_cpu0 = taxi_proc_run_s(sender);
         if (!(lsn = one_commit(e, TAXI_WIDE_STEPS[s].sql, &commit)) ||
             !(applied = taxi_wait_store_lsn(e, lsn, 600)))
             return -1;
+        double ingest_cpu = taxi_proc_run_s(e->ingest_pid) - ingest_cpu0,
+               sender_cpu = taxi_proc_run_s(sender) - sender_cpu0;
         equal = asks_equal_again(e, http);
-        printf("| %s | %s | %s |\n", TAXI_WIDE_STEPS[s].name,
-               taxi_format_ns(applied - commit, t, sizeof t), equal ? "yes" : "NO");
+        char c1[32], c2[32];
+        printf("| %s | %s | %s | %s | %s |\n", TAXI_WIDE_STEPS[s].name,
+               taxi_format_ns(applied - commit, t, sizeof t),
+               taxi_format_ns((int64_t)(ingest_cpu * 1e9), c1, sizeof c1),
+               taxi_format_ns((int64_t)(sender_cpu * 1e9), c2, sizeof c2), equal ? "yes" : "NO");
         fflush(stdout);
         j = cJSON_CreateObject();
         cJSON_AddStringToObject(j, "step", TAXI_WIDE_STEPS[s].name);
         cJSON_AddNumberToObject(j, "applied_ms", (double)(applied - commit) / 1e6);
+        cJSON_AddNumberToObject(j, "ingest_cpu_s", ingest_cpu);
+        cJSON_AddNumberToObject(j, "walsender_cpu_s", sender_cpu);
         cJSON_AddBoolToObject(j, "asks_equal", equal);
         cJSON_AddItemToArray(arr, j);
     }
