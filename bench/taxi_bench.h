@@ -114,7 +114,7 @@ int taxi_pg_exec(PGconn *c, const char *sql);
 pid_t taxi_slot_pid(PGconn *c, const char *slot);
 /* pg_recvlogical receiving a pgoutput slot to end_lsn with straum-ingest's
  * publication and options: the nanoseconds from exec to its exit, or -1
- * after printing why. With sender_cpu_s, its walsender's CPU seconds (read
+ * after printing why; *sender_cpu_s, its walsender's CPU seconds (read
  * every ms while it runs; -1 if never read). */
 int64_t taxi_floor_ns(struct taxi_env *e, const char *slot, uint64_t end_lsn,
                       double *sender_cpu_s);

@@ -45,20 +45,17 @@ int64_t taxi_floor_ns(struct taxi_env *e, const char *slot, uint64_t end_lsn,
     if (pid < 0)
         return -1;
     pid_t sender = 0;
-    if (sender_cpu_s)
-        *sender_cpu_s = -1;
+    *sender_cpu_s = -1;
     for (;;) {
         siginfo_t info = {0};
         if (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) || info.si_pid)
             break; /* WNOWAIT: waitpid below reaps it */
-        if (sender_cpu_s) {
-            if (!sender)
-                sender = taxi_slot_pid(e->conn, slot);
-            double cpu = sender ? taxi_proc_cpu_s(sender) : -1;
-            if (cpu >= 0)
-                *sender_cpu_s = cpu;
-        }
-        usleep(1000); /* a change of a few ms is timed to a ms */
+        if (!sender)
+            sender = taxi_slot_pid(e->conn, slot);
+        double cpu = sender ? taxi_proc_cpu_s(sender) : -1;
+        if (cpu >= 0)
+            *sender_cpu_s = cpu;
+        usleep(1000);
     }
     int status = 0;
     pid_t r = waitpid(pid, &status, 0);
