@@ -107,6 +107,8 @@ static void *fake_walsender_run(void *arg)
     CHECK(fd >= 0);
     int one = 1; /* as PostgreSQL's backends: each send goes out at once */
     CHECK(setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) == 0);
+    if (w->sndbuf)
+        CHECK(setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &w->sndbuf, sizeof w->sndbuf) == 0);
     unsigned char hdr[5], *body = malloc(1 << 16);
     /* SSLRequest / GSSENCRequest answered 'N', then the startup packet. */
     for (;;) {

@@ -26,6 +26,9 @@ struct fake_walsender {
                                 before it, as a walsender decoding a backlog
                                 sends (a spin, not a sleep: the pace is the
                                 sender's, whatever the scheduler does) */
+    int sndbuf;              /* 0, or the server socket's SO_SNDBUF: what the
+                                kernel holds on the sending side is then this
+                                machine's tuning no longer */
     /* Read while it runs. */
     atomic_size_t sent;      /* frame payload bytes the kernel took, whole frames */
     atomic_bool blocked;     /* the last send waited 200 ms for room in vain */
