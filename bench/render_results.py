@@ -1015,7 +1015,14 @@ WAREHOUSE_SEED = {
 
 
 def warehouse_section(modes):
-    run = modes["warehouse"]
+    return warehouse_lines(modes["warehouse"], "## Warehouse", False)
+
+
+def warehouse_physical_section(modes):
+    return warehouse_lines(modes["warehouse-physical"], "### Warehouse by the physical WAL", True)
+
+
+def warehouse_lines(run, heading, physical):
     w, st = run["warehouse"], run["setup"]
     def seed(name, got):
         if name not in WAREHOUSE_SEED:
@@ -1030,7 +1037,7 @@ def warehouse_section(modes):
                      f"**{dur_ms(ms)}**"] + seed(a["ask"], ms))
         if min(a["postgres_first_ms"], a["postgres_second_ms"]) < ms:
             wins.append(f"PostgreSQL beats Straum on \"{a['ask']}\".")
-    out = ["## Warehouse", "", run_line(run) + f" {count(st['tasks'])} tasks, "
+    out = [heading, "", run_line(run) + f" {count(st['tasks'])} tasks, "
            f"{count(st['task_groups'])} task groups, {count(st['storage_locations'])} storage "
            "locations (`bench/warehouse_schema.sql`).", ""]
     out += table(["Ask", "Rows", "Equal", "PostgreSQL, first", "PostgreSQL, second", "Straum",
@@ -1043,11 +1050,18 @@ def warehouse_section(modes):
     out += table(["Change, one transaction", "Rows", "Commit to applied", "Ingest's CPU",
                   "Its walsender's CPU", "Asks equal after", "Seed's Straum", "Target", "Met"],
                  crow) + [""]
-    out += ["*Ingest's CPU* and *its walsender's CPU*: the CPU time straum-ingest and the "
-            "walsender decoding for it (PostgreSQL's logical decoding and pgoutput) spent from "
-            "the change's BEGIN until it was applied (each thread's /proc schedstat): the walsender decodes a "
-            "transaction's rows as they are written and sends them once it commits, so where "
-            "its CPU passes ingest's, commit to applied waits on PostgreSQL.", ""]
+    if physical:
+        out += ["The same run with straum-ingest loading and following by the physical WAL "
+                "(`--wal physical`, SPEC.md §5.4; `full_page_writes` on throughout): "
+                "*its walsender's CPU* is the physical walsender's, which sends the WAL as "
+                "written and decodes nothing; ingest decodes the heap records itself.", ""]
+    else:
+        out += ["*Ingest's CPU* and *its walsender's CPU*: the CPU time straum-ingest and the "
+                "walsender decoding for it (PostgreSQL's logical decoding and pgoutput) spent from "
+                "the change's BEGIN until it was applied (each thread's /proc schedstat): the walsender decodes a "
+                "transaction's rows as they are written and sends them once it commits, so where "
+                "its CPU passes ingest's, commit to applied waits on PostgreSQL. The same "
+                "workload by the physical WAL follows this section when it was run.", ""]
     views = {v["name"]: v for v in w["store"]["views"]}
     def view_bytes(name):
         return sum(x["bytes"] for x in views[name]["widths"]) if name in views else 0
@@ -1196,6 +1210,7 @@ SECTIONS = [
     ("pg-time", pg_time_section),
     ("scaling", scaling_section), ("duckdb", duckdb_section), ("fuzz", fuzz_section),
     ("chaos", chaos_section), ("warehouse", warehouse_section),
+    ("warehouse-physical", warehouse_physical_section),
     ("wide", wide_section), ("reliability", reliability_section),
 ]
 

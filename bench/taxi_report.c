@@ -118,10 +118,11 @@ static int report_record(struct taxi_env *e)
             RECORDED[i].also ? cJSON_GetObjectItemCaseSensitive(e->report, RECORDED[i].also) : NULL;
         if (also)
             cJSON_AddItemToObject(run, RECORDED[i].also, cJSON_Duplicate(also, 1));
-        char key[128];
-        snprintf(key, sizeof key, "%s",
+        char key[160]; /* a run by the physical WAL beside the logical one's */
+        snprintf(key, sizeof key, "%s%s",
                  !strcmp(RECORDED[i].section, "load") && e->load_key[0] ? e->load_key
-                                                                        : RECORDED[i].mode);
+                                                                        : RECORDED[i].mode,
+                 e->o->wal_physical ? "-physical" : "");
         if (taxi_results_record(e->o->results_file, key, run))
             rc = -1;
         cJSON_Delete(run);

@@ -34,6 +34,7 @@ static int opts_usage(const char *mode)
             "       [--restarts N] [--sizes N,N,...] [--factors N,N,...] [--skip-asks]\n"
             "       [--count N] [--check N] [--no-duckdb]\n"
             "       [--load-seconds S] [--scripts LIST] [--clients N] [--rows N]\n"
+            "       [--wal logical|physical]\n"
             "  --trips N        trips generated (default the full scale, 20,332,093)\n"
             "  --tasks N        warehouse: tasks generated (default the seed's 13,116,878),\n"
             "                   groups and locations in the seed's ratios\n"
@@ -68,7 +69,11 @@ static int opts_usage(const char *mode)
             "  --clients N      stream: pgbench clients (8)\n"
             "  --rows N         wal: trips changed per phase (1,000,000); the update and\n"
             "                   delete phases change loaded trips, so --trips is at least\n"
-            "                   twice it\n",
+            "                   twice it\n"
+            "  --wal MODE       logical (default) or physical: straum-ingest loads and\n"
+            "                   follows by the physical WAL (full_page_writes on through\n"
+            "                   the setup); every mode but wal, which runs both; its\n"
+            "                   figures are recorded under MODE-physical\n",
             mode);
     return 2;
 }
@@ -147,6 +152,8 @@ int taxi_opts_parse(struct taxi_opts *o, int argc, char **argv, const char *mode
             o->clients = atoi(v);
         else if (!strcmp(a, "--rows"))
             o->wal_rows = atoll(v);
+        else if (!strcmp(a, "--wal") && (!strcmp(v, "physical") || !strcmp(v, "logical")))
+            o->wal_physical = v[0] == 'p';
         else
             return opts_usage(mode);
     }
@@ -154,6 +161,10 @@ int taxi_opts_parse(struct taxi_opts *o, int argc, char **argv, const char *mode
         o->random_count < 1 || o->random_check < 0 ||
         o->load_seconds < 1 || o->clients < 1 || o->wal_rows < 1)
         return opts_usage(mode);
+    if (!strcmp(mode, "wal") && o->wal_physical) {
+        fprintf(stderr, "taxi wal: the mode follows by both WALs already; leave --wal out\n");
+        return 2;
+    }
     if (!strcmp(mode, "wal") && o->trips < 2 * o->wal_rows) {
         fprintf(stderr, "taxi wal: the update and delete phases change loaded trips 1 to %lld: "
                         "--trips %lld is fewer\n", 2 * o->wal_rows, o->trips);
@@ -363,6 +374,18 @@ int taxi_touch_store(struct taxi_env *e)
 
 /* ---- Children ----------------------------------------------------------- */
 
+/* Appends `--wal physical` to straum-ingest's argv at n when the run
+ * follows the physical WAL, and the NULL after; the new count. */
+static int wal_args(const struct taxi_env *e, char **argv, int n)
+{
+    if (e->o->wal_physical) {
+        argv[n++] = "--wal";
+        argv[n++] = "physical";
+    }
+    argv[n] = NULL;
+    return n;
+}
+
 int taxi_ingest_follow(struct taxi_env *e)
 {
     char log[1200];
@@ -380,6 +403,7 @@ int taxi_ingest_follow(struct taxi_env *e)
         argv[n++] = "--nice";
         argv[n++] = (char *)e->ingest_nice;
     }
+    n = wal_args(e, argv, n);
     e->ingest_pid = taxi_spawn(argv, log);
     return e->ingest_pid > 0 ? 0 : -1;
 }
@@ -622,8 +646,9 @@ static int apply_plan(struct taxi_env *e)
     char out[1200], log[1200];
     snprintf(out, sizeof out, "%s/plan.sql", e->work);
     snprintf(log, sizeof log, "%s/setup.log", e->work);
-    char *argv[] = {e->ingest_bin, "plan", "--source", (char *)pgtmp_conninfo(&e->pg), "--views",
-                    e->views, NULL};
+    char *argv[9] = {e->ingest_bin, "plan", "--source", (char *)pgtmp_conninfo(&e->pg), "--views",
+                     e->views};
+    wal_args(e, argv, 6);
     pid_t pid = taxi_spawn_out(argv, out, log);
     int status = 0;
     if (pid < 0 || waitpid(pid, &status, 0) != pid)
@@ -647,7 +672,7 @@ static int apply_plan(struct taxi_env *e)
         if (strncmp(line, "--", 2)) {
             o += (size_t)sprintf(clean + o, "%s\n", line);
         }
-    int rc = taxi_pg_exec(e->conn, clean);
+    int rc = o ? taxi_pg_exec(e->conn, clean) : 0; /* physical: nothing to set up */
     free(sql);
     free(clean);
     return rc;
@@ -659,8 +684,9 @@ static int initial_load(struct taxi_env *e)
 {
     char log[1200];
     snprintf(log, sizeof log, "%s/ingest.log", e->work);
-    char *argv[] = {e->ingest_bin, "run", "--source", (char *)pgtmp_conninfo(&e->pg), "--views",
-                    e->views, "--store", e->store, "--exit-when-caught-up", NULL};
+    char *argv[12] = {e->ingest_bin, "run", "--source", (char *)pgtmp_conninfo(&e->pg), "--views",
+                      e->views, "--store", e->store, "--exit-when-caught-up"};
+    wal_args(e, argv, 9);
     int64_t t0 = taxi_now_ns();
     pid_t pid = taxi_spawn(argv, log);
     if (pid < 0)
@@ -710,11 +736,16 @@ int taxi_setup(struct taxi_env *e, struct taxi_opts *o, bool with_serve)
     int64_t t0 = taxi_now_ns();
     /* Reads run with defaults but shared_buffers; these only speed the load
      * and the index build (full-page images, which the test clusters write
-     * for the physical WAL's follower, too). */
+     * for the physical WAL's follower, too). A run by the physical WAL
+     * keeps the images: its follower rebuilds pages from them. */
     static const char *const settings[] = {"max_wal_size=16GB", "maintenance_work_mem=1GB",
                                            "checkpoint_timeout=30min", "full_page_writes=off",
                                            NULL};
-    struct pgtmp_options po = {.shared_buffers = "2GB", .settings = settings};
+    static const char *const settings_physical[] = {"max_wal_size=16GB",
+                                                    "maintenance_work_mem=1GB",
+                                                    "checkpoint_timeout=30min", NULL};
+    struct pgtmp_options po = {.shared_buffers = "2GB",
+                               .settings = o->wal_physical ? settings_physical : settings};
     char err[512];
     if (pgtmp_start(&e->pg, &po, err, sizeof err) != 0) {
         fprintf(stderr, "taxi: starting PostgreSQL: %s\n", err);
