@@ -65,6 +65,29 @@ uint64_t bitpack_unpack_sum(const uint8_t *in, size_t len, size_t first, size_t 
     return prev;
 }
 
+uint64_t bitpack_sum(const uint8_t *in, size_t len, size_t first, size_t n, unsigned bits)
+{
+    if (bits == 0)
+        return 0;
+    const uint64_t mask = bitpack_mask(bits);
+    size_t fast = fast_count(len, first, n, bits);
+    uint64_t off = (uint64_t)first * bits, sum = 0;
+    for (size_t i = 0; i < fast; i++, off += bits)
+        sum += (load_u64(in + off / 8) >> (off % 8)) & mask;
+    /* The last values (the final 8 bytes, or widths past 56): a few at a
+     * time through the general reader. */
+    uint8_t chunk[64 * 8];
+    for (size_t at = first + fast, left = n - fast; left;) {
+        size_t k = left < 64 ? left : 64;
+        bitpack_unpack_at(in, len, at, k, bits, chunk);
+        for (size_t i = 0; i < k; i++)
+            sum += load_u64(chunk + i * 8);
+        at += k;
+        left -= k;
+    }
+    return sum;
+}
+
 void bitpack_unpack_at(const uint8_t *in, size_t len, size_t first, size_t n, unsigned bits,
                        uint8_t *out)
 {

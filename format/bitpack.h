@@ -85,5 +85,8 @@ void bitpack_unpack_add(const uint8_t *in, size_t len, size_t first, size_t n, u
  * Returns the last sum (prev when n is 0). */
 uint64_t bitpack_unpack_sum(const uint8_t *in, size_t len, size_t first, size_t n,
                             unsigned bits, uint64_t step, uint64_t prev, uint8_t *out);
+/* The sum (mod 2^64) of values [first, first + n), read in place: nothing
+ * is written. Where a DELTA column's slice starts (its deltas before it). */
+uint64_t bitpack_sum(const uint8_t *in, size_t len, size_t first, size_t n, unsigned bits);
 
 #endif

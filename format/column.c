@@ -70,6 +70,7 @@
  * time, slower than BITPACK's unpacking for columns decoded whole.
  */
 #include "base/error.h"
+#include "base/scratch.h"
 #include "format/column.h"
 
 #include "format/bitpack.h"
@@ -1137,15 +1138,34 @@ int column_decode_range(enum format_type type, enum format_codec codec, unsigned
         return gfor_decode(bits, base, n, first, count, src, length, out, why, whylen);
     if (first == 0 && count == n)
         return column_decode(type, codec, bits, base, n, src, length, out, why, whylen);
-    /* DELTA and LZ4 run from the start: decode it all, keep the slice. */
-    size_t size = format_type_size(type);
-    uint8_t *all = malloc((size_t)n * size + 1);
-    if (!all)
+    if (count == 0)
+        return 0;
+    if (codec == FORMAT_DELTA) {
+        /* Value i is the base plus i steps of dmin plus the first i packed
+         * deltas: the slice's first value from their sum, read in place,
+         * then running sums as a whole decode makes them. */
+        uint64_t dmin = load_u64(src);
+        uint64_t at = i64_bits(base) + (uint64_t)first * dmin +
+                      bitpack_sum(src + 8, length - 8, 0, first, bits);
+        uint8_t *o = out;
+        store_u64(o, at);
+        bitpack_unpack_sum(src + 8, length - 8, first, count - 1, bits, dmin, at, o + 8);
+        return 0;
+    }
+    /* LZ4 runs from the start: the values up to the slice's end decoded
+     * into the ask's scratch (counted against its budget), the slice kept. */
+    size_t size = format_type_size(type), upto = ((size_t)first + count) * size;
+    uint8_t *head = scratch_malloc(upto);
+    if (!head)
         return error_fmt(why, whylen, "out of memory");
-    int rc = column_decode(type, codec, bits, base, n, src, length, all, why, whylen);
-    if (rc == 0 && count)
-        memcpy(out, all + (size_t)first * size, (size_t)count * size);
-    free(all);
+    int r = LZ4_decompress_safe_partial((const char *)src, (char *)head, (int)length, (int)upto,
+                                        (int)upto);
+    int rc = 0;
+    if (r < 0 || (size_t)r < upto)
+        rc = error_fmt(why, whylen, "lz4 data is corrupt");
+    else
+        memcpy(out, head + (size_t)first * size, (size_t)count * size);
+    scratch_free(head);
     return rc;
 }
 
