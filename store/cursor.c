@@ -259,6 +259,28 @@ int store_rows_load(const struct store_block *b, const struct store_want *w,
         if (!(r->keys[k] = column(b, role, (uint16_t)k, FORMAT_I64, n, first, m, err)))
             return -1;
     }
+    return w->defer_measures ? 0 : store_rows_load_measures(b, w, r, err);
+}
+
+void store_rows_narrow(const struct sql_view *v, struct store_rows *r, uint32_t lo, uint32_t hi)
+{
+    uint32_t m = hi - lo;
+    if (lo > 0) {
+        memmove(r->bucket, r->bucket + lo, sizeof *r->bucket * m);
+        for (int k = 0; k < v->ncell_keys; k++)
+            if (r->keys[k])
+                memmove(r->keys[k], r->keys[k] + lo, sizeof *r->keys[k] * m);
+    }
+    r->first += lo;
+    r->n = m;
+}
+
+int store_rows_load_measures(const struct store_block *b, const struct store_want *w,
+                             struct store_rows *r, struct store_error *err)
+{
+    const struct sql_view *v = b->v;
+    const uint16_t base = w->family;
+    const uint32_t n = r->nfamily, first = r->first, m = r->n;
     for (int k = 0; k < v->ncounts; k++)
         if (wants(w, w->counts, k) &&
             !(r->counts[k] = column(b, (uint16_t)(base + STORE_ROLE_COUNT), (uint16_t)k,

@@ -580,6 +580,8 @@ struct store_want {
     bool every;
     const bool *keys, *counts, *sums, *vcs;
     bool defer_runs;          /* load offsets only: store_rows_load_runs later */
+    bool defer_measures;      /* buckets and keys only: store_rows_narrow, then
+                                 store_rows_load_measures, later */
     bool lazy_codes;          /* leave the runs' codes encoded (struct
                                  store_lazy_runs) when loaded unpacked */
     const bool *lazy_rows;    /* per value count: leave its rows encoded too when
@@ -629,6 +631,17 @@ bool store_block_family(const struct store_block *b, uint16_t family, const bool
  * with err; rows then holds what was decoded, for store_rows_free. */
 int store_rows_load(const struct store_block *b, const struct store_want *want,
                     struct store_rows *rows, struct store_error *err);
+
+/* After a load with defer_measures: keeps rows [lo, hi) of those loaded
+ * (lo <= hi <= rows->n), moved down to row 0, so that their counts, sums
+ * and offsets are decoded for them alone. Cannot fail. */
+void store_rows_narrow(const struct sql_view *v, struct store_rows *rows, uint32_t lo,
+                       uint32_t hi);
+/* After a load with defer_measures (and any narrowing): decodes the counts,
+ * sums and value-count offsets want asks of the rows held, then, unless
+ * want defers them, their runs. 0, or -1 with err. */
+int store_rows_load_measures(const struct store_block *b, const struct store_want *want,
+                             struct store_rows *rows, struct store_error *err);
 
 /* After a load with defer_runs: loads the runs of the value counts asked
  * for, of every row, or (pass set, n flags) of the rows that pass only,
