@@ -7,7 +7,6 @@
 #include "store/store.h"
 
 #include <errno.h>
-#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,21 +91,8 @@ static int parse_int(const char *s, int lo, int hi, int *out)
     return 0;
 }
 
-/* An ask allocates and frees a few MiB of decoded columns. glibc would hand
- * large blocks back to the kernel on every free (mmap above 128 KiB, trim
- * of thread arenas by madvise), and the next ask would take page faults
- * for all of it: half of a percentile ask's time, measured. Keeping freed
- * memory in the heap up to these bounds costs a few MiB of resident set
- * per serving thread, the peak of one ask. */
-static void tune_malloc(void)
-{
-    mallopt(M_MMAP_THRESHOLD, 32 << 20);
-    mallopt(M_TRIM_THRESHOLD, 64 << 20);
-}
-
 int main(int argc, char **argv)
 {
-    tune_malloc();
     struct serve_options o = {.pg_idle_timeout_s = SERVE_DEFAULT_PG_IDLE_S,
                               .max_lag_us = SERVE_DEFAULT_MAX_LAG_US,
                               .max_body = SERVE_DEFAULT_MAX_BODY};
