@@ -1160,7 +1160,14 @@ WIDE_SEED = {
 
 
 def wide_section(modes):
-    run = modes["wide"]
+    return wide_lines(modes["wide"], "## Wide key", False)
+
+
+def wide_physical_section(modes):
+    return wide_lines(modes["wide-physical"], "### Wide key by the physical WAL", True)
+
+
+def wide_lines(run, heading, physical):
     w = run["wide"]
     def seed(name, got):
         if name not in WIDE_SEED:
@@ -1180,7 +1187,7 @@ def wide_section(modes):
                      f"**{dur_ms(st)}**", ratio(pg / st)] + seed(a["ask"], st))
         if pg < st:
             wins.append(f"PostgreSQL beats Straum on \"{a['ask']}\".")
-    out = ["## Wide key", "", run_line(run) + " The view: `bench/taxi_wide_views.sql`.", ""]
+    out = [heading, "", run_line(run) + " The view: `bench/taxi_wide_views.sql`.", ""]
     out += table(["Ask", "Groups", "Equal", "PostgreSQL", "Straum", "PostgreSQL / Straum",
                   "Seed's Straum", "Target", "Met"], rows) + [""]
     def cpu(s, k):
@@ -1194,7 +1201,9 @@ def wide_section(modes):
             "straum-ingest's threads and the walsender decoding for it ran from the step's "
             "BEGIN until it was applied (/proc schedstat); the rest of commit to applied is "
             "waiting: for the commit's WAL flush, the walsender's wake-up, the wire, and "
-            "the store's own commit to disk.", ""]
+            "the store's own commit to disk." + (
+                " Here straum-ingest loads and follows by the physical WAL (`--wal physical`): "
+                "its walsender decodes nothing." if physical else ""), ""]
     widths = w["store"]["views"][0]["widths"]
     out += ["Cells per width: " + ", ".join(f"{x['width']} {count(x['cells'])}" for x in widths)
             + f"; the store {mib(w['store']['file_bytes'])}.",
@@ -1211,7 +1220,8 @@ SECTIONS = [
     ("scaling", scaling_section), ("duckdb", duckdb_section), ("fuzz", fuzz_section),
     ("chaos", chaos_section), ("warehouse", warehouse_section),
     ("warehouse-physical", warehouse_physical_section),
-    ("wide", wide_section), ("reliability", reliability_section),
+    ("wide", wide_section), ("wide-physical", wide_physical_section),
+    ("reliability", reliability_section),
 ]
 
 

@@ -46,8 +46,8 @@ struct taxi_opts {
     const char *scripts;   /* stream: "measure,key,bucket,insert,delete,mixed,txn10" */
     int clients;           /* stream: pgbench's -c (8) */
     long long wal_rows;    /* wal: trips changed per phase (1,000,000) */
-    bool wal_physical;     /* --wal physical: the setup's straum-ingest follows the
-                              physical WAL (every mode but wal, which runs both) */
+    bool wal_physical;     /* --wal physical (warehouse, wide): the setup's
+                              straum-ingest follows the physical WAL */
     int argc;
     char **argv;
 };
