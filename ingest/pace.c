@@ -68,7 +68,8 @@ int pace_commit(struct pace_group *g, struct store *st, const struct store_posit
     if (ingest_store_commit(st, pos, &g->batch, &serr))
         return pace_failed(g, &serr, opt, err, errlen);
     int64_t t1 = now_usec();
-    if (g->batch.txns)
+    bool held_txns = g->batch.txns > 0;
+    if (held_txns)
         g->last_commit_us = t1 - t0;
     struct logfmt_line l;
     if (g->batch.txns && logfmt_begin(&l, LOGFMT_DEBUG, "applied")) {
@@ -95,6 +96,8 @@ int pace_commit(struct pace_group *g, struct store *st, const struct store_posit
     g->dirty = false;
     g->rows = 0;
     g->last_store = now_usec();
+    if (held_txns)
+        g->last_batch_store = g->last_store;
     return 0;
 }
 
@@ -106,14 +109,28 @@ int64_t pace_group_interval(int64_t commit_interval_us, int64_t last_commit_us)
     return spaced > commit_interval_us ? spaced : commit_interval_us;
 }
 
+int64_t pace_commit_due(const struct pace_group *g, int64_t commit_interval_us)
+{
+    return g->last_batch_store + pace_group_interval(commit_interval_us, g->last_commit_us);
+}
+
 static bool frames_wait(void *rx) { return receiver_waiting(rx); }
 
 int pace_fold_slice(struct store *st, struct receiver *rx, bool *more,
                     struct store_error *serr)
 {
     int left;
+    int64_t t0 = now_usec();
     if (store_compact_until(st, FOLD_SLICE_US, false, frames_wait, rx, &left, serr))
         return -1;
+    /* A transaction that arrives meanwhile waits for the segment being
+     * folded: the debug log says how long a slice held the follower. */
+    struct logfmt_line l;
+    if (logfmt_begin(&l, LOGFMT_DEBUG, "folded")) {
+        logfmt_int(&l, "segments_left", left);
+        logfmt_printf(&l, "slice_ms", "%.3f", (double)(now_usec() - t0) / 1e3);
+        logfmt_end(&l);
+    }
     *more = left > 0;
     imetrics_fold_pending(*more);
     return 0;

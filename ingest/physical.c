@@ -1169,10 +1169,17 @@ static int maybe_store(struct pfollower *f, bool force)
     if (at <= f->g.stored_lsn || (f->loading && at < f->ps->after))
         return 0;
     int64_t now = now_usec();
-    int64_t every = pace_group_interval(f->opt->commit_interval_us, f->g.last_commit_us);
-    if (!f->g.dirty && !f->loading && !f->opt->exit_when_caught_up)
-        every = every > 1000000 ? every : 1000000;
-    if (!force && now < f->g.last_store + every && f->g.rows < GROUP_COMMIT_ROWS)
+    /* Transactions are spaced from the last commit of transactions; the
+     * position alone from the last commit, and once a second at most when
+     * following an idle server. */
+    int64_t due = pace_commit_due(&f->g, f->opt->commit_interval_us);
+    if (!f->g.dirty) {
+        int64_t every = pace_group_interval(f->opt->commit_interval_us, f->g.last_commit_us);
+        if (!f->loading && !f->opt->exit_when_caught_up)
+            every = every > 1000000 ? every : 1000000;
+        due = f->g.last_store + every;
+    }
+    if (!force && now < due && f->g.rows < GROUP_COMMIT_ROWS)
         return 0;
     if (store_at(f, at, f->applied_time ? f->applied_time : now))
         return -1;

@@ -112,8 +112,7 @@ static int maybe_store(struct follower *f, bool force)
 {
     if (!f->g.dirty || f->in_txn)
         return 0;
-    int64_t due = f->g.last_store + pace_group_interval(f->opt->commit_interval_us,
-                                                      f->g.last_commit_us);
+    int64_t due = pace_commit_due(&f->g, f->opt->commit_interval_us);
     if (!force && now_usec() < due && f->g.rows < GROUP_COMMIT_ROWS)
         return 0;
     if (store_position_now(f, f->applied_lsn, f->applied_time))
