@@ -1138,9 +1138,9 @@ int column_decode_range(enum format_type type, enum format_codec codec, unsigned
         return gfor_decode(bits, base, n, first, count, src, length, out, why, whylen);
     if (first == 0 && count == n)
         return column_decode(type, codec, bits, base, n, src, length, out, why, whylen);
-    if (count == 0)
-        return 0;
     if (codec == FORMAT_DELTA) {
+        if (count == 0)
+            return 0; /* DELTA decodes any bytes of its checked length */
         /* Value i is the base plus i steps of dmin plus the first i packed
          * deltas: the slice's first value from their sum, read in place,
          * then running sums as a whole decode makes them. */
@@ -1152,20 +1152,17 @@ int column_decode_range(enum format_type type, enum format_codec codec, unsigned
         bitpack_unpack_sum(src + 8, length - 8, first, count - 1, bits, dmin, at, o + 8);
         return 0;
     }
-    /* LZ4 runs from the start: the values up to the slice's end decoded
-     * into the ask's scratch (counted against its budget), the slice kept. */
-    size_t size = format_type_size(type), upto = ((size_t)first + count) * size;
-    uint8_t *head = scratch_malloc(upto);
-    if (!head)
+    /* LZ4 is decoded whole, so that a slice fails wherever the column does
+     * (a stream cut short past the slice is damage all the same), into the
+     * ask's scratch, counted against its budget; the slice is kept. */
+    size_t size = format_type_size(type);
+    uint8_t *all = scratch_malloc((size_t)n * size + 1);
+    if (!all)
         return error_fmt(why, whylen, "out of memory");
-    int r = LZ4_decompress_safe_partial((const char *)src, (char *)head, (int)length, (int)upto,
-                                        (int)upto);
-    int rc = 0;
-    if (r < 0 || (size_t)r < upto)
-        rc = error_fmt(why, whylen, "lz4 data is corrupt");
-    else
-        memcpy(out, head + (size_t)first * size, (size_t)count * size);
-    scratch_free(head);
+    int rc = column_decode(type, codec, bits, base, n, src, length, all, why, whylen);
+    if (rc == 0)
+        memcpy(out, all + (size_t)first * size, (size_t)count * size);
+    scratch_free(all);
     return rc;
 }
 
