@@ -101,17 +101,31 @@ int pace_commit(struct pace_group *g, struct store *st, const struct store_posit
     return 0;
 }
 
-int64_t pace_group_interval(int64_t commit_interval_us, int64_t last_commit_us)
+int64_t pace_group_interval(int64_t commit_interval_us, int64_t last_commit_us, uint64_t behind)
 {
+    int64_t most = behind > GROUP_COMMIT_BEHIND_BYTES ? GROUP_COMMIT_BEHIND_MAX_US
+                                                       : GROUP_COMMIT_MAX_US;
     int64_t spaced = GROUP_COMMIT_RATIO * last_commit_us;
-    if (spaced > GROUP_COMMIT_MAX_US)
-        spaced = GROUP_COMMIT_MAX_US;
+    if (spaced > most)
+        spaced = most;
     return spaced > commit_interval_us ? spaced : commit_interval_us;
 }
 
-int64_t pace_commit_due(const struct pace_group *g, int64_t commit_interval_us)
+int64_t pace_group_rows(uint64_t behind)
 {
-    return g->last_batch_store + pace_group_interval(commit_interval_us, g->last_commit_us);
+    return behind > GROUP_COMMIT_BEHIND_BYTES ? GROUP_COMMIT_BEHIND_ROWS : GROUP_COMMIT_ROWS;
+}
+
+int64_t pace_commit_due(const struct pace_group *g, int64_t commit_interval_us, uint64_t behind)
+{
+    return g->last_batch_store + pace_group_interval(commit_interval_us, g->last_commit_us, behind);
+}
+
+bool pace_group_ready(const struct pace_group *g, int64_t now, int64_t commit_interval_us,
+                      uint64_t behind, bool idle)
+{
+    return g->dirty && (idle || g->rows >= pace_group_rows(behind) ||
+                        now >= pace_commit_due(g, commit_interval_us, behind));
 }
 
 static bool frames_wait(void *rx) { return receiver_waiting(rx); }

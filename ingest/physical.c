@@ -1157,29 +1157,37 @@ static int store_at(struct pfollower *f, uint64_t lsn, int64_t commit_time)
     return 0;
 }
 
-/* Group commit as logical mode does it (stream.c): whole transactions, at
- * least every commit interval and at least 4x the last commit's time
- * apart. With nothing applied, the position still moves to the last record
- * read, once a second (or at once when a caller waits for it), so the
- * store's lag and the slot's restart point follow an idle server. While
- * loading, nothing is stored before the snapshot's WAL position. */
-static int maybe_store(struct pfollower *f, bool force)
+/* WAL the server holds past what the follower read, as the walsender
+ * last said. */
+static uint64_t behind(const struct pfollower *f)
+{
+    return f->server_lsn > f->read_lsn ? f->server_lsn - f->read_lsn : 0;
+}
+
+/* Group commit as logical mode does it (stream.c, pace_group_ready): whole
+ * transactions, spaced by the last commit's time, at once when the stream
+ * went idle (idle: nothing arrived over the loop's last wait). With
+ * nothing applied, the position still moves to the last record read, once
+ * a second (or at once when a caller waits for it), so the store's lag and
+ * the slot's restart point follow an idle server. While loading, nothing
+ * is stored before the snapshot's WAL position. */
+static int maybe_store(struct pfollower *f, bool force, bool idle)
 {
     uint64_t at = f->read_lsn;
     if (at <= f->g.stored_lsn || (f->loading && at < f->ps->after))
         return 0;
     int64_t now = now_usec();
-    /* Transactions are spaced from the last commit of transactions; the
-     * position alone from the last commit, and once a second at most when
-     * following an idle server. */
-    int64_t due = pace_commit_due(&f->g, f->opt->commit_interval_us);
-    if (!f->g.dirty) {
-        int64_t every = pace_group_interval(f->opt->commit_interval_us, f->g.last_commit_us);
+    bool ready;
+    if (f->g.dirty) {
+        ready = pace_group_ready(&f->g, now, f->opt->commit_interval_us, behind(f), idle);
+    } else { /* the position alone: spaced from the last commit of any kind */
+        int64_t every = pace_group_interval(f->opt->commit_interval_us, f->g.last_commit_us,
+                                            behind(f));
         if (!f->loading && !f->opt->exit_when_caught_up)
             every = every > 1000000 ? every : 1000000;
-        due = f->g.last_store + every;
+        ready = now >= f->g.last_store + every;
     }
-    if (!force && now < due && f->g.rows < GROUP_COMMIT_ROWS)
+    if (!force && !ready)
         return 0;
     if (store_at(f, at, f->applied_time ? f->applied_time : now))
         return -1;
@@ -1347,7 +1355,7 @@ static int on_frame(struct pfollower *f, const uint8_t *buf, size_t len)
         if (rc)
             return rc;
         /* whole transactions only: a batch is stored between records */
-        if (f->g.dirty && f->g.rows >= GROUP_COMMIT_ROWS && maybe_store(f, true))
+        if (f->g.dirty && f->g.rows >= pace_group_rows(behind(f)) && maybe_store(f, true, false))
             return -1;
     }
 }
@@ -1370,7 +1378,7 @@ static int loop(struct pfollower *f)
             return 0;
         char *buf, why[600];
         size_t len;
-        int n = receiver_next(f->rx, 5, &buf, &len, why, sizeof why);
+        int n = receiver_next(f->rx, FOLLOW_WAIT_MS, &buf, &len, why, sizeof why);
         if (n > 0) {
             int rc = on_frame(f, (const uint8_t *)buf, len);
             PQfreemem(buf);
@@ -1380,7 +1388,7 @@ static int loop(struct pfollower *f)
             fail(f, "the replication stream ended: %s", why);
             return 1;
         }
-        if (maybe_store(f, false))
+        if (maybe_store(f, false, n == 0))
             return strstr(f->err, "sending feedback") ? 1 : -1;
         int64_t now = now_usec();
         if (compact_when_idle(f, now))
@@ -1443,7 +1451,7 @@ int physical_follow(const struct ingest_options *opt, struct source *src, struct
      * half applied, and drops the batch: the slot still holds it all. */
     if (rc != 0)
         store_rollback(st);
-    else if (maybe_store(&f, true) && !strstr(err, "sending feedback"))
+    else if (maybe_store(&f, true, false) && !strstr(err, "sending feedback"))
         rc = -1;
     else if (f.rx && !receiver_ended(f.rx))
         send_feedback(&f, false);

@@ -106,14 +106,15 @@ static int send_feedback(struct follower *f, bool ask_reply)
     return 0;
 }
 
-/* Group commit (internal.h, pace.c): whole transactions only, every
- * pace_group_interval or sooner when many rows wait. */
-static int maybe_store(struct follower *f, bool force)
+/* Group commit (internal.h, pace_group_ready): whole transactions only,
+ * every pace_group_interval, sooner when many rows wait, at once when the
+ * stream went idle (idle: nothing arrived over the loop's last wait). */
+static int maybe_store(struct follower *f, bool force, bool idle)
 {
     if (!f->g.dirty || f->in_txn)
         return 0;
-    int64_t due = pace_commit_due(&f->g, f->opt->commit_interval_us);
-    if (!force && now_usec() < due && f->g.rows < GROUP_COMMIT_ROWS)
+    uint64_t behind = f->server_lsn > f->received_lsn ? f->server_lsn - f->received_lsn : 0;
+    if (!force && !pace_group_ready(&f->g, now_usec(), f->opt->commit_interval_us, behind, idle))
         return 0;
     if (store_position_now(f, f->applied_lsn, f->applied_time))
         return -1;
@@ -558,7 +559,7 @@ static int check_upstream(struct follower *f)
         return rc;
     if (!f->g.dirty)
         return -1;
-    if (maybe_store(f, true)) /* so the message names the position stored */
+    if (maybe_store(f, true, false)) /* so the message names the position stored */
         return -1;
     rc = upstream_check(f->catalog, f->src, f->opt, true, f->g.stored_lsn, f->err, f->errlen);
     return rc == 1 ? 1 : -1; /* 0: err still holds the first answer */
@@ -577,9 +578,9 @@ static int compact_when_idle(struct follower *f, int64_t now)
 /* Housekeeping between messages: commits, feedback, folding delta blocks
  * and asking for the server's position when idle, checking upstream. -1
  * fatal, 1 reconnect. */
-static int tick(struct follower *f)
+static int tick(struct follower *f, bool nothing_came)
 {
-    if (maybe_store(f, false))
+    if (maybe_store(f, false, nothing_came))
         return -1;
     int64_t now = now_usec();
     if (!f->in_txn && now - f->last_check > UPSTREAM_CHECK_US) {
@@ -609,7 +610,7 @@ static int loop(struct follower *f)
             return 0;
         char *buf, why[600];
         size_t len;
-        int n = receiver_next(f->rx, 5, &buf, &len, why, sizeof why);
+        int n = receiver_next(f->rx, FOLLOW_WAIT_MS, &buf, &len, why, sizeof why);
         if (n > 0) {
             int rc = on_frame(f, (const uint8_t *)buf, len);
             PQfreemem(buf);
@@ -625,7 +626,7 @@ static int loop(struct follower *f)
                 return upstream_publication_gone(f->opt, f->g.stored_lsn, f->err, f->errlen);
             return 1;
         }
-        int rc = tick(f);
+        int rc = tick(f, n == 0);
         if (rc)
             return rc > 0 || strstr(f->err, "sending feedback") ? 1 : -1;
     }
@@ -683,7 +684,7 @@ int stream_follow(const struct ingest_options *opt, struct source *src, struct s
      * over the connection that was just lost (PostgreSQL restarting), and
      * the store holds the batch either way (found by tests/e2e/test_chaos.c:
      * ingest stopped on a PostgreSQL restart instead of reconnecting). */
-    else if (maybe_store(&f, true) && !strstr(err, "sending feedback"))
+    else if (maybe_store(&f, true, false) && !strstr(err, "sending feedback"))
         rc = -1;
     else if (f.rx && !receiver_ended(f.rx))
         send_feedback(&f, false);
