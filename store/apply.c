@@ -95,18 +95,25 @@ struct cellmap *pending_segment(struct store *s, int view, int width, int64_t sp
                                    struct store_error *err)
 {
     struct pending *p = s->pending;
-    uint8_t key[SEG_KEY_BYTES];
-    seg_key(key, view, width, span);
-    struct bytemap_entry *e = bytemap_upsert(&p->segments, key, sizeof key);
-    if (!e) {
-        store_fail(err, "out of memory");
-        return NULL;
+    const struct sql_view *v = &s->views->views[view];
+    int64_t number = (span - v->origin_usec) / (v->widths[width] * store_span_buckets(v, width));
+    struct segment_memo *memo = &p->memo[p->memo_first[view] + width * SEGMENT_MEMO_SPANS +
+                                         (number & (SEGMENT_MEMO_SPANS - 1))];
+    struct bytemap_entry *e = memo->e;
+    if (!e || memo->span != span || memo->removals != p->segments.removals) {
+        uint8_t key[SEG_KEY_BYTES];
+        seg_key(key, view, width, span);
+        if (!(e = bytemap_upsert(&p->segments, key, sizeof key))) {
+            store_fail(err, "out of memory");
+            return NULL;
+        }
+        *memo = (struct segment_memo){e, span, p->segments.removals};
     }
     if (!e->ptr) {
         /* Not decoded: the batch's deltas collect in an overlay, written as
          * a delta block or merged with the stored blocks at commit. A view
          * emptied in this batch has nothing stored to merge with. */
-        struct cellmap *m = cellmap_new(&s->views->views[view], s->types[view], view, width, span);
+        struct cellmap *m = cellmap_new(v, s->types[view], view, width, span);
         if (!m) {
             store_fail(err, "out of memory");
             bytemap_remove(&p->segments, e);
@@ -164,17 +171,33 @@ int store_apply(struct store *s, const struct store_delta *d, struct store_error
     struct pending *p = s->pending;
     if (p->bytes > 2 * s->cache_bytes && cache_spill(s, err))
         return -1;
+    /* A row's widths a few at a time, in passes: each width's segment and
+     * hash slot asked for, then each slot's cell, then the deltas. Rows
+     * spread over the buckets miss the cache at every width's slot and
+     * cell, and asked for together the misses overlap rather than follow
+     * one another. */
+    enum { WIDTHS_AHEAD = 8 };
     const struct sql_view *v = &s->views->views[d->view];
-    for (int w = 0; w < v->nwidths; w++) {
-        int64_t bucket = store_bucket_of(v, w, d->time);
-        int64_t span = store_span_start(v, w, bucket);
-        struct cellmap *m = pending_segment(s, d->view, w, span, err);
-        if (!m)
-            return -1;
-        size_t before = m->bytes;
-        if (cellmap_apply(m, (uint32_t)((bucket - span) / v->widths[w]), d, err))
-            return -1;
-        p->bytes += m->bytes - before;
+    for (int w0 = 0; w0 < v->nwidths; w0 += WIDTHS_AHEAD) {
+        int n = v->nwidths - w0 < WIDTHS_AHEAD ? v->nwidths - w0 : WIDTHS_AHEAD;
+        struct cellmap *maps[WIDTHS_AHEAD];
+        uint32_t at[WIDTHS_AHEAD];
+        for (int i = 0; i < n; i++) {
+            int64_t bucket = store_bucket_of(v, w0 + i, d->time);
+            int64_t span = store_span_start(v, w0 + i, bucket);
+            if (!(maps[i] = pending_segment(s, d->view, w0 + i, span, err)))
+                return -1;
+            at[i] = (uint32_t)((bucket - span) / v->widths[w0 + i]);
+            cellmap_prefetch(maps[i], at[i], d->keys);
+        }
+        for (int i = 0; i < n; i++)
+            cellmap_prefetch_cell(maps[i], at[i], d->keys);
+        for (int i = 0; i < n; i++) {
+            size_t before = maps[i]->bytes;
+            if (cellmap_apply(maps[i], at[i], d, err))
+                return -1;
+            p->bytes += maps[i]->bytes - before;
+        }
     }
     return add_value_deltas(p, d, err);
 }

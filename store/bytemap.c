@@ -66,6 +66,7 @@ void bytemap_remove(struct bytemap *m, struct bytemap_entry *e)
     *p = e->next;
     free(e);
     m->count--;
+    m->removals++;
 }
 
 void bytemap_clear(struct bytemap *m)
@@ -81,4 +82,5 @@ void bytemap_clear(struct bytemap *m)
     free(m->buckets);
     m->buckets = NULL;
     m->nbuckets = m->count = 0;
+    m->removals++;
 }

@@ -20,6 +20,8 @@ struct bytemap_entry {
 struct bytemap {
     struct bytemap_entry **buckets;
     size_t nbuckets, count;
+    uint64_t removals; /* entries removed (bytemap_remove, bytemap_clear) so far: an entry
+                          pointer kept since an earlier count may be freed */
 };
 
 /* Finds the entry for key, or NULL. */

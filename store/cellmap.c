@@ -203,6 +203,18 @@ static struct cell *find_or_add(struct cellmap *m, uint32_t bucket, const int64_
     return *slot;
 }
 
+void cellmap_prefetch(const struct cellmap *m, uint32_t bucket, const int64_t *keys)
+{
+    hashtab_prefetch(&m->table, cell_hash(bucket, keys, m->view->ncell_keys));
+}
+
+void cellmap_prefetch_cell(const struct cellmap *m, uint32_t bucket, const int64_t *keys)
+{
+    struct cell *const *c = hashtab_home_value(&m->table, cell_hash(bucket, keys, m->view->ncell_keys));
+    if (c && *c)
+        __builtin_prefetch(*c);
+}
+
 /* ---- Applying deltas -------------------------------------------------------- */
 
 /* Room for want runs. A cell's codes and rows share one allocation (codes,

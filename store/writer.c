@@ -26,7 +26,15 @@ int pending_new(struct store *s, struct store_error *err)
     if (!s->pending ||
         !(s->pending->truncated = calloc((size_t)s->views->nviews, sizeof *s->pending->truncated)) ||
         !(s->pending->bulk = calloc((size_t)s->views->nviews, sizeof *s->pending->bulk)) ||
-        !(s->pending->spare = calloc((size_t)s->views->nviews, sizeof *s->pending->spare)))
+        !(s->pending->spare = calloc((size_t)s->views->nviews, sizeof *s->pending->spare)) ||
+        !(s->pending->memo_first = calloc((size_t)s->views->nviews, sizeof *s->pending->memo_first)))
+        return store_fail(err, "out of memory");
+    int widths = 0;
+    for (int v = 0; v < s->views->nviews; v++) {
+        s->pending->memo_first[v] = widths;
+        widths += s->views->views[v].nwidths * SEGMENT_MEMO_SPANS;
+    }
+    if (!(s->pending->memo = calloc((size_t)widths + 1, sizeof *s->pending->memo)))
         return store_fail(err, "out of memory");
     return 0;
 }
@@ -110,6 +118,8 @@ void pending_free(struct store *s)
     }
     free(s->pending->bulk);
     free(s->pending->spare);
+    free(s->pending->memo);
+    free(s->pending->memo_first);
     free(s->pending);
     s->pending = NULL;
 }
