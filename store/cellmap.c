@@ -203,14 +203,16 @@ static struct cell *find_or_add(struct cellmap *m, uint32_t bucket, const int64_
     return *slot;
 }
 
-void cellmap_prefetch(const struct cellmap *m, uint32_t bucket, const int64_t *keys)
+uint64_t cellmap_prefetch(const struct cellmap *m, uint32_t bucket, const int64_t *keys)
 {
-    hashtab_prefetch(&m->table, cell_hash(bucket, keys, m->view->ncell_keys));
+    uint64_t h = cell_hash(bucket, keys, m->view->ncell_keys);
+    hashtab_prefetch(&m->table, h);
+    return h;
 }
 
-void cellmap_prefetch_cell(const struct cellmap *m, uint32_t bucket, const int64_t *keys)
+void cellmap_prefetch_cell(const struct cellmap *m, uint64_t h)
 {
-    struct cell *const *c = hashtab_home_value(&m->table, cell_hash(bucket, keys, m->view->ncell_keys));
+    struct cell *const *c = hashtab_home_value(&m->table, h);
     if (c && *c)
         __builtin_prefetch(*c);
 }

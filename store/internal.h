@@ -193,12 +193,13 @@ int cell_accumulate(const struct sql_view *v, const struct store_column_type *ty
                     int64_t *counts, struct store_sum *sums, const int64_t *add_counts,
                     const struct store_sum *add_sums, struct store_error *err);
 /* Ahead of cellmap_apply of the cell (bucket, keys), asks the CPU for its
- * hash slot (cellmap_prefetch), then, once that slot is likely in, for the
- * cell it names (cellmap_prefetch_cell): store_apply asks for every
- * width's first, so that their cache misses overlap. Hints only: they
- * change nothing and cannot fail. */
-void cellmap_prefetch(const struct cellmap *m, uint32_t bucket, const int64_t *keys);
-void cellmap_prefetch_cell(const struct cellmap *m, uint32_t bucket, const int64_t *keys);
+ * hash slot (cellmap_prefetch, which returns the key's hash h), then, once
+ * that slot is likely in, for the cell it names (cellmap_prefetch_cell):
+ * store_apply asks for every width's slot, then every width's cell, so
+ * that the cache misses of a row's widths overlap. Hints only: they change
+ * nothing and cannot fail. */
+uint64_t cellmap_prefetch(const struct cellmap *m, uint32_t bucket, const int64_t *keys);
+void cellmap_prefetch_cell(const struct cellmap *m, uint64_t h);
 /* Adds a delta to the cell at bucket index b, creating it. */
 int cellmap_apply(struct cellmap *m, uint32_t bucket, const struct store_delta *d,
                   struct store_error *err);
