@@ -81,27 +81,18 @@ static int fail_at(char *err, size_t errlen, uint64_t lsn, const char *fmt, ...)
 
 /* ---- CRC-32C ----------------------------------------------------------------- */
 
-/* Slicing by 8: table[k][b] is the CRC of byte b followed by k zero bytes. */
+/* Slicing by 8: table[k][b] is the CRC of byte b followed by k zero bytes.
+ * Where the CPU has SSE 4.2 its crc32 instruction computes the same CRC
+ * (Castagnoli, reflected) 8 bytes at a time, as PostgreSQL's own
+ * pg_comp_crc32c_sse42 does: the table's CRC was 2 to 4% of the physical
+ * follower's CPU (perf, `taxi wal` at full scale), every WAL byte read
+ * once. */
 static uint32_t crc_table[8][256];
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+static uint32_t (*crc_fn)(uint32_t crc, const uint8_t *p, size_t len);
 
-static void crc_init(void)
+static uint32_t crc_by_table(uint32_t crc, const uint8_t *p, size_t len)
 {
-    for (uint32_t i = 0; i < 256; i++) {
-        uint32_t c = i;
-        for (int k = 0; k < 8; k++)
-            c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
-        crc_table[0][i] = c;
-    }
-    for (uint32_t i = 0; i < 256; i++)
-        for (int s = 1; s < 8; s++)
-            crc_table[s][i] = (crc_table[s - 1][i] >> 8) ^ crc_table[0][crc_table[s - 1][i] & 0xFF];
-}
-
-uint32_t pgwal_crc32c(uint32_t crc, const void *buf, size_t len)
-{
-    pthread_once(&crc_once, crc_init);
-    const uint8_t *p = buf;
     while (len >= 8) {
         uint32_t lo = crc ^ le_load_u32(p), hi = le_load_u32(p + 4);
         crc = crc_table[7][lo & 0xFF] ^ crc_table[6][(lo >> 8) & 0xFF] ^
@@ -114,6 +105,52 @@ uint32_t pgwal_crc32c(uint32_t crc, const void *buf, size_t len)
     while (len-- > 0)
         crc = crc_table[0][(crc ^ *p++) & 0xFF] ^ (crc >> 8);
     return crc;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("sse4.2"))) static uint32_t crc_by_sse42(uint32_t crc, const uint8_t *p,
+                                                                size_t len)
+{
+    uint64_t c = crc, w;
+    for (; len >= 8; p += 8, len -= 8) {
+        memcpy(&w, p, 8); /* the instruction takes the word's bytes little-endian, as x86 holds them */
+        c = __builtin_ia32_crc32di(c, w);
+    }
+    crc = (uint32_t)c;
+    while (len-- > 0)
+        crc = __builtin_ia32_crc32qi(crc, *p++);
+    return crc;
+}
+#endif
+
+static void crc_init(void)
+{
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++)
+            c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+        crc_table[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; i++)
+        for (int s = 1; s < 8; s++)
+            crc_table[s][i] = (crc_table[s - 1][i] >> 8) ^ crc_table[0][crc_table[s - 1][i] & 0xFF];
+    crc_fn = crc_by_table;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (__builtin_cpu_supports("sse4.2"))
+        crc_fn = crc_by_sse42;
+#endif
+}
+
+uint32_t pgwal_crc32c(uint32_t crc, const void *buf, size_t len)
+{
+    pthread_once(&crc_once, crc_init);
+    return crc_fn(crc, buf, len);
+}
+
+uint32_t pgwal_crc32c_table(uint32_t crc, const void *buf, size_t len)
+{
+    pthread_once(&crc_once, crc_init);
+    return crc_by_table(crc, buf, len);
 }
 
 /* A record's CRC: its bytes after the header, then the header up to xl_crc. */

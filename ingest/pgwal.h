@@ -134,6 +134,10 @@ static inline struct pgwal_relfilenode pgwal_relfilenode_at(const uint8_t *arr, 
  * xl_crc covers its bytes after the 24-byte header, then the header's first
  * 20 bytes. Cannot fail. */
 uint32_t pgwal_crc32c(uint32_t crc, const void *buf, size_t len);
+/* The same by table alone, whatever the CPU has (pgwal_crc32c uses the
+ * CPU's crc32 instruction where there is one): for tests, which compare
+ * the two. Cannot fail. */
+uint32_t pgwal_crc32c_table(uint32_t crc, const void *buf, size_t len);
 
 /* ---- Records ------------------------------------------------------------------ */
 
