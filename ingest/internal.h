@@ -234,7 +234,9 @@ PGconn *source_connect(const char *conninfo, bool replication, char *err, size_t
  * 2,000,000 trips (`taxi wal`) ingest's CPU for the four phases' backlogs
  * fell from 30.5 to 25.1 s. The cache budget still bounds what a group
  * holds decoded (store.h); its rows bound the rest (dictionary and value
- * deltas, a few bytes a row).
+ * deltas, a few bytes a row). A physical walsender reports the WAL's end;
+ * a logical one only how far it decoded, so logical decoding's groups
+ * rarely count as behind.
  *
  * Idle: a group is stored at once when nothing arrived over one wait of the
  * follower's loop (FOLLOW_WAIT_MS): with no transaction on its way there is
