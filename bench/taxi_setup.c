@@ -741,14 +741,10 @@ int taxi_setup(struct taxi_env *e, struct taxi_opts *o, bool with_serve)
      * and the index build (full-page images, which the test clusters write
      * for the physical WAL's follower, too). A run by the physical WAL
      * keeps the images: its follower rebuilds pages from them. */
-    static const char *const settings[] = {"max_wal_size=16GB", "maintenance_work_mem=1GB",
-                                           "checkpoint_timeout=30min", "full_page_writes=off",
-                                           NULL};
-    static const char *const settings_physical[] = {"max_wal_size=16GB",
-                                                    "maintenance_work_mem=1GB",
-                                                    "checkpoint_timeout=30min", NULL};
-    struct pgtmp_options po = {.shared_buffers = "2GB",
-                               .settings = o->wal_physical ? settings_physical : settings};
+    const char *const settings[] = {"max_wal_size=16GB", "maintenance_work_mem=1GB",
+                                    "checkpoint_timeout=30min",
+                                    o->wal_physical ? NULL : "full_page_writes=off", NULL};
+    struct pgtmp_options po = {.shared_buffers = "2GB", .settings = settings};
     char err[512];
     if (pgtmp_start(&e->pg, &po, err, sizeof err) != 0) {
         fprintf(stderr, "taxi: starting PostgreSQL: %s\n", err);

@@ -101,10 +101,12 @@ int pace_commit(struct pace_group *g, struct store *st, const struct store_posit
     return 0;
 }
 
+/* Behind a backlog: the lag is the backlog's, and groups may grow. */
+static bool far_behind(uint64_t behind) { return behind > GROUP_COMMIT_BEHIND_BYTES; }
+
 int64_t pace_group_interval(int64_t commit_interval_us, int64_t last_commit_us, uint64_t behind)
 {
-    int64_t most = behind > GROUP_COMMIT_BEHIND_BYTES ? GROUP_COMMIT_BEHIND_MAX_US
-                                                       : GROUP_COMMIT_MAX_US;
+    int64_t most = far_behind(behind) ? GROUP_COMMIT_BEHIND_MAX_US : GROUP_COMMIT_MAX_US;
     int64_t spaced = GROUP_COMMIT_RATIO * last_commit_us;
     if (spaced > most)
         spaced = most;
@@ -113,7 +115,7 @@ int64_t pace_group_interval(int64_t commit_interval_us, int64_t last_commit_us, 
 
 int64_t pace_group_rows(uint64_t behind)
 {
-    return behind > GROUP_COMMIT_BEHIND_BYTES ? GROUP_COMMIT_BEHIND_ROWS : GROUP_COMMIT_ROWS;
+    return far_behind(behind) ? GROUP_COMMIT_BEHIND_ROWS : GROUP_COMMIT_ROWS;
 }
 
 int64_t pace_commit_due(const struct pace_group *g, int64_t commit_interval_us, uint64_t behind)
