@@ -172,16 +172,22 @@ struct decoded_value {
 int rows_decode(const struct source_table *t, const struct row_value *row,
                 struct decoded_value *out, char *err, size_t errlen);
 
-/* Adds (sign +1) or takes away (-1) a fact row's contribution to every view
- * reading the table, and for dims puts or deletes the dim row. */
-int rows_apply_fact(struct store *st, struct source_table *t, const struct row_value *row,
-                    int sign, char *err, size_t errlen);
-int rows_put_dim(struct store *st, struct source_table *t, const struct row_value *row,
-                 char *err, size_t errlen);
-/* The same for a row decoded already (the initial load decodes in its
- * reader threads). */
+/* A change of a fact row in every view reading the table: old_row's
+ * contribution taken away (NULL for an insert), new_row's added (NULL for a
+ * delete). An update whose row stays in its cell takes one delta there,
+ * none when the view reads nothing that changed. 0, or -1 with a message
+ * naming the table and column, or the store's. */
+int rows_apply_fact_change(struct store *st, struct source_table *t,
+                           const struct row_value *old_row, const struct row_value *new_row,
+                           char *err, size_t errlen);
+/* Adds (sign +1) or takes away (-1) a fact row decoded already (the
+ * initial load decodes in its reader threads). */
 int rows_apply_decoded_fact(struct store *st, const struct source_table *t,
                             const struct decoded_value *row, int sign, char *err, size_t errlen);
+/* Puts a dim row into the projections of the views joining the table (the
+ * same for a row decoded already), or deletes it from them. */
+int rows_put_dim(struct store *st, struct source_table *t, const struct row_value *row,
+                 char *err, size_t errlen);
 int rows_put_decoded_dim(struct store *st, const struct source_table *t,
                          const struct decoded_value *row, char *err, size_t errlen);
 int rows_delete_dim(struct store *st, struct source_table *t, const struct row_value *row,
@@ -236,7 +242,14 @@ PGconn *source_connect(const char *conninfo, bool replication, char *err, size_t
  * holds decoded (store.h); its rows bound the rest (dictionary and value
  * deltas, a few bytes a row). A physical walsender reports the WAL's end;
  * a logical one only how far it decoded, so logical decoding's groups
- * rarely count as behind.
+ * rarely count as behind. Two rules keep a backlog's groups whole (by
+ * ingest's debug log, each phase of `taxi wal` paid two extra commits of
+ * 0.3 to 0.6 s each without them): a group that took a transaction while
+ * far behind keeps the backlog's bounds until it is stored (pace_applying),
+ * so the backlog's last 16 MiB close the group they belong to rather than
+ * cut it short and make one of their own; and a follower's first group,
+ * with no commit timed yet, spaces from its first transaction by the most
+ * (a first group behind a backlog was stored after one transaction).
  *
  * Idle: a group is stored at once when nothing arrived over one wait of the
  * follower's loop (FOLLOW_WAIT_MS): with no transaction on its way there is
@@ -253,11 +266,13 @@ PGconn *source_connect(const char *conninfo, bool replication, char *err, size_t
 /* The spacing of group commits after one whose own time was last_commit_us,
  * behind bytes of WAL. Cannot fail. */
 int64_t pace_group_interval(int64_t commit_interval_us, int64_t last_commit_us, uint64_t behind);
-/* The rows at which a group is stored whatever its spacing. Cannot fail. */
-int64_t pace_group_rows(uint64_t behind);
 struct pace_group;
-/* When the group g may be stored (now_usec's clock): pace_group_interval
- * after the last commit that stored transactions. Not after a commit of the
+/* The rows at which group g is stored whatever its spacing. Cannot fail. */
+int64_t pace_group_rows(const struct pace_group *g, uint64_t behind);
+/* When the group g may be stored (now_usec's clock): the spacing after the
+ * last commit that stored transactions (after the group's first
+ * transaction for a follower's first group), a backlog's while g keeps
+ * one's bounds. Not after a commit of the
  * position alone, which an idle follower makes whenever the server's WAL
  * end moves: one made while a transaction's rows were on their way held it
  * back by four times the last group's commit (the warehouse's tasks of one
@@ -280,7 +295,9 @@ struct pace_group {
     bool dirty;                    /* whole transactions applied, not yet stored */
     bool compact;                  /* the store may hold delta blocks to fold */
     uint64_t stored_lsn;           /* the position the store holds */
-    int64_t first_applied;         /* when its first transaction began to be applied */
+    int64_t first_applied;         /* when its first transaction began to be applied (0: none yet) */
+    bool backlog;                  /* it took a transaction while far behind: it keeps
+                                      a backlog's bounds until stored ("Behind" above) */
     int64_t last_store;            /* when the last commit ended (now_usec) */
     int64_t last_batch_store;      /* when the last commit that held transactions ended */
     int64_t last_commit_us;        /* the last commit's own time, when it held transactions */
@@ -291,8 +308,10 @@ struct pace_group {
  * so the idle fold looks (g->compact, /metrics straum_ingest_fold_pending). */
 void pace_begin(struct pace_group *g);
 
-/* A transaction starts being applied: the group's first one times it. */
-void pace_applying(struct pace_group *g);
+/* A transaction starts being applied, behind bytes of WAL: the group's
+ * first one times it, and one far behind gives the group a backlog's
+ * bounds until it is stored. Cannot fail. */
+void pace_applying(struct pace_group *g, uint64_t behind);
 
 /* Commits the group's changes with pos in one store commit and starts the
  * next group at pos->lsn; logs what the group held ("applied", debug).

@@ -18,10 +18,21 @@ void pace_begin(struct pace_group *g)
     imetrics_fold_pending(true);
 }
 
-void pace_applying(struct pace_group *g)
+/* Behind a backlog: the lag is the backlog's, and groups may grow. */
+static bool far_behind(uint64_t behind) { return behind > GROUP_COMMIT_BEHIND_BYTES; }
+
+void pace_applying(struct pace_group *g, uint64_t behind)
 {
-    if (!g->dirty)
+    if (!g->first_applied)
         g->first_applied = now_usec();
+    g->backlog |= far_behind(behind);
+}
+
+/* Whether the group keeps a backlog's bounds: the server is far ahead now,
+ * or was while the group took a transaction (internal.h, "Behind"). */
+static bool group_behind(const struct pace_group *g, uint64_t behind)
+{
+    return far_behind(behind) || (g->dirty && g->backlog);
 }
 
 int pace_failed(struct pace_group *g, const struct store_error *serr,
@@ -80,7 +91,8 @@ int pace_commit(struct pace_group *g, struct store *st, const struct store_posit
         logfmt_int(&l, "inserts", (int64_t)g->batch.changes[CHANGE_INSERT]);
         logfmt_int(&l, "updates", (int64_t)g->batch.changes[CHANGE_UPDATE]);
         logfmt_int(&l, "deletes", (int64_t)g->batch.changes[CHANGE_DELETE]);
-        logfmt_printf(&l, "txn_ms", "%.3f", (double)(t1 - g->first_applied) / 1e3);
+        if (g->first_applied) /* 0: its transactions changed nothing followed */
+            logfmt_printf(&l, "txn_ms", "%.3f", (double)(t1 - g->first_applied) / 1e3);
         logfmt_printf(&l, "commit_ms", "%.3f", (double)(t1 - t0) / 1e3);
         logfmt_end(&l);
     }
@@ -92,6 +104,10 @@ int pace_commit(struct pace_group *g, struct store *st, const struct store_posit
     }
     g->batch = (struct ingest_batch){0};
     g->compact |= g->dirty;
+    if (g->dirty) { /* the next group starts afresh */
+        g->first_applied = 0;
+        g->backlog = false;
+    }
     g->stored_lsn = pos->lsn;
     g->dirty = false;
     g->rows = 0;
@@ -101,32 +117,41 @@ int pace_commit(struct pace_group *g, struct store *st, const struct store_posit
     return 0;
 }
 
-/* Behind a backlog: the lag is the backlog's, and groups may grow. */
-static bool far_behind(uint64_t behind) { return behind > GROUP_COMMIT_BEHIND_BYTES; }
-
-int64_t pace_group_interval(int64_t commit_interval_us, int64_t last_commit_us, uint64_t behind)
+/* The spacing after a commit of last_commit_us (0: none timed yet), behind
+ * a backlog or not. */
+static int64_t spacing(int64_t commit_interval_us, int64_t last_commit_us, bool backlog)
 {
-    int64_t most = far_behind(behind) ? GROUP_COMMIT_BEHIND_MAX_US : GROUP_COMMIT_MAX_US;
-    int64_t spaced = GROUP_COMMIT_RATIO * last_commit_us;
+    int64_t most = backlog ? GROUP_COMMIT_BEHIND_MAX_US : GROUP_COMMIT_MAX_US;
+    /* With no commit timed yet a backlog's group may take the most: the
+     * first group of a follower started behind one held one transaction,
+     * then paid a whole commit's per-segment cost for it. */
+    int64_t spaced = backlog && !last_commit_us ? most : GROUP_COMMIT_RATIO * last_commit_us;
     if (spaced > most)
         spaced = most;
     return spaced > commit_interval_us ? spaced : commit_interval_us;
 }
 
-int64_t pace_group_rows(uint64_t behind)
+int64_t pace_group_interval(int64_t commit_interval_us, int64_t last_commit_us, uint64_t behind)
 {
-    return far_behind(behind) ? GROUP_COMMIT_BEHIND_ROWS : GROUP_COMMIT_ROWS;
+    return spacing(commit_interval_us, last_commit_us, far_behind(behind));
+}
+
+int64_t pace_group_rows(const struct pace_group *g, uint64_t behind)
+{
+    return group_behind(g, behind) ? GROUP_COMMIT_BEHIND_ROWS : GROUP_COMMIT_ROWS;
 }
 
 int64_t pace_commit_due(const struct pace_group *g, int64_t commit_interval_us, uint64_t behind)
 {
-    return g->last_batch_store + pace_group_interval(commit_interval_us, g->last_commit_us, behind);
+    /* A follower's first group counts from its first transaction. */
+    int64_t from = g->last_batch_store ? g->last_batch_store : g->first_applied;
+    return from + spacing(commit_interval_us, g->last_commit_us, group_behind(g, behind));
 }
 
 bool pace_group_ready(const struct pace_group *g, int64_t now, int64_t commit_interval_us,
                       uint64_t behind, bool idle)
 {
-    return g->dirty && (idle || g->rows >= pace_group_rows(behind) ||
+    return g->dirty && (idle || g->rows >= pace_group_rows(g, behind) ||
                         now >= pace_commit_due(g, commit_interval_us, behind));
 }
 

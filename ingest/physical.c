@@ -155,6 +155,13 @@ void physical_start_free(struct physical_start *ps)
 
 /* ---- Tables by file --------------------------------------------------------------- */
 
+/* WAL the server holds past what the follower read, as the walsender
+ * last said. */
+static uint64_t behind(const struct pfollower *f)
+{
+    return f->server_lsn > f->read_lsn ? f->server_lsn - f->read_lsn : 0;
+}
+
 static bool same_node(struct pgwal_relfilenode a, struct pgwal_relfilenode b)
 {
     return a.rel == b.rel && a.db == b.db && a.spc == b.spc;
@@ -572,10 +579,9 @@ static int apply_entry(struct pfollower *f, const struct entry *e, bool facts, b
     if (has_new && tuple_columns(f, t, &e->new_tuple, f->new_row, &f->new_arena))
         return -1;
     int rc = 0;
-    if (facts && has_old)
-        rc = rows_apply_fact(f->st, t, f->old_row, -1, f->err, f->errlen);
-    if (rc == 0 && facts && has_new)
-        rc = rows_apply_fact(f->st, t, f->new_row, +1, f->err, f->errlen);
+    if (facts)
+        rc = rows_apply_fact_change(f->st, t, has_old ? f->old_row : NULL,
+                                    has_new ? f->new_row : NULL, f->err, f->errlen);
     if (rc == 0 && dims) {
         bool drop_old = e->kind == HEAP_CHANGE_DELETE ||
                         (e->kind == HEAP_CHANGE_UPDATE &&
@@ -870,7 +876,7 @@ static int txn_end(struct pfollower *f, const struct pgwal_record *rec,
     if (rc == 0 && !skip && nparts) {
         if (!f->g.dirty)
             f->last_data = now_usec();
-        pace_applying(&f->g);
+        pace_applying(&f->g, behind(f));
         rc = apply_spools(f, parts, nparts, top ? top->aborted : NULL, top ? top->naborted : 0);
     }
     /* Files the commit dropped (a TRUNCATE, a rewrite, a DROP). */
@@ -1157,13 +1163,6 @@ static int store_at(struct pfollower *f, uint64_t lsn, int64_t commit_time)
     return 0;
 }
 
-/* WAL the server holds past what the follower read, as the walsender
- * last said. */
-static uint64_t behind(const struct pfollower *f)
-{
-    return f->server_lsn > f->read_lsn ? f->server_lsn - f->read_lsn : 0;
-}
-
 /* Group commit as logical mode does it (stream.c, pace_group_ready): whole
  * transactions, spaced by the last commit's time, at once when the stream
  * went idle (idle: nothing arrived over the loop's last wait). With
@@ -1355,7 +1354,7 @@ static int on_frame(struct pfollower *f, const uint8_t *buf, size_t len)
         if (rc)
             return rc;
         /* whole transactions only: a batch is stored between records */
-        if (f->g.dirty && f->g.rows >= pace_group_rows(behind(f)) && maybe_store(f, true, false))
+        if (f->g.dirty && f->g.rows >= pace_group_rows(&f->g, behind(f)) && maybe_store(f, true, false))
             return -1;
     }
 }

@@ -106,6 +106,13 @@ static int send_feedback(struct follower *f, bool ask_reply)
     return 0;
 }
 
+/* WAL the server reported past what the follower received (a logical
+ * walsender reports how far it decoded: rarely much). */
+static uint64_t behind(const struct follower *f)
+{
+    return f->server_lsn > f->received_lsn ? f->server_lsn - f->received_lsn : 0;
+}
+
 /* Group commit (internal.h, pace_group_ready): whole transactions only,
  * every pace_group_interval, sooner when many rows wait, at once when the
  * stream went idle (idle: nothing arrived over the loop's last wait). */
@@ -113,8 +120,7 @@ static int maybe_store(struct follower *f, bool force, bool idle)
 {
     if (!f->g.dirty || f->in_txn)
         return 0;
-    uint64_t behind = f->server_lsn > f->received_lsn ? f->server_lsn - f->received_lsn : 0;
-    if (!force && !pace_group_ready(&f->g, now_usec(), f->opt->commit_interval_us, behind, idle))
+    if (!force && !pace_group_ready(&f->g, now_usec(), f->opt->commit_interval_us, behind(f), idle))
         return 0;
     if (store_position_now(f, f->applied_lsn, f->applied_time))
         return -1;
@@ -230,10 +236,11 @@ static int on_change(struct follower *f, const struct pgo_message *m)
         rc = tuple_row(f, t, &m->old_tuple, NULL, old_row);
     if (rc == 0 && m->kind != PGO_DELETE)
         rc = tuple_row(f, t, &m->new_tuple, has_old ? old_row : NULL, new_row);
-    if (rc == 0 && t->nfacts && m->kind != PGO_INSERT && !(rc = need_full(f, t, m->old_kind)))
-        rc = rows_apply_fact(f->st, t, old_row, -1, f->err, f->errlen);
-    if (rc == 0 && t->nfacts && m->kind != PGO_DELETE)
-        rc = rows_apply_fact(f->st, t, new_row, +1, f->err, f->errlen);
+    if (rc == 0 && t->nfacts && m->kind != PGO_INSERT)
+        rc = need_full(f, t, m->old_kind);
+    if (rc == 0 && t->nfacts)
+        rc = rows_apply_fact_change(f->st, t, m->kind != PGO_INSERT ? old_row : NULL,
+                                    m->kind != PGO_DELETE ? new_row : NULL, f->err, f->errlen);
     if (rc == 0 && t->ndims) {
         bool drop_old = m->kind == PGO_DELETE ||
                         (m->kind == PGO_UPDATE && has_old && rows_dim_key_changed(t, old_row, new_row));
@@ -361,7 +368,7 @@ static int on_stream_message(struct follower *f, const uint8_t *raw, size_t len)
 static int on_stream_commit(struct follower *f, const struct pgo_message *m)
 {
     struct streamed_txn *s = stream_for(f, m->xid, false);
-    pace_applying(&f->g);
+    pace_applying(&f->g, behind(f));
     if (s) {
         struct replay r = {f, s};
         uint64_t bytes = spool_bytes(&s->spool);
@@ -414,7 +421,7 @@ static int on_message(struct follower *f, const uint8_t *raw, size_t len)
     switch (m.kind) {
     case PGO_BEGIN:
         f->in_txn = true;
-        pace_applying(&f->g);
+        pace_applying(&f->g, behind(f));
         break;
     case PGO_COMMIT:
         f->in_txn = false;

@@ -3,9 +3,12 @@
  * commit's spacing follows the last commit that stored transactions, so
  * that a busy stream's commits stay apart, and a commit of the position
  * alone (an idle follower's, every keepalive the server's WAL end moved)
- * holds no transaction back; behind a backlog groups grow; an idle
- * stream's group is stored at once. */
+ * holds no transaction back; behind a backlog groups grow, a group begun
+ * behind one keeps its bounds until stored, and a follower's first group
+ * there is not stored after one transaction; an idle stream's group is
+ * stored at once. */
 #include "ingest/internal.h"
+#include "store_fixture.h"
 
 #include <criterion/criterion.h>
 
@@ -21,6 +24,66 @@ Test(ingest_pace, a_group_waits_after_the_last_group_stored)
     cr_assert_eq(pace_commit_due(&g, INTERVAL_US, 0), now + GROUP_COMMIT_RATIO * 35000);
     g.last_commit_us = 100; /* a cheap commit: the interval itself */
     cr_assert_eq(pace_commit_due(&g, INTERVAL_US, 0), now + INTERVAL_US);
+}
+
+/* A follower's first group, no commit timed yet. Behind a backlog it was
+ * due at once (spaced from no commit by no commit's time): each phase of
+ * `taxi wal` stored its first transaction of 10,000 rows alone, in a
+ * commit of 0.3 to 0.6 s. */
+Test(ingest_pace, a_first_group_behind_a_backlog_grows)
+{
+    uint64_t far = GROUP_COMMIT_BEHIND_BYTES + 1;
+    struct pace_group g = {0};
+    pace_applying(&g, far);
+    g.dirty = true; /* its transaction applied whole */
+    int64_t first = g.first_applied;
+    cr_assert_gt(first, 0);
+    cr_assert_eq(pace_commit_due(&g, INTERVAL_US, far), first + GROUP_COMMIT_BEHIND_MAX_US);
+    cr_assert_not(pace_group_ready(&g, first + GROUP_COMMIT_MAX_US, INTERVAL_US, far, false));
+    cr_assert(pace_group_ready(&g, first + GROUP_COMMIT_BEHIND_MAX_US, INTERVAL_US, far, false));
+    /* Not behind: the first group is as fresh as the interval allows. */
+    struct pace_group h = {0};
+    pace_applying(&h, 0);
+    h.dirty = true;
+    cr_assert_eq(pace_commit_due(&h, INTERVAL_US, 0), h.first_applied + INTERVAL_US);
+}
+
+/* A backlog's last 16 MiB: the server no longer far ahead, the group the
+ * backlog began was cut short at the usual spacing, and the WAL left made
+ * a group and a commit of its own (by the debug log, 220,000 and then
+ * 70,000 deleted trips, two commits of 0.55 s, where one group was due).
+ * The group keeps the backlog's bounds until stored; the next one does
+ * not. */
+Test(ingest_pace, a_group_begun_behind_a_backlog_keeps_its_bounds)
+{
+    uint64_t far = GROUP_COMMIT_BEHIND_BYTES + 1, near = 1 << 20;
+    struct pace_group g = {.last_commit_us = 700000};
+    g.last_store = g.last_batch_store = now_usec();
+    int64_t from = g.last_batch_store;
+    pace_applying(&g, far);
+    g.dirty = true;
+    g.batch.txns = 1;
+    pace_applying(&g, near); /* its next transactions: the backlog's end */
+    cr_assert_not(pace_group_ready(&g, from + GROUP_COMMIT_MAX_US, INTERVAL_US, near, false));
+    cr_assert_eq(pace_group_rows(&g, near), GROUP_COMMIT_BEHIND_ROWS);
+    cr_assert(pace_group_ready(&g, from + GROUP_COMMIT_RATIO * 700000, INTERVAL_US, near, false));
+    cr_assert(pace_group_ready(&g, from, INTERVAL_US, near, true), "idle: stored at once");
+
+    char dir[64];
+    struct store *s = fixture_create(dir);
+    struct ingest_options opt = {0};
+    struct store_position pos = {1000, 0, now_usec(), 0};
+    char err[512];
+    cr_assert_eq(pace_commit(&g, s, &pos, &opt, err, sizeof err), 0, "%s", err);
+    pace_applying(&g, near); /* the next group: caught up */
+    g.dirty = true;
+    cr_assert_eq(pace_group_rows(&g, near), GROUP_COMMIT_ROWS);
+    g.last_commit_us = 700000; /* as costly as the backlog's */
+    int64_t due = pace_commit_due(&g, INTERVAL_US, near);
+    cr_assert_eq(due, g.last_batch_store + GROUP_COMMIT_MAX_US, "due %lld us after the commit",
+                 (long long)(due - g.last_batch_store));
+    store_close(s);
+    fixture_remove(dir);
 }
 
 /* The warehouse's tasks of one day deleted, one transaction seconds after
@@ -67,6 +130,8 @@ Test(ingest_pace, behind_a_backlog_groups_grow)
     int64_t at = now + GROUP_COMMIT_MAX_US;
     cr_assert(pace_group_ready(&g, at, INTERVAL_US, near, false));
     cr_assert_not(pace_group_ready(&g, at, INTERVAL_US, far, false));
+    cr_assert_eq(pace_commit_due(&g, INTERVAL_US, far), now + GROUP_COMMIT_RATIO * 700000,
+                 "a commit timed: spaced by its time");
     g.rows = GROUP_COMMIT_ROWS;
     cr_assert(pace_group_ready(&g, now, INTERVAL_US, near, false), "rows bound a group");
     cr_assert_not(pace_group_ready(&g, now, INTERVAL_US, far, false));
