@@ -87,6 +87,10 @@ static struct cell *cell_new(struct cellmap *m, uint32_t bucket, const int64_t *
 
 static bool runs_inline(const struct vc_runs *r) { return r->codes == r->one; }
 
+/* Runs a cell holds from which single changes are appended rather than
+ * inserted (runs_add). */
+enum { RUNS_APPEND_FROM = 32 };
+
 static void runs_free(struct vc_runs *r)
 {
     if (!runs_inline(r))
@@ -214,8 +218,28 @@ uint64_t cellmap_prefetch(const struct cellmap *m, uint32_t bucket, const int64_
 void cellmap_prefetch_cell(const struct cellmap *m, uint64_t h)
 {
     struct cell *const *c = hashtab_home_value(&m->table, h);
-    if (c && *c)
-        __builtin_prefetch(*c);
+    if (!c || !*c)
+        return;
+    /* Every line of it: its counts, sums and run headers lie past the first. */
+    size_t total = layout_of(m->view).total;
+    for (size_t at = 0; at < total; at += 64)
+        __builtin_prefetch((const char *)*c + at);
+}
+
+void cellmap_prefetch_runs(const struct cellmap *m, uint64_t h)
+{
+    struct cell *const *slot = hashtab_home_value(&m->table, h);
+    const struct cell *c = slot ? *slot : NULL;
+    if (!c)
+        return;
+    for (int k = 0; k < m->view->nvalue_counts; k++) {
+        const struct vc_runs *r = &c->vcs[k];
+        if (r->cap > 1) { /* past one run, where runs_add writes or begins its search */
+            uint32_t at = r->sorted >= RUNS_APPEND_FROM ? r->n : r->n / 2;
+            __builtin_prefetch(r->codes + at);
+            __builtin_prefetch(r->rows + at);
+        }
+    }
 }
 
 /* ---- Applying deltas -------------------------------------------------------- */
@@ -295,10 +319,6 @@ static int runs_insert(struct cellmap *m, struct vc_runs *r, int64_t code, int64
     r->sorted = ++r->n;
     return 0;
 }
-
-/* Runs a cell holds from which single changes are appended rather than
- * inserted (runs_add). */
-enum { RUNS_APPEND_FROM = 32 };
 
 /* Adds delta rows of code to a cell's runs. A short list takes it in place;
  * a long one (a coarse width's cell, hundreds of values) has it appended,

@@ -473,7 +473,7 @@ static int commit(struct store *s, const struct store_position *pos, bool keep_h
     if (store_need_writer(s, err))
         return -1;
     struct pending *p = s->pending;
-    if (load_drain_all(s, err)) {
+    if (apply_queue_flush(s, err) || load_drain_all(s, err)) {
         pending_reset(p, s->views);
         return -1;
     }

@@ -137,7 +137,8 @@ int store_compact_until(struct store *s, int64_t max_us, bool all, bool (*stop)(
     *left = 0;
     if (store_need_writer(s, err))
         return -1;
-    bool changes = s->pending->load || s->pending->job; /* a load's, not yet written */
+    /* a load's, not yet written, or rows queued (apply.c) */
+    bool changes = s->pending->load || s->pending->job || s->pending->queue.n;
     for (int v = 0; v < s->views->nviews; v++)
         changes |= s->pending->bulk[v] && !bulk_empty(s->pending->bulk[v]);
     if (changes)

@@ -195,11 +195,14 @@ int cell_accumulate(const struct sql_view *v, const struct store_column_type *ty
 /* Ahead of cellmap_apply of the cell (bucket, keys), asks the CPU for its
  * hash slot (cellmap_prefetch, which returns the key's hash h), then, once
  * that slot is likely in, for the cell it names (cellmap_prefetch_cell):
- * store_apply asks for every width's slot, then every width's cell, so
- * that the cache misses of a row's widths overlap. Hints only: they change
- * nothing and cannot fail. */
+ * the apply queue (apply.c) asks for rows' slots, cells and runs a few rows
+ * apart, so that the cache misses of rows and widths overlap. Hints only:
+ * they change nothing and cannot fail. */
 uint64_t cellmap_prefetch(const struct cellmap *m, uint32_t bucket, const int64_t *keys);
 void cellmap_prefetch_cell(const struct cellmap *m, uint64_t h);
+/* Once that cell is likely in too: for where a change to its value-count
+ * runs lands. A hint as well. */
+void cellmap_prefetch_runs(const struct cellmap *m, uint64_t h);
 /* Adds a delta to the cell at bucket index b, creating it. */
 int cellmap_apply(struct cellmap *m, uint32_t bucket, const struct store_delta *d,
                   struct store_error *err);
@@ -394,6 +397,25 @@ struct pending {
     MDB_txn *txn;             /* the batch's write transaction, once it spilled */
     uint8_t (*folds)[SEG_KEY_BYTES]; /* segments to fold after a commit (plan_write), oldest first */
     size_t nfolds, folds_cap;
+    /* Rows store_apply took, not yet in their cells: applied a queue at a
+     * time so that their cache misses overlap (apply.c, "The apply
+     * queue"). Empty at every commit, truncate and reset. */
+    struct apply_queue {
+        struct queued_row {
+            int view, nvcs;
+            int64_t time;
+            size_t at;            /* its keys, counts, sums and vcs, at bytes + at */
+        } *rows;                  /* APPLY_QUEUE_ROWS */
+        int n;
+        unsigned char *bytes;     /* 16-byte aligned (the sums' __int128) */
+        size_t used, cap;
+        struct queued_cell {
+            struct cellmap *m;
+            uint64_t hash;
+            uint32_t at;
+        } *cells;                 /* per row and width: row * max_widths + width */
+        int max_widths;
+    } queue;
     struct encode_job *job;   /* a load's segments handed off (encoder.c), written
                                  by the next load_settle or commit (flush_job):
                                  outside a load job, no segment is both pending
@@ -401,9 +423,21 @@ struct pending {
     bool job_left;            /* the last hand-off left job at work unwritten */
 };
 
-/* Spans a width's segment memo holds (a power of two): 16 of the finest
- * width's 2 to 64-day spans cover months to years of rows in any order. */
-#define SEGMENT_MEMO_SPANS 16
+/* apply.c. Applies every row in the apply queue to its cells; 0, or -1
+ * with err (a count or sum that overflowed, out of memory), the batch then
+ * broken: the caller resets it, as after any failed store_apply. */
+int apply_queue_flush(struct store *s, struct store_error *err);
+/* Empties the apply queue (pending_reset) and frees it (pending_free). */
+void apply_queue_clear(struct apply_queue *q);
+void apply_queue_free(struct apply_queue *q);
+
+/* Spans a width's segment memo holds (a power of two). A finest width's
+ * span is 64 buckets: at the hour, 2.7 days, so 16 of them (the memo's
+ * first size) covered six weeks, and rows spread over the benchmark's
+ * year hashed and compared a segment key at most of their widths
+ * (bytemap_find, 8% of an apply of such rows). 256 cover 682 days of hours
+ * at 24 bytes an entry: 6 KiB a width. */
+#define SEGMENT_MEMO_SPANS 256
 int pending_new(struct store *s, struct store_error *err);
 void pending_free(struct store *s);
 

@@ -102,6 +102,7 @@ void pending_reset(struct pending *p, const struct sql_view_list *views)
             bulk_clear(p->spare[v]);
     }
     p->nfolds = 0;
+    apply_queue_clear(&p->queue);
 }
 
 void pending_free(struct store *s)
@@ -120,6 +121,7 @@ void pending_free(struct store *s)
     free(s->pending->spare);
     free(s->pending->memo);
     free(s->pending->memo_first);
+    apply_queue_free(&s->pending->queue);
     free(s->pending);
     s->pending = NULL;
 }
@@ -133,7 +135,7 @@ int store_set_bulk(struct store *s, bool bulk, struct store_error *err)
     /* A load's work still in flight goes into the batch's transaction
      * first, so that reads outside bulk mode need not look for it; the
      * next commit commits it. */
-    if (s->pending && load_settle(s, err)) {
+    if (s->pending && (apply_queue_flush(s, err) || load_settle(s, err))) {
         pending_reset(s->pending, s->views);
         return -1;
     }
@@ -153,6 +155,7 @@ size_t store_cached_bytes(struct store *s)
         return 0;
     /* A load job is changing bytes: what it held when it started. */
     size_t bytes = s->pending->load ? s->pending->bytes_seen : s->pending->bytes;
+    bytes += s->pending->queue.used;
     for (int v = 0; v < s->views->nviews; v++)
         if (s->pending->bulk[v])
             bytes += bulk_bytes(s->pending->bulk[v]);
