@@ -108,6 +108,8 @@ struct pfollower {
     struct ptxn **txns;       /* open transactions, in no order */
     int ntxns, captxns;
     struct hashtab index;     /* xid -> struct xid_entry (below) */
+    struct spool spare_spool; /* the memory of a dropped transaction's spool,
+                                 for the next one (spool_recycle) */
     struct ptxn *merging;     /* txn_assign: the spool appended to */
     size_t index_dead;
     uint64_t redos[MAX_REDOS];
@@ -291,6 +293,7 @@ static struct ptxn *txn_get(struct pfollower *f, uint32_t xid, uint64_t lsn)
         return NULL;
     t->xid = xid;
     t->first_lsn = lsn;
+    spool_reuse(&t->spool, &f->spare_spool);
     t->at = f->ntxns;
     f->txns[f->ntxns++] = t;
     e->own = t;
@@ -327,7 +330,7 @@ static int txn_drop(struct pfollower *f, struct ptxn *t)
         }
     f->txns[t->at] = f->txns[--f->ntxns];
     f->txns[t->at]->at = t->at;
-    spool_free(&t->spool);
+    spool_recycle(&t->spool, &f->spare_spool);
     free(t->subs);
     free(t->aborted);
     free(t);
@@ -1462,6 +1465,7 @@ int physical_follow(const struct ingest_options *opt, struct source *src, struct
     if (rc < 0 && f.g.failure == STORE_ERR_NO_SPACE && !opt->exit_when_caught_up)
         rc = 2;
     hashtab_free(&f.index);
+    spool_free(&f.spare_spool);
     free(f.txns);
     free(f.created);
     free(f.switch_xid);

@@ -208,4 +208,30 @@ void spool_free(struct spool *s)
     s->cap = 0;
 }
 
+void spool_recycle(struct spool *s, struct spool *spare)
+{
+    bool keep = !spare->mem && s->mem;
+    uint8_t *mem = s->mem;
+    size_t cap = s->cap;
+    s->mem = NULL; /* kept or freed below, not by spool_free */
+    s->cap = 0;
+    spool_free(s);
+    if (keep) {
+        spare->mem = mem;
+        spare->cap = cap;
+    } else {
+        free(mem);
+    }
+}
+
+void spool_reuse(struct spool *s, struct spool *spare)
+{
+    if (s->mem || !spare->mem)
+        return;
+    s->mem = spare->mem;
+    s->cap = spare->cap;
+    spare->mem = NULL;
+    spare->cap = 0;
+}
+
 uint64_t spool_bytes(const struct spool *s) { return s->len + s->file_bytes; }

@@ -38,6 +38,14 @@ int spool_replay(struct spool *s, spool_fn fn, void *ctx, char *err, size_t errl
 /* Empties the spool, keeping its memory for the next transaction. */
 void spool_reset(struct spool *s);
 void spool_free(struct spool *s);
+/* A follower that spools each transaction apart keeps one spool's memory
+ * between them: spool_recycle frees s, its memory part kept by spare if
+ * spare keeps none, and spool_reuse gives that memory to a new spool s.
+ * Freed and allocated afresh, a transaction's few MiB came back as new
+ * pages the kernel zeroes (perf of the physical follower's updates:
+ * faults under on_heap_change, 5% of ingest). Cannot fail. */
+void spool_recycle(struct spool *s, struct spool *spare);
+void spool_reuse(struct spool *s, struct spool *spare);
 /* Bytes held, memory and file. */
 uint64_t spool_bytes(const struct spool *s);
 

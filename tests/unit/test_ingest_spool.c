@@ -181,3 +181,34 @@ Test(spool, the_file_is_made_in_tmpdir)
     unsetenv("TMPDIR");
     spool_free(&t);
 }
+
+/* A follower keeps one dropped spool's memory for the next transaction:
+ * the next spool takes the same memory, empty, and works as a new one; a
+ * second spool dropped while one is kept is freed (ASan: no leak). */
+Test(spool, memory_is_kept_for_the_next_transaction)
+{
+    struct spool spare = {0}, a = {0}, b = {0};
+    struct expect e = {0};
+    rng_state = 5;
+    append_some(&a, &e, 50, 100);
+    forget(&e);
+    append_some(&b, &e, 5, 10);
+    forget(&e);
+    uint8_t *kept = a.mem;
+    cr_assert_not_null(kept);
+    spool_recycle(&a, &spare);
+    cr_assert_eq(spare.mem, kept);
+    cr_assert_null(a.mem);
+    spool_recycle(&b, &spare); /* one is kept already: b's is freed */
+    cr_assert_eq(spare.mem, kept);
+    struct spool c = {0};
+    spool_reuse(&c, &spare);
+    cr_assert_eq(c.mem, kept);
+    cr_assert_null(spare.mem);
+    cr_assert_eq(spool_bytes(&c), 0, "the next spool starts empty");
+    append_some(&c, &e, 20, 50);
+    replay_all(&c, &e);
+    forget(&e);
+    spool_free(&c);
+    spool_free(&spare);
+}
