@@ -133,12 +133,13 @@ struct cellmap *pending_segment(struct store *s, int view, int width, int64_t sp
 int pending_add_value_rows(struct pending *p, int view, int vc, int64_t code, int64_t rows,
                           struct store_error *err)
 {
-    uint8_t key[VALUE_KEY_BYTES];
-    triple_key(key, view, vc, code);
-    struct bytemap_entry *e = bytemap_upsert(&p->values, key, sizeof key);
-    if (!e)
+    uint64_t key[2];
+    pending_value_key(key, view, vc, code);
+    bool added;
+    int64_t *sum = hashtab_upsert(&p->values, key, hashtab_hash(&p->values, key), &added);
+    if (!sum)
         return store_fail(err, "out of memory");
-    e->num += rows;
+    *sum += rows;
     return 0;
 }
 
@@ -386,11 +387,10 @@ int store_truncate_view(struct store *s, int view, struct store_error *err)
         if (((struct cellmap *)e->ptr)->view_index == view)
             pending_forget(p, e);
     }
-    BYTEMAP_EACH(&p->values, e)
-    {
-        if (be_load_u16(e->key) == view)
-            bytemap_remove(&p->values, e);
-    }
+    uint32_t at = 0;
+    for (uint64_t *slot; (slot = hashtab_next(&p->values, &at));)
+        if (hashtab_key_of(slot)[0] >> 32 == (uint64_t)view) /* no removal: zero, not written */
+            *(int64_t *)hashtab_value_of(&p->values, slot) = 0;
     atomic_store_explicit(&p->truncated[view], true, memory_order_relaxed);
     return p->txn ? batch_truncate(s, p->txn, err) : 0;
 }

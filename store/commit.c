@@ -286,21 +286,27 @@ static int encode_dirty(struct store *s, struct store_error *err)
     return 0;
 }
 
+/* One value change of the batch, keyed as the values table keys it. */
+struct value_change {
+    uint8_t key[VALUE_KEY_BYTES];
+    int64_t rows;
+};
+
 /* Adds one value change to what the table holds. */
-static int write_value(struct store *s, MDB_txn *txn, const struct bytemap_entry *e,
+static int write_value(struct store *s, MDB_txn *txn, const struct value_change *c,
                        struct store_error *err)
 {
-    MDB_val k = {VALUE_KEY_BYTES, (void *)e->key}, v;
+    MDB_val k = {VALUE_KEY_BYTES, (void *)c->key}, v;
     int64_t rows = 0;
     int rc = mdb_get(txn, s->values, &k, &v);
     if (rc == 0 && v.mv_size == 8)
         memcpy(&rows, v.mv_data, 8);
     else if (rc && rc != MDB_NOTFOUND)
         return rc;
-    rows += e->num;
+    rows += c->rows;
     if (rows < 0)
         return store_fail(err, "view %u: a value's row count went negative; a delta took "
-                               "away a value that was never added", be_load_u16(e->key));
+                               "away a value that was never added", be_load_u16(c->key));
     v = (MDB_val){8, &rows};
     rc = rows ? mdb_put(txn, s->values, &k, &v, 0) : mdb_del(txn, s->values, &k, NULL);
     return rc == MDB_NOTFOUND ? 0 : rc;
@@ -308,8 +314,8 @@ static int write_value(struct store *s, MDB_txn *txn, const struct bytemap_entry
 
 static int value_key_cmp(const void *a, const void *b)
 {
-    return memcmp((*(struct bytemap_entry *const *)a)->key,
-                  (*(struct bytemap_entry *const *)b)->key, VALUE_KEY_BYTES);
+    return memcmp(((const struct value_change *)a)->key, ((const struct value_change *)b)->key,
+                  VALUE_KEY_BYTES);
 }
 
 /* The batch's value changes, in key order: LMDB fills the pages of keys
@@ -318,20 +324,25 @@ static int value_key_cmp(const void *a, const void *b)
  * a third of a MiB of the store file). */
 static int write_values(struct store *s, MDB_txn *txn, struct store_error *err)
 {
+    struct hashtab *t = &s->pending->values;
     size_t n = 0;
-    struct bytemap_entry **es = malloc((s->pending->values.count + 1) * sizeof *es);
-    if (!es)
+    struct value_change *cs = malloc((t->count + 1) * sizeof *cs);
+    if (!cs)
         return store_fail(err, "out of memory");
-    BYTEMAP_EACH(&s->pending->values, e)
-    {
-        if (e->num != 0)
-            es[n++] = e;
+    uint32_t at = 0;
+    for (uint64_t *slot; (slot = hashtab_next(t, &at));) {
+        int64_t rows = *(int64_t *)hashtab_value_of(t, slot);
+        const uint64_t *key = hashtab_key_of(slot);
+        if (rows == 0)
+            continue;
+        triple_key(cs[n].key, (int)(key[0] >> 32), (int)(uint32_t)key[0], (int64_t)key[1]);
+        cs[n++].rows = rows;
     }
-    qsort(es, n, sizeof *es, value_key_cmp);
+    qsort(cs, n, sizeof *cs, value_key_cmp);
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < n; i++)
-        rc = write_value(s, txn, es[i], err);
-    free(es);
+        rc = write_value(s, txn, &cs[i], err);
+    free(cs);
     return rc;
 }
 
@@ -516,7 +527,7 @@ static int commit(struct store *s, const struct store_position *pos, bool keep_h
             m->dirty = false;
     }
     p->committed_clock = p->clock;
-    bytemap_clear(&p->values);
+    hashtab_clear(&p->values);
     BYTEMAP_EACH(&p->dict, e) free(e->ptr);
     bytemap_clear(&p->dict);
     dense_forget(p);

@@ -29,6 +29,7 @@ int pending_new(struct store *s, struct store_error *err)
         !(s->pending->spare = calloc((size_t)s->views->nviews, sizeof *s->pending->spare)) ||
         !(s->pending->memo_first = calloc((size_t)s->views->nviews, sizeof *s->pending->memo_first)))
         return store_fail(err, "out of memory");
+    hashtab_init(&s->pending->values, 2, sizeof(int64_t));
     int widths = 0;
     for (int v = 0; v < s->views->nviews; v++) {
         s->pending->memo_first[v] = widths;
@@ -89,7 +90,7 @@ void pending_reset(struct pending *p, const struct sql_view_list *views)
     p->job = NULL;
     drop_segments(p, true);
     p->bytes = 0;
-    bytemap_clear(&p->values);
+    hashtab_clear(&p->values);
     BYTEMAP_EACH(&p->dict, e) free(e->ptr);
     bytemap_clear(&p->dict);
     bytemap_clear(&p->dict_next); /* re-read from the store: ids of a dropped batch are reused */
@@ -122,6 +123,7 @@ void pending_free(struct store *s)
     free(s->pending->memo);
     free(s->pending->memo_first);
     apply_queue_free(&s->pending->queue);
+    hashtab_free(&s->pending->values);
     free(s->pending);
     s->pending = NULL;
 }
