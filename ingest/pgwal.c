@@ -21,6 +21,7 @@
 #include <lz4.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -267,8 +268,17 @@ const char *pgwal_record_name(unsigned rmid, unsigned info)
 int pgwal_decode_record(const uint8_t *buf, size_t len, uint64_t lsn, struct pgwal_record *out,
                         char *err, size_t errlen)
 {
-    memset(out, 0, sizeof *out);
-    out->max_block_id = -1;
+    /* Only the blocks up to max_block_id are set (pgwal.h): with its 33
+     * block slots a record is 2 KiB, and zeroing them all, then copying the
+     * record out, was 85% of this function (perf: rep stos and rep movs,
+     * 5% of the physical follower's inserts). */
+    struct pgwal_record *r = out;
+    memset(r, 0, offsetof(struct pgwal_record, blocks));
+    r->max_block_id = -1;
+    r->fpi_len = 0;
+    r->main_data = NULL;
+    r->main_data_len = 0;
+    r->raw = NULL;
     if (buf == NULL || len < PGWAL_RECORD_HEADER)
         return fail_at(err, errlen, lsn, "%zu bytes, less than a record header (%d)", len,
                        PGWAL_RECORD_HEADER);
@@ -276,17 +286,16 @@ int pgwal_decode_record(const uint8_t *buf, size_t len, uint64_t lsn, struct pgw
     if (tot_len != len)
         return fail_at(err, errlen, lsn, "xl_tot_len is %u, the record has %zu bytes", tot_len,
                        len);
-    struct pgwal_record r = {.lsn = lsn,
-                             .tot_len = tot_len,
-                             .xid = le_load_u32(buf + 4),
-                             .prev = le_load_u64(buf + 8),
-                             .info = buf[16],
-                             .rmid = buf[17],
-                             .crc = le_load_u32(buf + 20),
-                             .max_block_id = -1,
-                             .raw = buf};
-    if (!rmid_valid(r.rmid))
-        return fail_at(err, errlen, lsn, "unknown resource manager id %u", (unsigned)r.rmid);
+    r->lsn = lsn;
+    r->tot_len = tot_len;
+    r->xid = le_load_u32(buf + 4);
+    r->prev = le_load_u64(buf + 8);
+    r->info = buf[16];
+    r->rmid = buf[17];
+    r->crc = le_load_u32(buf + 20);
+    r->raw = buf;
+    if (!rmid_valid(r->rmid))
+        return fail_at(err, errlen, lsn, "unknown resource manager id %u", (unsigned)r->rmid);
 
     /* The headers: block headers, origin, top-level xid, then the main
      * data's header, which comes last. remaining counts the bytes after
@@ -308,42 +317,44 @@ int pgwal_decode_record(const uint8_t *buf, size_t len, uint64_t lsn, struct pgw
         remaining--;
         if (id == XLR_BLOCK_ID_DATA_SHORT) {
             NEED(1, "main data length");
-            r.main_data_len = *p++;
+            r->main_data_len = *p++;
             remaining--;
-            datatotal += r.main_data_len;
+            datatotal += r->main_data_len;
             break;
         }
         if (id == XLR_BLOCK_ID_DATA_LONG) {
             NEED(4, "main data length");
-            r.main_data_len = le_load_u32(p);
+            r->main_data_len = le_load_u32(p);
             p += 4;
             remaining -= 4;
-            datatotal += r.main_data_len;
+            datatotal += r->main_data_len;
             break;
         }
         if (id == XLR_BLOCK_ID_ORIGIN) {
             NEED(2, "origin");
-            r.has_origin = true;
-            r.origin = le_load_u16(p);
+            r->has_origin = true;
+            r->origin = le_load_u16(p);
             p += 2;
             remaining -= 2;
             continue;
         }
         if (id == XLR_BLOCK_ID_TOPLEVEL_XID) {
             NEED(4, "top-level xid");
-            r.toplevel_xid = le_load_u32(p);
+            r->toplevel_xid = le_load_u32(p);
             p += 4;
             remaining -= 4;
             continue;
         }
         if (id > XLR_MAX_BLOCK_ID)
             return fail_at(err, errlen, lsn, "invalid block id %u", (unsigned)id);
-        if ((int)id <= r.max_block_id)
+        if ((int)id <= r->max_block_id)
             return fail_at(err, errlen, lsn, "block %u after block %d: ids must increase",
-                           (unsigned)id, r.max_block_id);
-        r.max_block_id = id;
-        struct pgwal_block *b = &r.blocks[id];
-        b->in_use = true;
+                           (unsigned)id, r->max_block_id);
+        for (int skipped = r->max_block_id + 1; skipped < id; skipped++)
+            r->blocks[skipped].in_use = false;
+        r->max_block_id = id;
+        struct pgwal_block *b = &r->blocks[id];
+        *b = (struct pgwal_block){.in_use = true};
         NEED(3, "block header");
         uint8_t fork_flags = p[0];
         b->data_len = le_load_u16(p + 1);
@@ -437,25 +448,24 @@ int pgwal_decode_record(const uint8_t *buf, size_t len, uint64_t lsn, struct pgw
                        (unsigned long long)datatotal, remaining);
 
     /* The payloads, in the order of the headers. */
-    for (int i = 0; i <= r.max_block_id; i++) {
-        struct pgwal_block *b = &r.blocks[i];
+    for (int i = 0; i <= r->max_block_id; i++) {
+        struct pgwal_block *b = &r->blocks[i];
         if (!b->in_use)
             continue;
         if (b->has_image) {
             b->image = p;
             p += b->bimg_len;
-            r.fpi_len += b->bimg_len;
+            r->fpi_len += b->bimg_len;
         }
         if (b->has_data) {
             b->data = p;
             p += b->data_len;
         }
     }
-    if (r.main_data_len > 0) {
-        r.main_data = p;
-        p += r.main_data_len;
+    if (r->main_data_len > 0) {
+        r->main_data = p;
+        p += r->main_data_len;
     }
-    *out = r;
     return 0;
 }
 

@@ -200,7 +200,8 @@ struct pgwal_record {
     uint16_t origin;          /* replication origin, when has_origin */
     uint32_t toplevel_xid;    /* a subtransaction's top-level xid, or 0 */
     int max_block_id;         /* highest block id in use, -1 for none */
-    struct pgwal_block blocks[PGWAL_MAX_BLOCKS];
+    struct pgwal_block blocks[PGWAL_MAX_BLOCKS]; /* [0, max_block_id] only: the
+                                                  * slots past it are not set */
     uint32_t fpi_len;         /* bytes of page images (pg_waldump's tot - rec) */
     const uint8_t *main_data; /* the resource manager's main data */
     uint32_t main_data_len;
@@ -216,7 +217,8 @@ struct pgwal_record {
  * 8192-byte page), origin, top-level xid, then the main data; the lengths
  * must add up to the record exactly. Does not check xl_crc or xl_prev (the
  * reader does). out points into buf (keep it while out is used); end and
- * tli are left 0. Returns 0, or -1 with a message in err, out zeroed. */
+ * tli are left 0; blocks past max_block_id are not set. Returns 0, or -1
+ * with a message in err, out then undefined. */
 int pgwal_decode_record(const uint8_t *buf, size_t len, uint64_t lsn, struct pgwal_record *out,
                         char *err, size_t errlen);
 
