@@ -218,8 +218,9 @@ static bool same_cell(const struct sql_view *v, const struct view_delta *a,
 
 /* Adds b's share into a's, the same cell (same_cell): counts and sums
  * summed, value-count changes that cancel out dropped. Exact sums add
- * exactly; a float sum then takes new - old in one addition rather than
- * two, which rounds no worse. */
+ * exactly; a float sum takes new - old in one addition to the cell rather
+ * than -old and then +new: rounded in another order, as a float sum is by
+ * any other order of its rows. */
 static void view_delta_merge(const struct sql_view *v, struct view_delta *a,
                              const struct view_delta *b)
 {
