@@ -357,6 +357,8 @@ int store_apply(struct store *s, const struct store_delta *d, struct store_error
                           "store keeps (4713 BC to the year 100000)",
                           s->views->views[d->view].name, when);
     }
+    if (d->nvcs == 0 && !accumulators_change(&s->views->views[d->view], d->counts, d->sums))
+        return 0; /* changes nothing (an update's two rows that agree on what the view reads) */
     if (s->bulk)
         return load_stage_row(s, d, err);
     struct pending *p = s->pending;

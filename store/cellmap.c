@@ -718,15 +718,23 @@ int cellmap_encode_consume(struct cellmap *m, void **out, size_t *len, struct st
     return encode_live(m, true, out, len, err);
 }
 
+bool accumulators_change(const struct sql_view *v, const int64_t *counts,
+                         const struct store_sum *sums)
+{
+    for (int i = 0; i < v->ncounts; i++)
+        if (counts[i])
+            return true;
+    for (int i = 0; i < v->nsums; i++)
+        if (sums[i].exact || sums[i].real != 0)
+            return true;
+    return false;
+}
+
 /* Whether an overlay's cell changes anything. */
 static bool cell_changes(const struct sql_view *v, const struct cell *c)
 {
-    for (int i = 0; i < v->ncounts; i++)
-        if (c->counts[i])
-            return true;
-    for (int i = 0; i < v->nsums; i++)
-        if (c->sums[i].exact || c->sums[i].real != 0)
-            return true;
+    if (accumulators_change(v, c->counts, c->sums))
+        return true;
     for (int i = 0; i < v->nvalue_counts; i++)
         if (c->vcs[i].n)
             return true;

@@ -187,6 +187,10 @@ int cellmap_merge(struct cellmap *base, struct cellmap *overlay, struct store_er
 int cellmap_add_cell(struct cellmap *m, uint32_t bucket, const int64_t *keys,
                      const int64_t *counts, const struct store_sum *sums,
                      const struct vc_runs *runs, struct store_error *err);
+/* Whether counts or sums (a delta's or an overlay cell's) change anything:
+ * a count or an exact sum not zero, or a float sum not +0 or -0. */
+bool accumulators_change(const struct sql_view *v, const int64_t *counts,
+                         const struct store_sum *sums);
 /* Adds counts and sums (one row's or one cell's) to a cell's accumulators;
  * -1 with err when a count or an exact sum overflows. */
 int cell_accumulate(const struct sql_view *v, const struct store_column_type *types,

@@ -213,7 +213,11 @@ struct store_delta {
 /* ---- Writer ------------------------------------------------------------- */
 
 /* Cell and projection changes collect in memory until store_commit writes
- * them, with the position, in one LMDB transaction. */
+ * them, with the position, in one LMDB transaction. A delta that changes
+ * nothing (every count and sum zero, no value count) touches no cell. A
+ * failure of a row queued earlier (apply.c, "The apply queue") may be
+ * reported by a later store_apply or by store_commit: after any failure
+ * the batch is to be dropped (store_rollback). */
 int store_apply(struct store *s, const struct store_delta *d, struct store_error *err);
 
 /* Empties every cell of a view (TRUNCATE of its fact table). */
