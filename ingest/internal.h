@@ -249,7 +249,7 @@ PGconn *source_connect(const char *conninfo, bool replication, char *err, size_t
  * so the backlog's last 16 MiB close the group they belong to rather than
  * cut it short and make one of their own; and a follower's first group,
  * with no commit timed yet, spaces from its first transaction by the most
- * (a first group behind a backlog was stored after one transaction).
+ * (spaced by no commit, it would be stored after one transaction).
  *
  * Idle: a group is stored at once when nothing arrived over one wait of the
  * follower's loop (FOLLOW_WAIT_MS): with no transaction on its way there is

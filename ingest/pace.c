@@ -122,9 +122,9 @@ int pace_commit(struct pace_group *g, struct store *st, const struct store_posit
 static int64_t spacing(int64_t commit_interval_us, int64_t last_commit_us, bool backlog)
 {
     int64_t most = backlog ? GROUP_COMMIT_BEHIND_MAX_US : GROUP_COMMIT_MAX_US;
-    /* With no commit timed yet a backlog's group may take the most: the
-     * first group of a follower started behind one held one transaction,
-     * then paid a whole commit's per-segment cost for it. */
+    /* With no commit timed yet a backlog's group may take the most: spaced
+     * by no commit's time, a follower's first group behind one would hold
+     * one transaction and pay a whole commit's per-segment cost for it. */
     int64_t spaced = backlog && !last_commit_us ? most : GROUP_COMMIT_RATIO * last_commit_us;
     if (spaced > most)
         spaced = most;

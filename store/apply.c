@@ -179,8 +179,6 @@ static int add_value_deltas(struct pending *p, const struct store_delta *d,
  *      budget still bounds the batch. */
 enum { APPLY_QUEUE_ROWS = 256, APPLY_AHEAD = 4 };
 
-static size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
-
 /* Where a queued row's arrays lie from its start: keys, counts, sums (16
  * bytes aligned), vcs; total, the next row's start. */
 struct queued_layout {
@@ -191,9 +189,9 @@ static struct queued_layout queued_layout(const struct sql_view *v, int nvcs)
 {
     struct queued_layout l;
     l.counts = 8 * (size_t)v->ncell_keys;
-    l.sums = align16(l.counts + 8 * (size_t)v->ncounts);
+    l.sums = align_up(l.counts + 8 * (size_t)v->ncounts, 16);
     l.vcs = l.sums + sizeof(struct store_sum) * (size_t)v->nsums;
-    l.total = align16(l.vcs + sizeof(struct store_vc_delta) * (size_t)nvcs);
+    l.total = align_up(l.vcs + sizeof(struct store_vc_delta) * (size_t)nvcs, 16);
     return l;
 }
 
@@ -215,11 +213,11 @@ static int queue_push(struct store *s, const struct store_delta *d, struct store
 {
     struct apply_queue *q = &s->pending->queue;
     const struct sql_view *v = &s->views->views[d->view];
+    if (d->nvcs < 0)
+        return store_fail(err, "a row of view \"%s\" has %d value-count changes", v->name, d->nvcs);
     for (int i = 0; i < d->nvcs; i++)
         if (d->vcs[i].vc < 0 || d->vcs[i].vc >= v->nvalue_counts)
             return store_fail(err, "value count %d is not one of view \"%s\"", d->vcs[i].vc, v->name);
-    if (d->nvcs < 0)
-        return store_fail(err, "a row of view \"%s\" has %d value-count changes", v->name, d->nvcs);
     size_t bytes = queued_layout(v, d->nvcs).total;
     if (!q->rows && !(q->rows = malloc(APPLY_QUEUE_ROWS * sizeof *q->rows)))
         return store_fail(err, "out of memory");

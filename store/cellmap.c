@@ -18,7 +18,6 @@
 
 /* ---- Cells ---------------------------------------------------------------- */
 
-static size_t align_up(size_t n, size_t a) { return (n + a - 1) & ~(a - 1); }
 
 struct cell_layout {
     size_t keys, counts, sums, vcs, total;
@@ -215,21 +214,28 @@ uint64_t cellmap_prefetch(const struct cellmap *m, uint32_t bucket, const int64_
     return h;
 }
 
+/* The cell in key h's home slot, when the slot's hash is h's (most often
+ * the key's own cell): what the prefetches below hint at. */
+static const struct cell *home_cell(const struct cellmap *m, uint64_t h)
+{
+    struct cell *const *slot = hashtab_home_value(&m->table, h);
+    return slot ? *slot : NULL;
+}
+
 void cellmap_prefetch_cell(const struct cellmap *m, uint64_t h)
 {
-    struct cell *const *c = hashtab_home_value(&m->table, h);
-    if (!c || !*c)
+    const struct cell *c = home_cell(m, h);
+    if (!c)
         return;
     /* Every line of it: its counts, sums and run headers lie past the first. */
     size_t total = layout_of(m->view).total;
     for (size_t at = 0; at < total; at += 64)
-        __builtin_prefetch((const char *)*c + at);
+        __builtin_prefetch((const char *)c + at);
 }
 
 void cellmap_prefetch_runs(const struct cellmap *m, uint64_t h)
 {
-    struct cell *const *slot = hashtab_home_value(&m->table, h);
-    const struct cell *c = slot ? *slot : NULL;
+    const struct cell *c = home_cell(m, h);
     if (!c)
         return;
     for (int k = 0; k < m->view->nvalue_counts; k++) {

@@ -91,6 +91,9 @@ struct store {
     size_t release_bytes;             /* and the bytes of those blocks */
 };
 
+/* n rounded up to a multiple of a, a power of two. */
+static inline size_t align_up(size_t n, size_t a) { return (n + a - 1) & ~(a - 1); }
+
 /* Sets err from an LMDB return code with what was being done. */
 int store_lmdb_error(struct store_error *err, int rc, const char *doing);
 int store_fail(struct store_error *err, const char *fmt, ...)
@@ -438,11 +441,11 @@ void apply_queue_clear(struct apply_queue *q);
 void apply_queue_free(struct apply_queue *q);
 
 /* Spans a width's segment memo holds (a power of two). A finest width's
- * span is 64 buckets: at the hour, 2.7 days, so 16 of them (the memo's
- * first size) covered six weeks, and rows spread over the benchmark's
- * year hashed and compared a segment key at most of their widths
- * (bytemap_find, 8% of an apply of such rows). 256 cover 682 days of hours
- * at 24 bytes an entry: 6 KiB a width. */
+ * span is 64 buckets: at the hour, 2.7 days, so 16 would cover six weeks,
+ * and rows spread over the benchmark's half year would hash and compare a
+ * segment key at most of their widths (bytemap_find was 8% of an apply of
+ * such rows at 16). 256 cover 682 days of hours at 24 bytes an entry:
+ * 6 KiB a width. */
 #define SEGMENT_MEMO_SPANS 256
 int pending_new(struct store *s, struct store_error *err);
 void pending_free(struct store *s);
@@ -503,18 +506,18 @@ int segment_load_blocks(struct store *s, struct cellmap *m, const MDB_val *block
  * batch); its use clock advanced. NULL with err when out of memory. */
 struct cellmap *pending_segment(struct store *s, int view, int width, int64_t span,
                                 struct store_error *err);
-/* Adds rows to the batch's change of (view, value count, code); -1 with
- * err when out of memory. */
 /* The batch's key of (view, value count, code): two words, not the
  * values table's 12 bytes (triple_key), so that the writer's one
- * open-addressing table holds it: found in one slot where a chained map
- * hashed, walked and compared bytes (bytemap_find, 4% of the physical
- * follower's deletes). */
+ * open-addressing table holds it: one slot a lookup, where a chained map
+ * hashes, walks a chain and compares bytes (bytemap_find was 4% of the
+ * physical follower's deletes). */
 static inline void pending_value_key(uint64_t key[2], int view, int vc, int64_t code)
 {
     key[0] = (uint64_t)(uint32_t)view << 32 | (uint32_t)vc;
     key[1] = (uint64_t)code;
 }
+/* Adds rows to the batch's change of (view, value count, code); -1 with
+ * err when out of memory. */
 int pending_add_value_rows(struct pending *p, int view, int vc, int64_t code, int64_t rows,
                            struct store_error *err);
 /* Turns e's overlay into the whole segment (the stored blocks as this
