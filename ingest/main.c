@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +65,50 @@ static const char usage[] =
     "  --help, --version\n"
     "DUR is digits with an optional fraction and a unit: us, ms, s, m or h (a bare\n"
     "number is milliseconds), e.g. 250us, 1.5s, 2h; more than 2^63-1 us is refused.\n";
+
+/* Transparent huge pages for the follower's heap. A batch takes hundreds of
+ * MiB afresh (overlay cells, hash tables, value-count runs, spools) and lets
+ * them go at its commit; touched 4 KiB at a time, each page's first write
+ * was a fault of its own: 18% of ingest's CPU in `taxi wal`'s delete phase
+ * (perf, on a virtual machine, where a fault costs more). glibc
+ * (2.35 on) asks the kernel for huge pages for what malloc maps when the
+ * tunable glibc.malloc.hugetlb is 1, and reads tunables only as a process
+ * starts, so `run` sets it and executes itself again, once: a
+ * GLIBC_TUNABLES that names glibc.malloc.hugetlb already (this second
+ * start, or an operator's choice, =0 to turn it off) is left as it is,
+ * and other tunables given are kept. Nothing is done where the kernel
+ * gives no huge pages (transparent_hugepage "never"), and a failed exec
+ * goes on as before. The cost is memory held in 2 MiB pieces: SPEC.md §5
+ * "Huge pages for the heap" has both measures. */
+static void exec_with_huge_pages(char **argv)
+{
+#if defined(__linux__) && defined(__GLIBC__)
+    static const char tunable[] = "glibc.malloc.hugetlb";
+    const char *given = getenv("GLIBC_TUNABLES");
+    if (given && strstr(given, tunable))
+        return;
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    char modes[128] = "";
+    bool read = f && fgets(modes, sizeof modes, f);
+    if (f)
+        fclose(f);
+    if (!read || strstr(modes, "[never]"))
+        return;
+    char value[4096];
+    int n = snprintf(value, sizeof value, "%s%s%s=1", given ? given : "", given ? ":" : "",
+                     tunable);
+    if (n < 0 || (size_t)n >= sizeof value || setenv("GLIBC_TUNABLES", value, 1))
+        return;
+    execv("/proc/self/exe", argv);
+    /* not executed: the heap stays as it is */
+    if (given)
+        setenv("GLIBC_TUNABLES", given, 1);
+    else
+        unsetenv("GLIBC_TUNABLES");
+#else
+    (void)argv;
+#endif
+}
 
 static void on_signal(int sig)
 {
@@ -172,6 +217,7 @@ int main(int argc, char **argv)
         int rc = ingest_plan(&opt, stdout);
         return rc < 0 ? 2 : rc;
     }
+    exec_with_huge_pages(argv);
     /* Asks wait for no one: on a machine shared with straum-serve, ingest
      * (a transaction's apply, a fold) yields the CPU to them. */
     errno = 0; /* nice() adds to the niceness, capped at 19; -1 may be a niceness */

@@ -25,6 +25,7 @@
 #include "tests/kit/sanitizer.h"
 
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -406,6 +407,69 @@ Test(ingest_physical, every_change_at_wal_level_replica, .timeout = 300)
  * subtransaction's first record names its owner, updates carry whole new
  * rows), which the follower must read as well. */
 Test(ingest_physical, every_change_at_wal_level_logical, .timeout = 300) { core(NULL); }
+
+/* ---- The follower's heap: huge pages ---------------------------------------------------------- */
+
+/* Whether the kernel gives transparent huge pages (not "never"). */
+static bool huge_pages_offered(void)
+{
+    char modes[128] = "";
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    bool read = f && fgets(modes, sizeof modes, f);
+    if (f)
+        fclose(f);
+    return read && !strstr(modes, "[never]");
+}
+
+/* Whether a running process has memory advised for huge pages: a mapping
+ * whose VmFlags (/proc/PID/smaps) carry "hg" (MADV_HUGEPAGE), which glibc's
+ * malloc asks for under glibc.malloc.hugetlb=1. (GLIBC_TUNABLES itself
+ * cannot be read back: glibc rewrites the process's copy as it starts.) */
+static bool advised_huge(pid_t pid)
+{
+    char path[64], line[512];
+    snprintf(path, sizeof path, "/proc/%d/smaps", (int)pid);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+    bool hg = false;
+    while (!hg && fgets(line, sizeof line, f))
+        hg = !strncmp(line, "VmFlags:", 8) && strstr(line, " hg");
+    fclose(f);
+    return hg;
+}
+
+/* Whether the follower, started with GLIBC_TUNABLES `given` (NULL: none),
+ * has memory advised for huge pages once it has loaded the store. */
+static bool huge_after_start(struct follower *f, PGconn *pg, const char *given)
+{
+    if (given)
+        setenv("GLIBC_TUNABLES", given, 1);
+    follower_start(f);
+    unsetenv("GLIBC_TUNABLES");
+    wait_position(f, oracle_committed_lsn(pg), "waiting for the follower to run");
+    bool hg = advised_huge(f->pid);
+    follower_stop(f);
+    return hg;
+}
+
+/* `run` executes itself again with glibc's malloc asking for transparent
+ * huge pages (ingest/main.c says why), keeping the tunables an operator
+ * gave, and leaving a choice of glibc.malloc.hugetlb to the operator. */
+Test(ingest_physical, its_heap_asks_for_huge_pages, .timeout = 300)
+{
+    struct taxi_db db;
+    struct follower f;
+    taxi_physical(&db, NULL, 200, &f);
+    /* AddressSanitizer's allocator is not glibc's: it takes no tunable */
+    bool offered = huge_pages_offered() && !UNDER_ASAN;
+    cr_assert_eq(huge_after_start(&f, db.pg, NULL), offered);
+    cr_assert_eq(huge_after_start(&f, db.pg, "glibc.malloc.tcache_count=5"), offered,
+                 "another tunable given, the huge pages are asked for too");
+    cr_assert_not(huge_after_start(&f, db.pg, "glibc.malloc.hugetlb=0"),
+                  "glibc.malloc.hugetlb=0 given, no huge pages are asked for");
+    check(&f, db.pg, "after three starts");
+    taxi_end(&db, &f);
+}
 
 /* ---- 2. Transactions open across the load ----------------------------------------------------- */
 
