@@ -134,6 +134,13 @@ int source_load_physical(PGconn *conn, struct source *src, char *err, size_t err
  * read, -1 with err (a lost connection, the table gone). */
 int source_relfilenode_now(PGconn *conn, const struct source_table *t,
                            struct pgwal_relfilenode *out, char *err, size_t errlen);
+/* Where the server's WAL ends now, as the end of a record, the position a
+ * follower that has read everything stands at: a primary's insert
+ * position (with asynchronous commit a commit may lie past the write
+ * position), moved back over a page header it points past
+ * (pgwal_last_record_end); a standby's replay position (what its
+ * walsender has, at least). 0 when the server cannot be asked. */
+uint64_t source_wal_end(PGconn *conn);
 /* Whether table t's attributes in the catalog now are those
  * source_load_physical read (the columns Straum reads: name, attnum, and a
  * type with the same store type and scale; every attribute's length,

@@ -817,6 +817,15 @@ static int grow(struct pgwal_reader *r, size_t need)
     return 0;
 }
 
+uint64_t pgwal_last_record_end(uint64_t next, uint32_t block, uint32_t seg)
+{
+    if (block && seg && next % seg == LONG_PAGE_HEADER)
+        return next - LONG_PAGE_HEADER;
+    if (block && seg && next % block == SHORT_PAGE_HEADER && next % seg >= block)
+        return next - SHORT_PAGE_HEADER;
+    return next;
+}
+
 /* Checks the record header once its 24 bytes are in. */
 static int record_header(struct pgwal_reader *r)
 {

@@ -208,6 +208,16 @@ struct pgwal_record {
     const uint8_t *raw;       /* the record's tot_len bytes */
 };
 
+/* Where the last record written before `next` ends, when a record would
+ * start at `next` (pg_current_wal_insert_lsn()): `next` itself, or, when
+ * `next` lies just past a page's header (24 bytes, 40 on a segment's first
+ * page), the page's start. A record ending exactly at a page's end leaves
+ * the insert position past the next page's header, where no record ends
+ * and no stream's position ever arrives: a follower waiting for it (`run
+ * --exit-when-caught-up`) waited until more WAL came. block is
+ * wal_block_size, seg wal_segment_size (powers of two). Cannot fail. */
+uint64_t pgwal_last_record_end(uint64_t next, uint32_t block, uint32_t seg);
+
 /* Decodes the record of len bytes at buf, which starts at lsn, as
  * DecodeXLogRecord does: the header (xl_tot_len must equal len, the rmid
  * must be one of PostgreSQL 15's or custom), the block headers in order

@@ -1400,20 +1400,6 @@ static int loop(struct pfollower *f)
     }
 }
 
-/* Where the server's WAL ends now: a primary's insert position (with
- * asynchronous commit a commit may lie past the write position); a
- * standby's replay position (what its walsender has, at least). */
-static uint64_t insert_lsn(PGconn *c)
-{
-    uint64_t lsn = 0;
-    PGresult *r = PQexec(c, "SELECT CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() "
-                            "ELSE pg_current_wal_insert_lsn() END");
-    if (PQresultStatus(r) == PGRES_TUPLES_OK)
-        lsn_parse(PQgetvalue(r, 0, 0), &lsn);
-    PQclear(r);
-    return lsn;
-}
-
 int physical_follow(const struct ingest_options *opt, struct source *src, struct store *st,
                     struct physical_start *ps, char *err, size_t errlen)
 {
@@ -1445,7 +1431,7 @@ int physical_follow(const struct ingest_options *opt, struct source *src, struct
     imetrics_position(&cat.position);
     f.g.last_store = f.last_feedback = f.last_data = now_usec();
     int rc = start(&f);
-    if (rc == 0 && opt->exit_when_caught_up && !(f.target_lsn = insert_lsn(f.catalog)))
+    if (rc == 0 && opt->exit_when_caught_up && !(f.target_lsn = source_wal_end(f.catalog)))
         rc = (fail(&f, "reading the server's WAL position: %s", PQerrorMessage(f.catalog)), 1);
     if (rc == 0)
         rc = loop(&f);

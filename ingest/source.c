@@ -616,6 +616,21 @@ int source_relfilenode_now(PGconn *conn, const struct source_table *t,
     return 0;
 }
 
+uint64_t source_wal_end(PGconn *conn)
+{
+    uint64_t lsn = 0;
+    PGresult *r = PQexec(conn, "SELECT CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() "
+                               "ELSE pg_current_wal_insert_lsn() END, "
+                               "current_setting('wal_block_size')::int8, "
+                               "pg_size_bytes(current_setting('wal_segment_size'))");
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 &&
+        lsn_parse(PQgetvalue(r, 0, 0), &lsn))
+        lsn = pgwal_last_record_end(lsn, (uint32_t)strtoul(PQgetvalue(r, 0, 1), NULL, 10),
+                                    (uint32_t)strtoul(PQgetvalue(r, 0, 2), NULL, 10));
+    PQclear(r);
+    return lsn;
+}
+
 /* Whether a column Straum reads, retyped in place (no rewrite: the stored
  * bytes are those read before), still means what it meant: the same store
  * type and scale (varchar(20) to varchar(40) or text, numeric(9,2) to

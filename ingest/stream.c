@@ -642,15 +642,9 @@ static int loop(struct follower *f)
 static uint64_t current_wal_lsn(const struct ingest_options *opt, char *err, size_t errlen)
 {
     PGconn *c = source_connect(opt->source, false, err, errlen);
-    uint64_t lsn = 0;
     if (!c)
         return 0;
-    /* The insert position, not the write one: with asynchronous commit a
-     * transaction committed before this call may not be written yet. */
-    PGresult *r = PQexec(c, "SELECT pg_current_wal_insert_lsn()");
-    if (PQresultStatus(r) == PGRES_TUPLES_OK)
-        lsn_parse(PQgetvalue(r, 0, 0), &lsn);
-    PQclear(r);
+    uint64_t lsn = source_wal_end(c);
     PQfinish(c);
     return lsn;
 }

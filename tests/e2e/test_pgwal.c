@@ -28,6 +28,7 @@
  * used); STRAUM_PGWAL_CORPUS=<dir> writes seed inputs for fuzz_pgwal
  * there (how tests/fuzz/corpus/pgwal was made). */
 #include "base/bytes.h"
+#include "ingest/internal.h"
 #include "ingest/pgwal.h"
 #include "tests/e2e/walfiles.h"
 #include "tests/pg/pgtest.h"
@@ -439,6 +440,30 @@ static void corpus_write(const char *name, uint8_t flags, uint64_t lsn, const ui
     le_store_u32(h + 9, 0x9E3779B9u ^ (uint32_t)n);
     cr_assert(fwrite(h, 1, sizeof h, f) == sizeof h && fwrite(p, 1, n, f) == n);
     cr_assert_eq(fclose(f), 0);
+}
+
+/* ---- The WAL's end ---------------------------------------------------------------------- */
+
+/* An insert position just past a page's header is the end of the page
+ * before (the last record ended there); every other position is a
+ * record's end as it is. */
+Test(pgwal_crafted, last_record_end)
+{
+    const uint32_t seg = 16u << 20;
+    const uint64_t s0 = 7 * (uint64_t)seg; /* a segment's start */
+    cr_assert_eq(pgwal_last_record_end(s0 + 5 * PAGE + 24, PAGE, seg), s0 + 5 * PAGE);
+    cr_assert_eq(pgwal_last_record_end(s0 + 40, PAGE, seg), s0, "a segment's long header");
+    cr_assert_eq(pgwal_last_record_end(s0 + 24, PAGE, seg), s0 + 24,
+                 "inside a long header: no position of either kind");
+    cr_assert_eq(pgwal_last_record_end(s0 + 5 * PAGE, PAGE, seg), s0 + 5 * PAGE);
+    cr_assert_eq(pgwal_last_record_end(s0 + 5 * PAGE + 32, PAGE, seg), s0 + 5 * PAGE + 32);
+    cr_assert_eq(pgwal_last_record_end(s0 + PAGE + 40, PAGE, seg), s0 + PAGE + 40);
+    /* other block and segment sizes */
+    cr_assert_eq(pgwal_last_record_end(3 * 16384 + 24, 16384, 1u << 20), 3 * 16384);
+    cr_assert_eq(pgwal_last_record_end(PAGE + 24, 16384, 1u << 20), PAGE + 24);
+    cr_assert_eq(pgwal_last_record_end(2 * (uint64_t)(1u << 20) + 40, 16384, 1u << 20),
+                 2 * (uint64_t)(1u << 20));
+    cr_assert_eq(pgwal_last_record_end(PAGE + 24, 0, 0), PAGE + 24, "sizes unknown");
 }
 
 /* ---- CRC ------------------------------------------------------------------------------ */
@@ -2094,6 +2119,48 @@ static void waldump_path(PGconn *c, char *out, size_t cap)
         }
     }
     cr_assert(access(out, X_OK) == 0, "no pg_waldump at %s (set STRAUM_PG_BINDIR)", out);
+}
+
+/* Non-transactional logical messages of the sizes that make the last
+ * record end exactly at a WAL page's end, so that the insert position
+ * lies past the next page's header: source_wal_end must then give the
+ * page's start, where a stream's position arrives (a follower run with
+ * --exit-when-caught-up waited there for more WAL). Other sessions of the
+ * shared cluster write WAL too: tried until this session's message is the
+ * last record, up to 200 times. */
+Test(pgwal_oracle, wal_end_at_a_page_end, .timeout = 120)
+{
+    PGconn *c = pgtest_connect(NULL);
+    cr_assert_not_null(c);
+    const char *emit = "SELECT pg_logical_emit_message(false, 'straum', repeat('x', %u))";
+    const char *insert = "SELECT pg_current_wal_insert_lsn()";
+    bool made = false;
+    uint64_t next = 0;
+    for (int attempt = 0; attempt < 200 && !made; attempt++) {
+        /* A message of 300 bytes, to learn what a message adds to them
+         * (rounded up to 8); a page with too little room is filled first. */
+        uint64_t before = q_lsn(c, insert);
+        uint32_t room = PAGE - (uint32_t)(before % PAGE);
+        PQclear(q(c, emit, room < 1000 ? room : 300u));
+        uint64_t after = q_lsn(c, insert);
+        if (room < 1000 || after / PAGE != before / PAGE)
+            continue;
+        uint32_t overhead = (uint32_t)(after - before) - 300;
+        room = PAGE - (uint32_t)(after % PAGE);
+        if (room < overhead + 300)
+            continue;
+        PQclear(q(c, emit, room - overhead));
+        next = q_lsn(c, insert);
+        if (next != (after / PAGE + 1) * PAGE + 24)
+            continue;
+        uint64_t end = source_wal_end(c);
+        made = q_lsn(c, insert) == next; /* no other record came meanwhile */
+        if (made)
+            cr_assert_eq(end, next - 24, "the WAL ends at %llX, a page's start; source_wal_end "
+                         "gave %llX", (unsigned long long)(next - 24), (unsigned long long)end);
+    }
+    cr_assert(made, "no message of 200 ended at a page's end: other sessions wrote between");
+    PQfinish(c);
 }
 
 Test(pgwal_oracle, waldump, .fini = oracle_cleanup, .timeout = 600)
