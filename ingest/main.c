@@ -89,10 +89,10 @@ static void exec_with_huge_pages(char **argv)
         return;
     FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
     char modes[128] = "";
-    bool read = f && fgets(modes, sizeof modes, f);
+    bool got = f && fgets(modes, sizeof modes, f);
     if (f)
         fclose(f);
-    if (!read || strstr(modes, "[never]"))
+    if (!got || strstr(modes, "[never]"))
         return;
     char value[4096];
     int n = snprintf(value, sizeof value, "%s%s%s=1", given ? given : "", given ? ":" : "",

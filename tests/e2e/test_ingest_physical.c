@@ -415,10 +415,10 @@ static bool huge_pages_offered(void)
 {
     char modes[128] = "";
     FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
-    bool read = f && fgets(modes, sizeof modes, f);
+    bool got = f && fgets(modes, sizeof modes, f);
     if (f)
         fclose(f);
-    return read && !strstr(modes, "[never]");
+    return got && !strstr(modes, "[never]");
 }
 
 /* Whether a running process has memory advised for huge pages: a mapping
