@@ -170,7 +170,8 @@ int format_block_encode_codecs(const struct format_block_info *info,
     uint8_t *o = out;
     if (ncols < 0 || ncols > FORMAT_MAX_COLUMNS)
         return fail(err, "a block holds 0 to %d columns, not %d", FORMAT_MAX_COLUMNS, ncols);
-    if (policy != FORMAT_POLICY_SMALLEST && policy != FORMAT_POLICY_RAW)
+    if (policy != FORMAT_POLICY_SMALLEST && policy != FORMAT_POLICY_RAW &&
+        policy != FORMAT_POLICY_QUICK)
         return fail(err, "unknown encoding policy %d", (int)policy);
     size_t pos = dir_end((size_t)ncols);
     if (cap < pos + FORMAT_TRAILER_BYTES)

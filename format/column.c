@@ -599,16 +599,18 @@ static int encode_with(const struct format_column *col, enum format_policy polic
     if (type == FORMAT_I64) {
         plan_bitpack_i64(v, n, &bp);
         plan_delta(v, n, &delta);
-        plan_pfor(v, n, &pfor);
-        plan_dpfor(v, n, &dpfor);
+        if (policy != FORMAT_POLICY_QUICK || codec != COLUMN_CODEC_AUTO) {
+            plan_pfor(v, n, &pfor);
+            plan_dpfor(v, n, &dpfor);
+        }
         if (codec == FORMAT_RICE || codec == FORMAT_DRICE ||
             (codec == COLUMN_CODEC_AUTO && policy == FORMAT_POLICY_SMALLEST && col->compact &&
              !col->seekable)) {
             rice_plan(v, n, false, bp.base, bp.bits, ks, &rice);
             rice_plan(v, n, true, bp.base, bp.bits, ks ? ks + rice_blocks(n) : NULL, &drice);
         }
-        if (codec == FORMAT_GFOR || (codec == COLUMN_CODEC_AUTO &&
-                                     policy == FORMAT_POLICY_SMALLEST && col->seekable))
+        if (codec == FORMAT_GFOR || (codec == COLUMN_CODEC_AUTO && policy != FORMAT_POLICY_RAW &&
+                                     col->seekable))
             gfor_plan(v, n, &gfor);
     } else if (type == FORMAT_I128) {
         bp = *bp128;
@@ -641,6 +643,15 @@ static int encode_with(const struct format_column *col, enum format_policy polic
                 return 0;
             }
         }
+    } else if (codec == COLUMN_CODEC_AUTO && policy == FORMAT_POLICY_QUICK) {
+        /* The plans that cost one pass each: PFOR's and DPFOR's exception
+         * searches, RICE's block widths and an LZ4 trial were most of a
+         * delta block's encoding (perf), for bytes a fold rewrites. */
+        prefer(enc, &size, FORMAT_BITPACK, bp.ok, bp.size);
+        if (col->seekable && type == FORMAT_I64)
+            prefer(enc, &size, FORMAT_GFOR, true, gfor.size);
+        if (!col->seekable)
+            prefer(enc, &size, FORMAT_DELTA, delta.ok, delta.size);
     } else if (codec != COLUMN_CODEC_AUTO) {
         if (codec < 0 || !codec_known((unsigned)codec))
             return error_fmt(why, whylen, "unknown codec %d", codec);
@@ -743,7 +754,8 @@ static int encode_planned(const struct format_column *col, enum format_policy po
                           const struct plan *bp128, const uint8_t *offsets, uint8_t *out,
                           size_t cap, struct column_encoding *enc, char *why, size_t whylen)
 {
-    uint32_t blocks = col->type == FORMAT_I64 ? rice_blocks(col->n) : 0;
+    uint32_t blocks =
+        col->type == FORMAT_I64 && policy != FORMAT_POLICY_QUICK ? rice_blocks(col->n) : 0;
     uint8_t *ks = blocks ? malloc(2 * (size_t)blocks) : NULL;
     int rc = encode_with(col, policy, codec, bp128, offsets, ks, out, cap, enc, why, whylen);
     free(ks);

@@ -86,6 +86,9 @@ enum format_codec {
 enum format_policy {
     FORMAT_POLICY_SMALLEST = 0, /* the smallest encoding wins; ties go to RAW */
     FORMAT_POLICY_RAW = 1,      /* always RAW: the fastest to read */
+    FORMAT_POLICY_QUICK = 2,    /* the smallest of RAW, BITPACK, DELTA (GFOR for
+                                   seekable i64 columns): one pass each, for
+                                   blocks soon rewritten (format/column.c) */
 };
 
 struct format_error {

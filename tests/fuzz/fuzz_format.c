@@ -68,6 +68,9 @@ static void roundtrip(const struct format_column *cols, int ncols, enum format_p
             abort();
         if (policy == FORMAT_POLICY_RAW && !codecs && ci.codec != FORMAT_RAW)
             abort();
+        if (policy == FORMAT_POLICY_QUICK && !codecs && ci.codec != FORMAT_RAW &&
+            ci.codec != FORMAT_BITPACK && ci.codec != FORMAT_DELTA && ci.codec != FORMAT_GFOR)
+            abort(); /* QUICK plans the one-pass codecs only */
         free(out);
     }
     free(buf);
@@ -214,6 +217,7 @@ static void as_block(const uint8_t *data, size_t size)
         if (ndecoded) {
             roundtrip(decoded, ndecoded, FORMAT_POLICY_SMALLEST, NULL);
             roundtrip(decoded, ndecoded, FORMAT_POLICY_RAW, NULL);
+            roundtrip(decoded, ndecoded, FORMAT_POLICY_QUICK, NULL);
         }
         for (int i = 0; i < ndecoded; i++)
             free(mem[i]);
@@ -328,6 +332,7 @@ static void as_values(const uint8_t *data, size_t size)
     };
     roundtrip(cols, 3, FORMAT_POLICY_SMALLEST, NULL);
     roundtrip(cols, 3, FORMAT_POLICY_RAW, NULL);
+    roundtrip(cols, 3, FORMAT_POLICY_QUICK, NULL);
     cols[0].compact = true; /* SMALLEST may take RICE or DRICE */
     roundtrip(cols, 1, FORMAT_POLICY_SMALLEST, NULL);
     cols[0].compact = false;

@@ -2,9 +2,10 @@
  *
  * Property tests over seeded random columns of every type and distribution
  * (constant, small and full ranges, the int64 and int128 extremes, sorted and
- * evenly spaced timestamps, NaNs), every codec forced and both policies; plus
+ * evenly spaced timestamps, NaNs), every codec forced and every policy; plus
  * the SMALLEST policy's choices: it must pick the smallest encoding, break
- * ties towards RAW, and actually compress the columns the store writes. */
+ * ties towards RAW, and actually compress the columns the store writes; and
+ * the QUICK policy's: the smallest of the one-pass codecs, never another. */
 #include "tests/unit/test_format_util.h"
 #include "base/scratch.h"
 
@@ -125,6 +126,10 @@ static void check_block(const uint8_t *buf, size_t len, const struct format_bloc
             cr_assert_eq((int)ci.codec, g[i].codec);
         else if (policy == FORMAT_POLICY_RAW)
             cr_assert_eq(ci.codec, FORMAT_RAW);
+        else if (policy == FORMAT_POLICY_QUICK)
+            cr_assert(ci.codec == FORMAT_RAW || ci.codec == FORMAT_BITPACK ||
+                          ci.codec == FORMAT_DELTA || ci.codec == FORMAT_GFOR,
+                      "QUICK picked %s", format_codec_name(ci.codec));
         cr_assert_eq(ci.offset % 8, 0);
         if (ci.offset < prev_end) {
             /* Only a copy of an earlier column may point back, at its bytes. */
@@ -224,7 +229,7 @@ Test(format_roundtrip, random_blocks, .timeout = 120)
             cols[i] = g[i].col;
             codecs[i] = g[i].codec;
         }
-        enum format_policy policy = (enum format_policy)rng_below(&r, 2);
+        enum format_policy policy = (enum format_policy)rng_below(&r, 3);
         struct format_block_info info = {
             .span_start = i64_of(rng_next(&r)), .width = 3600000000, .ncells = (uint32_t)seed};
         size_t len;
@@ -261,8 +266,8 @@ Test(format_roundtrip, every_codec_every_distribution, .timeout = 120)
         for (int dist = 0; dist < ndist; dist++) {
             for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
                 for (int codec = COLUMN_CODEC_AUTO; codec <= FORMAT_CODEC_LAST; codec++) {
-                    for (int policy = 0; policy < 2; policy++) {
-                        if (codec != COLUMN_CODEC_AUTO && policy == 1)
+                    for (int policy = 0; policy < 3; policy++) {
+                        if (codec != COLUMN_CODEC_AUTO && policy != 0)
                             continue; /* a forced codec ignores the policy */
                         struct gcol g;
                         struct rng rr = r;
@@ -309,6 +314,24 @@ Test(format_roundtrip, every_codec_every_distribution, .timeout = 120)
     cr_assert_gt(blocks, 500);
 }
 
+/* The length of col's encoding by each codec forced (ok[codec]: the codec
+ * takes it). */
+static void forced_lengths(const struct format_column *col, uint32_t length[FORMAT_CODEC_LAST + 1],
+                           bool ok[FORMAT_CODEC_LAST + 1])
+{
+    struct format_block_info info = {0};
+    for (int codec = FORMAT_RAW; codec <= FORMAT_CODEC_LAST; codec++) {
+        size_t cap = format_block_bound(col, 1), len;
+        uint8_t *buf = malloc(cap);
+        struct format_error err;
+        ok[codec] = format_block_encode_codecs(&info, col, 1, FORMAT_POLICY_SMALLEST, &codec, buf,
+                                               cap, &len, &err) == 0;
+        if (ok[codec])
+            memcpy(&length[codec], buf + 32 + 16, 4); /* the directory entry's length */
+        free(buf);
+    }
+}
+
 /* The SMALLEST policy picks the shortest encoding, ties to the earliest of
  * RAW, BITPACK, DELTA, PFOR, DPFOR, RICE, DRICE, LZ4; the RICE codecs only
  * for a column marked compact. */
@@ -323,19 +346,7 @@ Test(format_roundtrip, smallest_is_smallest, .timeout = 120)
         uint32_t length[FORMAT_CODEC_LAST + 1];
         bool ok[FORMAT_CODEC_LAST + 1] = {false};
         struct format_block_info info = {0};
-        for (int codec = FORMAT_RAW; codec <= FORMAT_CODEC_LAST; codec++) {
-            size_t cap = format_block_bound(&g.col, 1), len;
-            uint8_t *buf = malloc(cap);
-            struct format_error err;
-            if (format_block_encode_codecs(&info, &g.col, 1, FORMAT_POLICY_SMALLEST, &codec,
-                                           buf, cap, &len, &err) == 0) {
-                ok[codec] = true;
-                uint32_t l;
-                memcpy(&l, buf + 32 + 16, 4);
-                length[codec] = l;
-            }
-            free(buf);
-        }
+        forced_lengths(&g.col, length, ok);
         size_t len;
         uint8_t *buf = encode_block(&info, &g.col, 1, FORMAT_POLICY_SMALLEST, NULL, &len);
         struct format_block b;
@@ -360,6 +371,52 @@ Test(format_roundtrip, smallest_is_smallest, .timeout = 120)
         free(buf);
         free(g.mem);
     }
+}
+
+/* The QUICK policy picks the shortest of RAW, BITPACK, then GFOR for a
+ * seekable i64 column or DELTA for any other, ties to the earliest: the
+ * codecs whose plans take one pass over the values. */
+Test(format_roundtrip, quick_is_smallest_of_one_pass_codecs, .timeout = 120)
+{
+    int picked[FORMAT_CODEC_LAST + 1] = {0};
+    for (uint64_t seed = 1; seed <= 1000; seed++) {
+        struct rng r = {seed * 7727};
+        struct gcol g;
+        random_column(&r, &g);
+        g.col.compact = seed % 2; /* no RICE for QUICK, compact or not */
+        g.col.seekable = seed % 3 == 0;
+        uint32_t length[FORMAT_CODEC_LAST + 1];
+        bool ok[FORMAT_CODEC_LAST + 1] = {false};
+        struct format_block_info info = {0};
+        forced_lengths(&g.col, length, ok);
+        bool i64 = g.col.type == FORMAT_I64;
+        const int order[] = {FORMAT_RAW, FORMAT_BITPACK,
+                             g.col.seekable ? (i64 ? FORMAT_GFOR : -1) : FORMAT_DELTA};
+        int want = -1;
+        for (size_t k = 0; k < sizeof order / sizeof *order; k++) {
+            int codec = order[k];
+            if (codec >= 0 && ok[codec] && (want < 0 || length[codec] < length[want]))
+                want = codec;
+        }
+        size_t len;
+        uint8_t *buf = encode_block(&info, &g.col, 1, FORMAT_POLICY_QUICK, NULL, &len);
+        struct format_block b;
+        struct format_error err;
+        cr_assert_eq(format_block_open(&b, buf, len, true, &err), 0);
+        struct format_column_info ci;
+        format_block_column(&b, 0, &ci);
+        cr_assert_eq((int)ci.codec, want, "seed %llu: %s type %d n %u: picked %s (%u bytes)",
+                     (unsigned long long)seed, format_codec_name((enum format_codec)want),
+                     g.col.type, g.col.n, format_codec_name(ci.codec), ci.length);
+        cr_assert_eq(ci.length, length[want]);
+        picked[ci.codec]++;
+        free(buf);
+        free(g.mem);
+    }
+    /* The columns drawn reach each of the four. */
+    cr_assert(picked[FORMAT_RAW] && picked[FORMAT_BITPACK] && picked[FORMAT_DELTA] &&
+              picked[FORMAT_GFOR], "RAW %d BITPACK %d DELTA %d GFOR %d", picked[FORMAT_RAW],
+              picked[FORMAT_BITPACK], picked[FORMAT_DELTA], picked[FORMAT_GFOR]);
 }
 
 static struct format_column_info encode_one(const struct format_column *col,

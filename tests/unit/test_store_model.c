@@ -1141,3 +1141,60 @@ Test(store_model, a_commit_gives_back_the_pages_it_read)
     store_close(s);
     fixture_remove(dir);
 }
+
+/* The codecs of a segment's deltas (quick: only RAW, BITPACK, DELTA, GFOR)
+ * and of its base. */
+struct block_codecs {
+    int deltas, delta_columns, slow_in_deltas, slow_in_bases;
+};
+
+static bool one_pass_codec(enum format_codec c)
+{
+    return c == FORMAT_RAW || c == FORMAT_BITPACK || c == FORMAT_DELTA || c == FORMAT_GFOR;
+}
+
+static void count_codecs(const struct store_segment *seg, void *arg)
+{
+    struct block_codecs *c = arg;
+    for (int i = 0; i < seg->block.ncolumns; i++) {
+        struct format_column_info ci;
+        format_block_column(&seg->block, i, &ci);
+        c->slow_in_bases += !one_pass_codec(ci.codec);
+    }
+    for (int d = 0; d < seg->ndeltas; d++) {
+        c->deltas++;
+        for (int i = 0; i < seg->deltas[d].block.ncolumns; i++) {
+            struct format_column_info ci;
+            format_block_column(&seg->deltas[d].block, i, &ci);
+            c->delta_columns++;
+            c->slow_in_deltas += !one_pass_codec(ci.codec);
+        }
+    }
+}
+
+/* Delta blocks are encoded by the QUICK policy (a fold soon rewrites
+ * them), bases by the SMALLEST: the same rides give the bases codecs whose
+ * plans take more than a pass, and the deltas none. */
+Test(store_model, deltas_are_encoded_quickly_and_bases_smallest)
+{
+    char dir[64];
+    struct store *s = fixture_create(dir);
+    struct store_error err;
+    uint64_t rng = 11;
+    commit_rides(s, &rng, 4000, 1);
+    commit_rides(s, &rng, 600, 2);
+    struct block_codecs c = {0};
+    fixture_each_raw_segment(s, count_codecs, &c);
+    cr_assert_gt(c.deltas, 0, "the second commit wrote deltas");
+    cr_assert_gt(c.delta_columns, 0);
+    cr_assert_eq(c.slow_in_deltas, 0, "%d of the deltas' %d columns by a slow codec",
+                 c.slow_in_deltas, c.delta_columns);
+    int left;
+    cr_assert_eq(store_compact(s, INT64_MAX, true, &left, &err), 0, "%s", err.message);
+    cr_assert_eq(fixture_delta_blocks(s), 0);
+    struct block_codecs folded = {0};
+    fixture_each_raw_segment(s, count_codecs, &folded);
+    cr_assert_gt(folded.slow_in_bases, 0, "folded bases take the smallest codecs");
+    store_close(s);
+    fixture_remove(dir);
+}
