@@ -19,19 +19,39 @@
 /* ---- Cells ---------------------------------------------------------------- */
 
 
-struct cell_layout {
-    size_t keys, counts, sums, vcs, total;
-};
+/* Cells' start and spacing in their slab: their sums' __int128s align to 16. */
+enum { CELL_ALIGN = 16 };
 
+/* The parts of a view's cells (struct cell_layout): the keys right after
+ * the header, then counts, sums, runs. */
 static struct cell_layout layout_of(const struct sql_view *v)
 {
     struct cell_layout l;
-    l.keys = align_up(sizeof(struct cell), 8);
-    l.counts = l.keys + 8 * (size_t)v->ncell_keys;
+    l.counts = sizeof(struct cell) + 8 * (size_t)v->ncell_keys;
     l.sums = align_up(l.counts + 8 * (size_t)v->ncounts, alignof(struct store_sum));
     l.vcs = align_up(l.sums + sizeof(struct store_sum) * (size_t)v->nsums, 8);
     l.total = l.vcs + sizeof(struct vc_runs) * (size_t)v->nvalue_counts;
+    l.stride = align_up(l.total, CELL_ALIGN);
     return l;
+}
+
+/* A cell's parts. They take a const cell, as strchr takes a const string:
+ * whether the parts may be written is the caller's to know. */
+static inline int64_t *cell_keys(const struct cell *c) { return (int64_t *)(uintptr_t)(c + 1); }
+
+static inline int64_t *cell_counts(const struct cellmap *m, const struct cell *c)
+{
+    return (int64_t *)(uintptr_t)((const char *)c + m->layout.counts);
+}
+
+static inline struct store_sum *cell_sums(const struct cellmap *m, const struct cell *c)
+{
+    return (struct store_sum *)(uintptr_t)((const char *)c + m->layout.sums);
+}
+
+static inline struct vc_runs *cell_vcs(const struct cellmap *m, const struct cell *c)
+{
+    return (struct vc_runs *)(uintptr_t)((const char *)c + m->layout.vcs);
 }
 
 /* Cells are carved from slabs that the cellmap frees whole: a load makes a
@@ -44,8 +64,9 @@ struct cell_slab {
     size_t used, cap;
 };
 
-enum { SLAB_ALIGN = 16, SLAB_FIRST = 16 << 10, SLAB_MAX = 1 << 20 };
+enum { SLAB_ALIGN = CELL_ALIGN, SLAB_FIRST = 16 << 10, SLAB_MAX = 1 << 20 };
 _Static_assert(alignof(struct store_sum) <= SLAB_ALIGN, "cells are 16-byte aligned");
+_Static_assert(sizeof(struct cell) == 8, "a cell's keys follow its header, 8-aligned");
 
 static size_t slab_head(void) { return align_up(sizeof(struct cell_slab), SLAB_ALIGN); }
 
@@ -68,19 +89,14 @@ static void *slab_take(struct cellmap *m, size_t size)
 
 static struct cell *cell_new(struct cellmap *m, uint32_t bucket, const int64_t *keys)
 {
-    struct cell_layout l = layout_of(m->view);
-    char *p = slab_take(m, align_up(l.total, SLAB_ALIGN));
+    char *p = slab_take(m, m->layout.stride);
     if (!p)
         return NULL;
-    memset(p, 0, l.total);
+    memset(p, 0, m->layout.total);
     struct cell *c = (struct cell *)p;
     c->bucket = bucket;
-    c->keys = (int64_t *)(p + l.keys);
-    c->counts = (int64_t *)(p + l.counts);
-    c->sums = (struct store_sum *)(p + l.sums);
-    c->vcs = (struct vc_runs *)(p + l.vcs);
     if (m->view->ncell_keys)
-        memcpy(c->keys, keys, 8 * (size_t)m->view->ncell_keys);
+        memcpy(cell_keys(c), keys, 8 * (size_t)m->view->ncell_keys);
     return c;
 }
 
@@ -101,7 +117,7 @@ static void runs_free(struct vc_runs *r)
 static void cell_release(const struct cellmap *m, struct cell *c)
 {
     for (int i = 0; i < m->view->nvalue_counts; i++)
-        runs_free(&c->vcs[i]);
+        runs_free(&cell_vcs(m, c)[i]);
 }
 
 /* ---- The hash table ---------------------------------------------------------
@@ -125,15 +141,16 @@ static inline bool cell_matches(const void *ctx, const void *value)
     const struct cell_probe *p = ctx;
     const struct cell *c = *(struct cell *const *)value;
     return c && c->bucket == p->bucket &&
-           hashtab_key_equal((const uint64_t *)c->keys, (const uint64_t *)p->keys, (uint32_t)p->nkeys);
+           hashtab_key_equal((const uint64_t *)cell_keys(c), (const uint64_t *)p->keys,
+                             (uint32_t)p->nkeys);
 }
 
 /* Adds c, whose key the table does not hold yet; -1 when out of memory. */
 static int insert_cell(struct cellmap *m, struct cell *c)
 {
-    struct cell_probe p = {c->bucket, c->keys, m->view->ncell_keys};
+    struct cell_probe p = {c->bucket, cell_keys(c), m->view->ncell_keys};
     bool added;
-    struct cell **slot = hashtab_upsert_by(&m->table, cell_hash(c->bucket, c->keys, p.nkeys),
+    struct cell **slot = hashtab_upsert_by(&m->table, cell_hash(c->bucket, p.keys, p.nkeys),
                                            cell_matches, &p, &added);
     if (!slot)
         return -1;
@@ -152,6 +169,7 @@ struct cellmap *cellmap_new(const struct sql_view *view, const struct store_colu
     m->view_index = view_index;
     m->width = width;
     m->span_start = span_start;
+    m->layout = layout_of(view);
     hashtab_init(&m->table, 0, sizeof(struct cell *));
     if (hashtab_reserve(&m->table, 32)) {
         free(m);
@@ -203,7 +221,7 @@ static struct cell *find_or_add(struct cellmap *m, uint32_t bucket, const int64_
     if (!(*slot = cell_new(m, bucket, keys)))
         return NULL; /* the key stays, holding NULL: next_cell passes it over */
     m->ncells++;
-    m->bytes += layout_of(m->view).total;
+    m->bytes += m->layout.total;
     return *slot;
 }
 
@@ -227,10 +245,12 @@ void cellmap_prefetch_cell(const struct cellmap *m, uint64_t h)
     const struct cell *c = home_cell(m, h);
     if (!c)
         return;
-    /* Every line of it: its counts, sums and run headers lie past the first. */
-    size_t total = layout_of(m->view).total;
-    for (size_t at = 0; at < total; at += 64)
-        __builtin_prefetch((const char *)c + at);
+    /* Every line it spans: its counts, sums and run headers lie past the
+     * first, and a cell need not start a line. */
+    const char *line = (const char *)((uintptr_t)c & ~(uintptr_t)63);
+    const char *end = (const char *)c + m->layout.total;
+    for (; line < end; line += 64)
+        __builtin_prefetch(line);
 }
 
 void cellmap_prefetch_runs(const struct cellmap *m, uint64_t h)
@@ -239,7 +259,7 @@ void cellmap_prefetch_runs(const struct cellmap *m, uint64_t h)
     if (!c)
         return;
     for (int k = 0; k < m->view->nvalue_counts; k++) {
-        const struct vc_runs *r = &c->vcs[k];
+        const struct vc_runs *r = &cell_vcs(m, c)[k];
         if (r->cap > 1) { /* past one run, where runs_add writes or begins its search */
             uint32_t at = r->sorted >= RUNS_APPEND_FROM ? r->n : r->n / 2;
             __builtin_prefetch(r->codes + at);
@@ -449,7 +469,7 @@ static int runs_merge(struct cellmap *m, struct vc_runs *r, const struct vc_runs
 static int settle_cell(struct cellmap *m, struct cell *c, struct store_error *err)
 {
     for (int k = 0; k < m->view->nvalue_counts; k++)
-        if (settle_runs(m, &c->vcs[k], err))
+        if (settle_runs(m, &cell_vcs(m, c)[k], err))
             return -1;
     return 0;
 }
@@ -480,7 +500,9 @@ static struct cell *add_accumulators(struct cellmap *m, uint32_t bucket, const i
         store_fail(err, "out of memory");
         return NULL;
     }
-    return cell_accumulate(m->view, m->types, c->counts, c->sums, counts, sums, err) ? NULL : c;
+    if (cell_accumulate(m->view, m->types, cell_counts(m, c), cell_sums(m, c), counts, sums, err))
+        return NULL;
+    return c;
 }
 
 int cellmap_apply(struct cellmap *m, uint32_t bucket, const struct store_delta *d,
@@ -494,7 +516,7 @@ int cellmap_apply(struct cellmap *m, uint32_t bucket, const struct store_delta *
         const struct store_vc_delta *vd = &d->vcs[i];
         if (vd->vc < 0 || vd->vc >= v->nvalue_counts)
             return store_fail(err, "value count %d is not one of view \"%s\"", vd->vc, v->name);
-        if (runs_add(m, &c->vcs[vd->vc], vd->code, vd->delta, err))
+        if (runs_add(m, &cell_vcs(m, c)[vd->vc], vd->code, vd->delta, err))
             return -1;
     }
     m->dirty = true;
@@ -509,7 +531,7 @@ int cellmap_add_cell(struct cellmap *m, uint32_t bucket, const int64_t *keys,
     if (!c)
         return -1;
     for (int k = 0; k < m->view->nvalue_counts; k++)
-        if (runs_merge(m, &c->vcs[k], &runs[k], err))
+        if (runs_merge(m, &cell_vcs(m, c)[k], &runs[k], err))
             return -1;
     m->dirty = true;
     return 0;
@@ -520,7 +542,8 @@ int cellmap_merge(struct cellmap *base, struct cellmap *overlay, struct store_er
     uint32_t at = 0;
     for (struct cell *o; (o = next_cell(overlay, &at));)
         if (settle_cell(overlay, o, err) ||
-            cellmap_add_cell(base, o->bucket, o->keys, o->counts, o->sums, o->vcs, err))
+            cellmap_add_cell(base, o->bucket, cell_keys(o), cell_counts(overlay, o),
+                             cell_sums(overlay, o), cell_vcs(overlay, o), err))
             return -1;
     base->dirty = true;
     return 0;
@@ -533,24 +556,27 @@ static int cell_cmp(const void *a, const void *b, void *nkeys)
     const struct cell *x = *(struct cell *const *)a, *y = *(struct cell *const *)b;
     if (x->bucket != y->bucket)
         return x->bucket < y->bucket ? -1 : 1;
+    const int64_t *xk = cell_keys(x), *yk = cell_keys(y);
     for (int i = 0; i < *(int *)nkeys; i++)
-        if (x->keys[i] != y->keys[i])
-            return x->keys[i] < y->keys[i] ? -1 : 1;
+        if (xk[i] != yk[i])
+            return xk[i] < yk[i] ? -1 : 1;
     return 0;
 }
 
 static int check_cell(const struct cellmap *m, const struct cell *c, struct store_error *err)
 {
     const struct sql_view *v = m->view;
-    bool empty = c->counts[0] == 0;
+    const int64_t *counts = cell_counts(m, c);
+    const struct vc_runs *vcs = cell_vcs(m, c);
+    bool empty = counts[0] == 0;
     for (int i = 0; i < v->ncounts; i++)
-        if (c->counts[i] < 0 || (empty && c->counts[i] != 0))
+        if (counts[i] < 0 || (empty && counts[i] != 0))
             return store_fail(err, "view \"%s\": a cell's count %d went %s; a delta took away "
                                    "rows that were never added",
-                              v->name, i, c->counts[i] < 0 ? "negative" : "out of step");
+                              v->name, i, counts[i] < 0 ? "negative" : "out of step");
     for (int i = 0; i < v->nvalue_counts; i++)
-        for (uint32_t k = 0; k < c->vcs[i].n; k++)
-            if (c->vcs[i].rows[k] < 0 || empty)
+        for (uint32_t k = 0; k < vcs[i].n; k++)
+            if (vcs[i].rows[k] < 0 || empty)
                 return store_fail(err, "view \"%s\": a value count went negative; a delta "
                                        "took away a value that was never added", v->name);
     return 0;
@@ -570,7 +596,7 @@ static struct cell **live_cells(struct cellmap *m, uint32_t *n, struct store_err
             free(cells);
             return NULL;
         }
-        if (c->counts[0] == 0)
+        if (cell_counts(m, c)[0] == 0)
             dead++;
         else
             cells[live++] = c;
@@ -578,9 +604,9 @@ static struct cell **live_cells(struct cellmap *m, uint32_t *n, struct store_err
     if (dead) {
         at = 0;
         for (struct cell *c; (c = next_cell(m, &at));)
-            if (c->counts[0] == 0) {
+            if (cell_counts(m, c)[0] == 0) {
                 cell_release(m, c);
-                m->bytes -= layout_of(m->view).total;
+                m->bytes -= m->layout.total;
             }
         hashtab_clear(&m->table); /* as many slots as before: the re-adds cannot fail */
         for (uint32_t i = 0; i < live; i++)
@@ -618,14 +644,14 @@ static int build_columns(const struct cellmap *m, struct cell **cells, uint32_t 
         if (!a)
             return -1;
         for (uint32_t i = 0; i < n; i++)
-            a[i] = cells[i]->keys[k];
+            a[i] = cell_keys(cells[i])[k];
     }
     for (int k = 0; k < v->ncounts; k++) {
         int64_t *a = block_column_add(bc, STORE_ROLE_COUNT, (uint16_t)k, FORMAT_I64, n);
         if (!a)
             return -1;
         for (uint32_t i = 0; i < n; i++)
-            a[i] = cells[i]->counts[k];
+            a[i] = cell_counts(m, cells[i])[k];
     }
     for (int k = 0; k < v->nsums; k++) {
         bool real = m->types[v->sums[k].fact_column].type == STORE_TYPE_FLOAT;
@@ -634,9 +660,9 @@ static int build_columns(const struct cellmap *m, struct cell **cells, uint32_t 
             return -1;
         for (uint32_t i = 0; i < n; i++) {
             if (real)
-                ((double *)a)[i] = cells[i]->sums[k].real;
+                ((double *)a)[i] = cell_sums(m, cells[i])[k].real;
             else
-                ((__int128 *)a)[i] = cells[i]->sums[k].exact;
+                ((__int128 *)a)[i] = cell_sums(m, cells[i])[k].exact;
         }
     }
     for (int k = 0; k < v->nvalue_counts; k++) {
@@ -645,7 +671,7 @@ static int build_columns(const struct cellmap *m, struct cell **cells, uint32_t 
             return -1;
         off[0] = 0;
         for (uint32_t i = 0; i < n; i++)
-            off[i + 1] = off[i] + cells[i]->vcs[k].n;
+            off[i + 1] = off[i] + cell_vcs(m, cells[i])[k].n;
         uint32_t runs = (uint32_t)off[n];
         bool trim = consume && 16 * (uint64_t)runs > TRIM_RUN_BYTES;
         int64_t *codes = block_column_add(bc, STORE_ROLE_VC_VALUES, (uint16_t)k, FORMAT_I64, runs);
@@ -654,12 +680,13 @@ static int build_columns(const struct cellmap *m, struct cell **cells, uint32_t 
         if (!rows)
             return -1;
         for (uint32_t i = 0; i < n; i++) {
-            if (cells[i]->vcs[k].n) { /* codes/rows may be NULL: memcpy from NULL is UB even for 0 bytes */
-                memcpy(codes + off[i], cells[i]->vcs[k].codes, 8 * (size_t)cells[i]->vcs[k].n);
-                memcpy(rows + off[i], cells[i]->vcs[k].rows, 8 * (size_t)cells[i]->vcs[k].n);
+            struct vc_runs *r = &cell_vcs(m, cells[i])[k];
+            if (r->n) { /* codes/rows may be NULL: memcpy from NULL is UB even for 0 bytes */
+                memcpy(codes + off[i], r->codes, 8 * (size_t)r->n);
+                memcpy(rows + off[i], r->rows, 8 * (size_t)r->n);
             }
             if (consume) {
-                runs_free(&cells[i]->vcs[k]);
+                runs_free(r);
                 if (trim && (i + 1) % (n / 8 + 1) == 0)
                     malloc_trim(0);
             }
@@ -738,12 +765,13 @@ bool accumulators_change(const struct sql_view *v, const int64_t *counts,
 }
 
 /* Whether an overlay's cell changes anything. */
-static bool cell_changes(const struct sql_view *v, const struct cell *c)
+static bool cell_changes(const struct cellmap *m, const struct cell *c)
 {
-    if (accumulators_change(v, c->counts, c->sums))
+    const struct sql_view *v = m->view;
+    if (accumulators_change(v, cell_counts(m, c), cell_sums(m, c)))
         return true;
     for (int i = 0; i < v->nvalue_counts; i++)
-        if (c->vcs[i].n)
+        if (cell_vcs(m, c)[i].n)
             return true;
     return false;
 }
@@ -761,7 +789,7 @@ int cellmap_encode_delta(struct cellmap *m, void **out, size_t *len, struct stor
             free(cells);
             return -1;
         }
-        if (cell_changes(m->view, c))
+        if (cell_changes(m, c))
             cells[n++] = c;
     }
     int nkeys = m->view->ncell_keys;
@@ -781,7 +809,7 @@ static int load_vcs(struct cellmap *m, const struct store_rows *rows, struct cel
                     struct store_error *err)
 {
     for (int k = 0; k < m->view->nvalue_counts; k++) {
-        struct vc_runs *r = &c->vcs[k];
+        struct vc_runs *r = &cell_vcs(m, c)[k];
         const int64_t *off = rows->vc_off[k];
         uint32_t cnt = (uint32_t)(off[i + 1] - off[i]);
         if (cnt == 0)
@@ -812,13 +840,15 @@ static struct cell *load_cell(struct cellmap *m, const struct store_rows *rows, 
         store_fail(err, "segment block holds the same cell twice");
         return NULL;
     }
+    int64_t *counts = cell_counts(m, c);
+    struct store_sum *sums = cell_sums(m, c);
     for (int k = 0; k < v->ncounts; k++)
-        c->counts[k] = rows->counts[k][i];
+        counts[k] = rows->counts[k][i];
     for (int k = 0; k < v->nsums; k++) {
         if (rows->sum_real[k])
-            c->sums[k].real = format_load_f64(rows->sums[k], i);
+            sums[k].real = format_load_f64(rows->sums[k], i);
         else
-            c->sums[k].exact = format_load_i128(rows->sums[k], i);
+            sums[k].exact = format_load_i128(rows->sums[k], i);
     }
     return load_vcs(m, rows, c, i, err) ? NULL : c;
 }

@@ -144,12 +144,19 @@ struct vc_runs {
                         and rows pointing here (cellmap.c runs_reserve) */
 };
 
+/* A cell's header. Its keys follow it, then its counts, sums (16-aligned)
+ * and value-count runs at the offsets of its cellmap's layout: derived
+ * rather than pointed at, since four pointers were a quarter of a cell and
+ * a row's cells are what an apply waits on (cellmap.c). */
 struct cell {
     uint32_t bucket;           /* index within the span */
-    int64_t *keys;             /* nkeys */
-    int64_t *counts;           /* ncounts */
-    struct store_sum *sums;    /* nsums */
-    struct vc_runs *vcs;       /* nvcs */
+    uint32_t unused;           /* 0: the keys start 8-aligned */
+};
+
+/* Where a view's cells hold their parts, from the cell's start; stride,
+ * the cells' spacing in their slab. */
+struct cell_layout {
+    size_t counts, sums, vcs, total, stride;
 };
 
 struct cellmap {
@@ -157,6 +164,7 @@ struct cellmap {
     const struct store_column_type *types;
     int view_index, width;
     int64_t span_start;
+    struct cell_layout layout; /* of the view's cells */
     struct hashtab table;      /* (bucket, keys) -> struct cell * (cellmap.c) */
     uint32_t ncells;
     struct cell_slab *slabs;   /* the cells' memory, freed with the cellmap */
