@@ -76,6 +76,10 @@ int pace_commit(struct pace_group *g, struct store *st, const struct store_posit
      * position sees the deltas it wrote pending too. */
     if (g->dirty)
         imetrics_fold_pending(true);
+    /* Behind a backlog the next group follows at once and takes the same
+     * memory again: kept, not faulted in afresh; given back once a group
+     * catches up, or the stream idles (pace_fold_slice). */
+    store_set_keep_heap(st, g->backlog);
     if (ingest_store_commit(st, pos, &g->batch, &serr))
         return pace_failed(g, &serr, opt, err, errlen);
     int64_t t1 = now_usec();
@@ -162,6 +166,7 @@ int pace_fold_slice(struct store *st, struct receiver *rx, bool *more,
 {
     int left;
     int64_t t0 = now_usec();
+    store_set_keep_heap(st, false); /* idle: what a backlog's groups kept goes back */
     if (store_compact_until(st, FOLD_SLICE_US, false, frames_wait, rx, &left, serr))
         return -1;
     /* A transaction that arrives meanwhile waits for the segment being

@@ -499,7 +499,8 @@ static int commit(struct store *s, const struct store_position *pos, bool keep_h
     }
     /* A batch past the budget went through hundreds of MiB of decoded and
      * encoded segments; malloc would keep them for the next one, and a
-     * follower then idles at that size. Give them back after it. */
+     * follower then idles at that size. Give them back after it, unless
+     * the next batch is coming (store_set_keep_heap). */
     bool large = p->txn != NULL || p->bytes > s->cache_bytes;
     /* load_drain_all wrote the last job (load_settle): load_hand_off's merges read it. */
     int rc = s->bulk ? load_hand_off(s, keep_hot, err) : encode_dirty(s, err);
@@ -534,7 +535,9 @@ static int commit(struct store *s, const struct store_position *pos, bool keep_h
     pending_clear_truncated(p, s->views->nviews);
     pending_recount(p);
     cache_evict(s);
-    if (large)
+    if (large && s->keep_heap)
+        s->heap_owed = true;
+    else if (large)
         malloc_trim(0);
     fold_after_commit(s);
     store_release_map(s);

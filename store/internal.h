@@ -75,6 +75,8 @@ struct store {
     size_t cache_bytes;
     size_t inline_fold_bytes;         /* store_set_inline_fold_bytes */
     int64_t fold_budget_us;           /* store_set_fold_budget_us */
+    bool keep_heap;                   /* store_set_keep_heap */
+    bool heap_owed;                   /* a commit kept the heap: trim it when let go */
     /* The identity of the store this process opened (env.c): data.mdb's
      * device and inode, and the catalog's random id (none in a store made
      * by a build that wrote none). */

@@ -335,6 +335,14 @@ int store_compact_until(struct store *s, int64_t max_us, bool all, bool (*stop)(
 
 /* Bounds the decoded segments kept between commits (default 64 MiB). */
 void store_set_cache_bytes(struct store *s, size_t bytes);
+/* Whether a commit of a batch past the cache budget gives the heap it
+ * freed back to the system (keep false, the default: a writer then idles
+ * at its cached size) or keeps it for the next batch (true: a follower
+ * behind a backlog, whose next batch of the same size would fault every
+ * page of it in afresh, the kernel zeroing each: a quarter of a second
+ * million-row batch's time, measured). Setting false gives back what the
+ * commits kept. Cannot fail. */
+void store_set_keep_heap(struct store *s, bool keep);
 /* Bytes the writer holds decoded now, pending or cached: a loader commits
  * when this passes its budget, so that commits can evict. */
 size_t store_cached_bytes(struct store *s);

@@ -17,6 +17,7 @@
  * files share are in internal.h ("The writer"). */
 #include "store/internal.h"
 
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -129,6 +130,15 @@ void pending_free(struct store *s)
 }
 
 void store_set_cache_bytes(struct store *s, size_t bytes) { s->cache_bytes = bytes; }
+
+void store_set_keep_heap(struct store *s, bool keep)
+{
+    s->keep_heap = keep;
+    if (!keep && s->heap_owed) {
+        malloc_trim(0);
+        s->heap_owed = false;
+    }
+}
 void store_set_inline_fold_bytes(struct store *s, size_t bytes) { s->inline_fold_bytes = bytes; }
 void store_set_fold_budget_us(struct store *s, int64_t us) { s->fold_budget_us = us; }
 
