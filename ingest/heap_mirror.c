@@ -23,16 +23,28 @@ struct item {
     uint8_t hoff;
     uint16_t infomask2, infomask;
     uint32_t len;
-    uint8_t *data; /* LP_NORMAL: len bytes, malloc'd */
+    uint32_t at; /* LP_NORMAL: its len bytes at the page's data + at */
 };
 
+/* A page holds its line pointers in an array as long as the highest one
+ * set, and its tuples' bytes in one buffer, as PostgreSQL's page does.
+ * Each tuple malloc'd on its own (a malloc, a free and malloc's own 16
+ * bytes a tuple) and an array of all 291 possible line pointers (7 KiB a
+ * page, whatever it held) took some twice the bytes, and the physical
+ * follower's mirror holds every page changed since a checkpoint: the
+ * pages a phase of `taxi wal` touches come as images, each a fresh page
+ * of memory the kernel zeroes. A tuple dropped leaves its bytes dead in
+ * the buffer until a put needs the room (data_reserve). */
 struct page {
     struct pgwal_relfilenode node;
     uint32_t blkno;
-    uint64_t lsn;    /* the end of the last record that touched it */
-    bool partial;    /* invariant 1 */
-    uint16_t nitems; /* line pointers 1..nitems set; past them unused, or unknown if partial */
-    struct item items[HEAP_MIRROR_MAX_ITEMS + 1]; /* by offset number; [0] unused */
+    uint64_t lsn;        /* the end of the last record that touched it */
+    bool partial;        /* invariant 1 */
+    uint16_t nitems;     /* line pointers 1..nitems set; past them unused, or unknown if partial */
+    uint16_t items_cap;  /* items[0, items_cap): [0] unused */
+    struct item *items;  /* by offset number */
+    uint8_t *data;       /* the tuples' bytes */
+    uint32_t used, dead, cap; /* of data: bytes taken, those of tuples dropped, room */
 };
 
 struct heap_mirror {
@@ -71,13 +83,17 @@ struct heap_mirror *heap_mirror_new(size_t max_bytes)
     return m;
 }
 
+/* What a page takes, as the bound counts it. */
+static size_t page_bytes(const struct page *p)
+{
+    return sizeof *p + sizeof *p->items * (size_t)p->items_cap + p->cap;
+}
+
 static void page_free(struct heap_mirror *m, struct page *p)
 {
-    for (int i = 1; i <= p->nitems; i++) {
-        m->bytes -= p->items[i].len;
-        free(p->items[i].data);
-    }
-    m->bytes -= sizeof *p;
+    m->bytes -= page_bytes(p);
+    free(p->items);
+    free(p->data);
     free(p);
 }
 
@@ -155,15 +171,14 @@ static struct page *page_get(struct heap_mirror *m, struct pgwal_relfilenode n, 
     return p;
 }
 
-/* Empties a page: every line pointer unused, complete from here on. */
-static void page_clear(struct heap_mirror *m, struct page *p)
+/* Empties a page: every line pointer unused, complete from here on. Its
+ * arrays stay for what comes next. */
+static void page_clear(struct page *p)
 {
-    for (int i = 1; i <= p->nitems; i++) {
-        m->bytes -= p->items[i].len;
-        free(p->items[i].data);
-        p->items[i] = (struct item){0};
-    }
+    if (p->items_cap)
+        memset(p->items, 0, sizeof *p->items * p->items_cap);
     p->nitems = 0;
+    p->used = p->dead = 0;
     p->partial = false;
 }
 
@@ -174,19 +189,90 @@ static int bad_offset(const struct page *p, unsigned off, char *err, size_t errl
                      off, p->blkno, p->node.spc, p->node.db, p->node.rel, HEAP_MIRROR_MAX_ITEMS);
 }
 
+/* Room for more bytes in the mirror's bound: 0, or -1 with err. */
+static int take_bytes(struct heap_mirror *m, size_t more, char *err, size_t errlen)
+{
+    if (m->max_bytes && m->bytes + more > m->max_bytes)
+        return over_bound(m, err, errlen);
+    m->bytes += more;
+    return 0;
+}
+
+/* Line pointers up to off in the page's array. 0, or -1 with err. */
+static int items_reserve(struct heap_mirror *m, struct page *p, unsigned off, char *err,
+                         size_t errlen)
+{
+    if (off < p->items_cap)
+        return 0;
+    unsigned cap = p->items_cap ? 2u * p->items_cap : 64u;
+    cap = cap < off + 1u ? off + 1u : cap;
+    cap = cap > HEAP_MIRROR_MAX_ITEMS + 1u ? HEAP_MIRROR_MAX_ITEMS + 1u : cap;
+    if (take_bytes(m, sizeof *p->items * (cap - p->items_cap), err, errlen))
+        return -1;
+    struct item *items = realloc(p->items, sizeof *items * cap);
+    if (!items) {
+        m->bytes -= sizeof *p->items * (cap - p->items_cap);
+        return error_fmt(err, errlen, "out of memory keeping heap pages");
+    }
+    memset(items + p->items_cap, 0, sizeof *items * (cap - p->items_cap));
+    p->items = items;
+    p->items_cap = (uint16_t)cap;
+    return 0;
+}
+
+/* Room for len more bytes of tuples: the live tuples moved to the front of
+ * a new buffer, as large as the old one when a quarter of that was dead and
+ * that makes room, else half as large again as they need (never smaller
+ * than the old: the live bytes and len pass three quarters of it). 0, or
+ * -1 with err (the page unchanged). */
+static int data_reserve(struct heap_mirror *m, struct page *p, uint32_t len, char *err,
+                        size_t errlen)
+{
+    if (len <= p->cap - p->used)
+        return 0;
+    uint64_t need = (uint64_t)(p->used - p->dead) + len;
+    uint64_t cap = need <= p->cap && p->dead >= p->cap / 4 ? p->cap : need + need / 2;
+    if (cap > UINT32_MAX)
+        return error_fmt(err, errlen, "a heap page's tuples take more than 4 GiB");
+    if (cap > p->cap && take_bytes(m, cap - p->cap, err, errlen))
+        return -1;
+    uint8_t *data = malloc(cap ? cap : 1);
+    if (!data) {
+        m->bytes -= cap > p->cap ? cap - p->cap : 0;
+        return error_fmt(err, errlen, "out of memory keeping heap pages");
+    }
+    uint32_t at = 0;
+    for (unsigned i = 1; i <= p->nitems; i++) {
+        struct item *it = &p->items[i];
+        if (it->state != LP_NORMAL)
+            continue;
+        memcpy(data + at, p->data + it->at, it->len);
+        it->at = at;
+        at += it->len;
+    }
+    free(p->data);
+    p->data = data;
+    p->cap = (uint32_t)cap;
+    p->used = at;
+    p->dead = 0;
+    return 0;
+}
+
 /* Sets line pointer off to state, dropping any tuple it held. */
 static int item_state(struct heap_mirror *m, struct page *p, unsigned off, uint8_t state,
                       char *err, size_t errlen)
 {
     if (off == 0 || off > HEAP_MIRROR_MAX_ITEMS)
         return bad_offset(p, off, err, errlen);
+    if (items_reserve(m, p, off, err, errlen))
+        return -1;
     for (unsigned i = p->nitems + 1u; i < off; i++)
         p->items[i].state = p->partial ? LP_UNKNOWN : LP_UNUSED;
     if (off > p->nitems)
         p->nitems = (uint16_t)off;
     struct item *it = &p->items[off];
-    m->bytes -= it->len;
-    free(it->data);
+    if (it->state == LP_NORMAL)
+        p->dead += it->len;
     *it = (struct item){.state = state};
     return 0;
 }
@@ -196,19 +282,14 @@ static int item_put(struct heap_mirror *m, struct page *p, unsigned off, uint16_
                     uint16_t infomask, uint8_t hoff, const uint8_t *data, uint32_t len, char *err,
                     size_t errlen)
 {
-    if (m->max_bytes && m->bytes + len > m->max_bytes)
-        return over_bound(m, err, errlen);
-    uint8_t *copy = malloc(len ? len : 1);
-    if (!copy)
-        return error_fmt(err, errlen, "out of memory keeping heap pages");
-    if (len)
-        memcpy(copy, data, len);
-    if (item_state(m, p, off, LP_NORMAL, err, errlen)) {
-        free(copy);
+    /* The line pointer first: a tuple it held is dead room data_reserve
+     * may take back. */
+    if (item_state(m, p, off, LP_UNUSED, err, errlen) || data_reserve(m, p, len, err, errlen))
         return -1;
-    }
-    p->items[off] = (struct item){LP_NORMAL, hoff, infomask2, infomask, len, copy};
-    m->bytes += len;
+    if (len)
+        memcpy(p->data + p->used, data, len);
+    p->items[off] = (struct item){LP_NORMAL, hoff, infomask2, infomask, len, p->used};
+    p->used += len;
     return 0;
 }
 
@@ -224,7 +305,8 @@ static int item_get(const struct page *p, unsigned off, struct heap_mirror_tuple
         return bad_offset(p, off, err, errlen);
     if (state == LP_NORMAL) {
         const struct item *it = &p->items[off];
-        *t = (struct heap_mirror_tuple){it->infomask2, it->infomask, it->hoff, it->data, it->len};
+        *t = (struct heap_mirror_tuple){it->infomask2, it->infomask, it->hoff, p->data + it->at,
+                                        it->len};
         return 0;
     }
     if (state == LP_UNKNOWN)
@@ -244,7 +326,7 @@ static int item_get(const struct page *p, unsigned off, struct heap_mirror_tuple
 static int page_from_image(struct heap_mirror *m, struct page *p, const uint8_t *img, char *err,
                            size_t errlen)
 {
-    page_clear(m, p);
+    page_clear(p);
     uint16_t lower = le_load_u16(img + 12), upper = le_load_u16(img + 14);
     if (upper == 0)
         return 0; /* PageIsNew: an all-zero page, no line pointers */
@@ -253,6 +335,10 @@ static int page_from_image(struct heap_mirror *m, struct page *p, const uint8_t 
                                       "of line pointers",
                          p->blkno, p->node.spc, p->node.db, p->node.rel, (unsigned)lower);
     unsigned n = (lower - 24u) / 4u;
+    /* The image's tuples, headers and all, lie between upper and the end:
+     * room for them at once, not buffer after buffer. */
+    if (upper < PGWAL_PAGE_SIZE && data_reserve(m, p, PGWAL_PAGE_SIZE - upper, err, errlen))
+        return -1;
     for (unsigned off = 1; off <= n; off++) {
         const uint8_t *lp = img + 24 + 4 * (off - 1);
         unsigned flags = (lp[1] >> 7) | (lp[2] & 1) << 1;
@@ -311,7 +397,7 @@ static struct page *block_page(struct heap_mirror *m, const struct pgwal_record 
     if (!p)
         return NULL;
     if (init)
-        page_clear(m, p);
+        page_clear(p);
     p->lsn = rec->end;
     return p;
 }
@@ -677,7 +763,8 @@ int heap_mirror_tuple_at(const struct heap_mirror *m, struct pgwal_relfilenode n
     if (state != LP_NORMAL)
         return 0;
     const struct item *it = &p->items[offnum];
-    *t = (struct heap_mirror_tuple){it->infomask2, it->infomask, it->hoff, it->data, it->len};
+    *t = (struct heap_mirror_tuple){it->infomask2, it->infomask, it->hoff, p->data + it->at,
+                                    it->len};
     return 1;
 }
 

@@ -48,9 +48,9 @@
 #include <time.h>
 
 /* The heap mirror's bound: the pages changed between two checkpoints are
- * what it holds (heap_mirror.h invariant 3), about 1.1 times their size on
- * the server. 4 GiB is 500,000 pages changed between checkpoints (the
- * default checkpoint_timeout of 5 min at 13,000 distinct pages a second);
+ * what it holds (heap_mirror.h invariant 3), about 1.3 times their size on
+ * the server. 4 GiB is some 400,000 pages changed between checkpoints (the
+ * default checkpoint_timeout of 5 min at 1,300 distinct pages a second);
  * past it ingest stops with a message rather than take the machine's
  * memory. STRAUM_MIRROR_MAX_MB overrides it. */
 #define MIRROR_MAX_BYTES ((size_t)4 << 30)

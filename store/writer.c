@@ -139,6 +139,7 @@ void store_set_keep_heap(struct store *s, bool keep)
         s->heap_owed = false;
     }
 }
+
 void store_set_inline_fold_bytes(struct store *s, size_t bytes) { s->inline_fold_bytes = bytes; }
 void store_set_fold_budget_us(struct store *s, int64_t us) { s->fold_budget_us = us; }
 
