@@ -183,6 +183,18 @@ static inline void fixture_apply(struct store *s, const struct ride *r, int sign
     }
 }
 
+/* Applies n rides from the generator and commits them at lsn. */
+static inline void fixture_commit_rides(struct store *s, uint64_t *rng, int n, uint64_t lsn)
+{
+    struct store_error err;
+    for (int i = 0; i < n; i++) {
+        struct ride r = fixture_ride(rng);
+        fixture_apply(s, &r, +1);
+    }
+    cr_assert_eq(store_commit(s, &(struct store_position){.lsn = lsn}, &err), 0, "%s",
+                 err.message);
+}
+
 /* Total rows (count 0) over every segment of a view and width. */
 /* Calls fn on every segment of every view and width, raw (base and deltas
  * apart), in one snapshot. */

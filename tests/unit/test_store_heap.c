@@ -18,18 +18,6 @@ int malloc_trim(size_t pad)
     return 0;
 }
 
-/* Applies n rides from the generator and commits them at lsn. */
-static void commit_rides(struct store *s, uint64_t *rng, int n, uint64_t lsn)
-{
-    struct store_error err;
-    for (int i = 0; i < n; i++) {
-        struct ride r = fixture_ride(rng);
-        fixture_apply(s, &r, +1);
-    }
-    cr_assert_eq(store_commit(s, &(struct store_position){.lsn = lsn}, &err), 0, "%s",
-                 err.message);
-}
-
 /* A batch past the cache budget: its commit trims the heap by default,
  * keeps it while told to, and the heap kept is trimmed once, when let go.
  * A batch within the budget owes nothing either way. */
@@ -40,12 +28,12 @@ Test(store_heap, a_kept_heap_is_given_back_once_when_let_go)
     uint64_t rng = 17;
     store_set_cache_bytes(s, 1 << 20);
 
-    commit_rides(s, &rng, 20000, 1);
+    fixture_commit_rides(s, &rng, 20000, 1);
     cr_assert_eq(trims, 1, "the default: the commit trims");
 
     store_set_keep_heap(s, true);
-    commit_rides(s, &rng, 20000, 2);
-    commit_rides(s, &rng, 20000, 3);
+    fixture_commit_rides(s, &rng, 20000, 2);
+    fixture_commit_rides(s, &rng, 20000, 3);
     cr_assert_eq(trims, 1, "kept through two commits");
     store_set_keep_heap(s, false);
     cr_assert_eq(trims, 2, "let go: trimmed once");
@@ -54,7 +42,7 @@ Test(store_heap, a_kept_heap_is_given_back_once_when_let_go)
 
     store_set_cache_bytes(s, 256 << 20);
     store_set_keep_heap(s, true);
-    commit_rides(s, &rng, 10, 4);
+    fixture_commit_rides(s, &rng, 10, 4);
     store_set_keep_heap(s, false);
     cr_assert_eq(trims, 2, "a small batch owes nothing");
 

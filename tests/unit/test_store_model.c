@@ -996,18 +996,6 @@ static int64_t rides_rows(struct store *s)
     return n;
 }
 
-/* Applies n rides from the generator and commits them at lsn. */
-static void commit_rides(struct store *s, uint64_t *rng, int n, uint64_t lsn)
-{
-    struct store_error err;
-    for (int i = 0; i < n; i++) {
-        struct ride r = fixture_ride(rng);
-        fixture_apply(s, &r, +1);
-    }
-    cr_assert_eq(store_commit(s, &(struct store_position){.lsn = lsn}, &err), 0, "%s",
-                 err.message);
-}
-
 /* A base block bigger than the inline-fold size keeps deltas of up to twice
  * its cells for the idle compaction, where a small one is folded by the
  * commit as soon as its deltas outgrow it; past twice, both fold. Answers
@@ -1024,9 +1012,9 @@ Test(store_model, large_bases_leave_their_folds_to_the_idle_compaction)
     for (int k = 0; k < 2; k++) {
         uint64_t rng = 5;
         store_set_bulk(s[k], true, &err);
-        commit_rides(s[k], &rng, BASE, 1);
+        fixture_commit_rides(s[k], &rng, BASE, 1);
         cr_assert_eq(store_set_bulk(s[k], false, &err), 0, "%s", err.message);
-        commit_rides(s[k], &rng, MORE, 2);
+        fixture_commit_rides(s[k], &rng, MORE, 2);
         c[k] = delta_census(s[k]);
         cr_assert_eq(rides_rows(s[k]), BASE + MORE);
     }
@@ -1040,7 +1028,7 @@ Test(store_model, large_bases_leave_their_folds_to_the_idle_compaction)
     /* Past twice the base the commit folds whatever the base's size
      * (census_segment checks it of every segment). */
     uint64_t rng = 77;
-    commit_rides(s[1], &rng, MUCH_MORE, 3);
+    fixture_commit_rides(s[1], &rng, MUCH_MORE, 3);
     delta_census(s[1]);
     cr_assert_eq(rides_rows(s[1]), BASE + MORE + MUCH_MORE);
     for (int k = 0; k < 2; k++) {
@@ -1062,10 +1050,10 @@ Test(store_model, a_commit_folds_within_its_budget_and_the_rest_wait)
     struct store_error err;
     uint64_t rng = 5, lsn = 1;
     store_set_bulk(s, true, &err);
-    commit_rides(s, &rng, BASE, lsn++);
+    fixture_commit_rides(s, &rng, BASE, lsn++);
     cr_assert_eq(store_set_bulk(s, false, &err), 0, "%s", err.message);
     store_set_fold_budget_us(s, 0);
-    commit_rides(s, &rng, MORE, lsn++);
+    fixture_commit_rides(s, &rng, MORE, lsn++);
     int over = delta_census(s).over;
     cr_assert_gt(over, 1, "the segments past their fold wait for the next commits");
     while (over > 1) {
@@ -1078,7 +1066,7 @@ Test(store_model, a_commit_folds_within_its_budget_and_the_rest_wait)
         over = left;
     }
     /* Those waiting are folded by the idle compaction first. */
-    commit_rides(s, &rng, 3 * MORE, lsn++);
+    fixture_commit_rides(s, &rng, 3 * MORE, lsn++);
     cr_assert_gt(delta_census(s).over, 0);
     int left;
     cr_assert_eq(store_compact(s, INT64_MAX, true, &left, &err), 0, "%s", err.message);
@@ -1125,14 +1113,14 @@ Test(store_model, a_commit_gives_back_the_pages_it_read)
     uint64_t rng = 9;
     struct store_error err;
     store_set_bulk(s, true, &err);
-    commit_rides(s, &rng, BASE, 1);
+    fixture_commit_rides(s, &rng, BASE, 1);
     cr_assert_eq(store_set_bulk(s, false, &err), 0, "%s", err.message);
     struct stat st;
     cr_assert_eq(stat(path, &st), 0);
     /* The finer widths' deltas outgrow their bases: the commit reads and
      * folds their stored blocks, hundreds of KiB of them (unreleased, all of
      * the file stays mapped). */
-    commit_rides(s, &rng, MORE, 2);
+    fixture_commit_rides(s, &rng, MORE, 2);
     long kib = mapped_rss_kib(path);
     cr_assert_lt(kib, 64, "%ld KiB of data.mdb (%lld KiB before) stay mapped", kib,
                  (long long)st.st_size / 1024);
@@ -1181,8 +1169,8 @@ Test(store_model, deltas_are_encoded_quickly_and_bases_smallest)
     struct store *s = fixture_create(dir);
     struct store_error err;
     uint64_t rng = 11;
-    commit_rides(s, &rng, 4000, 1);
-    commit_rides(s, &rng, 600, 2);
+    fixture_commit_rides(s, &rng, 4000, 1);
+    fixture_commit_rides(s, &rng, 600, 2);
     struct block_codecs c = {0};
     fixture_each_raw_segment(s, count_codecs, &c);
     cr_assert_gt(c.deltas, 0, "the second commit wrote deltas");
