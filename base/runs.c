@@ -6,14 +6,15 @@
 
 #include <string.h>
 
-/* Sorts runs by code: by insertion when few, else by an LSD radix sort of
- * the codes' offsets from the smallest (fares in cents span a few thousand
- * codes: one or two passes). qsort and its comparator were a third of a
- * commit's time (perf). A pass costs its digits' counters as well as its
- * runs, so a short list takes narrower digits: with 11 bits for all, the
- * load's drains, whose lists are mostly tens of runs, spent more time
- * clearing and summing counters than moving runs. -1 when out of memory. */
-static int sort_runs(struct code_run *runs, size_t n)
+/* By insertion when few, else by an LSD radix sort of the codes' offsets
+ * from the smallest (fares in cents span a few thousand codes: one or two
+ * passes). qsort and its comparator were a third of a commit's time
+ * (perf). A pass costs its digits' counters as well as its runs, so a
+ * short list takes narrower digits: with 11 bits for all, the load's
+ * drains, whose lists are mostly tens of runs, spent more time clearing
+ * and summing counters than moving runs. Both keep equal codes in their
+ * order (runs.h). */
+int code_runs_sort(struct code_run *runs, size_t n)
 {
     if (n < 32) {
         for (size_t i = 1; i < n; i++) {
@@ -99,7 +100,7 @@ int64_t code_runs_merge(struct code_run *runs, size_t n)
             return distinct;
         n = (size_t)distinct;
     }
-    if (sort_runs(runs, n))
+    if (code_runs_sort(runs, n))
         return -1;
     size_t out = 0;
     for (size_t i = 0; i < n; i++) {

@@ -21,4 +21,11 @@ struct code_run {
  * budget counts what it takes), -2 when a sum overflows 64 bits. */
 int64_t code_runs_merge(struct code_run *runs, size_t n);
 
+/* Sorts runs[0..n) ascending by code, equal codes kept in the order they
+ * came (a stable sort). Rows travel with their codes untouched, so a
+ * caller may carry any 64 bits there (an index, a pointer) and sort by a
+ * code of its own making (the store's cells by their packed order). 0, or
+ * -1 when out of memory (base/scratch.h). */
+int code_runs_sort(struct code_run *runs, size_t n);
+
 #endif

@@ -563,6 +563,43 @@ static int cell_cmp(const void *a, const void *b, void *nkeys)
     return 0;
 }
 
+/* Sorts cells into cell_cmp's order: by their packed order (order.c)
+ * when bucket and keys fit one code, else, or short of memory for the
+ * codes, by cell_cmp. Cannot fail. */
+static void sort_cells(struct cell **cells, uint32_t n, int nkeys)
+{
+    struct order_packing p;
+    order_packing_init(&p, 1 + nkeys);
+    struct code_run *codes = NULL;
+    if (n >= 2 && nkeys + 1 <= ORDER_MAX_FIELDS) {
+        for (uint32_t i = 0; i < n; i++) {
+            const int64_t *k = cell_keys(cells[i]);
+            order_packing_see(&p, 0, cells[i]->bucket);
+            for (int f = 0; f < nkeys; f++)
+                order_packing_see(&p, 1 + f, k[f]);
+        }
+        if (order_packing_fits(&p))
+            codes = malloc(sizeof *codes * n);
+    }
+    if (codes) {
+        for (uint32_t i = 0; i < n; i++) {
+            const int64_t *k = cell_keys(cells[i]);
+            int64_t code = order_packing_push(&p, 0, 0, cells[i]->bucket);
+            for (int f = 0; f < nkeys; f++)
+                code = order_packing_push(&p, code, 1 + f, k[f]);
+            codes[i] = (struct code_run){code, (int64_t)(intptr_t)cells[i]};
+        }
+        if (code_runs_sort(codes, n) == 0) {
+            for (uint32_t i = 0; i < n; i++)
+                cells[i] = (struct cell *)(intptr_t)codes[i].rows;
+            free(codes);
+            return;
+        }
+        free(codes);
+    }
+    qsort_r(cells, n, sizeof *cells, cell_cmp, &nkeys);
+}
+
 static int check_cell(const struct cellmap *m, const struct cell *c, struct store_error *err)
 {
     const struct sql_view *v = m->view;
@@ -613,8 +650,7 @@ static struct cell **live_cells(struct cellmap *m, uint32_t *n, struct store_err
             insert_cell(m, cells[i]);
         m->ncells = live;
     }
-    int nkeys = m->view->ncell_keys;
-    qsort_r(cells, live, sizeof *cells, cell_cmp, &nkeys);
+    sort_cells(cells, live, m->view->ncell_keys);
     *n = live;
     return cells;
 }
@@ -792,8 +828,7 @@ int cellmap_encode_delta(struct cellmap *m, void **out, size_t *len, struct stor
         if (cell_changes(m, c))
             cells[n++] = c;
     }
-    int nkeys = m->view->ncell_keys;
-    qsort_r(cells, n, sizeof *cells, cell_cmp, &nkeys);
+    sort_cells(cells, n, m->view->ncell_keys);
     /* A delta block lives until a fold rewrites it (fold.c): the quick
      * policy plans each column in one pass, where the smallest's planning
      * was a fifth of a million-row commit (SPEC.md §4.3). */

@@ -287,6 +287,43 @@ int rollup_build(const struct sql_view *v, const struct store_column_type *types
  * out of memory or a sum overflows. */
 int64_t store_runs_merge(struct code_run *runs, size_t n, struct store_error *err);
 
+/* ---- Packed order (order.c) ----------------------------------------------
+ * Up to ORDER_MAX_FIELDS int64 fields packed into one code whose order is
+ * theirs, the first most significant: a bucket and the keys (16 keys and
+ * a bucket already take a bit each at the least; wider orders compare).
+ * Use: order_packing_init, order_packing_see every field of every item,
+ * order_packing_fits, then each item's code by order_packing_push of its
+ * fields in order from 0, sorted with code_runs_sort (base/runs.h). */
+enum { ORDER_MAX_FIELDS = 17 };
+struct order_packing {
+    int n;
+    int64_t lo[ORDER_MAX_FIELDS], hi[ORDER_MAX_FIELDS];
+    int bits[ORDER_MAX_FIELDS]; /* set by order_packing_fits */
+};
+
+/* No field seen yet. Cannot fail. */
+void order_packing_init(struct order_packing *p, int nfields);
+
+/* Notes field f's value v of one item (f < ORDER_MAX_FIELDS). */
+static inline void order_packing_see(struct order_packing *p, int f, int64_t v)
+{
+    p->lo[f] = v < p->lo[f] ? v : p->lo[f];
+    p->hi[f] = v > p->hi[f] ? v : p->hi[f];
+}
+
+/* Whether the fields' ranges fit 63 bits together (and there are at most
+ * ORDER_MAX_FIELDS of them); sets each field's bits when they do. */
+bool order_packing_fits(struct order_packing *p);
+
+/* code with field f's value v appended below it: fold an item's fields in
+ * order from a code of 0. Only after order_packing_fits said true, for
+ * values it saw. */
+static inline int64_t order_packing_push(const struct order_packing *p, int64_t code, int f,
+                                         int64_t v)
+{
+    return (int64_t)(((uint64_t)code << p->bits[f]) | ((uint64_t)v - (uint64_t)p->lo[f]));
+}
+
 /* ---- Bulk staging (bulk.c) -----------------------------------------------
  * An initial load's rows of one view, summed per finest-width cell before
  * they reach the cellmaps. */

@@ -188,6 +188,48 @@ static int cmp_in_group_order(const void *pa, const void *pb, void *ctx)
     return a < b ? -1 : a > b; /* the source's order: float sums add the same way every time */
 }
 
+/* perm[0..n) = 0..n-1 in cmp_in_group_order's order: by the packed order
+ * of the fields the grouping keeps (order.c), which a stable sort leaves
+ * in the source's order within a group, when they fit one code; else, or
+ * short of memory for the codes, by qsort_r. Cannot fail. */
+static void sort_in_group_order(const struct grouping *g, uint32_t *perm, uint32_t n)
+{
+    const struct store_rows *src = g->src;
+    int from = g->key == EVERY_KEY ? 0 : g->key, to = g->key == EVERY_KEY ? g->nkeys : g->key + 1;
+    int nk = from >= 0 && to > from ? to - from : 0, first = g->span ? 0 : 1;
+    struct order_packing p;
+    order_packing_init(&p, first + nk);
+    struct code_run *codes = NULL;
+    if (n >= 2 && first + nk <= ORDER_MAX_FIELDS) {
+        for (uint32_t i = 0; i < n; i++) {
+            if (first)
+                order_packing_see(&p, 0, src->bucket[i]);
+            for (int k = 0; k < nk; k++)
+                order_packing_see(&p, first + k, src->keys[from + k][i]);
+        }
+        if (order_packing_fits(&p))
+            codes = malloc(sizeof *codes * n);
+    }
+    if (codes) {
+        for (uint32_t i = 0; i < n; i++) {
+            int64_t code = first ? order_packing_push(&p, 0, 0, src->bucket[i]) : 0;
+            for (int k = 0; k < nk; k++)
+                code = order_packing_push(&p, code, first + k, src->keys[from + k][i]);
+            codes[i] = (struct code_run){code, i};
+        }
+        if (code_runs_sort(codes, n) == 0) {
+            for (uint32_t i = 0; i < n; i++)
+                perm[i] = (uint32_t)codes[i].rows;
+            free(codes);
+            return;
+        }
+        free(codes);
+    }
+    for (uint32_t i = 0; i < n; i++)
+        perm[i] = i;
+    qsort_r(perm, n, sizeof *perm, cmp_in_group_order, (void *)g);
+}
+
 static bool same_group(const struct grouping *g, uint32_t a, uint32_t b)
 {
     return (g->span || g->src->bucket[a] == g->src->bucket[b]) && cmp_keys(g, a, b) == 0;
@@ -334,9 +376,7 @@ static int build_family(const struct sql_view *v, const struct store_column_type
     int rc = FAILED;
     if (!perm || !start || rows_alloc(v, out))
         goto done;
-    for (uint32_t i = 0; i < src->n; i++)
-        perm[i] = i;
-    qsort_r(perm, src->n, sizeof *perm, cmp_in_group_order, (void *)gr);
+    sort_in_group_order(gr, perm, src->n);
     for (uint32_t i = 0; i < src->n; i++)
         if (i == 0 || !same_group(gr, perm[i - 1], perm[i]))
             start[ng++] = i;

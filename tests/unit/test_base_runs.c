@@ -1,7 +1,8 @@
 /* test_base_runs.c -- run lists merged: against a brute-force model, at
  * every size the merge chooses a way for (insertion under 32 runs, radix
  * passes above, a hash of codes past 4,096), with codes across the whole
- * int64 range, rows that cancel out, and a sum past 64 bits refused. */
+ * int64 range, rows that cancel out, and a sum past 64 bits refused; and
+ * runs sorted alone, stably, whatever their rows carry. */
 #include "base/runs.h"
 
 #include <criterion/criterion.h>
@@ -83,4 +84,37 @@ Test(base_runs, a_sum_past_64_bits_is_refused)
         cr_assert_eq(code_runs_merge(r, n), -2, "%zu runs", n);
         free(r);
     }
+}
+
+/* code_runs_sort keeps equal codes in their order and moves rows with
+ * their codes untouched: the store sorts cells by a packed order this way,
+ * an index or a pointer in the rows, and a rollup family relies on equal
+ * orders keeping the source's (its float sums add the same way every
+ * time). Rows here are the runs' first positions. */
+Test(base_runs, sorts_stably_carrying_rows)
+{
+    size_t sizes[] = {2, 31, 32, 33, 500, 20000};
+    uint64_t spans[] = {1, 3, 1000, 5000000, 0 /* the whole int64 range */};
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++)
+        for (size_t p = 0; p < sizeof spans / sizeof *spans; p++) {
+            size_t n = sizes[s];
+            uint64_t span = spans[p];
+            struct code_run *a = malloc(sizeof *a * n), *was = malloc(sizeof *was * n);
+            cr_assert(a && was);
+            for (size_t i = 0; i < n; i++)
+                was[i] = a[i] = (struct code_run){
+                    span ? (int64_t)(next() % span) - (int64_t)(span / 2) : (int64_t)next(),
+                    (int64_t)i};
+            cr_assert_eq(code_runs_sort(a, n), 0);
+            for (size_t i = 0; i < n; i++)
+                cr_assert(a[i].rows >= 0 && (size_t)a[i].rows < n && was[a[i].rows].code == a[i].code,
+                          "n %zu span %llu: run %zu lost its rows", n, (unsigned long long)span, i);
+            for (size_t i = 1; i < n; i++)
+                cr_assert(a[i - 1].code < a[i].code ||
+                              (a[i - 1].code == a[i].code && a[i - 1].rows < a[i].rows),
+                          "n %zu span %llu: runs %zu and %zu out of order", n,
+                          (unsigned long long)span, i - 1, i);
+            free(a);
+            free(was);
+        }
 }
