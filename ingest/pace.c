@@ -21,11 +21,14 @@ void pace_begin(struct pace_group *g)
 /* Behind a backlog: the lag is the backlog's, and groups may grow. */
 static bool far_behind(uint64_t behind) { return behind > GROUP_COMMIT_BEHIND_BYTES; }
 
-void pace_applying(struct pace_group *g, uint64_t behind)
+void pace_applying(struct pace_group *g, struct store *st, uint64_t behind)
 {
     if (!g->first_applied)
         g->first_applied = now_usec();
-    g->backlog |= far_behind(behind);
+    if (!g->backlog && far_behind(behind)) {
+        g->backlog = true;
+        store_set_cache_bytes(st, GROUP_COMMIT_BEHIND_CACHE_BYTES);
+    }
 }
 
 /* Whether the group keeps a backlog's bounds: the server is far ahead now,
@@ -110,6 +113,8 @@ int pace_commit(struct pace_group *g, struct store *st, const struct store_posit
     g->compact |= g->dirty;
     if (g->dirty) { /* the next group starts afresh */
         g->first_applied = 0;
+        if (g->backlog)
+            store_set_cache_bytes(st, STORE_CACHE_BYTES);
         g->backlog = false;
     }
     g->stored_lsn = pos->lsn;

@@ -879,7 +879,7 @@ static int txn_end(struct pfollower *f, const struct pgwal_record *rec,
     if (rc == 0 && !skip && nparts) {
         if (!f->g.dirty)
             f->last_data = now_usec();
-        pace_applying(&f->g, behind(f));
+        pace_applying(&f->g, f->st, behind(f));
         rc = apply_spools(f, parts, nparts, top ? top->aborted : NULL, top ? top->naborted : 0);
     }
     /* Files the commit dropped (a TRUNCATE, a rewrite, a DROP). */

@@ -368,7 +368,7 @@ static int on_stream_message(struct follower *f, const uint8_t *raw, size_t len)
 static int on_stream_commit(struct follower *f, const struct pgo_message *m)
 {
     struct streamed_txn *s = stream_for(f, m->xid, false);
-    pace_applying(&f->g, behind(f));
+    pace_applying(&f->g, f->st, behind(f));
     if (s) {
         struct replay r = {f, s};
         uint64_t bytes = spool_bytes(&s->spool);
@@ -421,7 +421,7 @@ static int on_message(struct follower *f, const uint8_t *raw, size_t len)
     switch (m.kind) {
     case PGO_BEGIN:
         f->in_txn = true;
-        pace_applying(&f->g, behind(f));
+        pace_applying(&f->g, f->st, behind(f));
         break;
     case PGO_COMMIT:
         f->in_txn = false;

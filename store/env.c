@@ -272,7 +272,7 @@ static struct store *store_alloc(const char *dir, enum store_mode mode)
     size_t n = strlen(dir) + sizeof "/data.mdb";
     if ((s->data_path = malloc(n)))
         snprintf(s->data_path, n, "%s/data.mdb", dir);
-    s->cache_bytes = 64u << 20;
+    s->cache_bytes = STORE_CACHE_BYTES;
     s->inline_fold_bytes = inline_fold_from_env();
     s->fold_budget_us = STORE_FOLD_AFTER_COMMIT_US;
     pthread_mutex_init(&s->read_lock, NULL);

@@ -333,8 +333,12 @@ int store_compact(struct store *s, int64_t max_us, bool all, int *left,
 int store_compact_until(struct store *s, int64_t max_us, bool all, bool (*stop)(void *ctx),
                         void *stop_ctx, int *left, struct store_error *err);
 
-/* Bounds the decoded segments kept between commits (default 64 MiB). */
+/* Bounds the decoded segments kept between commits, and what a batch holds
+ * decoded before it spills (twice this: store_apply). */
+#define STORE_CACHE_BYTES ((size_t)64 << 20) /* the default */
 void store_set_cache_bytes(struct store *s, size_t bytes);
+/* The cache budget now, in bytes. Cannot fail. */
+size_t store_cache_bytes(const struct store *s);
 /* Whether a commit of a batch past the cache budget gives the heap it
  * freed back to the system (keep false, the default: a writer then idles
  * at its cached size) or keeps it for the next batch (true: a follower

@@ -130,6 +130,7 @@ void pending_free(struct store *s)
 }
 
 void store_set_cache_bytes(struct store *s, size_t bytes) { s->cache_bytes = bytes; }
+size_t store_cache_bytes(const struct store *s) { return s->cache_bytes; }
 
 void store_set_keep_heap(struct store *s, bool keep)
 {

@@ -4,9 +4,9 @@
  * that a busy stream's commits stay apart, and a commit of the position
  * alone (an idle follower's, every keepalive the server's WAL end moved)
  * holds no transaction back; behind a backlog groups grow, a group begun
- * behind one keeps its bounds until stored, and a follower's first group
- * there is not stored after one transaction; an idle stream's group is
- * stored at once. */
+ * behind one keeps its bounds (its cache budget too) until stored, and a
+ * follower's first group there is not stored after one transaction; an
+ * idle stream's group is stored at once. */
 #include "ingest/internal.h"
 #include "store_fixture.h"
 
@@ -32,9 +32,11 @@ Test(ingest_pace, a_group_waits_after_the_last_group_stored)
  * commit of 0.3 to 0.6 s. */
 Test(ingest_pace, a_first_group_behind_a_backlog_grows)
 {
+    char dir[64];
+    struct store *s = fixture_create(dir);
     uint64_t far = GROUP_COMMIT_BEHIND_BYTES + 1;
     struct pace_group g = {0};
-    pace_applying(&g, far);
+    pace_applying(&g, s, far);
     g.dirty = true; /* its transaction applied whole */
     int64_t first = g.first_applied;
     cr_assert_gt(first, 0);
@@ -43,9 +45,11 @@ Test(ingest_pace, a_first_group_behind_a_backlog_grows)
     cr_assert(pace_group_ready(&g, first + GROUP_COMMIT_BEHIND_MAX_US, INTERVAL_US, far, false));
     /* Not behind: the first group is as fresh as the interval allows. */
     struct pace_group h = {0};
-    pace_applying(&h, 0);
+    pace_applying(&h, s, 0);
     h.dirty = true;
     cr_assert_eq(pace_commit_due(&h, INTERVAL_US, 0), h.first_applied + INTERVAL_US);
+    store_close(s);
+    fixture_remove(dir);
 }
 
 /* A backlog's last 16 MiB: the server no longer far ahead, the group the
@@ -56,28 +60,30 @@ Test(ingest_pace, a_first_group_behind_a_backlog_grows)
  * not. */
 Test(ingest_pace, a_group_begun_behind_a_backlog_keeps_its_bounds)
 {
+    char dir[64];
+    struct store *s = fixture_create(dir);
     uint64_t far = GROUP_COMMIT_BEHIND_BYTES + 1, near = 1 << 20;
     struct pace_group g = {.last_commit_us = 700000};
     g.last_store = g.last_batch_store = now_usec();
     int64_t from = g.last_batch_store;
-    pace_applying(&g, far);
+    pace_applying(&g, s, far);
     g.dirty = true;
     g.batch.txns = 1;
-    pace_applying(&g, near); /* its next transactions: the backlog's end */
+    pace_applying(&g, s, near); /* its next transactions: the backlog's end */
     cr_assert_not(pace_group_ready(&g, from + GROUP_COMMIT_MAX_US, INTERVAL_US, near, false));
     cr_assert_eq(pace_group_rows(&g, near), GROUP_COMMIT_BEHIND_ROWS);
     cr_assert(pace_group_ready(&g, from + GROUP_COMMIT_RATIO * 700000, INTERVAL_US, near, false));
     cr_assert(pace_group_ready(&g, from, INTERVAL_US, near, true), "idle: stored at once");
+    cr_assert_eq(store_cache_bytes(s), GROUP_COMMIT_BEHIND_CACHE_BYTES, "a backlog's cache budget");
 
-    char dir[64];
-    struct store *s = fixture_create(dir);
     struct ingest_options opt = {0};
     struct store_position pos = {1000, 0, now_usec(), 0};
     char err[512];
     cr_assert_eq(pace_commit(&g, s, &pos, &opt, err, sizeof err), 0, "%s", err);
-    pace_applying(&g, near); /* the next group: caught up */
+    pace_applying(&g, s, near); /* the next group: caught up */
     g.dirty = true;
     cr_assert_eq(pace_group_rows(&g, near), GROUP_COMMIT_ROWS);
+    cr_assert_eq(store_cache_bytes(s), STORE_CACHE_BYTES, "the usual cache budget again");
     g.last_commit_us = 700000; /* as costly as the backlog's */
     int64_t due = pace_commit_due(&g, INTERVAL_US, near);
     cr_assert_eq(due, g.last_batch_store + GROUP_COMMIT_MAX_US, "due %lld us after the commit",
