@@ -248,14 +248,16 @@ PGconn *source_connect(const char *conninfo, bool replication, char *err, size_t
  * fell from 30.5 to 25.1 s. Such a group holds its cells decoded within
  * GROUP_COMMIT_BEHIND_CACHE_BYTES rather than the store's default cache
  * budget (store.h: past twice the budget, the least recently used segments
- * are written early); its rows bound the rest (dictionary and value
- * deltas, a few bytes a row). Why: a backlog's rows spread over every
- * segment alike, so whatever a spill writes is touched again and written
- * again, and past STORE_MAX_DELTAS merged with what it wrote (decoded and
- * encoded anew). The store harness behind `taxi wal`'s delete phase
- * (1,000,000 trips applied to a copy of a 2,000,000-trip store and
- * committed, then deleted and committed): CPU 0.83x with 256 MiB, the
- * deletes' apply 1.0 s against 1.6 s, peak RSS 267 MiB against 252 MiB. A physical walsender reports the WAL's end;
+ * are written early), and the budget it had (the default, or a load's)
+ * comes back when it is stored; its rows bound the rest (dictionary and
+ * value deltas, a few bytes a row). Why: a backlog's rows spread over
+ * every segment alike, so whatever a spill writes is touched again and
+ * written again, and past STORE_MAX_DELTAS merged with what it wrote
+ * (decoded and encoded anew). The store harness behind `taxi wal`'s
+ * delete phase (1,000,000 trips applied to a copy of a 2,000,000-trip
+ * store and committed, then deleted and committed): CPU 0.83x with 256
+ * MiB, the deletes' apply 1.0 s against 1.6 s, peak RSS 267 MiB against
+ * 252 MiB. A physical walsender reports the WAL's end;
  * a logical one only how far it decoded, so logical decoding's groups
  * rarely count as behind. Two rules keep a backlog's groups whole (by
  * ingest's debug log, each phase of `taxi wal` paid two extra commits of
@@ -314,6 +316,7 @@ struct pace_group {
     int64_t first_applied;         /* when its first transaction began to be applied (0: none yet) */
     bool backlog;                  /* it took a transaction while far behind: it keeps
                                       a backlog's bounds until stored ("Behind" above) */
+    size_t usual_cache_bytes;      /* the store's cache budget before backlog raised it */
     int64_t last_store;            /* when the last commit ended (now_usec) */
     int64_t last_batch_store;      /* when the last commit that held transactions ended */
     int64_t last_commit_us;        /* the last commit's own time, when it held transactions */

@@ -27,6 +27,7 @@ void pace_applying(struct pace_group *g, struct store *st, uint64_t behind)
         g->first_applied = now_usec();
     if (!g->backlog && far_behind(behind)) {
         g->backlog = true;
+        g->usual_cache_bytes = store_cache_bytes(st);
         store_set_cache_bytes(st, GROUP_COMMIT_BEHIND_CACHE_BYTES);
     }
 }
@@ -114,7 +115,7 @@ int pace_commit(struct pace_group *g, struct store *st, const struct store_posit
     if (g->dirty) { /* the next group starts afresh */
         g->first_applied = 0;
         if (g->backlog)
-            store_set_cache_bytes(st, STORE_CACHE_BYTES);
+            store_set_cache_bytes(st, g->usual_cache_bytes);
         g->backlog = false;
     }
     g->stored_lsn = pos->lsn;
