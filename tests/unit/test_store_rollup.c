@@ -723,7 +723,7 @@ static struct store *trip_store_create(char dir[64])
 }
 
 /* The value zone z takes in the store: z itself, or, stretched, spread
- * over the int64 range (zone_stretched_to_63_bits). */
+ * over the int64 range (keys_too_wide_to_pack_sort_as_narrow_ones). */
 static bool zone_stretched;
 
 static int64_t zone_value(int64_t z)
