@@ -361,20 +361,35 @@ int pace_fold_slice(struct store *st, struct receiver *rx, bool *more,
 
 /* The replication stream read on a thread of its own (receiver.c), so the
  * walsender goes on sending while the follower applies and commits. At
- * most RECEIVER_MAX_BYTES of frames or RECEIVER_MAX_FRAMES frames wait to
- * be taken, then the thread stops reading until some are: group commits
- * of a stream come up to GROUP_COMMIT_MAX_US apart, during which a walsender
- * sends some 40,000 single-row transactions a second on this machine, three
- * frames of 100 to 300 bytes each (60,000 frames and 18 MB in half a
- * second). The queue's memory comes and goes with the frames. */
+ * most max_bytes of frames (receiver_start) or RECEIVER_MAX_FRAMES frames
+ * wait to be taken, then the thread stops reading until some are. The
+ * queue's memory comes and goes with the frames.
+ *
+ * RECEIVER_MAX_BYTES, logical decoding's bound: its walsender decodes as
+ * it sends, and that work has to overlap the follower's. Group commits of
+ * a stream come up to GROUP_COMMIT_MAX_US apart, during which a walsender
+ * sends some 40,000 single-row transactions a second on this machine,
+ * three frames of 100 to 300 bytes each (60,000 frames and 18 MB in half
+ * a second).
+ *
+ * RECEIVER_PHYSICAL_MAX_BYTES, the physical WAL's bound: its walsender
+ * only reads WAL files, so a pause costs it nothing and it sends again at
+ * the speed of memory (0.06 CPU s for the 230 MiB of `taxi wal`'s delete
+ * phase); a queue need only bridge the thread's reads, some 60 ms of the
+ * follower's work here. Frames are 128 KiB of WAL (the walsender's
+ * MAX_SEND_SIZE), each a fresh allocation of libpq's, and every MiB a
+ * queue first fills is a MiB the kernel zeroes: measured in SPEC.md §5
+ * "Read ahead". */
 #define RECEIVER_MAX_FRAMES (1 << 18)
 #define RECEIVER_MAX_BYTES ((size_t)64 << 20)
+#define RECEIVER_PHYSICAL_MAX_BYTES ((size_t)8 << 20)
 struct receiver;
 
-/* Starts reading c, a connection in COPY BOTH mode, on a new thread;
- * from then on c is used only through the receiver until receiver_stop.
- * NULL with err when the thread cannot start. */
-struct receiver *receiver_start(PGconn *c, char *err, size_t errlen);
+/* Starts reading c, a connection in COPY BOTH mode, on a new thread, with
+ * at most max_bytes of frames read ahead (above); from then on c is used
+ * only through the receiver until receiver_stop. NULL with err when the
+ * thread cannot start. */
+struct receiver *receiver_start(PGconn *c, size_t max_bytes, char *err, size_t errlen);
 
 /* The next frame, waiting up to timeout_ms for one: 1 with *buf (free it
  * with PQfreemem) and *len; 0 when none came; -1 with err once the stream

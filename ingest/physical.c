@@ -1322,7 +1322,7 @@ static int start(struct pfollower *f)
         return strstr(f->err, "does not exist") || strstr(f->err, "permission denied") ? -1 : 1;
     }
     PQclear(r);
-    if (!(f->rx = receiver_start(f->repl, f->err, f->errlen)))
+    if (!(f->rx = receiver_start(f->repl, RECEIVER_PHYSICAL_MAX_BYTES, f->err, f->errlen)))
         return -1;
     log_info("streaming the physical WAL from %s (timeline %u, segments of %u MiB)", lsn,
              f->tli, f->seg_size >> 20);

@@ -12,7 +12,7 @@
  * 1. Frames come out in the order the server sent them; the end of the
  *    stream (or its error) comes after every frame before it.
  * 2. The queue holds at most RECEIVER_MAX_FRAMES frames, and takes none
- *    while it holds RECEIVER_MAX_BYTES or more: then the thread stops
+ *    while it holds max_bytes or more: then the thread stops
  *    reading, and the server waits as it did before. Beside the queue,
  *    each side holds at most one batch (below).
  * 3. The connection is used under one lock by both threads: the thread
@@ -79,6 +79,7 @@ struct receiver {
     pthread_mutex_t lock;      /* the queue below */
     pthread_cond_t filled, drained;
     struct frame *ring;        /* RECEIVER_MAX_FRAMES entries */
+    size_t max_bytes;          /* invariant 2 */
     size_t head, count, bytes;
     bool taker_waits, reader_waits;
     bool ended;                /* no frame follows the ones queued */
@@ -106,7 +107,7 @@ static bool queue_batch(struct receiver *r, const char *why)
     struct batch *b = &r->in;
     pthread_mutex_lock(&r->lock);
     while (b->n && (r->count + (size_t)b->n > RECEIVER_MAX_FRAMES ||
-                    r->bytes >= RECEIVER_MAX_BYTES) && !atomic_load(&r->stopping)) {
+                    r->bytes >= r->max_bytes) && !atomic_load(&r->stopping)) {
         r->reader_waits = true;
         pthread_cond_wait(&r->drained, &r->lock);
     }
@@ -215,7 +216,7 @@ bool receiver_waiting(struct receiver *r)
 
 uint64_t receiver_waits(struct receiver *r) { return atomic_load(&r->waits); }
 
-struct receiver *receiver_start(PGconn *c, char *err, size_t errlen)
+struct receiver *receiver_start(PGconn *c, size_t max_bytes, char *err, size_t errlen)
 {
     struct receiver *r = calloc(1, sizeof *r);
     if (r)
@@ -226,6 +227,7 @@ struct receiver *receiver_start(PGconn *c, char *err, size_t errlen)
         return NULL;
     }
     r->c = c;
+    r->max_bytes = max_bytes;
     r->wake = eventfd(0, EFD_CLOEXEC);
     if (r->wake < 0) {
         free(r->ring);

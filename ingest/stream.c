@@ -528,7 +528,7 @@ static int start(struct follower *f)
         return fatal_server_error(f->err) ? -1 : 1;
     }
     PQclear(r);
-    if (!(f->rx = receiver_start(f->repl, f->err, f->errlen)))
+    if (!(f->rx = receiver_start(f->repl, RECEIVER_MAX_BYTES, f->err, f->errlen)))
         return -1;
     struct logfmt_line l;
     char msg[200];

@@ -21,7 +21,7 @@ static struct receiver *follow(struct fake_walsender *w, PGconn **c)
     fake_walsender_start(w);
     if (!(*c = fake_walsender_connect(w, err, sizeof err)))
         tsan_fail("connecting: %s", err);
-    struct receiver *rx = receiver_start(*c, err, sizeof err);
+    struct receiver *rx = receiver_start(*c, RECEIVER_MAX_BYTES, err, sizeof err);
     if (!rx)
         tsan_fail("%s", err);
     return rx;

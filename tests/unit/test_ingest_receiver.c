@@ -3,8 +3,9 @@
  * over loopback (tests/kit/fake_walsender.h): every frame comes out once, in
  * order, byte for byte, and the stream's end only after them; feedback
  * sent from the follower's side while frames pour in reaches the server
- * whole; a follower that takes nothing lets the thread read at most
- * RECEIVER_MAX_BYTES ahead, after which the server is the one waiting; a
+ * whole; a follower that takes nothing lets the thread read at most its
+ * bound ahead (logical decoding's and the physical WAL's), after which the
+ * server is the one waiting; a
  * busy stream wakes the thread once per many frames; and stopping with
  * frames still queued frees them (ASan's leak check). */
 #include "ingest/internal.h"
@@ -24,7 +25,7 @@ static struct receiver *follow(struct fake_walsender *w, PGconn **c)
     fake_walsender_start(w);
     *c = fake_walsender_connect(w, err, sizeof err);
     cr_assert_not_null(*c, "%s", err);
-    struct receiver *rx = receiver_start(*c, err, sizeof err);
+    struct receiver *rx = receiver_start(*c, RECEIVER_MAX_BYTES, err, sizeof err);
     cr_assert_not_null(rx, "%s", err);
     return rx;
 }
@@ -109,10 +110,13 @@ Test(ingest_receiver, waiting_says_whether_a_frame_is_there_to_take, .timeout = 
  * host, not the thread's bound. */
 #define SOCKET_BUF (512 << 10)
 
-Test(ingest_receiver, reads_at_most_its_bound_ahead_then_the_server_waits, .timeout = 120)
+/* A follower that takes nothing lets the thread read max_bytes ahead, and
+ * no more: then the server waits. Frames of 128 KiB, as a physical
+ * walsender sends them, 96 MiB of them: half as much again as the larger
+ * bound. */
+static void reads_at_most_ahead(size_t max_bytes)
 {
-    /* 96 MiB in frames of 256 KiB: half as much again as the bound. */
-    struct fake_walsender w = {.nframes = 384, .frame_bytes = 256 << 10, .hold = true,
+    struct fake_walsender w = {.nframes = 768, .frame_bytes = 128 << 10, .hold = true,
                                .sndbuf = SOCKET_BUF};
     char err[300];
     fake_walsender_start(&w);
@@ -120,11 +124,11 @@ Test(ingest_receiver, reads_at_most_its_bound_ahead_then_the_server_waits, .time
     cr_assert_not_null(c, "%s", err);
     int rcvbuf = SOCKET_BUF;
     cr_assert_eq(setsockopt(PQsocket(c), SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf), 0);
-    struct receiver *rx = receiver_start(c, err, sizeof err);
+    struct receiver *rx = receiver_start(c, max_bytes, err, sizeof err);
     cr_assert_not_null(rx, "%s", err);
     /* Nothing taken: the server sends until the thread stops reading and
      * the sockets fill, then waits. */
-    while (!atomic_load(&w.blocked) || atomic_load(&w.sent) < RECEIVER_MAX_BYTES) {
+    while (!atomic_load(&w.blocked) || atomic_load(&w.sent) < max_bytes) {
         cr_assert_lt(atomic_load(&w.sent), (size_t)w.nframes * w.frame_bytes,
                      "the server sent everything: nothing bounds the thread");
         usleep(1000);
@@ -133,7 +137,7 @@ Test(ingest_receiver, reads_at_most_its_bound_ahead_then_the_server_waits, .time
     /* The bound, the batch that crossed it (BATCH_BYTES and a frame),
      * libpq's buffer (a frame) and the kernel's on both sides (twice
      * SOCKET_BUF each): under 8 MiB past the bound. */
-    cr_assert_leq(ahead, RECEIVER_MAX_BYTES + ((size_t)8 << 20), "%zu bytes read ahead",
+    cr_assert_leq(ahead, max_bytes + ((size_t)8 << 20), "%zu bytes read ahead",
                   ahead);
     /* Taking frames lets the server go on: all of them arrive in order. */
     char *buf;
@@ -154,6 +158,18 @@ Test(ingest_receiver, reads_at_most_its_bound_ahead_then_the_server_waits, .time
     receiver_stop(rx);
     PQfinish(c);
     fake_walsender_join(&w);
+}
+
+Test(ingest_receiver, reads_at_most_its_bound_ahead_then_the_server_waits, .timeout = 120)
+{
+    reads_at_most_ahead(RECEIVER_MAX_BYTES);
+}
+
+/* The physical WAL's bound (RECEIVER_PHYSICAL_MAX_BYTES), an eighth of
+ * logical decoding's: a receiver reading to the larger bound fails it. */
+Test(ingest_receiver, a_physical_stream_reads_ahead_to_its_own_bound, .timeout = 120)
+{
+    reads_at_most_ahead(RECEIVER_PHYSICAL_MAX_BYTES);
 }
 
 /* A walsender decoding a backlog sends a frame every few microseconds,
