@@ -504,9 +504,7 @@ static int commit(struct store *s, const struct store_position *pos, bool keep_h
     bool large = p->txn != NULL || p->bytes > s->cache_bytes;
     /* load_drain_all wrote the last job (load_settle): load_hand_off's merges read it. */
     int rc = s->bulk ? load_hand_off(s, keep_hot, err) : encode_dirty(s, err);
-    /* Segments went into the batch's transaction (spilled before, or
-     * encoded now): a retry would lose them, and folds may follow. */
-    bool spilled = p->txn != NULL;
+    bool spilled = p->txn != NULL; /* a retry would lose what went into it */
     if (rc == 0)
         rc = write_batch(s, pos, err);
     if (rc == MDB_MAP_FULL && !spilled) { /* the size limit (the map is it, env.c) */
@@ -541,7 +539,7 @@ static int commit(struct store *s, const struct store_position *pos, bool keep_h
         s->heap_owed = true;
     else if (large)
         malloc_trim(0);
-    fold_after_commit(s, spilled);
+    fold_after_commit(s);
     store_release_map(s);
     return 0;
 }

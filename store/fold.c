@@ -89,27 +89,21 @@ static int compact_segment(struct store *s, MDB_txn *txn, const uint8_t key[SEG_
 }
 
 /* Folds the segments plan_write noted, each in its own write transaction,
- * once the batch's overlays and pages are gone, oldest first: after a
- * commit that wrote segments a quarter of those waiting (rounded up), then
- * more while s->fold_budget_us lasts (store_set_fold_budget_us says why).
- * The quarter keeps the line from growing without end under a stream whose
- * folds outrun the time: waiting segments take merged deltas commit after
- * commit, and asks read them. A commit that wrote no segment (the position
- * alone) adds to no segment, so it folds for its time alone: it comes when
- * the follower has nothing to apply, where the idle compaction folds the
- * rest in slices that give way to a transaction, while a quarter of the
- * line held whatever came next for up to a second (`taxi wal`'s debug log:
- * 0.2 to 1.0 s for the position's commit after a backlog's group). A fold
- * changes no answer, so it need not be atomic with the batch; one that
- * fails is logged and left to the idle compaction (store_compact), which
- * finds the same deltas, and the commit stands. A segment the idle
+ * once the batch's overlays and pages are gone, oldest first: a quarter of
+ * those waiting (rounded up), then more while s->fold_budget_us lasts
+ * (store_set_fold_budget_us says why). The quarter keeps the line from
+ * growing without end under a stream whose folds outrun the time: waiting
+ * segments take merged deltas commit after commit, and asks read them. A
+ * fold changes no answer, so it need not be atomic with the batch; one
+ * that fails is logged and left to the idle compaction (store_compact),
+ * which finds the same deltas, and the commit stands. A segment the idle
  * compaction folded meanwhile has no deltas left and is passed over. */
-void fold_after_commit(struct store *s, bool wrote)
+void fold_after_commit(struct store *s)
 {
     struct pending *p = s->pending;
     int64_t start = store_monotonic_us();
-    size_t i = 0, quarter = wrote ? (p->nfolds + 3) / 4 : 0;
-    while (i < p->nfolds && (i < quarter || store_monotonic_us() - start < s->fold_budget_us)) {
+    size_t i = 0, quarter = (p->nfolds + 3) / 4;
+    while (i < p->nfolds) {
         struct store_error err = {0};
         MDB_txn *txn;
         int rc = store_txn_begin(s, 0, &txn, &err);
@@ -123,6 +117,8 @@ void fold_after_commit(struct store *s, bool wrote)
             i = p->nfolds;
             break;
         }
+        if (i >= quarter && store_monotonic_us() - start >= s->fold_budget_us)
+            break;
     }
     if (i > 0) {
         memmove(p->folds, p->folds + i, (p->nfolds - i) * SEG_KEY_BYTES);

@@ -621,11 +621,11 @@ int64_t store_monotonic_us(void);
 
 /* fold.c. */
 /* Folds the segments plan_write noted (p->folds), oldest first, each in
- * its own write transaction: a quarter of them when the commit wrote
- * segments, then more for s->fold_budget_us (the rest wait in p->folds for
- * the next commits); one that fails is logged and left to the idle
- * compaction. Cannot fail: the commit before it stands. */
-void fold_after_commit(struct store *s, bool wrote);
+ * its own write transaction: a quarter of them, then more for
+ * s->fold_budget_us (the rest wait in p->folds for the next commits); one
+ * that fails is logged and left to the idle compaction. Cannot fail: the
+ * commit before it stands. */
+void fold_after_commit(struct store *s);
 
 /* load.c. */
 /* Stages a row of a load (bulk mode), draining the view's staging past a

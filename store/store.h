@@ -305,9 +305,8 @@ void store_set_inline_fold_bytes(struct store *s, size_t bytes);
 
 /* How long a commit goes on folding, after it has committed, the segments
  * its deltas brought to a fold (default STORE_FOLD_AFTER_COMMIT_US): a
- * quarter of those waiting (rounded up) when it wrote segments (not for
- * the position alone), then more while the time lasts; the rest wait,
- * oldest first, for the next commits or
+ * quarter of those waiting (rounded up) always, then more while the time
+ * lasts; the rest wait, oldest first, for the next commits or
  * store_compact, and read as base and deltas meanwhile. A stream of small
  * transactions spread over the buckets brings every segment to its fold
  * at about the same commit: folded all at once, they held a busy follower

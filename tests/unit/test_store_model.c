@@ -1037,14 +1037,11 @@ Test(store_model, large_bases_leave_their_folds_to_the_idle_compaction)
     }
 }
 
-/* A commit that wrote segments folds a quarter of those waiting for a
- * fold, then more for its time budget: at a budget of nothing the rest
- * wait for the next commits, each taking a quarter of those left. A commit
- * of the position alone adds to no segment, so it folds for its time
- * alone: at a budget of nothing, none, however many wait; at any other,
- * at least one. The idle compaction may take them sooner, and the commits
- * after it pass over what it folded. The answers are the same at every
- * step. */
+/* A commit folds a quarter of the segments waiting for a fold, then more
+ * for its time budget: at a budget of nothing the rest wait for the next
+ * commits, each taking a quarter of those left; the idle compaction may
+ * take them sooner, and the commits after it pass over what it folded.
+ * The answers are the same at every step. */
 Test(store_model, a_commit_folds_within_its_budget_and_the_rest_wait)
 {
     enum { BASE = 400, MORE = 600 };
@@ -1058,31 +1055,17 @@ Test(store_model, a_commit_folds_within_its_budget_and_the_rest_wait)
     store_set_fold_budget_us(s, 0);
     fixture_commit_rides(s, &rng, MORE, lsn++);
     int over = delta_census(s).over;
-    cr_assert_gt(over, 4, "the segments past their fold wait for the next commits: %d", over);
-    for (int c = 0; c < 3; c++) {
+    cr_assert_gt(over, 1, "the segments past their fold wait for the next commits");
+    while (over > 1) {
+        cr_assert_eq(rides_rows(s), BASE + MORE);
         cr_assert_eq(store_commit(s, &(struct store_position){.lsn = lsn++}, &err), 0, "%s",
                      err.message);
-        cr_assert_eq(delta_census(s).over, over, "the position's commit folds nothing at a "
-                                                 "budget of nothing");
-    }
-    /* A commit that writes segments folds a quarter: one ride's cells land
-     * in segments waiting already or in too few to bring any other to its
-     * fold. */
-    for (int ones = 0; over > 1; ones++) {
-        cr_assert_eq(rides_rows(s), BASE + MORE + ones);
-        fixture_commit_rides(s, &rng, 1, lsn++);
         int left = over - (over + 3) / 4;
         cr_assert_eq(delta_census(s).over, left, "a quarter of %d folded at a budget of nothing",
                      over);
         over = left;
     }
-    store_set_fold_budget_us(s, 1);
-    cr_assert_eq(store_commit(s, &(struct store_position){.lsn = lsn++}, &err), 0, "%s",
-                 err.message);
-    cr_assert_eq(delta_census(s).over, 0, "the position's commit folds within its time");
     /* Those waiting are folded by the idle compaction first. */
-    store_set_fold_budget_us(s, 0);
-    int64_t rows = rides_rows(s);
     fixture_commit_rides(s, &rng, 3 * MORE, lsn++);
     cr_assert_gt(delta_census(s).over, 0);
     int left;
@@ -1092,7 +1075,7 @@ Test(store_model, a_commit_folds_within_its_budget_and_the_rest_wait)
         cr_assert_eq(store_commit(s, &(struct store_position){.lsn = lsn++}, &err), 0, "%s",
                      err.message);
     cr_assert_eq(fixture_delta_blocks(s), 0, "the commits after it find nothing left to fold");
-    cr_assert_eq(rides_rows(s), rows + 3 * MORE);
+    cr_assert_eq(rides_rows(s), BASE + 4 * MORE);
     store_close(s);
     fixture_remove(dir);
 }
