@@ -12,9 +12,9 @@
  * 1. Frames come out in the order the server sent them; the end of the
  *    stream (or its error) comes after every frame before it.
  * 2. The queue holds at most RECEIVER_MAX_FRAMES frames, and takes none
- *    while it holds max_bytes or more: then the thread stops
- *    reading, and the server waits as it did before. Beside the queue,
- *    each side holds at most one batch (below).
+ *    while it holds max_bytes (receiver_start) or more: then the thread
+ *    stops reading, and the server waits as it did before. Beside the
+ *    queue, each side holds at most one batch (below).
  * 3. The connection is used under one lock by both threads: the thread
  *    reads (PQgetCopyData, PQconsumeInput), the follower sends feedback
  *    (receiver_send). libpq allows one thread at a time on a connection.

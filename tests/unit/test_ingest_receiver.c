@@ -5,9 +5,9 @@
  * sent from the follower's side while frames pour in reaches the server
  * whole; a follower that takes nothing lets the thread read at most its
  * bound ahead (logical decoding's and the physical WAL's), after which the
- * server is the one waiting; a
- * busy stream wakes the thread once per many frames; and stopping with
- * frames still queued frees them (ASan's leak check). */
+ * server is the one waiting; a busy stream wakes the thread once per many
+ * frames; and stopping with frames still queued frees them (ASan's leak
+ * check). */
 #include "ingest/internal.h"
 #include "tests/kit/fake_walsender.h"
 
