@@ -23,8 +23,10 @@ static bool far_behind(uint64_t behind) { return behind > GROUP_COMMIT_BEHIND_BY
 
 void pace_applying(struct pace_group *g, struct store *st, uint64_t behind)
 {
-    if (!g->first_applied)
+    if (!g->first_applied) {
         g->first_applied = now_usec();
+        g->first_behind = behind;
+    }
     if (!g->backlog && far_behind(behind)) {
         g->backlog = true;
         g->usual_cache_bytes = store_cache_bytes(st);
@@ -37,6 +39,16 @@ void pace_applying(struct pace_group *g, struct store *st, uint64_t behind)
 static bool group_behind(const struct pace_group *g, uint64_t behind)
 {
     return far_behind(behind) || (g->dirty && g->backlog);
+}
+
+/* Whether the rest of a backlog joins the group that read most of it
+ * (internal.h, "The tail"): what the server holds unread shrank, since
+ * the group's first transaction, by GROUP_COMMIT_TAIL_RATIO times what is
+ * left. A server writing as fast as the follower reads shrinks nothing. */
+static bool tail_joins(const struct pace_group *g, uint64_t behind)
+{
+    return g->backlog && g->first_behind >= behind &&
+           g->first_behind - behind >= GROUP_COMMIT_TAIL_RATIO * behind;
 }
 
 int pace_failed(struct pace_group *g, const struct store_error *serr,
@@ -148,14 +160,18 @@ int64_t pace_group_interval(int64_t commit_interval_us, int64_t last_commit_us, 
 
 int64_t pace_group_rows(const struct pace_group *g, uint64_t behind)
 {
-    return group_behind(g, behind) ? GROUP_COMMIT_BEHIND_ROWS : GROUP_COMMIT_ROWS;
+    if (!group_behind(g, behind))
+        return GROUP_COMMIT_ROWS;
+    return tail_joins(g, behind) ? GROUP_COMMIT_BEHIND_ROWS + GROUP_COMMIT_BEHIND_ROWS / 2
+                                 : GROUP_COMMIT_BEHIND_ROWS;
 }
 
 int64_t pace_commit_due(const struct pace_group *g, int64_t commit_interval_us, uint64_t behind)
 {
     /* A follower's first group counts from its first transaction. */
     int64_t from = g->last_batch_store ? g->last_batch_store : g->first_applied;
-    return from + spacing(commit_interval_us, g->last_commit_us, group_behind(g, behind));
+    int64_t every = spacing(commit_interval_us, g->last_commit_us, group_behind(g, behind));
+    return from + (tail_joins(g, behind) ? every + every / 2 : every);
 }
 
 bool pace_group_ready(const struct pace_group *g, int64_t now, int64_t commit_interval_us,

@@ -5,8 +5,9 @@
  * alone (an idle follower's, every keepalive the server's WAL end moved)
  * holds no transaction back; behind a backlog groups grow, a group begun
  * behind one keeps its bounds (its cache budget too) until stored, and a
- * follower's first group there is not stored after one transaction; an
- * idle stream's group is stored at once. */
+ * follower's first group there is not stored after one transaction, and
+ * a backlog's tail joins the group that read most of it; an idle
+ * stream's group is stored at once. */
 #include "ingest/internal.h"
 #include "store_fixture.h"
 
@@ -64,7 +65,8 @@ Test(ingest_pace, a_group_begun_behind_a_backlog_keeps_its_bounds)
     struct store *s = fixture_create(dir);
     const size_t loads = (size_t)96 << 20; /* a budget of its own: a load's, say */
     store_set_cache_bytes(s, loads);
-    uint64_t far = GROUP_COMMIT_BEHIND_BYTES + 1, near = 1 << 20;
+    /* near: 8 MiB left of 16, too much for a tail (the next test) */
+    uint64_t far = GROUP_COMMIT_BEHIND_BYTES + 1, near = 8 << 20;
     struct pace_group g = {.last_commit_us = 700000};
     g.last_store = g.last_batch_store = now_usec();
     int64_t from = g.last_batch_store;
@@ -90,6 +92,50 @@ Test(ingest_pace, a_group_begun_behind_a_backlog_keeps_its_bounds)
     int64_t due = pace_commit_due(&g, INTERVAL_US, near);
     cr_assert_eq(due, g.last_batch_store + GROUP_COMMIT_MAX_US, "due %lld us after the commit",
                  (long long)(due - g.last_batch_store));
+    store_close(s);
+    fixture_remove(dir);
+}
+
+/* A backlog a little longer than one group: the update phase of `taxi
+ * wal` at full scale, read in 5.0 s as one group, in 6.8 to 7.3 s when
+ * its apply passed the 4 s and its last rows made a group of their own.
+ * The rest joins the group that read four times as much of it; a server
+ * that writes as fast as the follower reads keeps the usual bounds. */
+Test(ingest_pace, a_backlogs_tail_joins_the_group_that_read_most_of_it)
+{
+    char dir[64];
+    struct store *s = fixture_create(dir);
+    const uint64_t mib = 1 << 20;
+    struct pace_group g = {0};
+    pace_applying(&g, s, 900 * mib);
+    g.dirty = true;
+    int64_t first = g.first_applied, most = GROUP_COMMIT_BEHIND_MAX_US;
+    /* Shrunk by 800 MiB, 100 left: the tail joins, far behind or not. */
+    uint64_t lefts[] = {100 * mib, 8 * mib, 0};
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(pace_commit_due(&g, INTERVAL_US, lefts[i]), first + most + most / 2);
+        cr_assert_not(pace_group_ready(&g, first + most, INTERVAL_US, lefts[i], false));
+        cr_assert(pace_group_ready(&g, first + most + most / 2, INTERVAL_US, lefts[i], false));
+        cr_assert_eq(pace_group_rows(&g, lefts[i]), GROUP_COMMIT_BEHIND_ROWS * 3 / 2);
+        cr_assert(pace_group_ready(&g, first, INTERVAL_US, lefts[i], true), "idle: at once");
+    }
+    /* Shrunk by 600 MiB, 300 left: a group of its own after all. */
+    cr_assert_eq(pace_commit_due(&g, INTERVAL_US, 300 * mib), first + most);
+    cr_assert(pace_group_ready(&g, first + most, INTERVAL_US, 300 * mib, false));
+    cr_assert_eq(pace_group_rows(&g, 300 * mib), GROUP_COMMIT_BEHIND_ROWS);
+    /* A server writing as fast as the follower reads, or faster. */
+    struct pace_group h = {0};
+    pace_applying(&h, s, 100 * mib);
+    h.dirty = true;
+    cr_assert_eq(pace_commit_due(&h, INTERVAL_US, 100 * mib), h.first_applied + most);
+    cr_assert_eq(pace_commit_due(&h, INTERVAL_US, 120 * mib), h.first_applied + most);
+    cr_assert_eq(pace_group_rows(&h, 120 * mib), GROUP_COMMIT_BEHIND_ROWS);
+    /* Not a backlog's group: the usual bounds, whatever shrank. */
+    struct pace_group k = {0};
+    pace_applying(&k, s, 8 * mib);
+    k.dirty = true;
+    cr_assert_eq(pace_commit_due(&k, INTERVAL_US, 0), k.first_applied + INTERVAL_US);
+    cr_assert_eq(pace_group_rows(&k, 0), GROUP_COMMIT_ROWS);
     store_close(s);
     fixture_remove(dir);
 }
