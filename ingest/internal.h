@@ -272,9 +272,9 @@ PGconn *source_connect(const char *conninfo, bool replication, char *err, size_t
  * a group and a tail that paid a whole commit's per-segment cost for a
  * few rows (`taxi wal` at full scale, the update phase's 1,000,000 trips:
  * read in 5.0 s as one group, 6.8 to 7.3 s as two, by whether their apply
- * ended inside the 4 s). So a group that keeps a backlog's bounds, over
- * which what the server holds unread shrank by GROUP_COMMIT_TAIL_RATIO
- * times what is left, may grow by half its bounds again (pace_commit_due,
+ * ended inside the 4 s). So a group begun far behind, over which what
+ * the server holds unread shrank by GROUP_COMMIT_TAIL_RATIO times what is
+ * left, may grow by half its bounds again (pace_commit_due,
  * pace_group_rows) and take the rest: the backlog's end comes sooner,
  * in one commit, at the price of half a bound more lag meanwhile. A server
  * writing as fast as the follower reads shrinks nothing and keeps the
@@ -305,12 +305,12 @@ int64_t pace_group_rows(const struct pace_group *g, uint64_t behind);
 /* When the group g may be stored (now_usec's clock): the spacing after the
  * last commit that stored transactions (after the group's first
  * transaction for a follower's first group), a backlog's while g keeps
- * one's bounds, half again when the backlog's tail joins it. Not after a commit of the
- * position alone, which an idle follower makes whenever the server's WAL
- * end moves: one made while a transaction's rows were on their way held it
- * back by four times the last group's commit (the warehouse's tasks of one
- * day deleted: 146 ms commit to applied for 30 ms of ingest's CPU). Cannot
- * fail. */
+ * one's bounds, half again when the backlog's tail joins it. Not after a
+ * commit of the position alone, which an idle follower makes whenever the
+ * server's WAL end moves: one made while a transaction's rows were on
+ * their way held it back by four times the last group's commit (the
+ * warehouse's tasks of one day deleted: 146 ms commit to applied for 30 ms
+ * of ingest's CPU). Cannot fail. */
 int64_t pace_commit_due(const struct pace_group *g, int64_t commit_interval_us, uint64_t behind);
 /* Whether a group of whole transactions (g->dirty) is stored now: the
  * stream idle (nothing arrived over the loop's last wait), its rows at

@@ -42,12 +42,13 @@ static bool group_behind(const struct pace_group *g, uint64_t behind)
 }
 
 /* Whether the rest of a backlog joins the group that read most of it
- * (internal.h, "The tail"): what the server holds unread shrank, since
- * the group's first transaction, by GROUP_COMMIT_TAIL_RATIO times what is
- * left. A server writing as fast as the follower reads shrinks nothing. */
+ * (internal.h, "The tail"): the group began far behind, and what the
+ * server holds unread shrank since by GROUP_COMMIT_TAIL_RATIO times what
+ * is left. A server writing as fast as the follower reads shrinks nothing;
+ * a group begun caught up has no backlog's tail to wait for. */
 static bool tail_joins(const struct pace_group *g, uint64_t behind)
 {
-    return g->backlog && g->first_behind >= behind &&
+    return g->backlog && far_behind(g->first_behind) && g->first_behind >= behind &&
            g->first_behind - behind >= GROUP_COMMIT_TAIL_RATIO * behind;
 }
 

@@ -136,6 +136,11 @@ Test(ingest_pace, a_backlogs_tail_joins_the_group_that_read_most_of_it)
     k.dirty = true;
     cr_assert_eq(pace_commit_due(&k, INTERVAL_US, 0), k.first_applied + INTERVAL_US);
     cr_assert_eq(pace_group_rows(&k, 0), GROUP_COMMIT_ROWS);
+    /* A group begun caught up that a burst put far behind, read again:
+     * a backlog's bounds, but no tail of one to wait for. */
+    pace_applying(&k, s, 40 * mib);
+    cr_assert_eq(pace_commit_due(&k, INTERVAL_US, 0), k.first_applied + most);
+    cr_assert_eq(pace_group_rows(&k, 0), GROUP_COMMIT_BEHIND_ROWS);
     store_close(s);
     fixture_remove(dir);
 }
