@@ -52,6 +52,12 @@ static bool tail_joins(const struct pace_group *g, uint64_t behind)
            g->first_behind - behind >= GROUP_COMMIT_TAIL_RATIO * behind;
 }
 
+/* A backlog's bound, half again when its tail joins the group. */
+static int64_t with_tail(const struct pace_group *g, uint64_t behind, int64_t bound)
+{
+    return tail_joins(g, behind) ? bound + bound / 2 : bound;
+}
+
 int pace_failed(struct pace_group *g, const struct store_error *serr,
                 const struct ingest_options *opt, char *err, size_t errlen)
 {
@@ -161,10 +167,8 @@ int64_t pace_group_interval(int64_t commit_interval_us, int64_t last_commit_us, 
 
 int64_t pace_group_rows(const struct pace_group *g, uint64_t behind)
 {
-    if (!group_behind(g, behind))
-        return GROUP_COMMIT_ROWS;
-    return tail_joins(g, behind) ? GROUP_COMMIT_BEHIND_ROWS + GROUP_COMMIT_BEHIND_ROWS / 2
-                                 : GROUP_COMMIT_BEHIND_ROWS;
+    return group_behind(g, behind) ? with_tail(g, behind, GROUP_COMMIT_BEHIND_ROWS)
+                                   : GROUP_COMMIT_ROWS;
 }
 
 int64_t pace_commit_due(const struct pace_group *g, int64_t commit_interval_us, uint64_t behind)
@@ -172,7 +176,7 @@ int64_t pace_commit_due(const struct pace_group *g, int64_t commit_interval_us, 
     /* A follower's first group counts from its first transaction. */
     int64_t from = g->last_batch_store ? g->last_batch_store : g->first_applied;
     int64_t every = spacing(commit_interval_us, g->last_commit_us, group_behind(g, behind));
-    return from + (tail_joins(g, behind) ? every + every / 2 : every);
+    return from + with_tail(g, behind, every);
 }
 
 bool pace_group_ready(const struct pace_group *g, int64_t now, int64_t commit_interval_us,
