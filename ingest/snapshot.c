@@ -675,7 +675,7 @@ static int load_table(PGconn *c, PGconn *more, struct source_table *t, struct so
         rc = copy_table(c, t, "", apply_tuple, &a, err, errlen);
     } else if (rc == 0) {
         /* Set aside, partitions cost no extra scan: a quarter of the size
-         * lets the store's staging (store/bulk.c) hold a whole partition
+         * lets the store's staging (store/staging.c) hold a whole partition
          * at once, so that each cell of the finest width is summed from
          * all its rows before it reaches the cellmaps. */
         bool ordered = stored_in_time_order(c, t, col);

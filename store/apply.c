@@ -13,8 +13,8 @@
  * write transaction, opened early and committed by store_commit, and
  * freed; touched again, they start a new overlay merged with what that
  * transaction holds (batch_view). Readers still see the batch whole or not
- * at all. In bulk mode rows are staged first (load.c) and reach the
- * cellmaps by the same pending_segment. */
+ * at all. Rows are staged first (staging.c), summed per finest cell, and
+ * drained into the cellmaps of every width in time order. */
 #include "store/internal.h"
 
 #include <stdlib.h>
@@ -143,201 +143,94 @@ int pending_add_value_rows(struct pending *p, int view, int vc, int64_t code, in
     return 0;
 }
 
-static int add_value_deltas(struct pending *p, const struct store_delta *d,
-                            struct store_error *err)
-{
-    for (int i = 0; i < d->nvcs; i++)
-        if (pending_add_value_rows(p, d->view, d->vcs[i].vc, d->vcs[i].code, d->vcs[i].delta, err))
-            return -1;
-    return 0;
-}
+/* ---- Staged rows into cells --------------------------------------------------
+ * store_apply stages a row (staging.c); a drain adds each staged cell of
+ * the finest width to its cell at every width, on the caller's thread
+ * (pending_drain, or past a sixteenth of the cache budget) or, in a load,
+ * on the load job's (load.c). */
 
-/* ---- The apply queue ------------------------------------------------------------
- * A row's cells are spread over memory the cache does not hold: at every
- * width a hash slot, the cell it names and the cell's value-count runs,
- * each a miss that the next waits on. So store_apply queues a row (a copy:
- * the caller's arrays are its own again at return) and the queue is
- * applied as a pipeline, a row's slots asked for (cellmap_prefetch) when
- * it enters, its cells APPLY_AHEAD rows later, its runs APPLY_AHEAD after
- * that, and the row applied APPLY_AHEAD after that: the misses of a dozen
- * rows overlap rather than follow one another. Asked for row by row, the
- * widths of one row overlapped, but each level of one row still waited on
- * the one above it (perf of the physical follower's deletes: the slot's
- * miss alone, in cellmap_prefetch_cell, 5 to 7% of ingest).
- *
- * Queued rows are part of the batch (invariants):
- *   1. The queue is applied whole, in its order, before anything reads or
- *      writes the batch's segments: a commit, a truncate, a switch to bulk
- *      mode (apply_queue_flush); a compaction refuses a batch with rows
- *      queued; a reset empties it.
- *   2. What can be checked of a row alone (its view, its time, its value
- *      counts) is checked when it is queued; what fails when it is applied
- *      (an overflow, memory) fails a later store_apply or the commit, and
- *      the batch with it, as a failed store_apply always did.
- *   3. The queue holds at most APPLY_QUEUE_ROWS rows and a sixteenth of
- *      the cache budget in bytes (as a load's staging does), so the cache
- *      budget still bounds the batch. */
-enum { APPLY_QUEUE_ROWS = 256, APPLY_AHEAD = 4 };
-
-/* Where a queued row's arrays lie from its start: keys, counts, sums (16
- * bytes aligned), vcs; total, the next row's start. */
-struct queued_layout {
-    size_t counts, sums, vcs, total;
+struct drain {
+    struct store *s;
+    int view;
+    struct cellmap **last; /* per width: the segment the last cell went to */
 };
 
-static struct queued_layout queued_layout(const struct sql_view *v, int nvcs)
+/* A finest-width cell, added to its cell at every width. */
+static int drain_cell(void *ctx, int64_t time, const int64_t *keys, const int64_t *counts,
+                      const struct store_sum *sums, const struct vc_runs *runs,
+                      struct store_error *err)
 {
-    struct queued_layout l;
-    l.counts = 8 * (size_t)v->ncell_keys;
-    l.sums = align_up(l.counts + 8 * (size_t)v->ncounts, 16);
-    l.vcs = l.sums + sizeof(struct store_sum) * (size_t)v->nsums;
-    l.total = align_up(l.vcs + sizeof(struct store_vc_delta) * (size_t)nvcs, 16);
-    return l;
-}
-
-struct queued_arrays {
-    int64_t *keys, *counts;
-    struct store_sum *sums;
-    struct store_vc_delta *vcs;
-};
-
-static struct queued_arrays queued_arrays(const struct sql_view *v, unsigned char *p, int nvcs)
-{
-    struct queued_layout l = queued_layout(v, nvcs);
-    return (struct queued_arrays){(int64_t *)p, (int64_t *)(p + l.counts),
-                                  (struct store_sum *)(p + l.sums),
-                                  (struct store_vc_delta *)(p + l.vcs)};
-}
-
-static int queue_push(struct store *s, const struct store_delta *d, struct store_error *err)
-{
-    struct apply_queue *q = &s->pending->queue;
-    const struct sql_view *v = &s->views->views[d->view];
-    if (d->nvcs < 0)
-        return store_fail(err, "a row of view \"%s\" has %d value-count changes", v->name, d->nvcs);
-    for (int i = 0; i < d->nvcs; i++)
-        if (d->vcs[i].vc < 0 || d->vcs[i].vc >= v->nvalue_counts)
-            return store_fail(err, "value count %d is not one of view \"%s\"", d->vcs[i].vc, v->name);
-    size_t bytes = queued_layout(v, d->nvcs).total;
-    if (!q->rows && !(q->rows = malloc(APPLY_QUEUE_ROWS * sizeof *q->rows)))
-        return store_fail(err, "out of memory");
-    if (q->used + bytes > q->cap) {
-        size_t cap = q->cap ? q->cap : 16384;
-        while (cap < q->used + bytes)
-            cap *= 2;
-        unsigned char *b = aligned_alloc(16, cap);
-        if (!b)
-            return store_fail(err, "out of memory");
-        if (q->used)
-            memcpy(b, q->bytes, q->used);
-        free(q->bytes);
-        q->bytes = b;
-        q->cap = cap;
-    }
-    struct queued_arrays a = queued_arrays(v, q->bytes + q->used, d->nvcs);
-    if (v->ncell_keys)
-        memcpy(a.keys, d->keys, 8 * (size_t)v->ncell_keys);
-    if (v->ncounts)
-        memcpy(a.counts, d->counts, 8 * (size_t)v->ncounts);
-    if (v->nsums)
-        memcpy(a.sums, d->sums, sizeof *a.sums * (size_t)v->nsums);
-    if (d->nvcs)
-        memcpy(a.vcs, d->vcs, sizeof *a.vcs * (size_t)d->nvcs);
-    q->rows[q->n++] = (struct queued_row){d->view, d->nvcs, d->time, q->used};
-    q->used += bytes;
-    return 0;
-}
-
-static struct store_delta queued_delta(struct store *s, const struct apply_queue *q, int i)
-{
-    const struct queued_row *r = &q->rows[i];
-    struct queued_arrays a = queued_arrays(&s->views->views[r->view], q->bytes + r->at, r->nvcs);
-    return (struct store_delta){r->view, r->time, a.keys, a.counts, a.sums, a.vcs, r->nvcs};
-}
-
-/* Row i's segment and bucket at every width, and its hash slots asked for. */
-static int queue_locate(struct store *s, struct apply_queue *q, int i, struct store_error *err)
-{
-    const struct queued_row *r = &q->rows[i];
-    const struct sql_view *v = &s->views->views[r->view];
-    const int64_t *keys = (const int64_t *)(q->bytes + r->at);
+    struct drain *dr = ctx;
+    struct store *s = dr->s;
+    const struct sql_view *v = &s->views->views[dr->view];
     for (int w = 0; w < v->nwidths; w++) {
-        struct queued_cell *c = &q->cells[(size_t)i * (size_t)q->max_widths + (size_t)w];
-        int64_t bucket = store_bucket_of(v, w, r->time);
+        int64_t bucket = store_bucket_of(v, w, time);
         int64_t span = store_span_start(v, w, bucket);
-        if (!(c->m = pending_segment(s, r->view, w, span, err)))
+        struct cellmap *m = dr->last[w];
+        if ((!m || m->span_start != span) &&
+            !(m = dr->last[w] = pending_segment(s, dr->view, w, span, err)))
             return -1;
-        c->at = (uint32_t)((bucket - span) / v->widths[w]);
-        c->hash = cellmap_prefetch(c->m, c->at, keys);
+        size_t before = m->bytes;
+        if (cellmap_add_cell(m, (uint32_t)((bucket - span) / v->widths[w]), keys, counts, sums, runs, err))
+            return -1;
+        s->pending->bytes += m->bytes - before;
     }
     return 0;
 }
 
-static const struct queued_cell *queue_cells(const struct apply_queue *q, int i)
+static int drain_value(void *ctx, int vc, int64_t code, int64_t rows, struct store_error *err)
 {
-    return &q->cells[(size_t)i * (size_t)q->max_widths];
+    struct drain *dr = ctx;
+    return pending_add_value_rows(dr->s->pending, dr->view, vc, code, rows, err);
 }
 
-static int queue_apply(struct store *s, struct apply_queue *q, int i, struct store_error *err)
+/* Moves a view's staged rows (b) into its cellmaps. Nothing frees a
+ * cellmap meanwhile (spills happen between rows), so drain.last stays
+ * valid. */
+static int drain_view(struct store *s, struct staging *b, int view, struct store_error *err)
 {
-    struct pending *p = s->pending;
-    struct store_delta d = queued_delta(s, q, i);
-    const struct queued_cell *c = queue_cells(q, i);
-    for (int w = 0; w < s->views->views[d.view].nwidths; w++) {
-        size_t before = c[w].m->bytes;
-        if (cellmap_apply(c[w].m, c[w].at, &d, err))
-            return -1;
-        p->bytes += c[w].m->bytes - before;
-    }
-    return add_value_deltas(p, &d, err);
-}
-
-int apply_queue_flush(struct store *s, struct store_error *err)
-{
-    struct apply_queue *q = &s->pending->queue;
-    int n = q->n, rc = 0;
-    if (n && !q->cells) {
-        int most = 1;
-        for (int v = 0; v < s->views->nviews; v++)
-            most = s->views->views[v].nwidths > most ? s->views->views[v].nwidths : most;
-        if (!(q->cells = malloc(APPLY_QUEUE_ROWS * (size_t)most * sizeof *q->cells)))
-            rc = store_fail(err, "out of memory");
-        q->max_widths = most;
-    }
-    for (int i = 0; rc == 0 && i < n + 3 * APPLY_AHEAD; i++) {
-        if (i < n)
-            rc = queue_locate(s, q, i, err);
-        for (int stage = 1; rc == 0 && stage <= 2; stage++) {
-            int j = i - stage * APPLY_AHEAD;
-            if (j < 0 || j >= n)
-                continue;
-            const struct queued_cell *c = queue_cells(q, j);
-            for (int w = 0; w < s->views->views[q->rows[j].view].nwidths; w++)
-                if (stage == 1)
-                    cellmap_prefetch_cell(c[w].m, c[w].hash);
-                else
-                    cellmap_prefetch_runs(c[w].m, c[w].hash);
-        }
-        int j = i - 3 * APPLY_AHEAD;
-        if (rc == 0 && j >= 0 && j < n)
-            rc = queue_apply(s, q, j, err);
-    }
-    apply_queue_clear(q); /* applied, or the batch is broken (invariant 2) */
+    if (!b || staging_empty(b))
+        return 0;
+    struct drain dr = {s, view, calloc((size_t)s->views->views[view].nwidths, sizeof *dr.last)};
+    if (!dr.last)
+        return store_fail(err, "out of memory");
+    struct staging_sink sink = {&dr, drain_cell, drain_value};
+    int rc = staging_drain(b, &sink, err);
+    free(dr.last);
     return rc;
 }
 
-void apply_queue_clear(struct apply_queue *q)
+int pending_drain_set(struct store *s, struct staging **set, struct store_error *err)
 {
-    q->n = 0;
-    q->used = 0;
+    for (int v = 0; v < s->views->nviews; v++)
+        if (drain_view(s, set[v], v, err))
+            return -1;
+    return 0;
 }
 
-void apply_queue_free(struct apply_queue *q)
+int pending_drain(struct store *s, struct store_error *err)
 {
-    free(q->rows);
-    free(q->bytes);
-    free(q->cells);
-    *q = (struct apply_queue){0};
+    return load_settle(s, err) || pending_drain_set(s, s->pending->staging, err) ? -1 : 0;
+}
+
+/* Stages a row; a sixteenth of the cache budget staged is drained. */
+static int stage_row(struct store *s, const struct store_delta *d, struct store_error *err)
+{
+    struct pending *p = s->pending;
+    const struct sql_view *v = &s->views->views[d->view];
+    if (!p->staging[d->view] && !(p->staging[d->view] = staging_new(v, s->types[d->view])))
+        return store_fail(err, "out of memory");
+    struct staging *b = p->staging[d->view];
+    if (staging_add(b, store_bucket_of(v, 0, d->time), d, err))
+        return -1;
+    if (staging_bytes(b) <= s->cache_bytes / 16)
+        return 0;
+    /* In a load the cellmaps are the load job's until it ends. A drain
+     * here is what grows the segments held on this thread: past twice
+     * the budget they spill. */
+    if (load_settle(s, err) || drain_view(s, b, d->view, err))
+        return -1;
+    return p->bytes > 2 * s->cache_bytes ? cache_spill(s, err) : 0;
 }
 
 int store_apply(struct store *s, const struct store_delta *d, struct store_error *err)
@@ -357,16 +250,7 @@ int store_apply(struct store *s, const struct store_delta *d, struct store_error
     }
     if (d->nvcs == 0 && !accumulators_change(&s->views->views[d->view], d->counts, d->sums))
         return 0; /* changes nothing (an update's two rows that agree on what the view reads) */
-    if (s->bulk)
-        return load_stage_row(s, d, err);
-    struct pending *p = s->pending;
-    if (queue_push(s, d, err))
-        return -1;
-    if (p->queue.n < APPLY_QUEUE_ROWS && p->queue.used <= s->cache_bytes / 16)
-        return 0; /* invariant 3 */
-    if (apply_queue_flush(s, err))
-        return -1;
-    return p->bytes > 2 * s->cache_bytes ? cache_spill(s, err) : 0;
+    return stage_row(s, d, err);
 }
 
 int store_truncate_view(struct store *s, int view, struct store_error *err)
@@ -376,12 +260,12 @@ int store_truncate_view(struct store *s, int view, struct store_error *err)
     if (view < 0 || view >= s->views->nviews)
         return store_fail(err, "view %d does not exist", view);
     struct pending *p = s->pending;
-    if (apply_queue_flush(s, err) || load_settle(s, err)) {
+    if (load_settle(s, err)) {
         pending_reset(p, s->views);
         return -1;
     }
-    if (p->bulk[view]) /* rows staged before the truncate are gone with it */
-        bulk_clear(p->bulk[view]);
+    if (p->staging[view]) /* rows staged before the truncate are gone with it */
+        staging_clear(p->staging[view]);
     BYTEMAP_EACH(&p->segments, e)
     {
         if (((struct cellmap *)e->ptr)->view_index == view)

@@ -1,14 +1,13 @@
 /* cellmap.c -- one segment's cells decoded in memory, for the writer.
  *
- * The writer applies deltas here and encodes the segment back to a block at
- * commit. Cells live in an open-addressing hash table keyed by (bucket index,
- * cell keys). Each cell is one piece of a slab: the struct, then its keys,
+ * The writer adds staged cells here (cellmap_add_cell) and encodes the
+ * segment back to a block at commit. Cells live in an open-addressing hash
+ * table keyed by (bucket index, cell keys). Each cell is one piece of a slab: the struct, then its keys,
  * counts, sums and value-count run headers. Invariant: a cell's runs [0, sorted)
  * are sorted by code and hold no zero-row run; a cell with zero rows holds
  * nothing else (checked at encode, where it is dropped). Runs [sorted, n)
- * are whole cells' runs appended by cellmap_add_cell (runs_merge), or single
- * changes to a long list (runs_add), merged in (settle_runs) before anything
- * reads the cell's runs. */
+ * are whole cells' runs appended by cellmap_add_cell (runs_merge), merged
+ * in (settle_runs) before anything reads the cell's runs. */
 #include "store/internal.h"
 
 #include <stdalign.h>
@@ -101,10 +100,6 @@ static struct cell *cell_new(struct cellmap *m, uint32_t bucket, const int64_t *
 }
 
 static bool runs_inline(const struct vc_runs *r) { return r->codes == r->one; }
-
-/* Runs a cell holds from which single changes are appended rather than
- * inserted (runs_add). */
-enum { RUNS_APPEND_FROM = 32 };
 
 static void runs_free(struct vc_runs *r)
 {
@@ -225,49 +220,6 @@ static struct cell *find_or_add(struct cellmap *m, uint32_t bucket, const int64_
     return *slot;
 }
 
-uint64_t cellmap_prefetch(const struct cellmap *m, uint32_t bucket, const int64_t *keys)
-{
-    uint64_t h = cell_hash(bucket, keys, m->view->ncell_keys);
-    hashtab_prefetch(&m->table, h);
-    return h;
-}
-
-/* The cell in key h's home slot, when the slot's hash is h's (most often
- * the key's own cell): what the prefetches below hint at. */
-static const struct cell *home_cell(const struct cellmap *m, uint64_t h)
-{
-    struct cell *const *slot = hashtab_home_value(&m->table, h);
-    return slot ? *slot : NULL;
-}
-
-void cellmap_prefetch_cell(const struct cellmap *m, uint64_t h)
-{
-    const struct cell *c = home_cell(m, h);
-    if (!c)
-        return;
-    /* Every line it spans: its counts, sums and run headers lie past the
-     * first, and a cell need not start a line. */
-    const char *line = (const char *)((uintptr_t)c & ~(uintptr_t)63);
-    const char *end = (const char *)c + m->layout.total;
-    for (; line < end; line += 64)
-        __builtin_prefetch(line);
-}
-
-void cellmap_prefetch_runs(const struct cellmap *m, uint64_t h)
-{
-    const struct cell *c = home_cell(m, h);
-    if (!c)
-        return;
-    for (int k = 0; k < m->view->nvalue_counts; k++) {
-        const struct vc_runs *r = &cell_vcs(m, c)[k];
-        if (r->cap > 1) { /* past one run, where runs_add writes or begins its search */
-            uint32_t at = r->sorted >= RUNS_APPEND_FROM ? r->n : r->n / 2;
-            __builtin_prefetch(r->codes + at);
-            __builtin_prefetch(r->rows + at);
-        }
-    }
-}
-
 /* ---- Applying deltas -------------------------------------------------------- */
 
 /* Room for want runs. A cell's codes and rows share one allocation (codes,
@@ -344,28 +296,6 @@ static int runs_insert(struct cellmap *m, struct vc_runs *r, int64_t code, int64
     r->rows[lo] = delta;
     r->sorted = ++r->n;
     return 0;
-}
-
-/* Adds delta rows of code to a cell's runs. A short list takes it in place;
- * a long one (a coarse width's cell, hundreds of values) has it appended,
- * merged in (settle_runs) once the appended are as many as the sorted, as
- * runs_merge does: inserted one by one, each change searched the list and
- * moved half of it, and that was a tenth of the physical follower's
- * deletes (perf, `taxi wal`). */
-static int runs_add(struct cellmap *m, struct vc_runs *r, int64_t code, int64_t delta,
-                    struct store_error *err)
-{
-    if (r->sorted < RUNS_APPEND_FROM)
-        return settle_runs(m, r, err) ? -1 : runs_insert(m, r, code, delta, err);
-    if (delta == 0)
-        return 0;
-    uint32_t old_cap = r->cap;
-    if (r->n == UINT32_MAX / 2 || runs_reserve(r, r->n + 1))
-        return store_fail(err, "out of memory");
-    m->bytes += (r->cap - old_cap) * 16;
-    r->codes[r->n] = code;
-    r->rows[r->n++] = delta;
-    return r->n - r->sorted >= r->sorted ? settle_runs(m, r, err) : 0;
 }
 
 /* Adds sorted runs to sorted runs (r settled) in one pass, from the back
@@ -503,24 +433,6 @@ static struct cell *add_accumulators(struct cellmap *m, uint32_t bucket, const i
     if (cell_accumulate(m->view, m->types, cell_counts(m, c), cell_sums(m, c), counts, sums, err))
         return NULL;
     return c;
-}
-
-int cellmap_apply(struct cellmap *m, uint32_t bucket, const struct store_delta *d,
-                  struct store_error *err)
-{
-    const struct sql_view *v = m->view;
-    struct cell *c = add_accumulators(m, bucket, d->keys, d->counts, d->sums, err);
-    if (!c)
-        return -1;
-    for (int i = 0; i < d->nvcs; i++) {
-        const struct store_vc_delta *vd = &d->vcs[i];
-        if (vd->vc < 0 || vd->vc >= v->nvalue_counts)
-            return store_fail(err, "value count %d is not one of view \"%s\"", vd->vc, v->name);
-        if (runs_add(m, &cell_vcs(m, c)[vd->vc], vd->code, vd->delta, err))
-            return -1;
-    }
-    m->dirty = true;
-    return 0;
 }
 
 int cellmap_add_cell(struct cellmap *m, uint32_t bucket, const int64_t *keys,

@@ -15,7 +15,6 @@
  * failed commit writes nothing: LMDB writes the meta page last. */
 #include "store/internal.h"
 
-#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -484,7 +483,7 @@ static int commit(struct store *s, const struct store_position *pos, bool keep_h
     if (store_need_writer(s, err))
         return -1;
     struct pending *p = s->pending;
-    if (apply_queue_flush(s, err) || load_drain_all(s, err)) {
+    if (pending_drain(s, err)) {
         pending_reset(p, s->views);
         return -1;
     }
@@ -502,7 +501,7 @@ static int commit(struct store *s, const struct store_position *pos, bool keep_h
      * follower then idles at that size. Give them back after it, unless
      * the next batch is coming (store_set_keep_heap). */
     bool large = p->txn != NULL || p->bytes > s->cache_bytes;
-    /* load_drain_all wrote the last job (load_settle): load_hand_off's merges read it. */
+    /* pending_drain wrote the last job (load_settle): load_hand_off's merges read it. */
     int rc = s->bulk ? load_hand_off(s, keep_hot, err) : encode_dirty(s, err);
     bool spilled = p->txn != NULL; /* a retry would lose what went into it */
     if (rc == 0)
@@ -538,7 +537,7 @@ static int commit(struct store *s, const struct store_position *pos, bool keep_h
     if (large && s->keep_heap)
         s->heap_owed = true;
     else if (large)
-        malloc_trim(0);
+        pending_give_heap_back(s);
     fold_after_commit(s);
     store_release_map(s);
     return 0;

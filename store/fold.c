@@ -137,10 +137,10 @@ int store_compact_until(struct store *s, int64_t max_us, bool all, bool (*stop)(
     *left = 0;
     if (store_need_writer(s, err))
         return -1;
-    /* a load's, not yet written, or rows queued (apply.c) */
-    bool changes = s->pending->load || s->pending->job || s->pending->queue.n;
+    /* a load's, not yet written, or rows staged (apply.c) */
+    bool changes = s->pending->load || s->pending->job;
     for (int v = 0; v < s->views->nviews; v++)
-        changes |= s->pending->bulk[v] && !bulk_empty(s->pending->bulk[v]);
+        changes |= s->pending->staging[v] && !staging_empty(s->pending->staging[v]);
     if (changes)
         return store_fail(err, "compaction between commits only: changes are pending");
     BYTEMAP_EACH(&s->pending->segments, e)

@@ -209,20 +209,6 @@ bool accumulators_change(const struct sql_view *v, const int64_t *counts,
 int cell_accumulate(const struct sql_view *v, const struct store_column_type *types,
                     int64_t *counts, struct store_sum *sums, const int64_t *add_counts,
                     const struct store_sum *add_sums, struct store_error *err);
-/* Ahead of cellmap_apply of the cell (bucket, keys), asks the CPU for its
- * hash slot (cellmap_prefetch, which returns the key's hash h), then, once
- * that slot is likely in, for the cell it names (cellmap_prefetch_cell):
- * the apply queue (apply.c) asks for rows' slots, cells and runs a few rows
- * apart, so that the cache misses of rows and widths overlap. Hints only:
- * they change nothing and cannot fail. */
-uint64_t cellmap_prefetch(const struct cellmap *m, uint32_t bucket, const int64_t *keys);
-void cellmap_prefetch_cell(const struct cellmap *m, uint64_t h);
-/* Once that cell is likely in too: for where a change to its value-count
- * runs lands. A hint as well. */
-void cellmap_prefetch_runs(const struct cellmap *m, uint64_t h);
-/* Adds a delta to the cell at bucket index b, creating it. */
-int cellmap_apply(struct cellmap *m, uint32_t bucket, const struct store_delta *d,
-                  struct store_error *err);
 /* Encodes the live cells (row count non-zero) to a block, cells sorted by
  * (bucket, keys). *out is malloc'd; *len 0 when no cell is left. Fails when
  * a cell's counts went negative or a cell without rows kept other values. */
@@ -324,17 +310,17 @@ static inline int64_t order_packing_push(const struct order_packing *p, int64_t 
     return (int64_t)(((uint64_t)code << p->bits[f]) | ((uint64_t)v - (uint64_t)p->lo[f]));
 }
 
-/* ---- Bulk staging (bulk.c) -----------------------------------------------
- * An initial load's rows of one view, summed per finest-width cell before
- * they reach the cellmaps. */
+/* ---- Staging (staging.c) ------------------------------------------------
+ * A batch's rows of one view, summed per finest-width cell before they
+ * reach the cellmaps (apply.c drains them; in a load, the load job). */
 
-struct bulk;
+struct staging;
 
 /* Where a drain sends what it summed: each cell of the finest width (its
  * bucket start, keys, counts, sums and one sorted run list per value
  * count, none of zero rows), then each (value count, code) whose rows
  * changed. Either returns -1 with err to stop the drain. */
-struct bulk_sink {
+struct staging_sink {
     void *ctx;
     int (*cell)(void *ctx, int64_t time, const int64_t *keys, const int64_t *counts,
                 const struct store_sum *sums, const struct vc_runs *runs,
@@ -342,15 +328,18 @@ struct bulk_sink {
     int (*value)(void *ctx, int vc, int64_t code, int64_t rows, struct store_error *err);
 };
 
-struct bulk *bulk_new(const struct sql_view *view, const struct store_column_type *types);
-void bulk_free(struct bulk *b);
+struct staging *staging_new(const struct sql_view *view, const struct store_column_type *types);
+void staging_free(struct staging *b);
 /* Stages a row whose finest bucket starts at time. */
-int bulk_add(struct bulk *b, int64_t time, const struct store_delta *d, struct store_error *err);
+int staging_add(struct staging *b, int64_t time, const struct store_delta *d, struct store_error *err);
 /* Sends everything staged to the sink and empties the staging. */
-int bulk_drain(struct bulk *b, const struct bulk_sink *sink, struct store_error *err);
-void bulk_clear(struct bulk *b);
-bool bulk_empty(const struct bulk *b);
-size_t bulk_bytes(const struct bulk *b);
+int staging_drain(struct staging *b, const struct staging_sink *sink, struct store_error *err);
+void staging_clear(struct staging *b);
+/* staging_clear, and the memory it keeps for the next rows given back
+ * (after a batch past the cache budget, with malloc_trim). */
+void staging_release(struct staging *b);
+bool staging_empty(const struct staging *b);
+size_t staging_bytes(const struct staging *b);
 
 /* ---- Encode jobs (encoder.c) --------------------------------------------
  * A load's segments encoded on another core while the caller goes on. */
@@ -407,12 +396,12 @@ void encode_job_free(struct encode_job *j);
  *      between recounts), the figure the cache budget is held to. */
 
 struct pending {
-    /* Read for every row a load stages (load_stage_row), so apart from the
+    /* Read for every row store_apply stages (apply.c), so apart from the
      * fields a load job writes beside the caller (the segments, the value
      * deltas, the clock, the held bytes): sharing a cache line with those
      * cost the row a miss (perf). */
-    struct bulk **bulk;       /* per view: rows staged in bulk mode (bulk.c), NULL until one */
-    struct bulk **spare;      /* the other staging set, which a load job drains */
+    struct staging **staging; /* per view: the rows staged (staging.c), NULL until one */
+    struct staging **spare;      /* the other staging set, which a load job drains */
     char apart[64];
     struct bytemap segments;  /* seg key -> struct cellmap * */
     /* Per view and width, SEGMENT_MEMO_SPANS entries (from memo_first[view]
@@ -453,25 +442,6 @@ struct pending {
     MDB_txn *txn;             /* the batch's write transaction, once it spilled */
     uint8_t (*folds)[SEG_KEY_BYTES]; /* segments to fold after a commit (plan_write), oldest first */
     size_t nfolds, folds_cap;
-    /* Rows store_apply took, not yet in their cells: applied a queue at a
-     * time so that their cache misses overlap (apply.c, "The apply
-     * queue"). Empty at every commit, truncate and reset. */
-    struct apply_queue {
-        struct queued_row {
-            int view, nvcs;
-            int64_t time;
-            size_t at;            /* its keys, counts, sums and vcs, at bytes + at */
-        } *rows;                  /* APPLY_QUEUE_ROWS */
-        int n;
-        unsigned char *bytes;     /* 16-byte aligned (the sums' __int128) */
-        size_t used, cap;
-        struct queued_cell {
-            struct cellmap *m;
-            uint64_t hash;
-            uint32_t at;
-        } *cells;                 /* per row and width: row * max_widths + width */
-        int max_widths;
-    } queue;
     struct encode_job *job;   /* a load's segments handed off (encoder.c), written
                                  by the next load_settle or commit (flush_job):
                                  outside a load job, no segment is both pending
@@ -479,13 +449,16 @@ struct pending {
     bool job_left;            /* the last hand-off left job at work unwritten */
 };
 
-/* apply.c. Applies every row in the apply queue to its cells; 0, or -1
- * with err (a count or sum that overflowed, out of memory), the batch then
- * broken: the caller resets it, as after any failed store_apply. */
-int apply_queue_flush(struct store *s, struct store_error *err);
-/* Empties the apply queue (pending_reset) and frees it (pending_free). */
-void apply_queue_clear(struct apply_queue *q);
-void apply_queue_free(struct apply_queue *q);
+
+/* apply.c. Drains a staging set (the writer's, or a load job's on its
+ * thread) into the cellmaps; -1 with err (a count or sum that overflowed,
+ * out of memory), the batch then broken: the caller resets it, as after
+ * any failed store_apply. */
+int pending_drain_set(struct store *s, struct staging **set, struct store_error *err);
+/* Settles the load (load_settle), then drains the writer's staging:
+ * before anything reads or writes the batch's segments whole (a commit,
+ * a compaction). -1 with err as pending_drain_set. */
+int pending_drain(struct store *s, struct store_error *err);
 
 /* Spans a width's segment memo holds (a power of two). A finest width's
  * span is 64 buckets: at the hour, 2.7 days, so 16 would cover six weeks,
@@ -495,6 +468,10 @@ void apply_queue_free(struct apply_queue *q);
  * 6 KiB a width. */
 #define SEGMENT_MEMO_SPANS 256
 int pending_new(struct store *s, struct store_error *err);
+/* After a batch past the cache budget (or once store_set_keep_heap lets
+ * it): the staging's memory and malloc's free memory given back, so that
+ * a follower does not idle at a backlog's size. Cannot fail. */
+void pending_give_heap_back(struct store *s);
 void pending_free(struct store *s);
 
 /* writer.c. */
@@ -628,12 +605,6 @@ int64_t store_monotonic_us(void);
 void fold_after_commit(struct store *s);
 
 /* load.c. */
-/* Stages a row of a load (bulk mode), draining the view's staging past a
- * sixteenth of the cache budget; -1 with err. */
-int load_stage_row(struct store *s, const struct store_delta *d, struct store_error *err);
-/* Settles the load (load_settle), then drains the caller's staging into
- * the cellmaps; -1 with err. */
-int load_drain_all(struct store *s, struct store_error *err);
 /* Hands the dirty segments but those kept hot (keep_hot) to an encode job;
  * without keep_hot the job is written into the batch's transaction now.
  * -1 with err. */

@@ -1,7 +1,7 @@
-/* load.c -- an initial load (bulk mode): rows staged per finest cell
- * (bulk.c) and drained into the cellmaps, and the hand-offs that let the
- * drain of one partition and the encoding of the segments done with run
- * on other cores while the caller stages the next partition.
+/* load.c -- an initial load (bulk mode): the hand-offs that let the
+ * drain of one partition's staged rows (staging.c, apply.c) and the
+ * encoding of the segments done with run on other cores while the caller
+ * stages the next partition.
  *
  * Three parties share a load's segments, one at a time each: the caller's
  * thread (staging, LMDB, the batch's write transaction), the load job
@@ -15,93 +15,6 @@
 
 #include <stdatomic.h>
 #include <stdlib.h>
-
-/* ---- Bulk staging: rows summed per finest cell first (bulk.c) ---------------------- */
-
-struct drain {
-    struct store *s;
-    int view;
-    struct cellmap **last; /* per width: the segment the last cell went to */
-};
-
-/* A finest-width cell, added to its cell at every width. */
-static int drain_cell(void *ctx, int64_t time, const int64_t *keys, const int64_t *counts,
-                      const struct store_sum *sums, const struct vc_runs *runs,
-                      struct store_error *err)
-{
-    struct drain *dr = ctx;
-    struct store *s = dr->s;
-    const struct sql_view *v = &s->views->views[dr->view];
-    for (int w = 0; w < v->nwidths; w++) {
-        int64_t bucket = store_bucket_of(v, w, time);
-        int64_t span = store_span_start(v, w, bucket);
-        struct cellmap *m = dr->last[w];
-        if ((!m || m->span_start != span) &&
-            !(m = dr->last[w] = pending_segment(s, dr->view, w, span, err)))
-            return -1;
-        size_t before = m->bytes;
-        if (cellmap_add_cell(m, (uint32_t)((bucket - span) / v->widths[w]), keys, counts, sums, runs, err))
-            return -1;
-        s->pending->bytes += m->bytes - before;
-    }
-    return 0;
-}
-
-static int drain_value(void *ctx, int vc, int64_t code, int64_t rows, struct store_error *err)
-{
-    struct drain *dr = ctx;
-    return pending_add_value_rows(dr->s->pending, dr->view, vc, code, rows, err);
-}
-
-/* Moves a view's staged rows (b) into its cellmaps. Nothing frees a
- * cellmap meanwhile (spills happen between rows), so drain.last stays
- * valid. */
-static int drain_view(struct store *s, struct bulk *b, int view, struct store_error *err)
-{
-    if (!b || bulk_empty(b))
-        return 0;
-    struct drain dr = {s, view, calloc((size_t)s->views->views[view].nwidths, sizeof *dr.last)};
-    if (!dr.last)
-        return store_fail(err, "out of memory");
-    struct bulk_sink sink = {&dr, drain_cell, drain_value};
-    int rc = bulk_drain(b, &sink, err);
-    free(dr.last);
-    return rc;
-}
-
-/* Drains a staging set: the writer's (s->pending->bulk) or a load job's. */
-static int drain_set(struct store *s, struct bulk **set, struct store_error *err)
-{
-    for (int v = 0; v < s->views->nviews; v++)
-        if (drain_view(s, set[v], v, err))
-            return -1;
-    return 0;
-}
-
-int load_drain_all(struct store *s, struct store_error *err)
-{
-    return load_settle(s, err) || drain_set(s, s->pending->bulk, err) ? -1 : 0;
-}
-
-/* Stages a row; a quarter of the cache budget staged is drained. */
-int load_stage_row(struct store *s, const struct store_delta *d, struct store_error *err)
-{
-    struct pending *p = s->pending;
-    const struct sql_view *v = &s->views->views[d->view];
-    if (!p->bulk[d->view] && !(p->bulk[d->view] = bulk_new(v, s->types[d->view])))
-        return store_fail(err, "out of memory");
-    struct bulk *b = p->bulk[d->view];
-    if (bulk_add(b, store_bucket_of(v, 0, d->time), d, err))
-        return -1;
-    if (bulk_bytes(b) <= s->cache_bytes / 16)
-        return 0;
-    /* The cellmaps are the load job's until it ends. A drain here is what
-     * grows the segments held on this thread in bulk mode: past twice the
-     * budget they spill, as store_apply's would. */
-    if (load_settle(s, err) || drain_view(s, b, d->view, err))
-        return -1;
-    return p->bytes > 2 * s->cache_bytes ? cache_spill(s, err) : 0;
-}
 
 /* Writes what a handed-off job encoded into the batch's transaction and
  * frees the job, the caller encoding beside it until it is done
@@ -197,7 +110,7 @@ int load_hand_off(struct store *s, bool keep_hot, struct store_error *err)
  * never meets a segment an encode job holds. */
 struct load_job {
     struct store *s;
-    struct bulk **staging;      /* per view: the partition's rows, drained here */
+    struct staging **staging;      /* per view: the partition's rows, drained here */
     pthread_t thread;
     bool threaded;              /* false: it ran on the caller's thread */
     atomic_bool drained;        /* the drain is over: a join will not wait */
@@ -208,7 +121,7 @@ struct load_job {
 static void *run_load_job(void *arg)
 {
     struct load_job *j = arg;
-    j->rc = drain_set(j->s, j->staging, &j->err);
+    j->rc = pending_drain_set(j->s, j->staging, &j->err);
     atomic_store(&j->drained, true);
     return NULL;
 }
@@ -225,7 +138,7 @@ int load_join(struct pending *p, int nviews, struct store_error *err)
         pthread_join(j->thread, NULL);
     for (int v = 0; v < nviews; v++)
         if (j->staging[v]) /* drained already, but for a failure */
-            bulk_clear(j->staging[v]);
+            staging_clear(j->staging[v]);
     free(p->spare);
     p->spare = j->staging;
     int rc = j->rc;
@@ -254,15 +167,15 @@ static int start_load(struct store *s, struct store_error *err)
 {
     struct pending *p = s->pending;
     struct load_job *j = calloc(1, sizeof *j);
-    struct bulk **fresh = p->spare ? p->spare : calloc((size_t)s->views->nviews, sizeof *fresh);
+    struct staging **fresh = p->spare ? p->spare : calloc((size_t)s->views->nviews, sizeof *fresh);
     if (!j || !fresh) {
         free(j);
         return store_fail(err, "out of memory");
     }
     j->s = s;
     atomic_init(&j->drained, false);
-    j->staging = p->bulk;
-    p->bulk = fresh;
+    j->staging = p->staging;
+    p->staging = fresh;
     p->spare = NULL;
     p->committed_clock = p->clock;
     p->bytes_seen = p->bytes;

@@ -214,8 +214,9 @@ struct store_delta {
 
 /* Cell and projection changes collect in memory until store_commit writes
  * them, with the position, in one LMDB transaction. A delta that changes
- * nothing (every count and sum zero, no value count) touches no cell. A
- * failure of a row queued earlier (apply.c, "The apply queue") may be
+ * nothing (every count and sum zero, no value count) touches no cell. Rows
+ * are staged and drained into their cells later (store/staging.c): a
+ * failure of a row staged earlier (a count or sum that overflowed) may be
  * reported by a later store_apply or by store_commit: after any failure
  * the batch is to be dropped (store_rollback). */
 int store_apply(struct store *s, const struct store_delta *d, struct store_error *err);

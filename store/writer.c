@@ -26,7 +26,7 @@ int pending_new(struct store *s, struct store_error *err)
     s->pending = calloc(1, sizeof *s->pending);
     if (!s->pending ||
         !(s->pending->truncated = calloc((size_t)s->views->nviews, sizeof *s->pending->truncated)) ||
-        !(s->pending->bulk = calloc((size_t)s->views->nviews, sizeof *s->pending->bulk)) ||
+        !(s->pending->staging = calloc((size_t)s->views->nviews, sizeof *s->pending->staging)) ||
         !(s->pending->spare = calloc((size_t)s->views->nviews, sizeof *s->pending->spare)) ||
         !(s->pending->memo_first = calloc((size_t)s->views->nviews, sizeof *s->pending->memo_first)))
         return store_fail(err, "out of memory");
@@ -98,13 +98,12 @@ void pending_reset(struct pending *p, const struct sql_view_list *views)
     dense_forget(p);
     pending_clear_truncated(p, views->nviews);
     for (int v = 0; v < views->nviews; v++) {
-        if (p->bulk[v])
-            bulk_clear(p->bulk[v]);
+        if (p->staging[v])
+            staging_clear(p->staging[v]);
         if (p->spare[v])
-            bulk_clear(p->spare[v]);
+            staging_clear(p->spare[v]);
     }
     p->nfolds = 0;
-    apply_queue_clear(&p->queue);
 }
 
 void pending_free(struct store *s)
@@ -116,14 +115,13 @@ void pending_free(struct store *s)
     free(s->pending->folds);
     free(s->pending->truncated);
     for (int v = 0; v < s->views->nviews; v++) {
-        bulk_free(s->pending->bulk ? s->pending->bulk[v] : NULL);
-        bulk_free(s->pending->spare ? s->pending->spare[v] : NULL);
+        staging_free(s->pending->staging ? s->pending->staging[v] : NULL);
+        staging_free(s->pending->spare ? s->pending->spare[v] : NULL);
     }
-    free(s->pending->bulk);
+    free(s->pending->staging);
     free(s->pending->spare);
     free(s->pending->memo);
     free(s->pending->memo_first);
-    apply_queue_free(&s->pending->queue);
     hashtab_free(&s->pending->values);
     free(s->pending);
     s->pending = NULL;
@@ -132,13 +130,23 @@ void pending_free(struct store *s)
 void store_set_cache_bytes(struct store *s, size_t bytes) { s->cache_bytes = bytes; }
 size_t store_cache_bytes(const struct store *s) { return s->cache_bytes; }
 
+void pending_give_heap_back(struct store *s)
+{
+    for (int v = 0; v < s->views->nviews; v++) {
+        if (s->pending->staging[v])
+            staging_release(s->pending->staging[v]);
+        if (s->pending->spare && s->pending->spare[v])
+            staging_release(s->pending->spare[v]);
+    }
+    malloc_trim(0);
+    s->heap_owed = false;
+}
+
 void store_set_keep_heap(struct store *s, bool keep)
 {
     s->keep_heap = keep;
-    if (!keep && s->heap_owed) {
-        malloc_trim(0);
-        s->heap_owed = false;
-    }
+    if (!keep && s->heap_owed && s->pending)
+        pending_give_heap_back(s);
 }
 
 void store_set_inline_fold_bytes(struct store *s, size_t bytes) { s->inline_fold_bytes = bytes; }
@@ -149,7 +157,7 @@ int store_set_bulk(struct store *s, bool bulk, struct store_error *err)
     /* A load's work still in flight goes into the batch's transaction
      * first, so that reads outside bulk mode need not look for it; the
      * next commit commits it. */
-    if (s->pending && (apply_queue_flush(s, err) || load_settle(s, err))) {
+    if (s->pending && load_settle(s, err)) {
         pending_reset(s->pending, s->views);
         return -1;
     }
@@ -169,10 +177,9 @@ size_t store_cached_bytes(struct store *s)
         return 0;
     /* A load job is changing bytes: what it held when it started. */
     size_t bytes = s->pending->load ? s->pending->bytes_seen : s->pending->bytes;
-    bytes += s->pending->queue.used;
     for (int v = 0; v < s->views->nviews; v++)
-        if (s->pending->bulk[v])
-            bytes += bulk_bytes(s->pending->bulk[v]);
+        if (s->pending->staging[v])
+            bytes += staging_bytes(s->pending->staging[v]);
     return bytes;
 }
 

@@ -203,10 +203,10 @@ static void compare(struct store *s, const struct ride *rides, int nrides, const
     store_read_end(r);
 }
 
-/* Random batches, each compared with the model after its commit. In bulk
- * mode rows are staged and summed per finest cell (store/bulk.c), drained
- * every few rows by the small cache budget and at each commit; deletes,
- * updates and a truncate go through the same staging. */
+/* Random batches, each compared with the model after its commit. Rows are
+ * staged and summed per finest cell (store/staging.c), drained every few
+ * rows by the small cache budget and at each commit; deletes, updates and
+ * a truncate go through the same staging, in bulk mode and out of it. */
 static void random_batches(bool bulk){
     char dir[64];
     struct store *s = fixture_create(dir);
@@ -419,6 +419,84 @@ static void crowded_cells(bool bulk)
 Test(store_model, crowded_cells_equal_the_model) { crowded_cells(false); }
 
 Test(store_model, crowded_bulk_cells_equal_the_model) { crowded_cells(true); }
+
+/* A ride added with each value-count change written as five changes of
+ * +sign and four of -sign: more than a staged row holds (twice the view's
+ * value counts), so the store stages it as several rows of one cell, and a
+ * lost one would leave a value's rows off by one. */
+static void apply_in_many_changes(struct store *s, const struct ride *r, int sign)
+{
+    struct store_error err;
+    for (int v = 0; v < store_views(s)->nviews; v++) {
+        struct fixture_delta fd;
+        fixture_delta(s, v, r, sign, &fd);
+        struct store_vc_delta many[4 * 9];
+        int n = 0;
+        for (int i = 0; i < fd.d.nvcs; i++)
+            for (int k = 0; k < 9; k++)
+                many[n++] = (struct store_vc_delta){fd.vcs[i].vc, fd.vcs[i].code, k < 5 ? sign : -sign};
+        fd.d.vcs = many;
+        fd.d.nvcs = n;
+        cr_assert_eq(store_apply(s, &fd.d, &err), 0, "%s", err.message);
+    }
+}
+
+/* A ride whose fare is one of 119 (what the model's cells hold). */
+static struct ride ride_of_few_fares(uint64_t *rng)
+{
+    struct ride r = fixture_ride(rng);
+    r.fare %= 60;
+    return r;
+}
+
+/* Batches of thousands of finest cells, which the store drains into the
+ * cells of every width in time order (store/staging.c, a radix sort of
+ * their buckets): rows of two weeks (one pass of the sort) and rows spread
+ * over fifty years (past 65,536 hours: two passes), then half of them
+ * taken away and a quarter moved, each batch equal to the model. */
+Test(store_model, large_batches_drain_in_time_order)
+{
+    char dir[64];
+    struct store *s = fixture_create(dir);
+    enum { RIDES = 12000, FAR = 300 };
+    struct ride *rides = calloc(2 * RIDES + FAR, sizeof *rides);
+    uint64_t rng = 11;
+    int n = 0;
+    for (int i = 0; i < RIDES; i++) {
+        rides[n] = ride_of_few_fares(&rng);
+        if (i % 7 == 0)
+            apply_in_many_changes(s, &rides[n++], +1);
+        else
+            fixture_apply(s, &rides[n++], +1);
+    }
+    commit_round(s, rides, n, 0);
+    for (int i = 0; i < FAR; i++) { /* 1990 to 2040 */
+        rides[n] = ride_of_few_fares(&rng);
+        rides[n].at = (631152000LL + fixture_rand(&rng) % (50LL * 365 * 86400)) * 1000000LL;
+        fixture_apply(s, &rides[n++], +1);
+    }
+    for (int i = 0; i < RIDES; i++) { /* the two weeks again: the batch holds thousands of cells */
+        rides[n] = ride_of_few_fares(&rng);
+        fixture_apply(s, &rides[n++], +1);
+    }
+    commit_round(s, rides, n, 1);
+    for (int i = n - 1; i >= 0; i -= 2) { /* half of them go */
+        if (i % 3 == 0)
+            apply_in_many_changes(s, &rides[i], -1);
+        else
+            fixture_apply(s, &rides[i], -1);
+        rides[i] = rides[--n];
+    }
+    for (int i = 0; i < n; i += 4) { /* a quarter move */
+        fixture_apply(s, &rides[i], -1);
+        rides[i] = ride_of_few_fares(&rng);
+        fixture_apply(s, &rides[i], +1);
+    }
+    commit_round(s, rides, n, 2);
+    store_close(s);
+    free(rides);
+    fixture_remove(dir);
+}
 
 /* Weeks of rows in few cells with many distinct fares: a cell of the
  * widest width takes a finest cell's runs from every hour of its span,

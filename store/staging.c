@@ -1,22 +1,31 @@
-/* bulk.c -- an initial load's rows, summed per cell of the finest width
- * before they reach the cellmaps.
+/* staging.c -- a batch's rows, summed per cell of the finest width before
+ * they reach the cellmaps.
  *
- * In bulk mode (store_set_bulk) the writer hands each row of a view here
- * instead of to a cellmap of every width. Rows are summed into a flat table
- * keyed by (finest bucket, cell keys), which stays in cache because a load
- * reads the fact table in time order; their value counts are appended as
- * (cell, value count, code, rows) entries. A drain then sorts each cell's
- * entries into runs and hands the writer one finest-width cell at a time,
- * which it adds to that width's cell and to each wider width's. A row thus
- * costs one probe of a small table instead of a probe of a large table and
- * a sorted insertion at every width (perf of the load: 44% of it), and the
- * wider widths take one merge per finest cell instead of one per row.
+ * store_apply hands each row of a view here instead of to a cellmap of
+ * every width. Rows are summed into a flat table keyed by (finest bucket,
+ * cell keys); their value counts are appended as (cell, value count, code,
+ * rows) entries. A drain then sorts each cell's entries into runs and
+ * hands the writer one finest-width cell at a time, in time order, which
+ * it adds to that width's cell and to each wider width's. A row thus costs
+ * one probe of one table instead of a probe and a sorted insertion at
+ * every width (perf of the load: 44% of it), and the wider widths take
+ * one merge per finest cell instead of one per row.
  *
- * A row is added BULK_AHEAD rows after it is staged, in order: staging
+ * Why time order: rows a follower reads come in the order the source
+ * changed them, which for updates and deletes is no order of time at all
+ * (the benchmark's change whole ranges of ids spread over six months).
+ * Handed over in staging order, every cell at every width was a cache
+ * miss; handed over by time, a day's or a month's cell takes its finest
+ * cells one after another while it is in cache, and the finest width's
+ * segment is the same for a run of cells (the physical follower's deletes
+ * at 2,000,000 trips: 1.62 s of apply a million rows by cellmap, 0.99 s
+ * staged in staging order, 0.76 s staged and drained by time).
+ *
+ * A row is added STAGING_AHEAD rows after it is staged, in order: staging
  * copies it into a small ring and prefetches its cell's slot (and its
  * values' slots), and half-way along the ring its cell. Rows come in no
- * order within a partition, so each add would otherwise wait on two or
- * three cache misses (perf: 60% of bulk_add's time was those loads).
+ * order, so each add would otherwise wait on two or three cache misses
+ * (perf: 60% of staging_add's time was those loads).
  *
  * Answers do not change: counts, exact sums and value counts add the same
  * in any order. Float sums add in another order, as they would had
@@ -27,22 +36,32 @@
 #include <string.h>
 
 /* One row's change to one value count of one staged cell. */
-struct bulk_entry {
+struct staging_entry {
     uint32_t cell, vc;
     int64_t code, rows;
 };
 
 /* A staged row waiting in the ring: this header, then its keys, counts,
- * sums and value-count deltas at the offsets struct bulk records. */
+ * sums and value-count deltas at the offsets struct staging records. */
 struct ahead_row {
     int64_t time;
     uint64_t hash; /* cell_hash of (time, keys) */
     int nvcs;
 };
 
-enum { BULK_AHEAD = 8 };
+enum { STAGING_AHEAD = 8 };
 
-struct bulk {
+/* The value-count changes a ring row holds: an update's old and new value
+ * of every value count, the most one row of ingest's brings (a row with
+ * more is staged as several, see staging_add). */
+#define ROW_VCS(nvcs) (2 * (size_t)(nvcs))
+
+/* Fewer staged cells than this are drained in staging order: they are in
+ * cache whatever the order, and the sort's passes would cost more than
+ * they save (a small batch, committed often). */
+enum { SORT_FROM_CELLS = 4096 };
+
+struct staging {
     const struct sql_view *view;
     const struct store_column_type *types;
     int nkeys, ncounts, nsums, nvcs;
@@ -61,15 +80,15 @@ struct bulk {
     uint32_t ncells, cell_cap;
     struct hashtab cell_index; /* (time, keys) -> cell number (uint32); the cell holds the key */
 
-    struct bulk_entry *entries;
+    struct staging_entry *entries;
     size_t nentries, entry_cap;
 
     struct hashtab values;     /* (vc, code) -> rows the view's value gained (int64) */
 };
 
-struct bulk *bulk_new(const struct sql_view *view, const struct store_column_type *types)
+struct staging *staging_new(const struct sql_view *view, const struct store_column_type *types)
 {
-    struct bulk *b = calloc(1, sizeof *b);
+    struct staging *b = calloc(1, sizeof *b);
     if (!b)
         return NULL;
     b->view = view;
@@ -86,11 +105,11 @@ struct bulk *bulk_new(const struct sql_view *view, const struct store_column_typ
     b->row_counts_at = b->row_keys_at + 8 * (size_t)b->nkeys;
     b->row_sums_at = (b->row_counts_at + 8 * (size_t)b->ncounts + 15) / 16 * 16;
     b->row_vcs_at = b->row_sums_at + sizeof(struct store_sum) * (size_t)b->nsums;
-    b->ring_stride = b->row_vcs_at + sizeof(struct store_vc_delta) * (size_t)b->nvcs;
+    b->ring_stride = b->row_vcs_at + sizeof(struct store_vc_delta) * ROW_VCS(b->nvcs);
     b->ring_stride = (b->ring_stride + 15) / 16 * 16;
     hashtab_init(&b->cell_index, 0, sizeof(uint32_t));
     hashtab_init(&b->values, 2, sizeof(int64_t));
-    if (!(b->ring = aligned_alloc(16, b->ring_stride * BULK_AHEAD))) {
+    if (!(b->ring = aligned_alloc(16, b->ring_stride * STAGING_AHEAD))) {
         free(b);
         return NULL;
     }
@@ -98,37 +117,37 @@ struct bulk *bulk_new(const struct sql_view *view, const struct store_column_typ
 }
 
 /* The i-th row waiting, oldest first. */
-static struct ahead_row *ring_row(const struct bulk *b, uint32_t i)
+static struct ahead_row *ring_row(const struct staging *b, uint32_t i)
 {
-    size_t at = (b->ring_head + i) % BULK_AHEAD;
+    size_t at = (b->ring_head + i) % STAGING_AHEAD;
     return (struct ahead_row *)(b->ring + at * b->ring_stride);
 }
-static int64_t *row_keys(const struct bulk *b, struct ahead_row *r)
+static int64_t *row_keys(const struct staging *b, struct ahead_row *r)
 {
     return (int64_t *)((uint8_t *)r + b->row_keys_at);
 }
-static int64_t *row_counts(const struct bulk *b, struct ahead_row *r)
+static int64_t *row_counts(const struct staging *b, struct ahead_row *r)
 {
     return (int64_t *)((uint8_t *)r + b->row_counts_at);
 }
-static struct store_sum *row_sums(const struct bulk *b, struct ahead_row *r)
+static struct store_sum *row_sums(const struct staging *b, struct ahead_row *r)
 {
     return (struct store_sum *)((uint8_t *)r + b->row_sums_at);
 }
-static struct store_vc_delta *row_vcs(const struct bulk *b, struct ahead_row *r)
+static struct store_vc_delta *row_vcs(const struct staging *b, struct ahead_row *r)
 {
     return (struct store_vc_delta *)((uint8_t *)r + b->row_vcs_at);
 }
 
-static int64_t *cell_time(const struct bulk *b, uint32_t c) { return (int64_t *)(b->cells + c * b->stride); }
-static int64_t *cell_keys(const struct bulk *b, uint32_t c) { return cell_time(b, c) + 1; }
-static int64_t *cell_counts(const struct bulk *b, uint32_t c) { return cell_keys(b, c) + b->nkeys; }
-static struct store_sum *cell_sums(const struct bulk *b, uint32_t c)
+static int64_t *cell_time(const struct staging *b, uint32_t c) { return (int64_t *)(b->cells + c * b->stride); }
+static int64_t *cell_keys(const struct staging *b, uint32_t c) { return cell_time(b, c) + 1; }
+static int64_t *cell_counts(const struct staging *b, uint32_t c) { return cell_keys(b, c) + b->nkeys; }
+static struct store_sum *cell_sums(const struct staging *b, uint32_t c)
 {
     return (struct store_sum *)(b->cells + c * b->stride + b->sums_at);
 }
 
-void bulk_free(struct bulk *b)
+void staging_free(struct staging *b)
 {
     if (!b)
         return;
@@ -140,7 +159,7 @@ void bulk_free(struct bulk *b)
     free(b);
 }
 
-void bulk_clear(struct bulk *b)
+void staging_clear(struct staging *b)
 {
     b->ring_len = 0;
     b->ncells = 0;
@@ -149,12 +168,27 @@ void bulk_clear(struct bulk *b)
     hashtab_clear(&b->values);
 }
 
-bool bulk_empty(const struct bulk *b) { return b->ncells == 0 && b->ring_len == 0; }
+void staging_release(struct staging *b)
+{
+    staging_clear(b);
+    free(b->cells);
+    b->cells = NULL;
+    b->cell_cap = 0;
+    free(b->entries);
+    b->entries = NULL;
+    b->entry_cap = 0;
+    hashtab_free(&b->cell_index);
+    hashtab_init(&b->cell_index, 0, sizeof(uint32_t));
+    hashtab_free(&b->values);
+    hashtab_init(&b->values, 2, sizeof(int64_t));
+}
+
+bool staging_empty(const struct staging *b) { return b->ncells == 0 && b->ring_len == 0; }
 
 /* What is staged, counted by use rather than by capacity: the writer
  * drains at a share of its cache budget, and small budgets (tests) should
  * still stage several rows. */
-size_t bulk_bytes(const struct bulk *b)
+size_t staging_bytes(const struct staging *b)
 {
     return b->ncells * (b->stride + 16 * (size_t)b->cell_index.slot_words) +
            b->nentries * sizeof *b->entries + b->values.count * 16 * (size_t)b->values.slot_words;
@@ -167,7 +201,7 @@ static uint64_t cell_hash(int64_t time, const int64_t *keys, int nkeys)
     return hash_words((uint64_t)time, (const uint64_t *)keys, (size_t)nkeys);
 }
 
-static int grow_cells(struct bulk *b)
+static int grow_cells(struct staging *b)
 {
     uint32_t cap = b->cell_cap ? b->cell_cap * 2 : 1024;
     uint8_t *cells = aligned_alloc(16, b->stride * cap);
@@ -182,7 +216,7 @@ static int grow_cells(struct bulk *b)
 }
 
 struct cell_probe {
-    const struct bulk *b;
+    const struct staging *b;
     int64_t time;
     const int64_t *keys;
 };
@@ -199,7 +233,7 @@ static inline bool cell_matches(const void *ctx, const void *value)
 
 /* The staged cell of (time, keys), whose cell_hash is h, created zeroed;
  * -1 when out of memory. */
-static int64_t find_or_add(struct bulk *b, int64_t time, const int64_t *keys, uint64_t h)
+static int64_t find_or_add(struct staging *b, int64_t time, const int64_t *keys, uint64_t h)
 {
     if (b->ncells == b->cell_cap && grow_cells(b))
         return -1;
@@ -219,28 +253,28 @@ static int64_t find_or_add(struct bulk *b, int64_t time, const int64_t *keys, ui
 
 /* ---- Value counts ------------------------------------------------------------------ */
 
-static int add_entry(struct bulk *b, uint32_t cell, const struct store_vc_delta *vd)
+static int add_entry(struct staging *b, uint32_t cell, const struct store_vc_delta *vd)
 {
     if (b->nentries == b->entry_cap) {
         size_t cap = b->entry_cap ? b->entry_cap * 2 : 4096;
-        struct bulk_entry *e = realloc(b->entries, sizeof *e * cap);
+        struct staging_entry *e = realloc(b->entries, sizeof *e * cap);
         if (!e)
             return -1;
         b->entries = e;
         b->entry_cap = cap;
     }
-    b->entries[b->nentries++] = (struct bulk_entry){cell, (uint32_t)vd->vc, vd->code, vd->delta};
+    b->entries[b->nentries++] = (struct staging_entry){cell, (uint32_t)vd->vc, vd->code, vd->delta};
     return 0;
 }
 
-static uint64_t value_hash(const struct bulk *b, int32_t vc, int64_t code)
+static uint64_t value_hash(const struct staging *b, int32_t vc, int64_t code)
 {
     uint64_t key[2] = {(uint64_t)vc, (uint64_t)code};
     return hashtab_hash(&b->values, key);
 }
 
 /* Adds rows to (vc, code) in the view's value table. */
-static int add_value(struct bulk *b, int32_t vc, int64_t code, int64_t rows)
+static int add_value(struct staging *b, int32_t vc, int64_t code, int64_t rows)
 {
     uint64_t key[2] = {(uint64_t)vc, (uint64_t)code};
     bool added;
@@ -252,7 +286,7 @@ static int add_value(struct bulk *b, int32_t vc, int64_t code, int64_t rows)
 }
 
 /* Adds a staged row to its cell and its value counts. */
-static int add_row(struct bulk *b, struct ahead_row *r, struct store_error *err)
+static int add_row(struct staging *b, struct ahead_row *r, struct store_error *err)
 {
     const struct sql_view *v = b->view;
     int64_t c = find_or_add(b, r->time, row_keys(b, r), r->hash);
@@ -271,16 +305,16 @@ static int add_row(struct bulk *b, struct ahead_row *r, struct store_error *err)
 }
 
 /* Adds the oldest staged row. */
-static int add_oldest(struct bulk *b, struct store_error *err)
+static int add_oldest(struct staging *b, struct store_error *err)
 {
     struct ahead_row *r = ring_row(b, 0);
-    b->ring_head = (b->ring_head + 1) % BULK_AHEAD;
+    b->ring_head = (b->ring_head + 1) % STAGING_AHEAD;
     b->ring_len--;
     return add_row(b, r, err);
 }
 
 /* Adds every staged row, in order. */
-static int flush_ring(struct bulk *b, struct store_error *err)
+static int flush_ring(struct staging *b, struct store_error *err)
 {
     while (b->ring_len)
         if (add_oldest(b, err))
@@ -290,7 +324,7 @@ static int flush_ring(struct bulk *b, struct store_error *err)
 
 /* Half-way along the ring a row's slot has arrived: the cell it names is
  * fetched next (the probe's likely end; a slot of another hash is left). */
-static inline __attribute__((always_inline)) void prefetch_cell(const struct bulk *b,
+static inline __attribute__((always_inline)) void prefetch_cell(const struct staging *b,
                                                                 struct ahead_row *r)
 {
     const uint32_t *number = hashtab_home_value(&b->cell_index, r->hash);
@@ -298,38 +332,66 @@ static inline __attribute__((always_inline)) void prefetch_cell(const struct bul
         __builtin_prefetch(cell_time(b, *number));
 }
 
-int bulk_add(struct bulk *b, int64_t time, const struct store_delta *d, struct store_error *err)
+/* n bytes of src to dst, or zeros when src is NULL (an array of no
+ * element may be NULL, which memcpy may not be given). */
+static void copy_or_zero(void *dst, const void *src, size_t n)
+{
+    if (n && src)
+        memcpy(dst, src, n);
+    else if (n)
+        memset(dst, 0, n);
+}
+
+/* Stages one row of at most ROW_VCS(b->nvcs) value-count changes; counts
+ * and sums NULL: zeros. */
+static int stage(struct staging *b, int64_t time, const int64_t *keys, const int64_t *counts,
+                 const struct store_sum *sums, const struct store_vc_delta *vcs, int nvcs,
+                 struct store_error *err)
+{
+    struct ahead_row *r = ring_row(b, b->ring_len);
+    r->time = time;
+    r->hash = cell_hash(time, keys, b->nkeys);
+    r->nvcs = nvcs;
+    copy_or_zero(row_keys(b, r), keys, 8 * (size_t)b->nkeys);
+    copy_or_zero(row_counts(b, r), counts, 8 * (size_t)b->ncounts);
+    copy_or_zero(row_sums(b, r), sums, sizeof *sums * (size_t)b->nsums);
+    copy_or_zero(row_vcs(b, r), vcs, sizeof *vcs * (size_t)nvcs);
+    hashtab_prefetch(&b->cell_index, r->hash);
+    if (b->values.cap)
+        for (int i = 0; i < nvcs; i++)
+            hashtab_prefetch(&b->values, value_hash(b, vcs[i].vc, vcs[i].code));
+    b->ring_len++;
+    if (b->ring_len > STAGING_AHEAD / 2)
+        prefetch_cell(b, ring_row(b, b->ring_len - 1 - STAGING_AHEAD / 2));
+    return b->ring_len == STAGING_AHEAD ? add_oldest(b, err) : 0;
+}
+
+int staging_add(struct staging *b, int64_t time, const struct store_delta *d, struct store_error *err)
 {
     const struct sql_view *v = b->view;
-    if (d->nvcs > v->nvalue_counts)
-        return store_fail(err, "a row of view \"%s\" has %d value count changes, more than its "
-                          "%d value counts", v->name, d->nvcs, v->nvalue_counts);
+    if (d->nvcs < 0)
+        return store_fail(err, "a row of view \"%s\" has %d value-count changes", v->name, d->nvcs);
     for (int i = 0; i < d->nvcs; i++)
         if (d->vcs[i].vc < 0 || d->vcs[i].vc >= v->nvalue_counts)
             return store_fail(err, "value count %d is not one of view \"%s\"", d->vcs[i].vc, v->name);
-    struct ahead_row *r = ring_row(b, b->ring_len);
-    r->time = time;
-    r->hash = cell_hash(time, d->keys, b->nkeys);
-    r->nvcs = d->nvcs;
-    memcpy(row_keys(b, r), d->keys, 8 * (size_t)b->nkeys);
-    memcpy(row_counts(b, r), d->counts, 8 * (size_t)b->ncounts);
-    memcpy(row_sums(b, r), d->sums, sizeof *d->sums * (size_t)b->nsums);
-    memcpy(row_vcs(b, r), d->vcs, sizeof *d->vcs * (size_t)d->nvcs);
-    hashtab_prefetch(&b->cell_index, r->hash);
-    if (b->values.cap)
-        for (int i = 0; i < d->nvcs; i++)
-            hashtab_prefetch(&b->values, value_hash(b, d->vcs[i].vc, d->vcs[i].code));
-    b->ring_len++;
-    if (b->ring_len > BULK_AHEAD / 2)
-        prefetch_cell(b, ring_row(b, b->ring_len - 1 - BULK_AHEAD / 2));
-    return b->ring_len == BULK_AHEAD ? add_oldest(b, err) : 0;
+    /* More changes than a ring row holds: the rest as rows of no count
+     * and no sum of the same cell, which add the same. */
+    int first = d->nvcs < (int)ROW_VCS(b->nvcs) ? d->nvcs : (int)ROW_VCS(b->nvcs);
+    if (stage(b, time, d->keys, d->counts, d->sums, d->vcs, first, err))
+        return -1;
+    for (int at = first; at < d->nvcs; at += (int)ROW_VCS(b->nvcs)) {
+        int n = d->nvcs - at < (int)ROW_VCS(b->nvcs) ? d->nvcs - at : (int)ROW_VCS(b->nvcs);
+        if (stage(b, time, d->keys, NULL, NULL, d->vcs + at, n, err))
+            return -1;
+    }
+    return 0;
 }
 
 /* ---- Draining ------------------------------------------------------------------------ */
 
 /* The entries ordered by (cell, value count): a counting sort, whose group
  * g = cell * nvcs + vc starts at (*start)[g]. */
-static struct code_run *group_entries(const struct bulk *b, size_t **start)
+static struct code_run *group_entries(const struct staging *b, size_t **start)
 {
     size_t ngroups = (size_t)b->ncells * (size_t)b->nvcs;
     size_t *at = calloc(ngroups + 1, sizeof *at);
@@ -344,7 +406,7 @@ static struct code_run *group_entries(const struct bulk *b, size_t **start)
     for (size_t g = 0; g < ngroups; g++)
         at[g + 1] += at[g];
     for (size_t i = 0; i < b->nentries; i++) {
-        const struct bulk_entry *e = &b->entries[i];
+        const struct staging_entry *e = &b->entries[i];
         runs[at[(size_t)e->cell * b->nvcs + e->vc]++] = (struct code_run){e->code, e->rows};
     }
     /* at[g] is now the end of group g: shift to starts */
@@ -354,18 +416,71 @@ static struct code_run *group_entries(const struct bulk *b, size_t **start)
     return runs;
 }
 
-int bulk_drain(struct bulk *b, const struct bulk_sink *sink, struct store_error *err)
+/* The staged cells' numbers in time order, or NULL to drain them in
+ * staging order (fewer than SORT_FROM_CELLS; spread over 2^32 finest
+ * buckets or more; out of memory: each adds the same). A radix sort of
+ * (bucket number from the earliest, cell number) pairs, 16 bits a pass,
+ * one pass when the cells span fewer than 65,536 buckets (at the hour,
+ * seven years), two otherwise. */
+static uint32_t *cells_by_time(const struct staging *b)
+{
+    if (b->ncells < SORT_FROM_CELLS)
+        return NULL;
+    int64_t first = *cell_time(b, 0), last = first;
+    for (uint32_t c = 1; c < b->ncells; c++) {
+        int64_t t = *cell_time(b, c);
+        first = t < first ? t : first;
+        last = t > last ? t : last;
+    }
+    uint64_t width = (uint64_t)b->view->widths[0], span = ((uint64_t)last - (uint64_t)first) / width;
+    if (span > UINT32_MAX)
+        return NULL;
+    enum { DIGIT_BITS = 16, DIGITS = 1 << DIGIT_BITS };
+    uint64_t *pairs = malloc(sizeof *pairs * b->ncells), *spare = malloc(sizeof *spare * b->ncells);
+    uint32_t *at = malloc(sizeof *at * DIGITS), *order = NULL;
+    if (!pairs || !spare || !at)
+        goto out;
+    for (uint32_t c = 0; c < b->ncells; c++) /* time's bucket number above, cell's number below */
+        pairs[c] = ((uint64_t)*cell_time(b, c) - (uint64_t)first) / width << 32 | c;
+    for (int shift = 32; shift < 64 && (shift == 32 || span >> (shift - 32)); shift += DIGIT_BITS) {
+        memset(at, 0, sizeof *at * DIGITS);
+        for (uint32_t i = 0; i < b->ncells; i++)
+            at[pairs[i] >> shift & (DIGITS - 1)]++;
+        for (uint32_t d = 0, sum = 0; d < DIGITS; d++) {
+            uint32_t n = at[d];
+            at[d] = sum;
+            sum += n;
+        }
+        for (uint32_t i = 0; i < b->ncells; i++)
+            spare[at[pairs[i] >> shift & (DIGITS - 1)]++] = pairs[i];
+        uint64_t *sorted = spare;
+        spare = pairs;
+        pairs = sorted;
+    }
+    if ((order = malloc(sizeof *order * b->ncells)))
+        for (uint32_t i = 0; i < b->ncells; i++)
+            order[i] = (uint32_t)pairs[i];
+out:
+    free(pairs);
+    free(spare);
+    free(at);
+    return order;
+}
+
+int staging_drain(struct staging *b, const struct staging_sink *sink, struct store_error *err)
 {
     if (flush_ring(b, err)) {
-        bulk_clear(b);
+        staging_clear(b);
         return -1;
     }
     size_t *start = NULL;
     struct code_run *runs = group_entries(b, &start);
     int64_t *codes = malloc(8 * (b->nentries + 1)), *rows = malloc(8 * (b->nentries + 1));
     struct vc_runs *vcs = calloc((size_t)b->nvcs + 1, sizeof *vcs);
+    uint32_t *order = cells_by_time(b);
     int rc = runs && codes && rows && vcs ? 0 : store_fail(err, "out of memory");
-    for (uint32_t c = 0; rc == 0 && c < b->ncells; c++) {
+    for (uint32_t i = 0; rc == 0 && i < b->ncells; i++) {
+        uint32_t c = order ? order[i] : i;
         for (int k = 0; rc == 0 && k < b->nvcs; k++) {
             size_t g = (size_t)c * b->nvcs + k, first = start[g];
             int64_t n = store_runs_merge(runs + first, start[g + 1] - first, err);
@@ -397,6 +512,7 @@ int bulk_drain(struct bulk *b, const struct bulk_sink *sink, struct store_error 
     free(codes);
     free(rows);
     free(vcs);
-    bulk_clear(b);
+    free(order);
+    staging_clear(b);
     return rc;
 }
