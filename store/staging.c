@@ -61,6 +61,9 @@ enum { STAGING_AHEAD = 8 };
  * they save (a small batch, committed often). */
 enum { SORT_FROM_CELLS = 4096 };
 
+/* How many cells ahead a drain in time order asks for a cell's record. */
+enum { DRAIN_AHEAD = 8 };
+
 struct staging {
     const struct sql_view *view;
     const struct store_column_type *types;
@@ -389,33 +392,6 @@ int staging_add(struct staging *b, int64_t time, const struct store_delta *d, st
 
 /* ---- Draining ------------------------------------------------------------------------ */
 
-/* The entries ordered by (cell, value count): a counting sort, whose group
- * g = cell * nvcs + vc starts at (*start)[g]. */
-static struct code_run *group_entries(const struct staging *b, size_t **start)
-{
-    size_t ngroups = (size_t)b->ncells * (size_t)b->nvcs;
-    size_t *at = calloc(ngroups + 1, sizeof *at);
-    struct code_run *runs = malloc(sizeof *runs * (b->nentries + 1));
-    if (!at || !runs) {
-        free(at);
-        free(runs);
-        return NULL;
-    }
-    for (size_t i = 0; i < b->nentries; i++)
-        at[(size_t)b->entries[i].cell * b->nvcs + b->entries[i].vc + 1]++;
-    for (size_t g = 0; g < ngroups; g++)
-        at[g + 1] += at[g];
-    for (size_t i = 0; i < b->nentries; i++) {
-        const struct staging_entry *e = &b->entries[i];
-        runs[at[(size_t)e->cell * b->nvcs + e->vc]++] = (struct code_run){e->code, e->rows};
-    }
-    /* at[g] is now the end of group g: shift to starts */
-    memmove(at + 1, at, sizeof *at * ngroups);
-    at[0] = 0;
-    *start = at;
-    return runs;
-}
-
 /* The staged cells' numbers in time order, or NULL to drain them in
  * staging order (fewer than SORT_FROM_CELLS; spread over 2^32 finest
  * buckets or more; out of memory: each adds the same). A radix sort of
@@ -467,22 +443,66 @@ out:
     return order;
 }
 
+/* The entries ordered by (cell's place in the drain, value count): a
+ * counting sort, whose group g = place * nvcs + vc starts at (*start)[g].
+ * A cell's place is rank[cell], or its number when rank is NULL: grouped
+ * in the order the drain reads them, each cell's runs follow the last
+ * one's rather than lying anywhere in the array. */
+static struct code_run *group_entries(const struct staging *b, const uint32_t *rank, size_t **start)
+{
+    size_t ngroups = (size_t)b->ncells * (size_t)b->nvcs;
+    size_t *at = calloc(ngroups + 1, sizeof *at);
+    struct code_run *runs = malloc(sizeof *runs * (b->nentries + 1));
+    if (!at || !runs) {
+        free(at);
+        free(runs);
+        return NULL;
+    }
+#define ENTRY_GROUP(e) ((size_t)(rank ? rank[(e)->cell] : (e)->cell) * b->nvcs + (e)->vc)
+    for (size_t i = 0; i < b->nentries; i++)
+        at[ENTRY_GROUP(&b->entries[i]) + 1]++;
+    for (size_t g = 0; g < ngroups; g++)
+        at[g + 1] += at[g];
+    for (size_t i = 0; i < b->nentries; i++) {
+        const struct staging_entry *e = &b->entries[i];
+        runs[at[ENTRY_GROUP(e)]++] = (struct code_run){e->code, e->rows};
+    }
+#undef ENTRY_GROUP
+    /* at[g] is now the end of group g: shift to starts */
+    memmove(at + 1, at, sizeof *at * ngroups);
+    at[0] = 0;
+    *start = at;
+    return runs;
+}
+
 int staging_drain(struct staging *b, const struct staging_sink *sink, struct store_error *err)
 {
     if (flush_ring(b, err)) {
         staging_clear(b);
         return -1;
     }
+    /* In time order, each cell's place in the drain its rank. */
+    uint32_t *order = cells_by_time(b), *rank = order ? malloc(sizeof *rank * b->ncells) : NULL;
+    if (order && !rank) {
+        free(order);
+        order = NULL;
+    }
+    for (uint32_t i = 0; rank && i < b->ncells; i++)
+        rank[order[i]] = i;
     size_t *start = NULL;
-    struct code_run *runs = group_entries(b, &start);
+    struct code_run *runs = group_entries(b, rank, &start);
+    free(rank);
     int64_t *codes = malloc(8 * (b->nentries + 1)), *rows = malloc(8 * (b->nentries + 1));
     struct vc_runs *vcs = calloc((size_t)b->nvcs + 1, sizeof *vcs);
-    uint32_t *order = cells_by_time(b);
     int rc = runs && codes && rows && vcs ? 0 : store_fail(err, "out of memory");
     for (uint32_t i = 0; rc == 0 && i < b->ncells; i++) {
         uint32_t c = order ? order[i] : i;
+        if (order && i + DRAIN_AHEAD < b->ncells) { /* in time order, cells lie anywhere */
+            __builtin_prefetch(cell_time(b, order[i + DRAIN_AHEAD]));
+            __builtin_prefetch(cell_sums(b, order[i + DRAIN_AHEAD]));
+        }
         for (int k = 0; rc == 0 && k < b->nvcs; k++) {
-            size_t g = (size_t)c * b->nvcs + k, first = start[g];
+            size_t g = (size_t)i * b->nvcs + k, first = start[g];
             int64_t n = store_runs_merge(runs + first, start[g + 1] - first, err);
             if (n < 0) {
                 rc = -1;
