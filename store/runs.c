@@ -2,7 +2,7 @@
  * errors.
  *
  * Rollups merge the runs of many cells into a family row's (rollup.c), and
- * the bulk staging turns a cell's staged rows into runs (bulk.c). */
+ * the staging turns a cell's staged rows into runs (staging.c). */
 #include "store/internal.h"
 
 int64_t store_runs_merge(struct code_run *runs, size_t n, struct store_error *err)
