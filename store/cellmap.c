@@ -2,12 +2,13 @@
  *
  * The writer adds staged cells here (cellmap_add_cell) and encodes the
  * segment back to a block at commit. Cells live in an open-addressing hash
- * table keyed by (bucket index, cell keys). Each cell is one piece of a slab: the struct, then its keys,
- * counts, sums and value-count run headers. Invariant: a cell's runs [0, sorted)
- * are sorted by code and hold no zero-row run; a cell with zero rows holds
- * nothing else (checked at encode, where it is dropped). Runs [sorted, n)
- * are whole cells' runs appended by cellmap_add_cell (runs_merge), merged
- * in (settle_runs) before anything reads the cell's runs. */
+ * table keyed by (bucket index, cell keys). Each cell is one piece of a
+ * slab: the struct, then its keys, counts, sums and value-count run
+ * headers. Invariant: a cell's runs [0, sorted) are sorted by code and hold
+ * no zero-row run; a cell with zero rows holds nothing else (checked at
+ * encode, where it is dropped). Runs [sorted, n) are whole cells' runs
+ * appended by cellmap_add_cell (runs_merge), merged in (settle_runs)
+ * before anything reads the cell's runs. */
 #include "store/internal.h"
 
 #include <stdalign.h>

@@ -137,7 +137,7 @@ int store_compact_until(struct store *s, int64_t max_us, bool all, bool (*stop)(
     *left = 0;
     if (store_need_writer(s, err))
         return -1;
-    /* a load's, not yet written, or rows staged (apply.c) */
+    /* a load's, not yet written, or rows staged (staging.c) */
     bool changes = s->pending->load || s->pending->job;
     for (int v = 0; v < s->views->nviews; v++)
         changes |= s->pending->staging[v] && !staging_empty(s->pending->staging[v]);

@@ -401,7 +401,7 @@ struct pending {
      * deltas, the clock, the held bytes): sharing a cache line with those
      * cost the row a miss (perf). */
     struct staging **staging; /* per view: the rows staged (staging.c), NULL until one */
-    struct staging **spare;      /* the other staging set, which a load job drains */
+    struct staging **spare;   /* the other staging set, which a load job drains */
     char apart[64];
     struct bytemap segments;  /* seg key -> struct cellmap * */
     /* Per view and width, SEGMENT_MEMO_SPANS entries (from memo_first[view]
@@ -448,7 +448,6 @@ struct pending {
                                  and in it */
     bool job_left;            /* the last hand-off left job at work unwritten */
 };
-
 
 /* apply.c. Drains a staging set (the writer's, or a load job's on its
  * thread) into the cellmaps; -1 with err (a count or sum that overflowed,
