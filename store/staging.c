@@ -481,7 +481,7 @@ int staging_drain(struct staging *b, const struct staging_sink *sink, struct sto
         staging_clear(b);
         return -1;
     }
-    /* In time order, each cell's place in the drain its rank. */
+    /* Drained in time order, a cell's place in the drain is its rank. */
     uint32_t *order = cells_by_time(b), *rank = order ? malloc(sizeof *rank * b->ncells) : NULL;
     if (order && !rank) {
         free(order);
