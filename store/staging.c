@@ -379,14 +379,14 @@ int staging_add(struct staging *b, int64_t time, const struct store_delta *d, st
             return store_fail(err, "value count %d is not one of view \"%s\"", d->vcs[i].vc, v->name);
     /* More changes than a ring row holds: the rest as rows of no count
      * and no sum of the same cell, which add the same. */
-    int first = d->nvcs < (int)ROW_VCS(b->nvcs) ? d->nvcs : (int)ROW_VCS(b->nvcs);
-    if (stage(b, time, d->keys, d->counts, d->sums, d->vcs, first, err))
-        return -1;
-    for (int at = first; at < d->nvcs; at += (int)ROW_VCS(b->nvcs)) {
-        int n = d->nvcs - at < (int)ROW_VCS(b->nvcs) ? d->nvcs - at : (int)ROW_VCS(b->nvcs);
-        if (stage(b, time, d->keys, NULL, NULL, d->vcs + at, n, err))
+    int per_row = (int)ROW_VCS(b->nvcs), at = 0;
+    do {
+        int n = d->nvcs - at < per_row ? d->nvcs - at : per_row;
+        if (stage(b, time, d->keys, at ? NULL : d->counts, at ? NULL : d->sums,
+                  n ? d->vcs + at : NULL, n, err))
             return -1;
-    }
+        at += n;
+    } while (at < d->nvcs);
     return 0;
 }
 
@@ -433,9 +433,10 @@ static uint32_t *cells_by_time(const struct staging *b)
         spare = pairs;
         pairs = sorted;
     }
-    if ((order = malloc(sizeof *order * b->ncells)))
-        for (uint32_t i = 0; i < b->ncells; i++)
-            order[i] = (uint32_t)pairs[i];
+    order = (uint32_t *)spare; /* the cell numbers, into the buffer the sort is done with */
+    for (uint32_t i = 0; i < b->ncells; i++)
+        order[i] = (uint32_t)pairs[i];
+    spare = NULL;
 out:
     free(pairs);
     free(spare);
@@ -448,6 +449,11 @@ out:
  * A cell's place is rank[cell], or its number when rank is NULL: grouped
  * in the order the drain reads them, each cell's runs follow the last
  * one's rather than lying anywhere in the array. */
+static size_t entry_group(const struct staging *b, const uint32_t *rank, const struct staging_entry *e)
+{
+    return (size_t)(rank ? rank[e->cell] : e->cell) * (size_t)b->nvcs + e->vc;
+}
+
 static struct code_run *group_entries(const struct staging *b, const uint32_t *rank, size_t **start)
 {
     size_t ngroups = (size_t)b->ncells * (size_t)b->nvcs;
@@ -458,16 +464,14 @@ static struct code_run *group_entries(const struct staging *b, const uint32_t *r
         free(runs);
         return NULL;
     }
-#define ENTRY_GROUP(e) ((size_t)(rank ? rank[(e)->cell] : (e)->cell) * b->nvcs + (e)->vc)
     for (size_t i = 0; i < b->nentries; i++)
-        at[ENTRY_GROUP(&b->entries[i]) + 1]++;
+        at[entry_group(b, rank, &b->entries[i]) + 1]++;
     for (size_t g = 0; g < ngroups; g++)
         at[g + 1] += at[g];
     for (size_t i = 0; i < b->nentries; i++) {
         const struct staging_entry *e = &b->entries[i];
-        runs[at[ENTRY_GROUP(e)]++] = (struct code_run){e->code, e->rows};
+        runs[at[entry_group(b, rank, e)]++] = (struct code_run){e->code, e->rows};
     }
-#undef ENTRY_GROUP
     /* at[g] is now the end of group g: shift to starts */
     memmove(at + 1, at, sizeof *at * ngroups);
     at[0] = 0;
