@@ -444,16 +444,18 @@ out:
     return order;
 }
 
-/* The entries ordered by (cell's place in the drain, value count): a
- * counting sort, whose group g = place * nvcs + vc starts at (*start)[g].
- * A cell's place is rank[cell], or its number when rank is NULL: grouped
- * in the order the drain reads them, each cell's runs follow the last
- * one's rather than lying anywhere in the array. */
+/* Entry e's group: its cell's place in the drain (rank[cell], or the
+ * cell's number without rank) times nvcs, plus its value count. */
 static size_t entry_group(const struct staging *b, const uint32_t *rank, const struct staging_entry *e)
 {
     return (size_t)(rank ? rank[e->cell] : e->cell) * (size_t)b->nvcs + e->vc;
 }
 
+/* The entries ordered by (cell's place in the drain, value count): a
+ * counting sort, whose group g = place * nvcs + vc starts at (*start)[g].
+ * A cell's place is rank[cell], or its number when rank is NULL: grouped
+ * in the order the drain reads them, each cell's runs follow the last
+ * one's rather than lying anywhere in the array. */
 static struct code_run *group_entries(const struct staging *b, const uint32_t *rank, size_t **start)
 {
     size_t ngroups = (size_t)b->ncells * (size_t)b->nvcs;
