@@ -14,9 +14,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Line pointer states (storage/itemid.h), and one of ours: a partial
- * page's line pointer no record has told us of. */
-enum { LP_UNUSED = 0, LP_NORMAL = 1, LP_REDIRECT = 2, LP_DEAD = 3, LP_UNKNOWN = 4 };
+/* Line pointer states (storage/itemid.h), and two of ours: a partial
+ * page's line pointer no record has told us of, and a row that a committed
+ * transaction deleted or updated away, normal on the server until pruned
+ * but never read again, whose bytes the mirror gave back (invariant 4). */
+enum {
+    LP_UNUSED = 0,
+    LP_NORMAL = 1,
+    LP_REDIRECT = 2,
+    LP_DEAD = 3,
+    LP_UNKNOWN = 4,
+    LP_RELEASED = 5
+};
 
 struct item {
     uint8_t state;
@@ -45,6 +54,22 @@ struct page {
     struct item *items;  /* by offset number */
     uint8_t *data;       /* the tuples' bytes */
     uint32_t used, dead, cap; /* of data: bytes taken, those of tuples dropped, room */
+    uint32_t doomed;          /* entries of open transactions' lists naming it: kept while > 0 */
+};
+
+/* The rows an open transaction deleted or updated away, by place: at its
+ * commit they are dead to every reader to come (invariant 4); at its abort
+ * they live on. A list pins its pages (page.doomed), so a place never
+ * names a page freed. */
+struct doomed {
+    struct page *page;
+    uint16_t off;
+};
+
+struct doomed_list {
+    uint32_t xid;
+    uint32_t n, cap;
+    struct doomed *v;
 };
 
 struct heap_mirror {
@@ -52,6 +77,11 @@ struct heap_mirror {
     struct pgwal_relfilenode *followed;
     int nfollowed;
     size_t bytes, max_bytes;
+    /* The open transactions' lists, found by a scan from the last one
+     * used: a record's xid is most often its predecessor's, and few
+     * transactions are open at once. */
+    struct doomed_list *lists;
+    int nlists, caplists, last_list;
 };
 
 static void page_key(struct pgwal_relfilenode n, uint32_t blkno, uint64_t key[2])
@@ -101,6 +131,9 @@ void heap_mirror_free(struct heap_mirror *m)
 {
     if (!m)
         return;
+    for (int i = 0; i < m->nlists; i++)
+        free(m->lists[i].v);
+    free(m->lists);
     uint32_t at = 0;
     uint64_t *slot;
     while ((slot = hashtab_next(&m->pages, &at)))
@@ -220,6 +253,37 @@ static int items_reserve(struct heap_mirror *m, struct page *p, unsigned off, ch
     return 0;
 }
 
+/* Moves the live tuples to the front of a new buffer of cap bytes (at
+ * least the live bytes; 0 frees the buffer). 0, or -1 with err (the page
+ * unchanged): out of memory or past the bound. */
+static int data_move(struct heap_mirror *m, struct page *p, uint32_t cap, char *err,
+                     size_t errlen)
+{
+    if (cap > p->cap && take_bytes(m, cap - p->cap, err, errlen))
+        return -1;
+    uint8_t *data = cap ? malloc(cap) : NULL;
+    if (cap && !data) {
+        m->bytes -= cap - p->cap;
+        return error_fmt(err, errlen, "out of memory keeping heap pages");
+    }
+    m->bytes -= cap < p->cap ? p->cap - cap : 0;
+    uint32_t at = 0;
+    for (unsigned i = 1; i <= p->nitems; i++) {
+        struct item *it = &p->items[i];
+        if (it->state != LP_NORMAL)
+            continue;
+        memcpy(data + at, p->data + it->at, it->len);
+        it->at = at;
+        at += it->len;
+    }
+    free(p->data);
+    p->data = data;
+    p->cap = cap;
+    p->used = at;
+    p->dead = 0;
+    return 0;
+}
+
 /* Room for len more bytes of tuples: the live tuples moved to the front of
  * a new buffer, as large as the old one when a quarter of that was dead and
  * that makes room, else half as large again as they need (never smaller
@@ -234,28 +298,7 @@ static int data_reserve(struct heap_mirror *m, struct page *p, uint32_t len, cha
     uint64_t cap = need <= p->cap && p->dead >= p->cap / 4 ? p->cap : need + need / 2;
     if (cap > UINT32_MAX)
         return error_fmt(err, errlen, "a heap page's tuples take more than 4 GiB");
-    if (cap > p->cap && take_bytes(m, cap - p->cap, err, errlen))
-        return -1;
-    uint8_t *data = malloc(cap ? cap : 1);
-    if (!data) {
-        m->bytes -= cap > p->cap ? cap - p->cap : 0;
-        return error_fmt(err, errlen, "out of memory keeping heap pages");
-    }
-    uint32_t at = 0;
-    for (unsigned i = 1; i <= p->nitems; i++) {
-        struct item *it = &p->items[i];
-        if (it->state != LP_NORMAL)
-            continue;
-        memcpy(data + at, p->data + it->at, it->len);
-        it->at = at;
-        at += it->len;
-    }
-    free(p->data);
-    p->data = data;
-    p->cap = (uint32_t)cap;
-    p->used = at;
-    p->dead = 0;
-    return 0;
+    return data_move(m, p, (uint32_t)cap, err, errlen);
 }
 
 /* Sets line pointer off to state, dropping any tuple it held. */
@@ -314,6 +357,11 @@ static int item_get(const struct page *p, unsigned off, struct heap_mirror_tuple
                          "the row at (%u,%u) of relation %u/%u/%u was changed, and its page was "
                          "never seen whole: reading must start at a checkpoint's redo pointer "
                          "with full_page_writes on",
+                         p->blkno, off, p->node.spc, p->node.db, p->node.rel);
+    if (state == LP_RELEASED)
+        return error_fmt(err, errlen,
+                         "the row at (%u,%u) of relation %u/%u/%u was deleted or updated by a "
+                         "committed transaction, and a record changes it again",
                          p->blkno, off, p->node.spc, p->node.db, p->node.rel);
     static const char *const states[] = {"unused", "normal", "a redirect", "dead"};
     return error_fmt(err, errlen, "line pointer (%u,%u) of relation %u/%u/%u is %s, not a row",
@@ -414,6 +462,92 @@ static struct page *block0_page(struct heap_mirror *m, const struct pgwal_record
                      : block_page(m, rec, 0, init, err, errlen);
 }
 
+/* ---- Rows of open transactions (invariant 4) -------------------------------- */
+
+/* xid's list, made when make and it has none: NULL when it has none (or
+ * none could be made). */
+static struct doomed_list *list_of(struct heap_mirror *m, uint32_t xid, bool make)
+{
+    for (int k = 0; k < m->nlists; k++) {
+        int i = (m->last_list + k) % m->nlists;
+        if (m->lists[i].xid == xid)
+            return &m->lists[m->last_list = i];
+    }
+    if (!make)
+        return NULL;
+    if (m->nlists == m->caplists) {
+        int cap = m->caplists ? 2 * m->caplists : 8;
+        struct doomed_list *v = realloc(m->lists, sizeof *v * (size_t)cap);
+        if (!v)
+            return NULL;
+        m->lists = v;
+        m->caplists = cap;
+    }
+    m->lists[m->nlists] = (struct doomed_list){.xid = xid};
+    return &m->lists[m->last_list = m->nlists++];
+}
+
+/* Notes that transaction xid deleted or updated away the row at (p, off).
+ * Never fails: a row not noted (no memory, or the bound reached) only
+ * keeps its bytes, as a page kept whole does. */
+static void doom(struct heap_mirror *m, uint32_t xid, struct page *p, unsigned off)
+{
+    struct doomed_list *l = xid ? list_of(m, xid, true) : NULL;
+    if (!l)
+        return;
+    if (l->n == l->cap) {
+        uint32_t cap = l->cap ? 2 * l->cap : 64;
+        size_t more = sizeof *l->v * (cap - l->cap);
+        if (m->max_bytes && m->bytes + more > m->max_bytes)
+            return;
+        struct doomed *v = realloc(l->v, sizeof *v * cap);
+        if (!v)
+            return;
+        m->bytes += more;
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = (struct doomed){p, (uint16_t)off};
+    p->doomed++;
+}
+
+/* The row at (p, off) is dead to every reader to come: its bytes go. A
+ * page left with no live bytes frees its buffer; one more than half dead
+ * moves its live bytes to a buffer half as large again as they are. */
+static void release(struct heap_mirror *m, struct page *p, unsigned off)
+{
+    if (off > p->nitems || p->items[off].state != LP_NORMAL)
+        return; /* pruned since, or a page cleared by a truncation */
+    struct item *it = &p->items[off];
+    p->dead += it->len;
+    *it = (struct item){.state = LP_RELEASED};
+    uint32_t live = p->used - p->dead;
+    char ignored[8];
+    if (live == 0)
+        data_move(m, p, 0, ignored, sizeof ignored);
+    else if (p->dead > p->cap / 2) /* a failed move keeps the buffer as it was */
+        data_move(m, p, live + live / 2, ignored, sizeof ignored);
+}
+
+void heap_mirror_end(struct heap_mirror *m, const uint32_t *xids, int nxids, bool commit)
+{
+    for (int i = 0; i < nxids; i++) {
+        struct doomed_list *l = list_of(m, xids[i], false);
+        if (!l)
+            continue;
+        for (uint32_t k = 0; k < l->n; k++) {
+            struct doomed *d = &l->v[k];
+            d->page->doomed--;
+            if (commit)
+                release(m, d->page, d->off);
+        }
+        m->bytes -= sizeof *l->v * l->cap;
+        free(l->v);
+        *l = m->lists[--m->nlists];
+        m->last_list = 0;
+    }
+}
+
 /* ---- Heap records ----------------------------------------------------------- */
 
 static struct heap_mirror_tuple wal_tuple(const struct pgwal_tuple *t)
@@ -473,7 +607,10 @@ static int heap_delete(struct heap_mirror *m, const struct pgwal_record *rec,
     struct heap_mirror_tuple t;
     if (!p || item_get(p, h->offnum, &t, err, errlen))
         return -1;
-    return report(fn, ctx, rec, HEAP_CHANGE_DELETE, p->node, &t, NULL);
+    int rc = report(fn, ctx, rec, HEAP_CHANGE_DELETE, p->node, &t, NULL);
+    if (rc == 0)
+        doom(m, rec->xid, p, h->offnum);
+    return rc;
 }
 
 static int heap_update(struct heap_mirror *m, const struct pgwal_record *rec,
@@ -553,6 +690,8 @@ static int heap_update(struct heap_mirror *m, const struct pgwal_record *rec,
     }
     if (rc == 0 && (rc = item_get(np, h->new_offnum, &new_t, err, errlen)) == 0)
         rc = report(fn, ctx, rec, HEAP_CHANGE_UPDATE, np->node, &old_t, &new_t);
+    if (rc == 0 && (op != np || h->offnum != h->new_offnum))
+        doom(m, rec->xid, op, h->offnum);
     free(new_bytes);
     free(old_copy);
     return rc;
@@ -675,11 +814,14 @@ static int restore_all(struct heap_mirror *m, const struct pgwal_record *rec, ch
 }
 
 /* Frees the pages drop() picks and keeps the others, in a table built
- * anew (base/hashtab.h invariant 4: no key is removed one by one). Its
- * room is made before anything is freed, so that a failure (-1, out of
- * memory) leaves the mirror as it was. Returns the pages freed. */
+ * anew (base/hashtab.h invariant 4: no key is removed one by one). A page
+ * an open transaction's list names is kept, emptied when truncated (a
+ * server truncates no page holding such a row: a record that says it did
+ * is taken at its word). Its room is made before anything is freed, so
+ * that a failure (-1, out of memory) leaves the mirror as it was. Returns
+ * the pages freed. */
 static long drop_pages(struct heap_mirror *m, bool (*drop)(const struct page *, const void *),
-                       const void *arg)
+                       const void *arg, bool truncated)
 {
     struct hashtab kept;
     hashtab_init(&kept, 2, sizeof(struct page *));
@@ -690,10 +832,14 @@ static long drop_pages(struct heap_mirror *m, bool (*drop)(const struct page *, 
     uint64_t *slot;
     while ((slot = hashtab_next(&m->pages, &at))) {
         struct page *p = *(struct page **)hashtab_value_of(&m->pages, slot);
-        if (drop(p, arg)) {
+        if (drop(p, arg) && !p->doomed) {
             page_free(m, p);
             dropped++;
             continue;
+        }
+        if (drop(p, arg) && truncated) {
+            page_clear(p);
+            data_move(m, p, 0, (char[8]){0}, 8); /* frees: never fails */
         }
         bool added;
         uint64_t *key = hashtab_key_of(slot);
@@ -735,7 +881,7 @@ int heap_mirror_replay(struct heap_mirror *m, const struct pgwal_record *rec, he
         /* VACUUM giving back a relation's empty tail: the pages past it go. */
         struct truncation t = {s.node, s.blkno};
         if (s.op == PGWAL_SMGR_TRUNCATE && (s.flags & PGWAL_SMGR_TRUNCATE_HEAP) &&
-            followed(m, s.node) && drop_pages(m, past_truncation, &t) < 0)
+            followed(m, s.node) && drop_pages(m, past_truncation, &t, true) < 0)
             return error_fmt(err, errlen, "out of memory");
         return 0;
     }
@@ -746,7 +892,7 @@ int heap_mirror_replay(struct heap_mirror *m, const struct pgwal_record *rec, he
 
 long heap_mirror_forget_before(struct heap_mirror *m, uint64_t redo)
 {
-    return drop_pages(m, untouched_since, &redo);
+    return drop_pages(m, untouched_since, &redo, false);
 }
 
 int heap_mirror_tuple_at(const struct heap_mirror *m, struct pgwal_relfilenode node,
@@ -760,6 +906,8 @@ int heap_mirror_tuple_at(const struct heap_mirror *m, struct pgwal_relfilenode n
                                        : LP_UNUSED;
     if (state == LP_UNKNOWN)
         return -1;
+    if (state == LP_RELEASED)
+        return 2;
     if (state != LP_NORMAL)
         return 0;
     const struct item *it = &p->items[offnum];

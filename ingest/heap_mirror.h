@@ -35,6 +35,12 @@
  *      (heap_mirror_forget_before), since its next change brings an image.
  *      What the mirror holds is so bounded by the pages changed between two
  *      checkpoints; past max_bytes it refuses with a message that says so.
+ *   4. A row that a committed transaction deleted, or updated to a new
+ *      version, is read by no record to come (PostgreSQL changes only a
+ *      row's latest version, and only pruning touches a dead one, by line
+ *      pointer), so its bytes go at the commit (heap_mirror_end): the
+ *      mirror holds the live rows of the pages changed, and those of
+ *      transactions still open. An aborted transaction's rows live on.
  *
  * One thread; not thread-safe. Private to ingest/. */
 #ifndef STRAUM_INGEST_HEAP_MIRROR_H
@@ -99,16 +105,23 @@ int heap_mirror_follow(struct heap_mirror *m, struct pgwal_relfilenode node);
 int heap_mirror_replay(struct heap_mirror *m, const struct pgwal_record *rec, heap_change_fn fn,
                        void *ctx, char *err, size_t errlen);
 
+/* The end of transaction xids[0] with its subtransactions xids[1..n)
+ * (or of subtransactions alone, rolled back to a savepoint): at a commit
+ * the rows their records deleted or updated away give their bytes back
+ * (invariant 4); at an abort they live on. Never fails. */
+void heap_mirror_end(struct heap_mirror *m, const uint32_t *xids, int nxids, bool commit);
+
 /* Forgets the pages no record touched since redo (a checkpoint's redo
  * pointer: invariant 3). Returns the pages forgotten, or -1 out of memory
  * (the mirror is then unchanged). */
 long heap_mirror_forget_before(struct heap_mirror *m, uint64_t redo);
 
 /* The tuple at line pointer offnum of block blkno of node: 1 with *t set,
+ * 2 when it is a row a committed transaction deleted or updated away
+ * (normal on the server until pruned; its bytes given back: invariant 4),
  * 0 when the mirror holds the page and that line pointer is not a normal
  * one (unused, redirect or dead), -1 when the mirror does not hold the
- * page or, partial, does not know the line pointer. For tests and
- * straum-dump. */
+ * page or, partial, does not know the line pointer. For tests. */
 int heap_mirror_tuple_at(const struct heap_mirror *m, struct pgwal_relfilenode node,
                          uint32_t blkno, uint16_t offnum, struct heap_mirror_tuple *t);
 

@@ -47,12 +47,13 @@
 #include <string.h>
 #include <time.h>
 
-/* The heap mirror's bound: the pages changed between two checkpoints are
- * what it holds (heap_mirror.h invariant 3), about 1.3 times their size on
- * the server. 4 GiB is some 400,000 pages changed between checkpoints (the
- * default checkpoint_timeout of 5 min at 1,300 distinct pages a second);
- * past it ingest stops with a message rather than take the machine's
- * memory. STRAUM_MIRROR_MAX_MB overrides it. */
+/* The heap mirror's bound: the live rows of the pages changed between two
+ * checkpoints are what it holds (heap_mirror.h invariants 3 and 4), at most
+ * about 1.3 times those pages' size on the server. 4 GiB is some 400,000
+ * pages of live rows changed between checkpoints (the default
+ * checkpoint_timeout of 5 min at 1,300 distinct pages a second); past it
+ * ingest stops with a message rather than take the machine's memory.
+ * STRAUM_MIRROR_MAX_MB overrides it. */
 #define MIRROR_MAX_BYTES ((size_t)4 << 30)
 
 /* Checkpoint redo pointers remembered for feedback (invariant 3): one per
@@ -890,6 +891,9 @@ static int txn_end(struct pfollower *f, const struct pgwal_record *rec,
     }
     if (rc == 0 && commit && x->nmsgs && rec->end > f->g.stored_lsn)
         rc = check_layouts(f, rec, x);
+    /* The rows the transaction deleted or updated away are dead to every
+     * record to come once it commits (heap_mirror.h invariant 4). */
+    heap_mirror_end(f->mirror, ids, nids, commit);
     /* drop the spools (each looked up again: a drop may rebuild the index) */
     for (int i = 0; i < nids; i++) {
         struct ptxn *p = txn_find(f, ids[i]);

@@ -18,7 +18,10 @@
  * The records (of the whole run, and the single one) are also replayed by
  * a heap mirror (ingest/heap_mirror.c) that follows the relations their
  * blocks name, within a 1 MiB bound: a refusal must leave a message, and
- * every row it reports is read whole.
+ * every row it reports is read whole; commit and abort records end their
+ * transactions in it (the rows given back at a commit), and at the end the
+ * transactions left open are aborted, after which a checkpoint past
+ * everything forgets every page.
  * Nothing may crash, read outside its buffer (each piece is an exact-size
  * copy) or leak; a failure must leave a message. The seeds under
  * corpus/pgwal are real WAL of the test cluster and WAL laid out by
@@ -186,14 +189,41 @@ struct mirror_run {
     struct heap_mirror *m;
     int follows;  /* relations followed, at most 16 */
     bool failed;  /* refused once: not used again (heap_mirror.h) */
+    uint32_t xids[64]; /* those of the deletes and updates reported */
+    int nxids;         /* 65: more than xids holds */
 };
 
 static int on_change(void *ctx, const struct heap_change *c)
 {
-    (void)ctx;
+    struct mirror_run *mr = ctx;
     touch(c->old_tuple.data, c->old_tuple.data ? c->old_tuple.len : 0);
     touch(c->new_tuple.data, c->new_tuple.data ? c->new_tuple.len : 0);
+    bool known = c->kind == HEAP_CHANGE_INSERT;
+    for (int i = 0; i < mr->nxids && i < 64 && !known; i++)
+        known = mr->xids[i] == c->xid;
+    if (!known && mr->nxids < 64)
+        mr->xids[mr->nxids++] = c->xid;
+    else if (!known)
+        mr->nxids = 65;
     return 0;
+}
+
+/* A commit or an abort record ends its transaction in the mirror. */
+static void mirror_xact(struct mirror_run *mr, const struct pgwal_record *rec)
+{
+    struct pgwal_xact x;
+    char err[512];
+    if (rec->rmid != PGWAL_RM_XACT || pgwal_xact_parse(rec, &x, err, sizeof err))
+        return;
+    bool commit = x.op == PGWAL_XACT_COMMIT || x.op == PGWAL_XACT_COMMIT_PREPARED;
+    if (!commit && x.op != PGWAL_XACT_ABORT && x.op != PGWAL_XACT_ABORT_PREPARED)
+        return;
+    uint32_t ids[1 + 64];
+    int n = 0;
+    ids[n++] = x.xid;
+    for (uint32_t i = 0; i < x.nsubxacts && n < 1 + 64; i++)
+        ids[n++] = pgwal_u32_at(x.subxacts, i);
+    heap_mirror_end(mr->m, ids, n, commit);
 }
 
 static void mirror_replay(struct mirror_run *mr, const struct pgwal_record *rec)
@@ -208,16 +238,22 @@ static void mirror_replay(struct mirror_run *mr, const struct pgwal_record *rec)
             mr->follows++;
         }
     char err[512] = "";
-    int rc = heap_mirror_replay(mr->m, rec, on_change, NULL, err, sizeof err);
+    int rc = heap_mirror_replay(mr->m, rec, on_change, mr, err, sizeof err);
     CHECK(rc == 0 || (rc == -1 && err[0] != '\0'));
     mr->failed = rc != 0;
+    if (!mr->failed)
+        mirror_xact(mr, rec);
     CHECK(heap_mirror_bytes(mr->m) <= 1u << 20);
 }
 
 static void mirror_end(struct mirror_run *mr)
 {
-    if (mr->m && !mr->failed)
+    /* The transactions left open keep their pages (heap_mirror.h
+     * invariant 4) until they end: aborted here, every page goes. */
+    if (mr->m && !mr->failed && mr->nxids <= 64) {
+        heap_mirror_end(mr->m, mr->xids, mr->nxids, false);
         CHECK(heap_mirror_forget_before(mr->m, UINT64_MAX) >= 0 && heap_mirror_pages(mr->m) == 0);
+    }
     heap_mirror_free(mr->m);
     memset(mr, 0, sizeof *mr);
 }
