@@ -473,3 +473,89 @@ Test(heap_mirror, replica_wal_level, .timeout = 300)
     check_mirror(pgtmp_conninfo(&pg));
     pgtmp_stop(&pg);
 }
+
+/* A transaction open across a checkpoint, replayed as the physical
+ * follower replays (pages forgotten at each checkpoint record, each
+ * transaction ended at its commit or abort record): the pages it deleted
+ * from are kept where the checkpoint would forget them (heap_mirror.h
+ * invariant 4: its list pins them) and its rows read whole until its
+ * commit, which gives them back; a checkpoint after the commit forgets
+ * every page. */
+Test(heap_mirror, open_transaction_across_checkpoint, .timeout = 300)
+{
+    char conninfo[1024];
+    cr_assert_eq(pgtest_new_db(conninfo, sizeof conninfo), 0);
+    conn = PQconnectdb(conninfo);
+    cr_assert_eq(PQstatus(conn), CONNECTION_OK, "%s", PQerrorMessage(conn));
+    PGconn *main_conn = conn, *other = PQconnectdb(conninfo);
+    cr_assert_eq(PQstatus(other), CONNECTION_OK, "%s", PQerrorMessage(other));
+    sql("CREATE TABLE u (id int, s text)");
+    sql("INSERT INTO u SELECT i, repeat('u', 60) FROM generate_series(1, 2000) i");
+    sql("SELECT pg_create_physical_replication_slot('heap_mirror_open', true, true)");
+    sql("CHECKPOINT");
+    uint64_t redo = walfiles_lsn(conn, "SELECT redo_lsn FROM pg_control_checkpoint()");
+    struct pgwal_relfilenode node = {
+        u32_of("SELECT oid FROM pg_tablespace WHERE spcname = 'pg_default'"),
+        u32_of("SELECT oid FROM pg_database WHERE datname = current_database()"),
+        u32_of("SELECT pg_relation_filenode('u')")};
+
+    /* The delete, open across a checkpoint, then committed. */
+    conn = other;
+    sql("BEGIN");
+    uint32_t xid = u32_of("SELECT txid_current() % 4294967296");
+    sql("DELETE FROM u WHERE id <= 500");
+    conn = main_conn;
+    uint64_t deleted = walfiles_lsn(conn, "SELECT pg_current_wal_insert_lsn()");
+    sql("CHECKPOINT");
+    conn = other;
+    sql("COMMIT");
+    PQfinish(other);
+    conn = main_conn;
+    sql("UPDATE u SET s = 'after' WHERE id = 1900");
+    sql("SET synchronous_commit = on; CHECKPOINT");
+    uint64_t end = walfiles_lsn(conn, "SELECT pg_current_wal_flush_lsn()");
+
+    struct heap_mirror *m = heap_mirror_new(0);
+    cr_assert_not_null(m);
+    cr_assert_eq(heap_mirror_follow(m, node), 0);
+    struct walfiles w;
+    walfiles_open(&w, conn, redo, end);
+    struct pgwal_record rec;
+    struct heap_mirror_tuple t;
+    char err[512];
+    int pinned = 0, given_back = 0;
+    while (walfiles_next(&w, &rec)) {
+        cr_assert_eq(heap_mirror_replay(m, &rec, NULL, NULL, err, sizeof err), 0, "%s", err);
+        struct pgwal_xlog x;
+        if (rec.rmid == PGWAL_RM_XLOG && pgwal_xlog_parse(&rec, &x, err, sizeof err) == 0 &&
+            (x.op == PGWAL_XLOG_CHECKPOINT_ONLINE || x.op == PGWAL_XLOG_CHECKPOINT_SHUTDOWN)) {
+            cr_assert_geq(heap_mirror_forget_before(m, x.checkpoint.redo), 0);
+            if (rec.lsn > deleted && !given_back) {
+                cr_assert_eq(heap_mirror_tuple_at(m, node, 0, 1, &t), 1,
+                             "the row deleted by a transaction still open at a checkpoint is "
+                             "held whole");
+                pinned++;
+            }
+        }
+        struct pgwal_xact xa;
+        if (rec.rmid != PGWAL_RM_XACT || pgwal_xact_parse(&rec, &xa, err, sizeof err))
+            continue;
+        bool commit = xa.op == PGWAL_XACT_COMMIT || xa.op == PGWAL_XACT_COMMIT_PREPARED;
+        if (!commit && xa.op != PGWAL_XACT_ABORT && xa.op != PGWAL_XACT_ABORT_PREPARED)
+            continue;
+        heap_mirror_end(m, &xa.xid, 1, commit);
+        if (xa.xid == xid) {
+            cr_assert(commit);
+            cr_assert_eq(heap_mirror_tuple_at(m, node, 0, 1, &t), 2,
+                         "the commit gave the deleted row back");
+            given_back++;
+        }
+    }
+    walfiles_close(&w);
+    cr_assert_geq(pinned, 1, "a checkpoint came between the delete and its commit");
+    cr_assert_eq(given_back, 1);
+    cr_assert_eq(heap_mirror_pages(m), 0, "the last checkpoint forgot every page (%zu held)",
+                 heap_mirror_pages(m));
+    heap_mirror_free(m);
+    PQfinish(conn);
+}
