@@ -832,14 +832,16 @@ static long drop_pages(struct heap_mirror *m, bool (*drop)(const struct page *, 
     uint64_t *slot;
     while ((slot = hashtab_next(&m->pages, &at))) {
         struct page *p = *(struct page **)hashtab_value_of(&m->pages, slot);
-        if (drop(p, arg) && !p->doomed) {
+        bool picked = drop(p, arg);
+        if (picked && !p->doomed) {
             page_free(m, p);
             dropped++;
             continue;
         }
-        if (drop(p, arg) && truncated) {
+        if (picked && truncated) {
+            char ignored[8]; /* a move to no buffer frees it: it never fails */
             page_clear(p);
-            data_move(m, p, 0, (char[8]){0}, 8); /* frees: never fails */
+            data_move(m, p, 0, ignored, sizeof ignored);
         }
         bool added;
         uint64_t *key = hashtab_key_of(slot);

@@ -483,8 +483,13 @@ Test(heap_mirror, replica_wal_level, .timeout = 300)
  * every page. */
 Test(heap_mirror, open_transaction_across_checkpoint, .timeout = 300)
 {
-    char conninfo[1024];
-    cr_assert_eq(pgtest_new_db(conninfo, sizeof conninfo), 0);
+    /* A cluster of its own: its checkpoints, in the shared cluster, would
+     * give the other tests' pages images where they count on none. */
+    struct pgtmp_options o = {0};
+    struct pgtmp pg;
+    char perr[1024];
+    cr_assert_eq(pgtmp_start(&pg, &o, perr, sizeof perr), 0, "%s", perr);
+    const char *conninfo = pgtmp_conninfo(&pg);
     conn = PQconnectdb(conninfo);
     cr_assert_eq(PQstatus(conn), CONNECTION_OK, "%s", PQerrorMessage(conn));
     PGconn *main_conn = conn, *other = PQconnectdb(conninfo);
@@ -558,4 +563,5 @@ Test(heap_mirror, open_transaction_across_checkpoint, .timeout = 300)
                  heap_mirror_pages(m));
     heap_mirror_free(m);
     PQfinish(conn);
+    pgtmp_stop(&pg);
 }
